@@ -1,0 +1,385 @@
+package capability
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// The model's structs keep fields they do not know in an Extra map. YAML does
+// this through `yaml:",inline"`; JSON needs the helpers below, used by each
+// struct's MarshalJSON and UnmarshalJSON.
+
+// knownJSONKeys caches the JSON field names of a struct type.
+var knownJSONKeys sync.Map // reflect.Type → map[string]bool
+
+func jsonKeys(t reflect.Type) map[string]bool {
+	if v, ok := knownJSONKeys.Load(t); ok {
+		return v.(map[string]bool)
+	}
+	keys := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		tag := t.Field(i).Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" || name == "" {
+			continue
+		}
+		keys[name] = true
+	}
+	knownJSONKeys.Store(t, keys)
+	return keys
+}
+
+// marshalWithExtra encodes v (a struct without custom methods) and adds the
+// extra fields that do not collide with v's own.
+func marshalWithExtra(v any, extra map[string]any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil || len(extra) == 0 {
+		return b, err
+	}
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1]) // drop the closing brace
+	known := jsonKeys(reflect.TypeOf(v))
+	first := len(b) == 2
+	for _, k := range sortedKeys(extra) {
+		if known[k] {
+			continue
+		}
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(extra[k])
+		if err != nil {
+			return nil, err
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(vb)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// unmarshalWithExtra decodes data into v (a pointer to a struct without custom
+// methods) and returns the fields v does not know, normalised.
+func unmarshalWithExtra(data []byte, v any) (map[string]any, error) {
+	if err := json.Unmarshal(data, v); err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil || all == nil {
+		return nil, err
+	}
+	known := jsonKeys(reflect.TypeOf(v).Elem())
+	var extra map[string]any
+	for k, raw := range all {
+		if known[k] {
+			continue
+		}
+		var x any
+		if err := json.Unmarshal(raw, &x); err != nil {
+			return nil, err
+		}
+		if extra == nil {
+			extra = map[string]any{}
+		}
+		extra[k] = Normalize(x)
+	}
+	return extra, nil
+}
+
+// Normalize converts a decoded JSON or YAML value to the canonical form the
+// model holds: maps with string keys, []any, and whole numbers as int64 (so a
+// value read from YAML equals the same value read from JSON).
+func Normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = Normalize(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[toString(k)] = Normalize(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = Normalize(e)
+		}
+		return x
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint64:
+		if x <= math.MaxInt64 {
+			return int64(x)
+		}
+		return float64(x)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x)
+		}
+		return x
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return Normalize(f)
+	}
+	return v
+}
+
+func normalizeSchema(s Schema) Schema {
+	if s == nil {
+		return nil
+	}
+	return Normalize(s).(map[string]any)
+}
+
+func toString(k any) string {
+	if s, ok := k.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(k)
+	return strings.Trim(string(b), `"`)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Normalize puts every free-form value of d (schemas, metadata, examples,
+// extra fields) in canonical form; see the package function Normalize.
+func (d *Definition) Normalize() {
+	d.Input = normalizeSchema(d.Input)
+	d.Output = normalizeSchema(d.Output)
+	if d.Metadata != nil {
+		d.Metadata = Normalize(d.Metadata).(map[string]any)
+	}
+	if d.Extra != nil {
+		d.Extra = Normalize(d.Extra).(map[string]any)
+	}
+	for i := range d.Examples {
+		d.Examples[i].Input = Normalize(d.Examples[i].Input)
+		d.Examples[i].Output = Normalize(d.Examples[i].Output)
+	}
+}
+
+// MarshalJSON encodes d with its extra fields.
+func (d Definition) MarshalJSON() ([]byte, error) {
+	type plain Definition
+	return marshalWithExtra(plain(d), d.Extra)
+}
+
+// UnmarshalJSON decodes d, keeping unknown fields in Extra.
+func (d *Definition) UnmarshalJSON(b []byte) error {
+	type plain Definition
+	var p plain
+	extra, err := unmarshalWithExtra(b, &p)
+	if err != nil {
+		return err
+	}
+	*d = Definition(p)
+	d.Extra = extra
+	d.Normalize()
+	return nil
+}
+
+// The same pair for every other struct of the model.
+
+func (e ErrorDef) MarshalJSON() ([]byte, error) {
+	type plain ErrorDef
+	return marshalWithExtra(plain(e), e.Extra)
+}
+
+func (e *ErrorDef) UnmarshalJSON(b []byte) error {
+	type plain ErrorDef
+	var p plain
+	extra, err := unmarshalWithExtra(b, &p)
+	*e = ErrorDef(p)
+	e.Extra = extra
+	return err
+}
+
+func (b Bindings) MarshalJSON() ([]byte, error) {
+	type plain Bindings
+	return marshalWithExtra(plain(b), b.Extra)
+}
+
+func (b *Bindings) UnmarshalJSON(data []byte) error {
+	type plain Bindings
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*b = Bindings(p)
+	b.Extra = extra
+	return err
+}
+
+func (b NativeBinding) MarshalJSON() ([]byte, error) {
+	type plain NativeBinding
+	return marshalWithExtra(plain(b), b.Extra)
+}
+
+func (b *NativeBinding) UnmarshalJSON(data []byte) error {
+	type plain NativeBinding
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*b = NativeBinding(p)
+	b.Extra = extra
+	return err
+}
+
+func (b MCPBinding) MarshalJSON() ([]byte, error) {
+	type plain MCPBinding
+	return marshalWithExtra(plain(b), b.Extra)
+}
+
+func (b *MCPBinding) UnmarshalJSON(data []byte) error {
+	type plain MCPBinding
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*b = MCPBinding(p)
+	b.Extra = extra
+	return err
+}
+
+func (b HTTPBinding) MarshalJSON() ([]byte, error) {
+	type plain HTTPBinding
+	return marshalWithExtra(plain(b), b.Extra)
+}
+
+func (b *HTTPBinding) UnmarshalJSON(data []byte) error {
+	type plain HTTPBinding
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*b = HTTPBinding(p)
+	b.Extra = extra
+	return err
+}
+
+func (a HTTPAuth) MarshalJSON() ([]byte, error) {
+	type plain HTTPAuth
+	return marshalWithExtra(plain(a), a.Extra)
+}
+
+func (a *HTTPAuth) UnmarshalJSON(data []byte) error {
+	type plain HTTPAuth
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*a = HTTPAuth(p)
+	a.Extra = extra
+	return err
+}
+
+func (b GRPCBinding) MarshalJSON() ([]byte, error) {
+	type plain GRPCBinding
+	return marshalWithExtra(plain(b), b.Extra)
+}
+
+func (b *GRPCBinding) UnmarshalJSON(data []byte) error {
+	type plain GRPCBinding
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*b = GRPCBinding(p)
+	b.Extra = extra
+	return err
+}
+
+func (b CLIBinding) MarshalJSON() ([]byte, error) {
+	type plain CLIBinding
+	return marshalWithExtra(plain(b), b.Extra)
+}
+
+func (b *CLIBinding) UnmarshalJSON(data []byte) error {
+	type plain CLIBinding
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*b = CLIBinding(p)
+	b.Extra = extra
+	return err
+}
+
+func (b DelegationBinding) MarshalJSON() ([]byte, error) {
+	type plain DelegationBinding
+	return marshalWithExtra(plain(b), b.Extra)
+}
+
+func (b *DelegationBinding) UnmarshalJSON(data []byte) error {
+	type plain DelegationBinding
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*b = DelegationBinding(p)
+	b.Extra = extra
+	return err
+}
+
+func (d Display) MarshalJSON() ([]byte, error) {
+	type plain Display
+	return marshalWithExtra(plain(d), d.Extra)
+}
+
+func (d *Display) UnmarshalJSON(data []byte) error {
+	type plain Display
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*d = Display(p)
+	d.Extra = extra
+	return err
+}
+
+func (a Attestation) MarshalJSON() ([]byte, error) {
+	type plain Attestation
+	return marshalWithExtra(plain(a), a.Extra)
+}
+
+func (a *Attestation) UnmarshalJSON(data []byte) error {
+	type plain Attestation
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*a = Attestation(p)
+	a.Extra = extra
+	return err
+}
+
+func (p Provenance) MarshalJSON() ([]byte, error) {
+	type plain Provenance
+	return marshalWithExtra(plain(p), p.Extra)
+}
+
+func (p *Provenance) UnmarshalJSON(data []byte) error {
+	type plain Provenance
+	var q plain
+	extra, err := unmarshalWithExtra(data, &q)
+	*p = Provenance(q)
+	p.Extra = extra
+	return err
+}
+
+func (e Example) MarshalJSON() ([]byte, error) {
+	type plain Example
+	return marshalWithExtra(plain(e), e.Extra)
+}
+
+func (e *Example) UnmarshalJSON(data []byte) error {
+	type plain Example
+	var p plain
+	extra, err := unmarshalWithExtra(data, &p)
+	*e = Example(p)
+	e.Extra = extra
+	return err
+}
