@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The model's structs keep fields they do not know in an Extra map. YAML does
@@ -129,6 +130,12 @@ func Normalize(v any) any {
 			return int64(x)
 		}
 		return x
+	case time.Time:
+		// YAML reads unquoted dates as timestamps; keep them as the text they were.
+		if x.Equal(x.Truncate(24*time.Hour)) && x.Location() == time.UTC {
+			return x.Format("2006-01-02")
+		}
+		return x.Format(time.RFC3339Nano)
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return i
@@ -177,6 +184,25 @@ func (d *Definition) Normalize() {
 	for i := range d.Examples {
 		d.Examples[i].Input = Normalize(d.Examples[i].Input)
 		d.Examples[i].Output = Normalize(d.Examples[i].Output)
+		normalizeExtra(d.Examples[i].Extra)
+	}
+	for i := range d.Errors {
+		normalizeExtra(d.Errors[i].Extra)
+	}
+	b := &d.Bindings
+	normalizeExtra(b.Extra)
+	for _, x := range []any{b.Native, b.MCP, b.HTTP, b.GRPC, b.CLI, b.Delegation, d.Display, d.Attestation, d.Provenance} {
+		normalizeExtra(extraOf(x))
+	}
+	if b.HTTP != nil {
+		normalizeExtra(extraOf(b.HTTP.Auth))
+	}
+}
+
+// normalizeExtra normalises the values of an Extra map in place.
+func normalizeExtra(m map[string]any) {
+	for k, v := range m {
+		m[k] = Normalize(v)
 	}
 }
 

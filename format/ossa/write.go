@@ -1,0 +1,75 @@
+package ossa
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/caphub/caphub/capability"
+	"gopkg.in/yaml.v3"
+)
+
+// Format is an output encoding.
+type Format string
+
+const (
+	YAML Format = "yaml"
+	JSON Format = "json"
+)
+
+// FormatForPath picks JSON for .json files and YAML otherwise.
+func FormatForPath(path string) Format {
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		return JSON
+	}
+	return YAML
+}
+
+// singleDoc and listDoc are the two capability file layouts.
+type singleDoc struct {
+	Capability *capability.Definition `json:"capability" yaml:"capability"`
+}
+
+type listDoc struct {
+	Capabilities []capability.Definition `json:"capabilities" yaml:"capabilities"`
+}
+
+type indexDoc struct {
+	Registry *Index `json:"registry" yaml:"registry"`
+}
+
+// Write encodes definitions as an OSSA capability file: one definition as a
+// `capability:` document, several as a `capabilities:` list. Reading the
+// output gives back equal definitions, and writing those gives the same bytes.
+func Write(w io.Writer, defs []capability.Definition, f Format) error {
+	if len(defs) == 1 {
+		d := defs[0]
+		return encode(w, singleDoc{Capability: &d}, f)
+	}
+	return encode(w, listDoc{Capabilities: defs}, f)
+}
+
+// WriteIndex encodes a registry index in the OSSA §5.1 layout.
+func WriteIndex(w io.Writer, idx *Index, f Format) error {
+	return encode(w, indexDoc{Registry: idx}, f)
+}
+
+func encode(w io.Writer, v any, f Format) error {
+	switch f {
+	case JSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	case YAML, "":
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		return enc.Close()
+	}
+	return fmt.Errorf("unknown format %q: use yaml or json", f)
+}
