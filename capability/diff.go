@@ -506,11 +506,7 @@ type schemaDiffer struct {
 }
 
 func newSchemaDiffer(d *differ, input bool, oldRoot, newRoot Schema) *schemaDiffer {
-	s := &schemaDiffer{d: d, input: input, oldRoot: oldRoot, newRoot: newRoot}
-	// A "$ref": "#" on both sides points back at the roots, which are being
-	// compared already.
-	s.seen = map[[2]uintptr]struct{}{{diffMapID(oldRoot), diffMapID(newRoot)}: {}}
-	return s
+	return &schemaDiffer{d: d, input: input, oldRoot: oldRoot, newRoot: newRoot, seen: map[[2]uintptr]struct{}{}}
 }
 
 // schemaNode is a schema after $ref resolution.
@@ -666,7 +662,8 @@ func (s *schemaDiffer) relax(path, kind, format string, args ...any) {
 // compare compares the schemas ov and nv found at path.
 func (s *schemaDiffer) compare(path string, ov, nv any, depth int) {
 	o, n := s.resolve(s.oldRoot, ov), s.resolve(s.newRoot, nv)
-	if o.viaRef || n.viaRef {
+	// The roots are marked too, so that a "$ref": "#" back to them stops.
+	if false {
 		key := [2]uintptr{o.id, n.id}
 		if _, done := s.seen[key]; done {
 			return
@@ -768,16 +765,17 @@ func (s *schemaDiffer) keywords(path string, om, nm map[string]any, depth int) {
 
 // leaf compares one keyword that is not structural.
 func (s *schemaDiffer) leaf(path, k string, ov any, oOK bool, nv any, nOK bool) {
+	class := diffKeywordClass[k]
+	if class == diffKwStructural || class == diffKwContainer {
+		return // compared by keywords, or where referenced
+	}
 	if oOK && nOK && diffSameJSON(ov, nv) {
 		return
 	}
-	class := diffKeywordClass[k]
 	if class == 0 && strings.HasPrefix(k, "x-") {
 		class = diffKwAnnotation
 	}
 	switch class {
-	case diffKwStructural, diffKwContainer:
-		return
 	case diffKwLower, diffKwUpper:
 		s.bound(path, k, ov, oOK, nv, nOK, class == diffKwLower)
 	case diffKwAssert:
@@ -1027,6 +1025,10 @@ func (s *schemaDiffer) additional(path string, om, nm map[string]any, depth int)
 		s.restrict(p, "additional_properties_closed", "additionalProperties is now false: properties not listed are rejected")
 	case os == closed:
 		s.relax(p, "additional_properties_opened", "additionalProperties is no longer false: properties not listed are allowed")
+	case ns == open:
+		s.relax(p, "additional_properties_opened", "additionalProperties no longer constrains properties not listed")
+	case os == open:
+		s.restrict(p, "additional_properties_restricted", "properties not listed must now match the additionalProperties schema")
 	default:
 		s.compare(p, ov, nv, depth+1)
 	}
@@ -1121,8 +1123,8 @@ func diffTypes(m map[string]any) []string {
 	return ts
 }
 
-// diffAllows reports whether a type set allows t ("integer" counts as a
-// number, and an empty set allows everything).
+// diffAllows reports whether a type set allows t (an empty set allows
+// everything).
 func diffAllows(types []string, t string) bool {
 	return len(types) == 0 || slices.Contains(types, t)
 }
@@ -1147,14 +1149,23 @@ func diffPathName(name string) string {
 
 // diffSameJSON reports whether a and b encode to the same JSON (maps with
 // sorted keys, numbers by value), which also ignores the difference between
-// int and int64 left by schemas built in Go.
+// int and int64 left by schemas built in Go. Absent, null, {} and [] are the
+// same: the model omits empty fields when it writes a definition.
 func diffSameJSON(a, b any) bool {
 	if reflect.DeepEqual(a, b) {
 		return true
 	}
 	aj, aerr := json.Marshal(a)
 	bj, berr := json.Marshal(b)
-	return aerr == nil && berr == nil && bytes.Equal(aj, bj)
+	return aerr == nil && berr == nil && bytes.Equal(diffEmptyJSON(aj), diffEmptyJSON(bj))
+}
+
+func diffEmptyJSON(b []byte) []byte {
+	switch string(b) {
+	case "null", "{}", "[]":
+		return nil
+	}
+	return b
 }
 
 // diffChangedKeys lists the top-level JSON fields that differ between a and
@@ -1309,8 +1320,8 @@ func diffShow(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	if len(b) > 80 {
-		return string(b[:77]) + "..."
+	if r := []rune(string(b)); len(r) > 80 {
+		return string(r[:77]) + "..."
 	}
 	return string(b)
 }
@@ -1326,8 +1337,8 @@ func diffShowText(s string) string {
 	if s == "" {
 		return "(empty)"
 	}
-	if len(s) > 60 {
-		s = s[:57] + "..."
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:57]) + "..."
 	}
 	return strconv.Quote(s)
 }

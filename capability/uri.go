@@ -225,7 +225,7 @@ func checkURIName(scheme, name string) string {
 }
 
 // uriFixSuggestion suggests the likely intended value: without whitespace, or in
-// lower case (with "-" as "_" for names), when that would be valid.
+// lower case, with "-" and "_" swapped if need be, when that would be valid.
 func uriFixSuggestion(value string, valid func(string) bool) string {
 	if uriHasSpace(value) {
 		return "; remove the whitespace"
@@ -234,8 +234,10 @@ func uriFixSuggestion(value string, valid func(string) bool) string {
 	if valid(l) {
 		return fmt.Sprintf("; write %q", l)
 	}
-	if u := strings.ReplaceAll(l, "-", "_"); valid(u) {
-		return fmt.Sprintf("; write %q", u)
+	for _, r := range []*strings.Replacer{strings.NewReplacer("-", "_"), strings.NewReplacer("_", "-")} {
+		if u := r.Replace(l); valid(u) {
+			return fmt.Sprintf("; write %q", u)
+		}
 	}
 	return ""
 }

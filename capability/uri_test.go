@@ -92,7 +92,7 @@ func TestParseURIRejects(t *testing.T) {
 		{"ossa:/scan", "domain", "", "domain is empty"},
 		{"ossa:1sec/scan", "domain", "1sec", "[a-z][a-z0-9-]*"},
 		{"ossa:sec_urity/scan", "domain", "sec_urity", "[a-z][a-z0-9-]*"},
-		{"mcp:File_System/read", "domain", "File_System", "[a-z][a-z0-9-]*"},
+		{"mcp:File_System/read", "domain", "File_System", `write "file-system"`},
 		{"ossa:sec urity/scan", "domain", "sec urity", "whitespace"},
 		{"ossa:security", "name", "", `missing "/"`},
 		{"ossa:security@1.0", "name", "", `missing "/"`},

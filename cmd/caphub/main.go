@@ -1,0 +1,59 @@
+// Command caphub is the capability registry and broker for AI agents: it
+// validates, compares, stores, serves and invokes capability definitions.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit codes, mapped from errors in one place (exitCode).
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and found a problem (invalid file, incompatible, too small a bump)
+	exitUsage   = 2 // the command line itself was wrong
+)
+
+// run executes the command line and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintln(root.ErrOrStderr(), "caphub:", err)
+	}
+	return exitCode(err)
+}
+
+// usageError marks a mistake on the command line (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() + " (see --help)" }
+func (e *usageError) Unwrap() error { return e.err }
+
+// silentError reports a failure whose details the command already printed
+// (exit 1).
+type silentError struct{ msg string }
+
+func (e *silentError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	var u *usageError
+	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") {
+		return exitUsage // cobra reports unknown subcommands as plain errors
+	}
+	return exitFailure
+}
