@@ -663,7 +663,7 @@ func (s *schemaDiffer) relax(path, kind, format string, args ...any) {
 func (s *schemaDiffer) compare(path string, ov, nv any, depth int) {
 	o, n := s.resolve(s.oldRoot, ov), s.resolve(s.newRoot, nv)
 	// The roots are marked too, so that a "$ref": "#" back to them stops.
-	if false {
+	if o.viaRef || n.viaRef || depth == 0 {
 		key := [2]uintptr{o.id, n.id}
 		if _, done := s.seen[key]; done {
 			return
