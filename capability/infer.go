@@ -284,20 +284,19 @@ func DomainMatches(filter, domain string) bool {
 // ApplyInference fills d.Domains and d.Categories, each only when it is empty,
 // so that declared ones are never overwritten.
 //
-// The capability name is d.Name, or d.Bindings.MCP.Tool when d has an MCP
-// binding naming its tool: the rules are about tool names, and a capability
-// may be renamed in caphub. Likewise the source is d.Bindings.MCP.Server when
-// set (the server the tool really lives on), else the source argument, else
-// d.Domain.
+// The capability name is d.Name, or, for an mcp: URI, the upstream tool name
+// of its MCP binding (the rules are about tool names). The source is the
+// source argument, else the MCP binding's server, else d.Domain; the registry
+// passes the declared domain for ossa: capabilities, so that their
+// hierarchical domains start with it.
 func (d *Definition) ApplyInference(source string) {
 	name := d.Name
-	if m := d.Bindings.MCP; m != nil {
-		if m.Tool != "" {
-			name = m.Tool
-		}
-		if m.Server != "" {
-			source = m.Server
-		}
+	m := d.Bindings.MCP
+	if m != nil && m.Tool != "" && strings.HasPrefix(d.URI, SchemeMCP+":") {
+		name = m.Tool // an MCP tool keeps its upstream name, which CCOS infers from
+	}
+	if source == "" && m != nil {
+		source = m.Server
 	}
 	if source == "" {
 		source = d.Domain

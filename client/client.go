@@ -1,0 +1,260 @@
+// Package client is a REST client of `caphub serve` that implements
+// registry.API, so the CLI's --server mode runs the same code paths as its
+// local-database mode.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
+)
+
+// Client talks to one caphub server.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+var _ registry.API = (*Client)(nil)
+
+// New returns a client of the server at baseURL (e.g. http://127.0.0.1:8750).
+func New(baseURL string) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server URL %q must be an absolute http(s) URL, e.g. http://127.0.0.1:8750", baseURL)
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 60 * time.Second}}, nil
+}
+
+// Close releases nothing; it satisfies registry.API.
+func (c *Client) Close() error { return nil }
+
+// ProblemError is an RFC 9457 problem the server answered with. It unwraps
+// to the registry sentinel its status stands for (and to a
+// *capability.ValidationError when it lists issues), so callers test it as
+// they would a local error.
+type ProblemError struct {
+	Status int                `json:"status"`
+	Title  string             `json:"title"`
+	Detail string             `json:"detail"`
+	Issues []capability.Issue `json:"issues"`
+}
+
+func (e *ProblemError) Error() string {
+	if e.Detail != "" {
+		return e.Detail
+	}
+	return fmt.Sprintf("%s (HTTP %d)", e.Title, e.Status)
+}
+
+func (e *ProblemError) Unwrap() []error {
+	var out []error
+	switch e.Status {
+	case http.StatusNotFound, http.StatusGone:
+		out = append(out, registry.ErrNotFound)
+	case http.StatusConflict:
+		out = append(out, registry.ErrConflict)
+	case http.StatusBadRequest:
+		out = append(out, registry.ErrInvalid)
+	}
+	if len(e.Issues) > 0 {
+		out = append(out, &capability.ValidationError{Issues: e.Issues})
+	}
+	return out
+}
+
+// do sends a request and decodes a JSON answer into out; any status >= 400
+// becomes a *ProblemError.
+func (c *Client) do(ctx context.Context, method, path string, body any, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("caphub server %s: %w (is `caphub serve` running there?)", c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("read answer of %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 400 {
+		p := &ProblemError{Status: resp.StatusCode}
+		if json.Unmarshal(data, p) != nil || p.Title == "" {
+			p.Title = http.StatusText(resp.StatusCode)
+			p.Detail = strings.TrimSpace(string(data))
+		}
+		return resp.StatusCode, p
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func recordOf(d capability.Definition) registry.Record {
+	k, _ := registry.KeyOf(&d)
+	return registry.Record{Key: k, Definition: d}
+}
+
+// RegisterBatch posts the definitions as one capabilities document.
+func (c *Client) RegisterBatch(ctx context.Context, defs []capability.Definition) ([]registry.RegisterResult, error) {
+	if len(defs) == 1 {
+		var res registry.RegisterResult
+		if _, err := c.do(ctx, http.MethodPost, "/registry/capabilities", map[string]any{"capability": defs[0]}, &res); err != nil {
+			return nil, err
+		}
+		res.Record = recordOf(defs[0])
+		return []registry.RegisterResult{res}, nil
+	}
+	var res struct {
+		Items []registry.RegisterResult `json:"items"`
+	}
+	if _, err := c.do(ctx, http.MethodPost, "/registry/capabilities", map[string]any{"capabilities": defs}, &res); err != nil {
+		return nil, err
+	}
+	for i := range res.Items {
+		if i < len(defs) {
+			res.Items[i].Record = recordOf(defs[i])
+		}
+	}
+	return res.Items, nil
+}
+
+// Resolve asks the server which version a URI names.
+func (c *Client) Resolve(ctx context.Context, uri string) (registry.Resolution, error) {
+	var res struct {
+		registry.Resolution
+		Definition capability.Definition `json:"definition"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, "/registry/resolve?uri="+url.QueryEscape(uri), nil, &res); err != nil {
+		return registry.Resolution{}, err
+	}
+	res.Resolution.Record = recordOf(res.Definition)
+	return res.Resolution, nil
+}
+
+// Negotiate sends an OSSA §7.1 capability_request.
+func (c *Client) Negotiate(ctx context.Context, req capability.NegotiationRequest) (capability.NegotiationResponse, error) {
+	var res capability.NegotiationResponse
+	_, err := c.do(ctx, http.MethodPost, "/registry/negotiate", req, &res)
+	return res, err
+}
+
+func capPath(domain, name string) string {
+	return "/registry/capabilities/" + url.PathEscape(domain) + "/" + url.PathEscape(name)
+}
+
+// Get fetches one version.
+func (c *Client) Get(ctx context.Context, scheme, domain, name, version string) (registry.Record, error) {
+	var d capability.Definition
+	if _, err := c.do(ctx, http.MethodGet, capPath(domain, name)+"@"+url.PathEscape(version)+"?scheme="+url.QueryEscape(scheme), nil, &d); err != nil {
+		return registry.Record{}, err
+	}
+	return recordOf(d), nil
+}
+
+type listAnswer struct {
+	Items      []capability.Definition `json:"items"`
+	Total      int                     `json:"total"`
+	NextCursor string                  `json:"next_cursor"`
+}
+
+func (a listAnswer) page() registry.Page {
+	p := registry.Page{Total: a.Total, NextCursor: a.NextCursor, Items: make([]registry.Record, len(a.Items))}
+	for i, d := range a.Items {
+		p.Items[i] = recordOf(d)
+	}
+	return p
+}
+
+// Versions lists every version of a capability; none is not an error.
+func (c *Client) Versions(ctx context.Context, scheme, domain, name string) ([]registry.Record, error) {
+	var a listAnswer
+	_, err := c.do(ctx, http.MethodGet, capPath(domain, name)+"?scheme="+url.QueryEscape(scheme), nil, &a)
+	if errors.Is(err, registry.ErrNotFound) {
+		return []registry.Record{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.page().Items, nil
+}
+
+func filterQuery(f registry.ListFilter) url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("scheme", f.Scheme)
+	set("name", f.Name)
+	set("domain", f.Domain)
+	set("category", f.Category)
+	set("stability", f.Stability)
+	set("binding", f.BindingType)
+	set("source", f.Source)
+	set("intent", f.Intent)
+	set("cursor", f.Cursor)
+	if f.AllVersions {
+		q.Set("all_versions", "true")
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	return q
+}
+
+// List lists capabilities.
+func (c *Client) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
+	var a listAnswer
+	if _, err := c.do(ctx, http.MethodGet, "/registry/capabilities?"+filterQuery(f).Encode(), nil, &a); err != nil {
+		return registry.Page{}, err
+	}
+	return a.page(), nil
+}
+
+// Search runs a ranked search.
+func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
+	v := filterQuery(q.Filter)
+	v.Set("q", q.Text)
+	var a listAnswer
+	if _, err := c.do(ctx, http.MethodGet, "/registry/search?"+v.Encode(), nil, &a); err != nil {
+		return registry.Page{}, err
+	}
+	return a.page(), nil
+}
+
+// Deprecate deprecates the versions a version string names.
+func (c *Client) Deprecate(ctx context.Context, scheme, domain, name, version string, req registry.DeprecateRequest) (registry.DeprecateResult, error) {
+	var res registry.DeprecateResult
+	_, err := c.do(ctx, http.MethodPost, capPath(domain, name)+"@"+url.PathEscape(version)+"/deprecate?scheme="+url.QueryEscape(scheme), req, &res)
+	return res, err
+}

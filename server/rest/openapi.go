@@ -1,0 +1,94 @@
+package rest
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// OpenAPI builds the server's OpenAPI 3.1 document from the same route table
+// that feeds the mux, so the document cannot drift from what is served.
+func (s *Server) OpenAPI() map[string]any {
+	paths := map[string]any{}
+	for _, rt := range s.routeTable() {
+		path := strings.ReplaceAll(rt.path, "...}", "}")
+		item, _ := paths[path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[path] = item
+		}
+		var params []any
+		for _, p := range rt.params {
+			params = append(params, map[string]any{
+				"name": p.name, "in": p.in, "required": p.required || p.in == "path",
+				"description": p.desc, "schema": map[string]any{"type": "string"},
+			})
+		}
+		responses := map[string]any{}
+		for code, desc := range rt.responses {
+			resp := map[string]any{"description": desc}
+			if code >= 400 {
+				resp["content"] = map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Problem"}}}
+			}
+			responses[strconv.Itoa(code)] = resp
+		}
+		responses["default"] = map[string]any{"description": "an RFC 9457 problem document",
+			"content": map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Problem"}}}}
+		op := map[string]any{
+			"summary":     rt.summary,
+			"operationId": operationID(rt.method, path),
+			"responses":   responses,
+		}
+		if len(params) > 0 {
+			op["parameters"] = params
+		}
+		if rt.body != "" {
+			op["requestBody"] = map[string]any{"description": rt.body, "required": true, "content": map[string]any{
+				"application/json": map[string]any{"schema": map[string]any{"type": "object"}},
+				"application/yaml": map[string]any{"schema": map[string]any{"type": "object"}},
+			}}
+		}
+		item[strings.ToLower(rt.method)] = op
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "caphub registry API",
+			"version":     "1.0.0",
+			"description": "Capability registry for AI agents: the OSSA registry API (§5.2), registration under the versioning rules, deprecation, negotiation, search, and the everruns capability shape.",
+		},
+		"paths": paths,
+		"components": map[string]any{"schemas": map[string]any{
+			"Problem": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"type": map[string]any{"type": "string"}, "title": map[string]any{"type": "string"},
+					"status": map[string]any{"type": "integer"}, "detail": map[string]any{"type": "string"},
+					"instance": map[string]any{"type": "string"},
+					"issues":   map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+					"changes":  map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+				},
+				"required": []any{"type", "title", "status"},
+			},
+		}},
+	}
+}
+
+func operationID(method, path string) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(method))
+	for _, seg := range strings.Split(path, "/") {
+		seg = strings.Trim(seg, "{}")
+		seg = strings.NewReplacer(".", "_", "-", "_").Replace(seg)
+		if seg == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(seg[:1]) + seg[1:])
+	}
+	return b.String()
+}
+
+func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, s.OpenAPI(), s.log)
+	return nil
+}

@@ -1,0 +1,472 @@
+// Package rest serves the registry over HTTP: the OSSA registry API (§5.2),
+// registration, deprecation, negotiation and search under /registry, the
+// everruns capability shape under /v1, its own OpenAPI document at
+// /openapi.json and /healthz. Errors are RFC 9457 problem documents.
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/ossa"
+	"github.com/caphub/caphub/registry"
+)
+
+// MaxBodySize bounds a request body (a registration of many definitions fits).
+const MaxBodySize = 32 << 20
+
+// Server is the REST API over a registry.Service.
+type Server struct {
+	svc *registry.Service
+	mux *http.ServeMux
+	log *slog.Logger
+}
+
+// New returns the REST API handler.
+func New(svc *registry.Service, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{svc: svc, mux: http.NewServeMux(), log: log}
+	s.routes()
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// route is one endpoint; the list feeds both the mux and the OpenAPI document.
+type route struct {
+	method, path string
+	summary      string
+	params       []param
+	body         string // request body description, "" for none
+	handler      func(http.ResponseWriter, *http.Request) error
+	responses    map[int]string
+}
+
+type param struct {
+	name, in, desc string
+	required       bool
+}
+
+var listParams = []param{
+	{name: "domain", in: "query", desc: "domain, matching dotted prefixes both ways (github matches github.issues)"},
+	{name: "category", in: "query", desc: "category, e.g. crud.read"},
+	{name: "stability", in: "query", desc: "experimental, beta, stable or deprecated"},
+	{name: "binding", in: "query", desc: "binding type: native, mcp, http, grpc, cli, delegation"},
+	{name: "source", in: "query", desc: "provenance method, e.g. mcp_introspection, or manual"},
+	{name: "intent", in: "query", desc: "Agent OS intent, e.g. messaging.send_text"},
+	{name: "scheme", in: "query", desc: "ossa or mcp"},
+	{name: "name", in: "query", desc: "exact capability name"},
+	{name: "all_versions", in: "query", desc: "true to list every version, not only the highest of each capability"},
+	{name: "limit", in: "query", desc: "page size"},
+	{name: "cursor", in: "query", desc: "continue from the next_cursor of the previous page"},
+}
+
+func (s *Server) routeTable() []route {
+	dn := []param{{name: "domain", in: "path", required: true, desc: "capability domain"}, {name: "name", in: "path", required: true, desc: "capability name, optionally @version (MAJOR, MAJOR.MINOR or full)"}}
+	return []route{
+		{method: "GET", path: "/registry/capabilities", summary: "List capabilities (highest version of each unless all_versions)", params: listParams, handler: s.list, responses: map[int]string{200: "items and total"}},
+		{method: "GET", path: "/registry/capabilities/{domain}", summary: "List the capabilities of a domain", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items and total"}},
+		{method: "GET", path: "/registry/capabilities/{domain}/{name}", summary: "All versions of a capability, or with name@version one version", params: append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 404: "not found"}},
+		{method: "POST", path: "/registry/capabilities", summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml)", body: "OSSA capability document", handler: s.register,
+			responses: map[int]string{201: "registered", 200: "identical content already registered", 409: "version registered with other content", 422: "invalid definition or version bump too small"}},
+		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
+		{method: "POST", path: "/registry/negotiate", summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
+		{method: "GET", path: "/registry/resolve", summary: "Resolve a URI to the version it names", params: []param{{name: "uri", in: "query", required: true, desc: "capability URI"}}, handler: s.resolve, responses: map[int]string{200: "resolution", 404: "not found", 410: "sunset"}},
+		{method: "GET", path: "/registry/search", summary: "Ranked full-text search with filters", params: append([]param{{name: "q", in: "query", desc: "free text"}}, listParams...), handler: s.search, responses: map[int]string{200: "items and total, best first"}},
+		{method: "GET", path: "/registry/index.yaml", summary: "The registry index in the OSSA §5.1 format", handler: s.index, responses: map[int]string{200: "YAML index"}},
+		{method: "GET", path: "/v1/capabilities", summary: "Capabilities in the everruns shape", handler: s.everrunsList, responses: map[int]string{200: "items and total"}},
+		{method: "GET", path: "/v1/capabilities/{id...}", summary: "One capability in the everruns shape (id: URI or unique name)", params: []param{{name: "id", in: "path", required: true, desc: "URI or name"}}, handler: s.everrunsGet, responses: map[int]string{200: "capability", 404: "not found"}},
+		{method: "GET", path: "/healthz", summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
+		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
+	}
+}
+
+func (s *Server) routes() {
+	for _, rt := range s.routeTable() {
+		h := rt.handler
+		s.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				s.writeError(w, r, err)
+			}
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, fmt.Errorf("no endpoint %s %s (see /openapi.json): %w", r.Method, r.URL.Path, registry.ErrNotFound))
+	})
+}
+
+// filterFrom reads the list filter from query parameters.
+func filterFrom(q url.Values) (registry.ListFilter, error) {
+	f := registry.ListFilter{
+		Scheme: q.Get("scheme"), Name: q.Get("name"), Domain: q.Get("domain"), Category: q.Get("category"), Stability: q.Get("stability"),
+		BindingType: q.Get("binding"), Source: q.Get("source"), Intent: q.Get("intent"), Cursor: q.Get("cursor"),
+	}
+	if v := q.Get("all_versions"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, badRequest(fmt.Sprintf("all_versions=%q: use true or false", v))
+		}
+		f.AllVersions = b
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return f, badRequest(fmt.Sprintf("limit=%q: use a non-negative whole number", v))
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+// ListResponse is a page of definitions.
+type ListResponse struct {
+	Items      []capability.Definition `json:"items"`
+	Total      int                     `json:"total"`
+	NextCursor string                  `json:"next_cursor,omitempty"`
+}
+
+func pageResponse(p registry.Page) ListResponse {
+	out := ListResponse{Items: make([]capability.Definition, len(p.Items)), Total: p.Total, NextCursor: p.NextCursor}
+	for i, r := range p.Items {
+		out.Items[i] = r.Definition
+	}
+	return out
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
+	f, err := filterFrom(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	p, err := s.svc.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	return nil
+}
+
+func (s *Server) listDomain(w http.ResponseWriter, r *http.Request) error {
+	f, err := filterFrom(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	f.Domain = r.PathValue("domain")
+	p, err := s.svc.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	return nil
+}
+
+// schemes lists the schemes to look a domain/name up in: the one asked for,
+// or ossa then mcp.
+func schemes(r *http.Request) []string {
+	if sc := r.URL.Query().Get("scheme"); sc != "" {
+		return []string{sc}
+	}
+	return []string{capability.SchemeOSSA, capability.SchemeMCP}
+}
+
+func (s *Server) getCapability(w http.ResponseWriter, r *http.Request) error {
+	domain := r.PathValue("domain")
+	name, version, hasVersion := strings.Cut(r.PathValue("name"), "@")
+	for _, scheme := range schemes(r) {
+		if hasVersion {
+			rec, err := s.svc.Get(r.Context(), scheme, domain, name, version)
+			if errors.Is(err, registry.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			w.Header().Set("ETag", strconv.Quote(rec.Digest))
+			writeJSON(w, http.StatusOK, rec.Definition, s.log)
+			return nil
+		}
+		versions, err := s.svc.Versions(r.Context(), scheme, domain, name)
+		if err != nil {
+			return err
+		}
+		if len(versions) > 0 {
+			writeJSON(w, http.StatusOK, pageResponse(registry.Page{Items: versions, Total: len(versions)}), s.log)
+			return nil
+		}
+	}
+	what := domain + "/" + name
+	if hasVersion {
+		what += "@" + version
+	}
+	return fmt.Errorf("capability %s is not registered: %w", what, registry.ErrNotFound)
+}
+
+// readDefinitions decodes a request body in the OSSA file format (JSON, or
+// YAML when the Content-Type says so).
+func readDefinitions(r *http.Request) ([]capability.Definition, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBodySize))
+	if err != nil {
+		return nil, badRequest(fmt.Sprintf("cannot read the request body (at most %d bytes): %v", MaxBodySize, err))
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	name := "request body"
+	switch ct {
+	case "", "application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
+	default:
+		return nil, badRequest(fmt.Sprintf("Content-Type %q: send application/json or application/yaml", ct))
+	}
+	if ct == "application/json" && !json.Valid(bytes.TrimSpace(body)) {
+		var probe any
+		err := json.Unmarshal(body, &probe)
+		return nil, badRequest(fmt.Sprintf("the body is not valid JSON (%v): send a capability document, or set Content-Type: application/yaml for YAML", err))
+	}
+	f, err := ossa.Read(name, body)
+	if err != nil {
+		return nil, badRequest(err.Error())
+	}
+	if len(f.Issues) > 0 {
+		return nil, &capability.ValidationError{Issues: f.Validate()}
+	}
+	if len(f.Entries) == 0 {
+		return nil, badRequest("the body holds no capability definition (a registry index cannot be registered): send {\"capability\": {...}} or {\"capabilities\": [...]}")
+	}
+	return f.Definitions(), nil
+}
+
+// registerResponse is the answer to a registration of several definitions.
+type registerResponse struct {
+	Items []registry.RegisterResult `json:"items"`
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
+	defs, err := readDefinitions(r)
+	if err != nil {
+		return err
+	}
+	results, err := s.svc.RegisterBatch(r.Context(), defs)
+	if err != nil {
+		var be *registry.BatchError
+		if errors.As(err, &be) && len(defs) == 1 {
+			return be.Failures[0].Err
+		}
+		return err
+	}
+	status := http.StatusOK
+	for _, res := range results {
+		if res.Created {
+			status = http.StatusCreated
+		}
+	}
+	if len(results) == 1 {
+		w.Header().Set("Location", "/registry/capabilities/"+results[0].Record.Key.Domain+"/"+results[0].Record.Key.Name+"@"+results[0].Version)
+		writeJSON(w, status, results[0], s.log)
+		return nil
+	}
+	writeJSON(w, status, registerResponse{Items: results}, s.log)
+	return nil
+}
+
+func (s *Server) deprecate(w http.ResponseWriter, r *http.Request) error {
+	name, version, ok := strings.Cut(r.PathValue("name"), "@")
+	if !ok {
+		return badRequest("name the version to deprecate: /registry/capabilities/{domain}/{name}@{version}/deprecate")
+	}
+	var req registry.DeprecateRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	scheme := capability.SchemeOSSA
+	if sc := r.URL.Query().Get("scheme"); sc != "" {
+		scheme = sc
+	}
+	res, err := s.svc.Deprecate(r.Context(), scheme, r.PathValue("domain"), name, version, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res, s.log)
+	return nil
+}
+
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxBodySize))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest(fmt.Sprintf("the body is not the expected JSON object: %v", err))
+	}
+	return nil
+}
+
+func (s *Server) negotiate(w http.ResponseWriter, r *http.Request) error {
+	var req capability.NegotiationRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	resp, err := s.svc.Negotiate(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, resp, s.log)
+	return nil
+}
+
+// ResolveResponse is a resolution with the chosen definition.
+type ResolveResponse struct {
+	registry.Resolution
+	Definition capability.Definition `json:"definition"`
+}
+
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) error {
+	uri := r.URL.Query().Get("uri")
+	if uri == "" {
+		return badRequest("give the URI to resolve: /registry/resolve?uri=ossa:domain/name@1.0")
+	}
+	res, err := s.svc.Resolve(r.Context(), uri)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ResolveResponse{Resolution: res, Definition: res.Record.Definition}, s.log)
+	return nil
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
+	f, err := filterFrom(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	p, err := s.svc.Search(r.Context(), registry.SearchQuery{Text: r.URL.Query().Get("q"), Filter: f})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	return nil
+}
+
+func (s *Server) index(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.svc.List(r.Context(), registry.ListFilter{AllVersions: true})
+	if err != nil {
+		return err
+	}
+	idx := BuildIndex(p.Items, time.Now())
+	w.Header().Set("Content-Type", "application/yaml")
+	return ossa.WriteIndex(w, idx, ossa.YAML)
+}
+
+// BuildIndex makes the OSSA §5.1 index of the given versions.
+func BuildIndex(recs []registry.Record, now time.Time) *ossa.Index {
+	idx := &ossa.Index{Version: "1.0", UpdatedAt: now.UTC().Format(time.RFC3339)}
+	domains := map[string]bool{}
+	for _, r := range recs {
+		d := r.Definition
+		if !domains[d.Domain] {
+			domains[d.Domain] = true
+			idx.Domains = append(idx.Domains, ossa.IndexDomain{Name: d.Domain})
+		}
+		v, _ := capability.ParseVersion(r.Key.Version)
+		idx.Capabilities = append(idx.Capabilities, ossa.IndexEntry{
+			URI: capability.NewURI(r.Key.Scheme, r.Key.Domain, r.Key.Name, v).String(), Stability: d.Stability,
+			DeprecatedBy: d.DeprecatedBy, SunsetDate: d.SunsetDate, MigrationGuide: d.MigrationGuide,
+		})
+	}
+	sort.Slice(idx.Domains, func(i, j int) bool { return idx.Domains[i].Name < idx.Domains[j].Name })
+	return idx
+}
+
+// EverrunsCapability is the everruns public capability DTO.
+type EverrunsCapability struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Status      string `json:"status"`
+	Icon        string `json:"icon,omitempty"`
+	Category    string `json:"category,omitempty"`
+}
+
+// everrunsStatus maps stability to the everruns status.
+func everrunsStatus(stability string) string {
+	switch stability {
+	case capability.StabilityExperimental:
+		return "coming_soon"
+	case capability.StabilityDeprecated:
+		return "deprecated"
+	}
+	return "available"
+}
+
+func toEverruns(r registry.Record) EverrunsCapability {
+	d := r.Definition
+	v, _ := capability.ParseVersion(r.Key.Version)
+	c := EverrunsCapability{ID: capability.NewURI(r.Key.Scheme, r.Key.Domain, r.Key.Name, v).String(), Name: d.Title, Description: d.Description, Status: everrunsStatus(d.Stability)}
+	if c.Name == "" {
+		c.Name = d.Name
+	}
+	if d.Display != nil {
+		c.Icon, c.Category = d.Display.Icon, d.Display.Category
+	}
+	return c
+}
+
+func (s *Server) everrunsList(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.svc.List(r.Context(), registry.ListFilter{})
+	if err != nil {
+		return err
+	}
+	items := make([]EverrunsCapability, len(p.Items))
+	for i, rec := range p.Items {
+		items[i] = toEverruns(rec)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "total": p.Total}, s.log)
+	return nil
+}
+
+func (s *Server) everrunsGet(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if strings.Contains(id, ":") {
+		res, err := s.svc.Resolve(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, toEverruns(res.Record), s.log)
+		return nil
+	}
+	// A bare name: the capability of that name, if exactly one has it.
+	p, err := s.svc.List(r.Context(), registry.ListFilter{Name: id})
+	if err != nil {
+		return err
+	}
+	switch len(p.Items) {
+	case 0:
+		return fmt.Errorf("no capability is named %q (use its URI, e.g. ossa:<domain>/%s@1.0): %w", id, id, registry.ErrNotFound)
+	case 1:
+		writeJSON(w, http.StatusOK, toEverruns(p.Items[0]), s.log)
+		return nil
+	}
+	var uris []string
+	for _, rec := range p.Items {
+		uris = append(uris, toEverruns(rec).ID)
+	}
+	return badRequest(fmt.Sprintf("%d capabilities are named %q: use one of the URIs %s", len(uris), id, strings.Join(uris, ", ")))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	if _, err := s.svc.List(r.Context(), registry.ListFilter{Limit: 1}); err != nil {
+		s.log.Error("health check", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": "the store does not answer"}, s.log)
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}, s.log)
+	return nil
+}
