@@ -15,12 +15,13 @@ func newCapabilityCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "capability",
 		Aliases: []string{"cap"},
-		Short:   "Validate, compare and check capability definitions",
+		Short:   "Validate, compare, register, find and deprecate capabilities",
 		Example: "  caphub capability validate memory.yaml\n  caphub capability compat ossa:code/lint@2.0 ossa:code/lint@2.3\n  caphub capability diff v1.yaml v2.yaml",
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newValidateCmd(), newCompatCmd(), newDiffCmd())
+	cmd.AddCommand(newValidateCmd(), newCompatCmd(), newDiffCmd(),
+		newListCmd(), newShowCmd(), newRegisterCmd(), newDeprecateCmd(), newSearchCmd())
 	return cmd
 }
 
@@ -171,7 +172,7 @@ Exit status: 0 compatible, 1 not compatible, 2 on usage errors (including malfor
 			} else if cerr == nil {
 				fmt.Fprintf(out, "compatible: %s satisfies %s\n", avail, req)
 			} else {
-				fmt.Fprintf(out, "incompatible: %s does not satisfy %s\n  %v\n", avail, req, cerr)
+				fmt.Fprintf(out, "incompatible: %v\n", cerr)
 			}
 			if cerr != nil {
 				return &silentError{"incompatible"}

@@ -34,7 +34,8 @@ checks their compatibility and breaking changes, and serves them to agents.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newCapabilityCmd(), newVersionCmd())
+	addRegistryFlags(root)
+	root.AddCommand(newCapabilityCmd(), newServeCmd(), newVersionCmd())
 	return root
 }
 

@@ -1,0 +1,438 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/client"
+	"github.com/caphub/caphub/format/ossa"
+	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/postgres"
+	"github.com/caphub/caphub/store/sqlite"
+	"github.com/spf13/cobra"
+)
+
+// defaultDB is the local database used when neither --db nor CAPHUB_DB is set.
+const defaultDB = "./caphub.db"
+
+// addRegistryFlags adds the flags every registry command accepts.
+func addRegistryFlags(root *cobra.Command) {
+	root.PersistentFlags().String("db", "", "database: a SQLite file path or a postgres:// URL (default $CAPHUB_DB, else "+defaultDB+")")
+	root.PersistentFlags().String("server", "", "use a running caphub server at this URL instead of a local database (default $CAPHUB_SERVER)")
+}
+
+func dbFlag(cmd *cobra.Command) string {
+	if db, _ := cmd.Flags().GetString("db"); db != "" {
+		return db
+	}
+	if db := os.Getenv("CAPHUB_DB"); db != "" {
+		return db
+	}
+	return defaultDB
+}
+
+// openStore opens the store a --db value names.
+func openStore(ctx context.Context, db string) (registry.Store, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return postgres.Open(ctx, db)
+	}
+	return sqlite.Open(ctx, db)
+}
+
+// openRegistry returns the registry the command works on: a server
+// (--server, $CAPHUB_SERVER) or the local database.
+func openRegistry(cmd *cobra.Command) (registry.API, error) {
+	server, _ := cmd.Flags().GetString("server")
+	if server == "" {
+		server = os.Getenv("CAPHUB_SERVER")
+	}
+	if server != "" {
+		return client.New(server)
+	}
+	st, err := openStore(cmd.Context(), dbFlag(cmd))
+	if err != nil {
+		return nil, err
+	}
+	// The command prints its own results; the service logs only problems.
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return registry.NewService(st, registry.WithLogger(log)), nil
+}
+
+// withRegistry runs fn on the registry and closes it.
+func withRegistry(cmd *cobra.Command, fn func(reg registry.API) error) error {
+	reg, err := openRegistry(cmd)
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	return fn(reg)
+}
+
+func filterFlags(cmd *cobra.Command) {
+	cmd.Flags().String("domain", "", "domain (dotted prefixes match both ways: github matches github.issues)")
+	cmd.Flags().String("category", "", "category, e.g. crud.read")
+	cmd.Flags().String("stability", "", "experimental, beta, stable or deprecated")
+	cmd.Flags().String("binding", "", "binding type: native, mcp, http, grpc, cli or delegation")
+	cmd.Flags().String("source", "", "provenance method, e.g. mcp_introspection, or manual")
+	cmd.Flags().String("intent", "", "Agent OS intent, e.g. messaging.send_text")
+	cmd.Flags().Bool("all-versions", false, "every version, not only the highest of each capability")
+	cmd.Flags().Int("limit", 0, "print at most N (default: every match)")
+	addFormatFlag(cmd)
+}
+
+func filterFromFlags(cmd *cobra.Command) registry.ListFilter {
+	get := func(n string) string { v, _ := cmd.Flags().GetString(n); return v }
+	all, _ := cmd.Flags().GetBool("all-versions")
+	return registry.ListFilter{Domain: get("domain"), Category: get("category"), Stability: get("stability"),
+		BindingType: get("binding"), Source: get("source"), Intent: get("intent"), AllVersions: all}
+}
+
+// collect pages through a list or search until limit items (0: all).
+func collect(limit int, page func(cursor string, size int) (registry.Page, error)) ([]registry.Record, int, error) {
+	var out []registry.Record
+	cursor, total := "", 0
+	for {
+		size := 500
+		if limit > 0 && limit-len(out) < size {
+			size = limit - len(out)
+		}
+		p, err := page(cursor, size)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, p.Items...)
+		total = p.Total
+		if p.NextCursor == "" || limit > 0 && len(out) >= limit || len(p.Items) == 0 {
+			return out, total, nil
+		}
+		cursor = p.NextCursor
+	}
+}
+
+func printRecords(cmd *cobra.Command, recs []registry.Record, total int) error {
+	format, err := outputFormat(cmd)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if format == "json" {
+		items := make([]capability.Definition, len(recs))
+		for i, r := range recs {
+			items[i] = r.Definition
+		}
+		return writeJSON(out, map[string]any{"items": items, "total": total})
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "URI\tVERSION\tSTABILITY\tDESCRIPTION")
+	for _, r := range recs {
+		d := r.Definition
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.URI, d.Version, d.Stability, firstLine(d.Description, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d of %d\n", len(recs), total)
+	return nil
+}
+
+func firstLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func newListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List registered capabilities",
+		Example: "  caphub capability list\n  caphub capability list --domain github --category crud.read --format json\n  caphub capability list --server http://127.0.0.1:8750",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := filterFromFlags(cmd)
+			limit, _ := cmd.Flags().GetInt("limit")
+			return withRegistry(cmd, func(reg registry.API) error {
+				recs, total, err := collect(limit, func(cursor string, size int) (registry.Page, error) {
+					f.Cursor, f.Limit = cursor, size
+					return reg.List(cmd.Context(), f)
+				})
+				if err != nil {
+					return err
+				}
+				return printRecords(cmd, recs, total)
+			})
+		},
+	}
+	filterFlags(cmd)
+	return cmd
+}
+
+func newSearchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "search QUERY",
+		Short:   "Ranked full-text search over the registry",
+		Example: "  caphub capability search \"scan vulnerabilities\"\n  caphub capability search '' --intent messaging.send_text\n  caphub capability search issues --domain github --limit 5",
+		Args:    exactArgs(1, "a QUERY (use '' with --intent to list by intent)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := filterFromFlags(cmd)
+			limit, _ := cmd.Flags().GetInt("limit")
+			return withRegistry(cmd, func(reg registry.API) error {
+				recs, total, err := collect(limit, func(cursor string, size int) (registry.Page, error) {
+					f.Cursor, f.Limit = cursor, size
+					return reg.Search(cmd.Context(), registry.SearchQuery{Text: args[0], Filter: f})
+				})
+				if err != nil {
+					return err
+				}
+				return printRecords(cmd, recs, total)
+			})
+		},
+	}
+	filterFlags(cmd)
+	return cmd
+}
+
+func newRegisterCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "register FILE...",
+		Short: "Register capability definitions (all files in one transaction)",
+		Long: `Register validates each definition, infers missing domains and categories, refuses a
+version whose bump is smaller than its changes need, and stores every definition of every
+file in one transaction. Re-registering identical content is a no-op; the same version with
+other content is a conflict.`,
+		Example: "  caphub capability register ./scan.yaml\n  caphub capability register --server http://127.0.0.1:8750 capabilities/*.yaml",
+		Args:    minArgs(1, "at least one FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var defs []capability.Definition
+			for _, path := range args {
+				f, err := ossa.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				if len(f.Issues) > 0 {
+					for _, iss := range f.Issues {
+						fmt.Fprintln(cmd.ErrOrStderr(), iss.String())
+					}
+					return &silentError{"unreadable definitions"}
+				}
+				if issues := f.Validate(); capability.HasErrors(issues) {
+					for _, iss := range issues {
+						fmt.Fprintln(cmd.ErrOrStderr(), iss.String())
+					}
+					return &silentError{"invalid definitions"}
+				}
+				defs = append(defs, f.Definitions()...)
+			}
+			if len(defs) == 0 {
+				return fmt.Errorf("the files hold no capability definition")
+			}
+			return withRegistry(cmd, func(reg registry.API) error {
+				res, err := reg.RegisterBatch(cmd.Context(), defs)
+				var be *registry.BatchError
+				if errors.As(err, &be) && len(defs) == 1 {
+					return be.Failures[0].Err
+				}
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				for _, r := range res {
+					verb := "registered"
+					if !r.Created {
+						verb = "unchanged "
+					}
+					fmt.Fprintf(out, "%s %s (%s)\n", verb, r.URI, r.Version)
+				}
+				return nil
+			})
+		},
+	}
+	return cmd
+}
+
+// splitVersioned splits "ossa:d/n@1.0.3" into the capability URI and the
+// version text (which may be full, unlike a URI's).
+func splitVersioned(s string) (capability.URI, string, error) {
+	base, version, _ := strings.Cut(s, "@")
+	u, err := capability.ParseURI(base)
+	if err != nil {
+		return u, "", &usageError{err}
+	}
+	if version != "" {
+		if _, err := capability.ParseVersion(version); err != nil {
+			return u, "", &usageError{err}
+		}
+	}
+	return u, version, nil
+}
+
+func newShowCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "show URI",
+		Short:   "Show every version of a capability, its deprecation and bindings",
+		Example: "  caphub capability show ossa:memory/kg_query\n  caphub capability show ossa:security/scan_vulnerabilities@1.0 --format json",
+		Args:    exactArgs(1, "a capability URI"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
+			u, _, err := splitVersioned(args[0])
+			if err != nil {
+				return err
+			}
+			return withRegistry(cmd, func(reg registry.API) error {
+				versions, err := reg.Versions(cmd.Context(), u.Scheme, u.Domain, u.Name)
+				if err != nil {
+					return err
+				}
+				if len(versions) == 0 {
+					return fmt.Errorf("capability %s is not registered: %w", u.Base(), registry.ErrNotFound)
+				}
+				resolved, rerr := reg.Resolve(cmd.Context(), args[0])
+				if format == "json" {
+					defs := make([]capability.Definition, len(versions))
+					for i, r := range versions {
+						defs[i] = r.Definition
+					}
+					out := map[string]any{"capability": u.Base(), "versions": defs}
+					if rerr == nil {
+						out["resolved"] = resolved
+					} else {
+						out["resolve_error"] = rerr.Error()
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				printShow(cmd.OutOrStdout(), u, versions, resolved, rerr)
+				return nil
+			})
+		},
+	}
+	addFormatFlag(cmd)
+	return cmd
+}
+
+func printShow(w io.Writer, u capability.URI, versions []registry.Record, res registry.Resolution, rerr error) {
+	latest := versions[len(versions)-1].Definition
+	fmt.Fprintf(w, "%s", u.Base())
+	if latest.Title != "" {
+		fmt.Fprintf(w, " — %s", latest.Title)
+	}
+	fmt.Fprintln(w)
+	if latest.Description != "" {
+		fmt.Fprintf(w, "  %s\n", firstLine(latest.Description, 100))
+	}
+	if rerr == nil {
+		fmt.Fprintf(w, "  resolves to: %s (%s)\n", res.URI, res.Version)
+		for _, wr := range res.Warnings {
+			fmt.Fprintf(w, "  warning: %s\n", wr.Message)
+		}
+	} else {
+		fmt.Fprintf(w, "  does not resolve: %v\n", rerr)
+	}
+	fmt.Fprintln(w, "  versions:")
+	for _, r := range versions {
+		d := r.Definition
+		fmt.Fprintf(w, "    %-10s %s", d.Version, d.Stability)
+		if d.DeprecatedBy != "" {
+			fmt.Fprintf(w, ", replaced by %s", d.DeprecatedBy)
+		}
+		if d.SunsetDate != "" {
+			fmt.Fprintf(w, ", sunset %s", d.SunsetDate)
+		}
+		fmt.Fprintln(w)
+		if d.MigrationGuide != "" {
+			fmt.Fprintf(w, "               migration: %s\n", firstLine(d.MigrationGuide, 90))
+		}
+		fmt.Fprintf(w, "               bindings: %s\n", describeBindings(d.Bindings))
+		if len(d.Domains)+len(d.Categories) > 0 {
+			fmt.Fprintf(w, "               domains: %s; categories: %s\n", strings.Join(d.Domains, ", "), strings.Join(d.Categories, ", "))
+		}
+	}
+}
+
+func describeBindings(b capability.Bindings) string {
+	var parts []string
+	if b.Native != nil {
+		parts = append(parts, "native "+b.Native.Handler)
+	}
+	if b.MCP != nil {
+		parts = append(parts, "mcp "+b.MCP.Server+"/"+b.MCP.Tool)
+	}
+	if b.HTTP != nil {
+		parts = append(parts, "http "+strings.ToUpper(b.HTTP.Method)+" "+b.HTTP.URL)
+	}
+	if b.GRPC != nil {
+		parts = append(parts, "grpc "+b.GRPC.Service+"/"+b.GRPC.Method)
+	}
+	if b.CLI != nil {
+		parts = append(parts, "cli `"+b.CLI.Command+"`")
+	}
+	if b.Delegation != nil {
+		parts = append(parts, "delegation "+b.Delegation.Agent+b.Delegation.URL)
+	}
+	for _, k := range b.Types()[len(parts):] {
+		parts = append(parts, k)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func newDeprecateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "deprecate URI",
+		Short: "Deprecate a capability version (OSSA §8)",
+		Long: `Deprecate marks a version deprecated. It keeps resolving, with a warning, through its
+grace period (the longer of two minor versions and six months); after --sunset it no longer
+resolves and the error names the replacement. URI@MAJOR.MINOR deprecates every patch of it;
+URI@MAJOR.MINOR.PATCH only that one.`,
+		Example: "  caphub capability deprecate ossa:security/scan@0.9 --by ossa:security/scan_vulnerabilities@1.0 --sunset 2027-06-01 --guide \"Rename path to target\"",
+		Args:    exactArgs(1, "a capability URI with its version"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, version, err := splitVersioned(args[0])
+			if err != nil {
+				return err
+			}
+			if version == "" {
+				return &usageError{fmt.Errorf("%s: name the version to deprecate, e.g. %s@1.0", args[0], u.Base())}
+			}
+			by, _ := cmd.Flags().GetString("by")
+			sunset, _ := cmd.Flags().GetString("sunset")
+			guide, _ := cmd.Flags().GetString("guide")
+			if by == "" && guide == "" {
+				return &usageError{errors.New("give the replacement (--by URI) or a migration guide (--guide TEXT)")}
+			}
+			return withRegistry(cmd, func(reg registry.API) error {
+				res, err := reg.Deprecate(cmd.Context(), u.Scheme, u.Domain, u.Name, version,
+					registry.DeprecateRequest{DeprecatedBy: by, SunsetDate: sunset, MigrationGuide: guide})
+				if err != nil {
+					return err
+				}
+				for _, k := range res.Deprecated {
+					fmt.Fprintf(cmd.OutOrStdout(), "deprecated %s\n", k)
+				}
+				for _, w := range res.Warnings {
+					fmt.Fprintf(cmd.OutOrStdout(), "warning: %s\n", w.Message)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("by", "", "URI of the replacement")
+	cmd.Flags().String("sunset", "", "date (YYYY-MM-DD) after which the version stops resolving")
+	cmd.Flags().String("guide", "", "migration guide")
+	return cmd
+}

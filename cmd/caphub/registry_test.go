@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The registry commands work the same on a local database and through a
+// server (--server, the client package).
+func TestRegistryCommands(t *testing.T) {
+	needCorpus(t)
+	modes := map[string]func(t *testing.T) []string{
+		"local": func(t *testing.T) []string { return []string{"--db", filepath.Join(t.TempDir(), "caphub.db")} },
+		"server": func(t *testing.T) []string {
+			if testing.Short() {
+				t.Skip("starts the caphub binary")
+			}
+			p := startServe(t, filepath.Join(t.TempDir(), "caphub.db"))
+			return []string{"--server", p.url}
+		},
+	}
+	for mode, setup := range modes {
+		t.Run(mode, func(t *testing.T) {
+			where := setup(t)
+			cli := func(args ...string) (int, string, string) {
+				return caphub(t, append(append([]string{}, args...), where...)...)
+			}
+			code, out, errOut := cli("capability", "register", memoryYAML)
+			if code != 0 || strings.Count(out, "registered ") != 4 || !strings.Contains(out, "registered ossa:memory/kg_query@1.0 (1.0.0)") {
+				t.Fatalf("register: exit %d\n%s%s", code, out, errOut)
+			}
+			code, out, _ = cli("capability", "register", memoryYAML)
+			if code != 0 || strings.Count(out, "unchanged ") != 4 {
+				t.Errorf("re-register: exit %d\n%s", code, out)
+			}
+
+			code, out, _ = cli("capability", "list")
+			if code != 0 || !strings.Contains(out, "ossa:ml/predict@1.0") || !strings.Contains(out, "4 of 4") {
+				t.Errorf("list: exit %d\n%s", code, out)
+			}
+			code, out, _ = cli("capability", "list", "--domain", "memory", "--format", "json")
+			var page struct {
+				Items []map[string]any
+				Total int
+			}
+			if err := json.Unmarshal([]byte(out), &page); err != nil || code != 0 || page.Total != 3 || len(page.Items) != 3 || page.Items[0]["input"] == nil {
+				t.Errorf("list --format json: exit %d %v\n%s", code, err, out)
+			}
+			code, out, _ = cli("capability", "list", "--limit", "2")
+			if code != 0 || !strings.Contains(out, "2 of 4") {
+				t.Errorf("list --limit: exit %d\n%s", code, out)
+			}
+
+			code, out, _ = cli("capability", "show", "ossa:memory/context_fusion")
+			if code != 0 || !strings.Contains(out, "resolves to: ossa:memory/context_fusion@1.0 (1.0.0)") || !strings.Contains(out, "mcp agent-brain/fuse_context; grpc AgentBrainService/FuseContext") {
+				t.Errorf("show: exit %d\n%s", code, out)
+			}
+			code, _, _ = cli("capability", "show", "ossa:memory/nope")
+			if code != 1 {
+				t.Errorf("show missing: exit %d", code)
+			}
+
+			code, out, _ = cli("capability", "search", "semantic search")
+			if code != 0 || !strings.Contains(strings.SplitN(out, "\n", 3)[1], "ossa:memory/semantic_search@1.0") {
+				t.Errorf("search: exit %d\n%s", code, out)
+			}
+
+			code, out, _ = cli("capability", "deprecate", "ossa:memory/kg_query@1.0", "--guide", "use context_fusion", "--sunset", "2020-01-01")
+			if code != 1 {
+				t.Errorf("deprecate with a sunset in the past: exit %d\n%s", code, out)
+			}
+			code, out, errOut = cli("capability", "deprecate", "ossa:memory/kg_query@1.0", "--by", "ossa:memory/context_fusion@1.0", "--guide", "use context_fusion")
+			if code != 0 || !strings.Contains(out, "deprecated ossa:memory/kg_query@1.0.0") {
+				t.Errorf("deprecate: exit %d\n%s%s", code, out, errOut)
+			}
+			code, out, _ = cli("capability", "show", "ossa:memory/kg_query@1")
+			if code != 0 || !strings.Contains(out, "warning: ossa:memory/kg_query@1.0 is deprecated; use ossa:memory/context_fusion@1.0") {
+				t.Errorf("show deprecated: exit %d\n%s", code, out)
+			}
+			code, out, _ = cli("capability", "list", "--stability", "deprecated")
+			if code != 0 || !strings.Contains(out, "1 of 1") {
+				t.Errorf("list deprecated: exit %d\n%s", code, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// caphubBinary builds the real caphub binary once per test run.
+func caphubBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "caphub-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "caphub")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serveProc is a running `caphub serve` process.
+type serveProc struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+}
+
+// startServe starts `caphub serve` on db and waits until /healthz answers.
+func startServe(t *testing.T, db string) *serveProc {
+	t.Helper()
+	addr := freeAddr(t)
+	p := &serveProc{url: "http://" + addr, logs: &bytes.Buffer{}}
+	p.cmd = exec.Command(caphubBinary(t), "serve", "--addr", addr, "--db", db)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = p.cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = p.cmd.Process.Kill()
+			}
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(p.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("caphub serve did not become healthy:\n%s", p.logs.String())
+	return nil
+}
+
+func synthetic(prefix string, batch, n int) []capability.Definition {
+	defs := make([]capability.Definition, n)
+	for i := range defs {
+		name := fmt.Sprintf("%s_b%d_c%d", prefix, batch, i)
+		defs[i] = capability.Definition{
+			URI: "ossa:bulk/" + name + "@1.0", Name: name, Domain: "bulk", Version: "1.0.0", Stability: "stable",
+			Description: fmt.Sprintf("Synthetic capability %d of batch %d", i, batch),
+			Input:       capability.Schema{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}},
+			Output:      capability.Schema{"type": "object"},
+			Bindings:    capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://example.com/{q}"}},
+		}
+	}
+	return defs
+}
+
+func postJSON(url string, body any) (int, []byte, error) {
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, nil
+}
+
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// kill -9 during bulk registration: after a restart the database opens,
+// every acknowledged batch is there in full, and no batch is half-written.
+func TestServeKill9DuringBulkRegistration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the caphub binary")
+	}
+	db := filepath.Join(t.TempDir(), "caphub.db")
+	p := startServe(t, db)
+	const batchSize = 40
+	acked := map[int]bool{}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := 0; ; b++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			status, _, err := postJSON(p.url+"/registry/capabilities", map[string]any{"capabilities": synthetic("k", b, batchSize)})
+			if err != nil {
+				return // the server is gone
+			}
+			if status == http.StatusCreated {
+				mu.Lock()
+				acked[b] = true
+				mu.Unlock()
+			}
+		}
+	}()
+	// Let several batches land, then kill the server mid-stream.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 5 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+	close(stop)
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(acked) < 5 {
+		t.Fatalf("only %d batches were acknowledged before the kill:\n%s", len(acked), p.logs.String())
+	}
+
+	q := startServe(t, db)
+	resp, err := http.Get(q.url + "/registry/capabilities/bulk?limit=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []capability.Definition
+		Total int
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	perBatch := map[int]int{}
+	for _, d := range list.Items {
+		var b, c int
+		if _, err := fmt.Sscanf(d.Name, "k_b%d_c%d", &b, &c); err != nil {
+			t.Fatalf("unexpected capability %s", d.Name)
+		}
+		perBatch[b]++
+	}
+	for b := range acked {
+		if perBatch[b] != batchSize {
+			t.Errorf("acknowledged batch %d has %d of %d capabilities after the restart", b, perBatch[b], batchSize)
+		}
+	}
+	for b, n := range perBatch {
+		if n != batchSize {
+			t.Errorf("batch %d is half-written: %d of %d capabilities", b, n, batchSize)
+		}
+	}
+	t.Logf("%d batches acknowledged before kill -9, %d present after restart (%d capabilities)", len(acked), len(perBatch), list.Total)
+}
+
+// Two `caphub serve` replicas on one PostgreSQL database see each other's
+// writes at once.
+func TestServeReplicasOnPostgres(t *testing.T) {
+	base := os.Getenv("CAPHUB_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("CAPHUB_TEST_POSTGRES not set: skipping the PostgreSQL replica test")
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the caphub binary")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect %s: %v", base, err)
+	}
+	schema := fmt.Sprintf("caphub_replicas_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		conn.Close(context.Background())
+	})
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	db := base + sep + "search_path=" + schema
+	a := startServe(t, db)
+	b := startServe(t, db)
+
+	for i, pair := range [][2]*serveProc{{a, b}, {b, a}} {
+		writer, reader := pair[0], pair[1]
+		defs := synthetic(fmt.Sprintf("r%d", i), 0, 3)
+		status, body, err := postJSON(writer.url+"/registry/capabilities", map[string]any{"capabilities": defs})
+		if err != nil || status != http.StatusCreated {
+			t.Fatalf("register on %s: %d %v %s", writer.url, status, err, body)
+		}
+		for _, d := range defs {
+			if s := getStatus(t, reader.url+"/registry/capabilities/bulk/"+d.Name+"@1.0"); s != 200 {
+				t.Errorf("replica %s does not see %s written through %s: status %d", reader.url, d.Name, writer.url, s)
+			}
+		}
+		// A conflicting write through the other replica is refused.
+		defs[0].Description = "changed"
+		status, body, _ = postJSON(reader.url+"/registry/capabilities", map[string]any{"capability": defs[0]})
+		if status != http.StatusConflict {
+			t.Errorf("conflicting write through the other replica: %d %s", status, body)
+		}
+	}
+}

@@ -1,0 +1,349 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/caphub/caphub/registry"
+)
+
+// orderBy is the stable List order: scheme, domain, name, then version
+// precedence (version text breaks ties between versions that differ only in
+// build metadata).
+const orderBy = `c.scheme, c.domain, c.name, c.version_key, c.version`
+
+// rankWeights weight the tsvector classes D, C, B, A (description; domains
+// and categories; keywords and intents; name and title) for ts_rank_cd: a
+// word in the name or title counts ten times one in the description.
+const rankWeights = `'{0.1, 0.2, 0.4, 1.0}'::float4[]`
+
+// rankNormalization divides the rank by 1 + log(document length), so that
+// long descriptions do not win by size alone.
+const rankNormalization = 1
+
+// maxSearchTerms bounds the words of a search text that are used.
+const maxSearchTerms = 32
+
+// args collects query arguments and returns their placeholders.
+type args []any
+
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// filterSQL returns the conditions (on capabilities aliased c) that select
+// what f asks for, joined with AND, adding their arguments to a.
+func filterSQL(f registry.ListFilter, a *args) string {
+	conds := []string{"true"}
+	if !f.AllVersions {
+		conds = append(conds, "c.is_latest")
+	}
+	for _, eq := range []struct{ col, val string }{
+		{"c.scheme", f.Scheme}, {"c.name", f.Name}, {"c.stability", f.Stability}, {"c.source", f.Source},
+	} {
+		if eq.val != "" {
+			conds = append(conds, eq.col+" = "+a.add(eq.val))
+		}
+	}
+	// Hierarchical values match when equal, when the stored value is below
+	// the filter (a range scan over "filter." .. "filter/", "/" being the
+	// byte after "." in the "C" collation), or when it is one of the
+	// filter's dotted ancestors.
+	for _, h := range []struct{ table, col, val string }{
+		{"capability_domains", "domain", f.Domain}, {"capability_categories", "category", f.Category},
+	} {
+		if h.val == "" {
+			continue
+		}
+		cond := fmt.Sprintf("c.id IN (SELECT capability_id FROM %s WHERE %s = ANY(%s::text[]) OR (%s >= %s AND %s < %s))",
+			h.table, h.col, a.add(dottedAncestors(h.val)), h.col, a.add(h.val+"."), h.col, a.add(h.val+"/"))
+		conds = append(conds, cond)
+	}
+	for _, m := range []struct{ table, col, val string }{
+		{"capability_intents", "intent", f.Intent}, {"capability_bindings", "binding_type", f.BindingType},
+	} {
+		if m.val != "" {
+			conds = append(conds, fmt.Sprintf("c.id IN (SELECT capability_id FROM %s WHERE %s = %s)", m.table, m.col, a.add(m.val)))
+		}
+	}
+	return strings.Join(conds, " AND ")
+}
+
+// dottedAncestors returns v and every dotted prefix of it: "a.b.c" gives
+// "a.b.c", "a", "a.b".
+func dottedAncestors(v string) []string {
+	out := []string{v}
+	for i := 0; i < len(v); i++ {
+		if v[i] == '.' && i > 0 {
+			out = append(out, v[:i])
+		}
+	}
+	return out
+}
+
+// cursor is the decoded form of a page cursor. List cursors are keyset
+// cursors (the sort key of the last item seen, so that records added or
+// removed before it do not shift the next page); Search cursors are
+// offsets, since ranks change as the index grows.
+type cursor struct {
+	Kind   string   `json:"k"`           // "list" or "search"
+	Query  string   `json:"q"`           // fingerprint of the filter and text
+	After  []string `json:"a,omitempty"` // list: scheme, domain, name, version_key, version
+	Offset int      `json:"o,omitempty"` // search
+}
+
+// fingerprint identifies a query without its page size and cursor, so that
+// a cursor is only accepted by the query that made it.
+func fingerprint(kind string, f registry.ListFilter, text string) string {
+	f.Limit, f.Cursor = 0, ""
+	b, _ := json.Marshal(struct {
+		Kind   string
+		Filter registry.ListFilter
+		Text   string
+	}{kind, f, text})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+func (c cursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeCursor decodes s ("" gives the zero cursor) and checks it was made
+// by a query of this kind with this fingerprint.
+func decodeCursor(s, kind, fp string) (cursor, error) {
+	if s == "" {
+		return cursor{}, nil
+	}
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	switch {
+	case err != nil:
+		return cursor{}, fmt.Errorf("%w: it is not a cursor this store made: pass NextCursor from the previous page unchanged", registry.ErrInvalidCursor)
+	case c.Kind != kind || c.Query != fp:
+		return cursor{}, fmt.Errorf("%w: it was made by another query: a cursor continues only the %s that returned it, with the same filter", registry.ErrInvalidCursor, kindName(c.Kind))
+	case kind == "list" && len(c.After) != 5, c.Offset < 0:
+		return cursor{}, fmt.Errorf("%w: it is damaged: pass NextCursor from the previous page unchanged", registry.ErrInvalidCursor)
+	}
+	return c, nil
+}
+
+func kindName(kind string) string {
+	if kind == "search" {
+		return "search"
+	}
+	return "list"
+}
+
+func checkLimit(limit int) error {
+	if limit < 0 {
+		return fmt.Errorf("page limit %d is negative: give 0 for no limit, or a page size", limit)
+	}
+	return nil
+}
+
+// sqlLimit is the LIMIT for a page of limit items plus one, which tells
+// whether there is a next page; NULL is no limit.
+func sqlLimit(limit int) *int {
+	if limit == 0 || limit >= math.MaxInt32 {
+		return nil
+	}
+	n := limit + 1
+	return &n
+}
+
+// readTx runs fn in a read-only REPEATABLE READ transaction, so that a
+// page's Total and items come from one snapshot.
+func (s *Store) readTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// List returns a page of records in the stable order; see registry.Store.
+func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
+	if err := s.checkOpen(); err != nil {
+		return registry.Page{}, err
+	}
+	if err := checkLimit(f.Limit); err != nil {
+		return registry.Page{}, err
+	}
+	fp := fingerprint("list", f, "")
+	cur, err := decodeCursor(f.Cursor, "list", fp)
+	if err != nil {
+		return registry.Page{}, err
+	}
+	var a args
+	where := filterSQL(f, &a)
+	countArgs := slices.Clone(a)
+	if cur.After != nil {
+		where += fmt.Sprintf(` AND (c.scheme, c.domain, c.name, c.version_key, c.version) > (%s, %s, %s, %s, %s)`,
+			a.add(cur.After[0]), a.add(cur.After[1]), a.add(cur.After[2]), a.add(cur.After[3]), a.add(cur.After[4]))
+	}
+	pageSQL := `SELECT ` + recordColumns + `, c.version_key FROM capabilities c WHERE ` + where +
+		` ORDER BY ` + orderBy + ` LIMIT ` + a.add(sqlLimit(f.Limit))
+	countSQL := `SELECT count(*) FROM capabilities c WHERE ` + filterSQL(f, new(args))
+	var page registry.Page
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
+		page = registry.Page{Items: []registry.Record{}}
+		if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+		rows, err := tx.Query(ctx, pageSQL, a...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var lastKey string
+		for rows.Next() {
+			var vk string
+			r, err := scanRecord(rows, &vk)
+			if err != nil {
+				return err
+			}
+			if f.Limit > 0 && len(page.Items) == f.Limit {
+				last := page.Items[len(page.Items)-1].Key
+				page.NextCursor = cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.encode()
+				break
+			}
+			page.Items = append(page.Items, r)
+			lastKey = vk
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return registry.Page{}, fmt.Errorf("list capabilities in postgres %s: %w", s.where, err)
+	}
+	return page, nil
+}
+
+// Search returns a page of ranked full-text matches; see registry.Store.
+func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
+	if strings.TrimSpace(q.Text) == "" {
+		return s.List(ctx, q.Filter)
+	}
+	if err := s.checkOpen(); err != nil {
+		return registry.Page{}, err
+	}
+	f := q.Filter
+	if err := checkLimit(f.Limit); err != nil {
+		return registry.Page{}, err
+	}
+	fp := fingerprint("search", f, q.Text)
+	cur, err := decodeCursor(f.Cursor, "search", fp)
+	if err != nil {
+		return registry.Page{}, err
+	}
+	tsq := tsQuery(q.Text)
+	if tsq == "" {
+		// Nothing searchable (only punctuation or common words).
+		return registry.Page{Items: []registry.Record{}}, nil
+	}
+	var a args
+	query := a.add(tsq)
+	from := ` FROM capabilities c, to_tsquery('english', ` + query + `) AS q WHERE c.search @@ q AND ` + filterSQL(f, &a)
+	countArgs := slices.Clone(a)
+	// Rank and count the matches in one pass, sorting only their keys; then
+	// read the definitions of the page's rows.
+	pageSQL := `WITH m AS (SELECT c.id, ` + fmt.Sprintf(`ts_rank_cd(%s, c.search, q, %d)`, rankWeights, rankNormalization) + ` AS rank,
+			c.scheme, c.domain, c.name, c.version_key, c.version, count(*) OVER () AS total` + from + `
+		ORDER BY rank DESC, ` + orderBy + ` LIMIT ` + a.add(sqlLimit(f.Limit)) + ` OFFSET ` + a.add(cur.Offset) + `)
+		SELECT ` + recordColumns + `, m.total FROM m JOIN capabilities c ON c.id = m.id
+		ORDER BY m.rank DESC, m.scheme, m.domain, m.name, m.version_key, m.version`
+	page := registry.Page{Items: []registry.Record{}}
+	err = func() error {
+		rows, err := s.pool.Query(ctx, pageSQL, a...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var total int64
+		for rows.Next() {
+			r, err := scanRecord(rows, &total)
+			if err != nil {
+				return err
+			}
+			page.Items = append(page.Items, r)
+			page.Total = int(total)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(page.Items) == 0 && cur.Offset > 0 {
+			// Past the end: the count needs a query of its own.
+			return s.pool.QueryRow(ctx, `SELECT count(*)`+from, countArgs...).Scan(&page.Total)
+		}
+		return nil
+	}()
+	if err != nil {
+		return registry.Page{}, fmt.Errorf("search postgres %s for %q: %w", s.where, q.Text, err)
+	}
+	if f.Limit > 0 && len(page.Items) > f.Limit {
+		page.Items = page.Items[:f.Limit]
+		page.NextCursor = cursor{Kind: "search", Query: fp, Offset: cur.Offset + f.Limit}.encode()
+	}
+	return page, nil
+}
+
+// tsQuery turns free text into a safe to_tsquery('english', …) argument:
+// the words (runs of letters, digits and marks; everything else, including
+// tsquery syntax, only separates them), lower-cased, without duplicates and
+// stop words, all required, the last one also matching as a prefix. It
+// returns "" when the text has no word to search for.
+func tsQuery(text string) string {
+	terms := searchTerms(text)
+	if len(terms) == 0 {
+		return ""
+	}
+	return strings.Join(terms, " & ") + ":*"
+}
+
+// searchTerms splits text into lower-case words, keeping at most
+// maxSearchTerms distinct ones that are not stop words. A text of stop words
+// only gives none, as PostgreSQL's english configuration does.
+func searchTerms(text string) []string {
+	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
+	})
+	var out []string
+	for _, f := range fields {
+		if stopWords[f] || slices.Contains(out, f) {
+			continue
+		}
+		out = append(out, f)
+		if len(out) == maxSearchTerms {
+			break
+		}
+	}
+	return out
+}
+
+// stopWords are PostgreSQL's english stop words, left out of searches so
+// that both stores treat "scan for vulnerabilities" alike.
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`i me my myself we our ours ourselves you your yours yourself yourselves
+		he him his himself she her hers herself it its itself they them their theirs themselves what which
+		who whom this that these those am is are was were be been being have has had having do does did doing
+		a an the and but if or because as until while of at by for with about against between into through
+		during before after above below to from up down in out on off over under again further then once here
+		there when where why how all any both each few more most other some such no nor not only own same so
+		than too very s t can will just don should now`) {
+		m[w] = true
+	}
+	return m
+}()

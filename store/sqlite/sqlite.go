@@ -1,0 +1,279 @@
+// Package sqlite is the embedded registry.Store: one SQLite file (pure-Go
+// driver modernc.org/sqlite, no cgo) in WAL mode, with an FTS5 index ranked
+// by BM25 for search.
+//
+// Writes go through one connection that begins every transaction with BEGIN
+// IMMEDIATE, so writers in this process queue in Go and writers in other
+// processes wait on the busy timeout instead of failing; reads use a pool of
+// read-only connections that WAL lets run alongside the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/caphub/caphub/registry"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// busyTimeout is how long a connection waits for a lock another process
+// holds before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// Store is a registry.Store on a SQLite database. It is safe for concurrent
+// use; several Stores (in this or other processes) may share one file.
+type Store struct {
+	path   string  // as given to Open, for messages
+	writer *sql.DB // one connection, BEGIN IMMEDIATE
+	reader *sql.DB // read-only connections; == writer for :memory:
+	hub    *hub
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ registry.Store = (*Store)(nil)
+
+// Open opens (creating it, and its parent directories, when missing) the
+// SQLite database at path and brings its schema up to date. path ":memory:"
+// opens a private in-memory database, gone when the Store is closed.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite database: the path is empty: give a file path such as ./caphub.db, or :memory:")
+	}
+	s := &Store{path: path}
+	busy := strconv.FormatInt(busyTimeout.Milliseconds(), 10)
+	if path == ":memory:" {
+		// Every connection to :memory: is a database of its own, so the
+		// store keeps exactly one, forever.
+		db, err := sql.Open("sqlite", ":memory:?_pragma=foreign_keys(1)&_pragma=busy_timeout("+busy+")&_txlock=immediate")
+		if err != nil {
+			return nil, fmt.Errorf("open in-memory sqlite database: %w", err)
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		s.writer, s.reader = db, db
+		s.hub = newHub("")
+	} else {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite database %s: %w: give a valid file path", path, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return nil, fmt.Errorf("open sqlite database %s: create its directory: %w: check that the parent directory is writable", path, err)
+		}
+		name := "file:" + (&url.URL{Path: abs}).EscapedPath()
+		common := "_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)"
+		writer, err := sql.Open("sqlite", name+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
+		}
+		writer.SetMaxOpenConns(1)
+		writer.SetMaxIdleConns(1)
+		writer.SetConnMaxIdleTime(0)
+		writer.SetConnMaxLifetime(0)
+		reader, err := sql.Open("sqlite", name+"?"+common+"&_pragma=query_only(1)")
+		if err != nil {
+			writer.Close()
+			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
+		}
+		n := max(4, runtime.GOMAXPROCS(0))
+		reader.SetMaxOpenConns(n)
+		reader.SetMaxIdleConns(n)
+		s.writer, s.reader = writer, reader
+		s.hub = acquireHub(canonicalPath(abs))
+	}
+	// Opening a new file turns it to WAL mode, which needs a lock that
+	// SQLite does not wait for: when other connections open it at the same
+	// moment, try again until the busy timeout.
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := s.writer.PingContext(ctx)
+		if err != nil {
+			err = fmt.Errorf("open sqlite database %s: %w: check that the path is a writable SQLite file (or a new one in a writable directory)", path, err)
+		} else {
+			err = s.migrate(ctx)
+		}
+		if err == nil {
+			return s, nil
+		}
+		if !isBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			s.Close()
+			return nil, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY (or one of its extended codes):
+// another connection holds a lock.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// canonicalPath resolves symbolic links so that two Stores on the same file
+// share one event hub.
+func canonicalPath(abs string) string {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return abs
+	}
+	full := filepath.Join(dir, filepath.Base(abs))
+	if resolved, err := filepath.EvalSymlinks(full); err == nil {
+		return resolved
+	}
+	return full
+}
+
+// Close closes the database connections and this store's Watch channels. It
+// is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if s.hub != nil {
+			s.hub.detach(s)
+		}
+		var errs []error
+		if s.reader != nil && s.reader != s.writer {
+			errs = append(errs, s.reader.Close())
+		}
+		if s.writer != nil {
+			errs = append(errs, s.writer.Close())
+		}
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("close sqlite database %s: %w", s.path, err)
+		}
+	})
+	return s.closeErr
+}
+
+// migration is one numbered schema change from migrations/NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", e.Name())
+		}
+		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("two migrations are numbered %d", out[i].version)
+		}
+	}
+	return out, nil
+}
+
+// migrate applies the migrations the database lacks, all in one IMMEDIATE
+// transaction, so that two processes opening a new file at once apply them
+// exactly once.
+func (s *Store) migrate(ctx context.Context) error {
+	migs, err := loadMigrations()
+	if err != nil {
+		return fmt.Errorf("migrate sqlite database %s: %w (a build problem: report it)", s.path, err)
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TEXT NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("migrate sqlite database %s: create schema_migrations: %w", s.path, err)
+	}
+	applied := map[int]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("migrate sqlite database %s: read schema_migrations: %w", s.path, err)
+	}
+	highest := 0
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("migrate sqlite database %s: read schema_migrations: %w", s.path, err)
+		}
+		applied[v] = true
+		highest = max(highest, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("migrate sqlite database %s: read schema_migrations: %w", s.path, err)
+	}
+	if known := migs[len(migs)-1].version; highest > known {
+		return fmt.Errorf("open sqlite database %s: its schema is version %d, newer than this caphub knows (%d): upgrade caphub", s.path, highest, known)
+	}
+	for _, m := range migs {
+		if applied[m.version] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("migrate sqlite database %s to schema version %d (%s): %w", s.path, m.version, m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			m.version, m.name, formatTime(time.Now())); err != nil {
+			return fmt.Errorf("migrate sqlite database %s: record schema version %d: %w", s.path, m.version, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate sqlite database %s: commit: %w", s.path, err)
+	}
+	return nil
+}
+
+// timeLayout stores times as sortable UTC text with microseconds, the
+// precision PostgreSQL keeps too.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Truncate(time.Microsecond).Format(timeLayout) }
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}

@@ -1,0 +1,230 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
+)
+
+// Put stores the records in one transaction; see registry.Store.
+func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.PutResult, error) {
+	results := make([]registry.PutResult, len(recs))
+	if len(recs) == 0 {
+		return results, nil
+	}
+	now := time.Now()
+	preps := make([]prepared, len(recs))
+	for i, r := range recs {
+		p, err := prepare(r, now)
+		if err != nil {
+			return nil, err
+		}
+		preps[i] = p
+	}
+
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("put %d records into sqlite database %s: begin: %w", len(recs), s.path, err)
+	}
+	defer tx.Rollback()
+	st, err := prepareStatements(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("put into sqlite database %s: %w", s.path, err)
+	}
+	defer st.close()
+
+	type capKey struct{ scheme, domain, name string }
+	touched := map[capKey]bool{}
+	var events []registry.Event
+	for i, p := range preps {
+		k := p.rec.Key
+		results[i].Key = k
+		var id int64
+		err := st.insert.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version, p.versionKey, p.stability, p.source,
+			p.definition, p.rec.Digest, p.rec.TrustTier, p.registeredAt).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			// The key exists: identical content is a no-op, other content a
+			// conflict that rolls back the whole batch.
+			var existing string
+			if err := st.digest.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version).Scan(&existing); err != nil {
+				return nil, fmt.Errorf("put %s: read the stored digest: %w", k, err)
+			}
+			if existing != p.rec.Digest {
+				return nil, &registry.ConflictError{Key: k, ExistingDigest: existing, NewDigest: p.rec.Digest}
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("put %s into sqlite database %s: %w", k, s.path, err)
+		}
+		for _, side := range []struct {
+			stmt   *sql.Stmt
+			values []string
+		}{{st.domain, p.domains}, {st.category, p.categories}, {st.intent, p.intents}, {st.binding, p.bindings}} {
+			for _, v := range side.values {
+				if _, err := side.stmt.ExecContext(ctx, id, v); err != nil {
+					return nil, fmt.Errorf("put %s: index %q: %w", k, v, err)
+				}
+			}
+		}
+		f := p.fts
+		if _, err := st.fts.ExecContext(ctx, id, f[0], f[1], f[2], f[3], f[4], f[5], f[6]); err != nil {
+			return nil, fmt.Errorf("put %s: full-text index: %w", k, err)
+		}
+		results[i].Created = true
+		touched[capKey{k.Scheme, k.Domain, k.Name}] = true
+		events = append(events, registry.Event{Kind: registry.EventRegistered, Key: k})
+	}
+	for c := range touched {
+		if _, err := st.latest.ExecContext(ctx, c.scheme, c.domain, c.name); err != nil {
+			return nil, fmt.Errorf("put: mark the latest version of %s:%s/%s: %w", c.scheme, c.domain, c.name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("put %d records into sqlite database %s: commit: %w", len(recs), s.path, err)
+	}
+	s.hub.publish(events)
+	return results, nil
+}
+
+// statements are the statements Put runs for each record.
+type statements struct {
+	insert, digest, domain, category, intent, binding, fts, latest *sql.Stmt
+}
+
+func prepareStatements(ctx context.Context, tx *sql.Tx) (*statements, error) {
+	st := &statements{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&st.insert, `INSERT INTO capabilities (scheme, domain, name, version, version_key, stability, source, definition, digest, trust_tier, registered_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (scheme, domain, name, version) DO NOTHING
+			RETURNING id`},
+		{&st.digest, `SELECT digest FROM capabilities WHERE scheme = ? AND domain = ? AND name = ? AND version = ?`},
+		{&st.domain, `INSERT OR IGNORE INTO capability_domains (capability_id, domain) VALUES (?, ?)`},
+		{&st.category, `INSERT OR IGNORE INTO capability_categories (capability_id, category) VALUES (?, ?)`},
+		{&st.intent, `INSERT OR IGNORE INTO capability_intents (capability_id, intent) VALUES (?, ?)`},
+		{&st.binding, `INSERT OR IGNORE INTO capability_bindings (capability_id, binding_type) VALUES (?, ?)`},
+		{&st.fts, `INSERT INTO capabilities_fts (rowid, name, title, description, keywords, intents, domains, categories) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		// The highest version by precedence (then by version text, for
+		// versions differing only in build metadata) is the latest.
+		{&st.latest, `UPDATE capabilities AS c
+			SET is_latest = (c.id = (SELECT h.id FROM capabilities h
+				WHERE h.scheme = c.scheme AND h.domain = c.domain AND h.name = c.name
+				ORDER BY h.version_key DESC, h.version DESC LIMIT 1))
+			WHERE c.scheme = ?1 AND c.domain = ?2 AND c.name = ?3`},
+	} {
+		stmt, err := tx.PrepareContext(ctx, p.sql)
+		if err != nil {
+			st.close()
+			return nil, fmt.Errorf("prepare statement: %w", err)
+		}
+		*p.dst = stmt
+	}
+	return st, nil
+}
+
+func (st *statements) close() {
+	for _, s := range []*sql.Stmt{st.insert, st.digest, st.domain, st.category, st.intent, st.binding, st.fts, st.latest} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// Get returns one version; see registry.Store.
+func (s *Store) Get(ctx context.Context, k registry.Key) (registry.Record, error) {
+	row := s.reader.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM capabilities c
+		WHERE c.scheme = ? AND c.domain = ? AND c.name = ? AND c.version = ?`, k.Scheme, k.Domain, k.Name, k.Version)
+	r, err := scanRecord(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return registry.Record{}, fmt.Errorf("capability %s: %w", k, registry.ErrNotFound)
+	}
+	if err != nil {
+		return registry.Record{}, fmt.Errorf("get %s from sqlite database %s: %w", k, s.path, err)
+	}
+	return r, nil
+}
+
+// Versions returns every version of a capability in ascending precedence;
+// see registry.Store.
+func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]registry.Record, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+recordColumns+` FROM capabilities c
+		WHERE c.scheme = ? AND c.domain = ? AND c.name = ?
+		ORDER BY c.version_key, c.version`, scheme, domain, name)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %s:%s/%s in sqlite database %s: %w", scheme, domain, name, s.path, err)
+	}
+	out, err := collect(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %s:%s/%s in sqlite database %s: %w", scheme, domain, name, s.path, err)
+	}
+	return out, nil
+}
+
+// collect reads and closes rows of recordColumns. It returns an empty,
+// non-nil slice when there are none.
+func collect(rows *sql.Rows) ([]registry.Record, error) { return collectWith(rows) }
+
+// collectWith is collect for rows with extra columns after recordColumns,
+// scanned into extra (so that the last row's values remain).
+func collectWith(rows *sql.Rows, extra ...any) ([]registry.Record, error) {
+	defer rows.Close()
+	out := []registry.Record{}
+	for rows.Next() {
+		r, err := scanRecord(rows, extra...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Deprecate marks a version deprecated; see registry.Store.
+func (s *Store) Deprecate(ctx context.Context, k registry.Key, d registry.Deprecation) (registry.Record, error) {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return registry.Record{}, fmt.Errorf("deprecate %s in sqlite database %s: begin: %w", k, s.path, err)
+	}
+	defer tx.Rollback()
+	var id int64
+	r, err := scanRecord(tx.QueryRowContext(ctx, `SELECT `+recordColumns+`, c.id FROM capabilities c
+		WHERE c.scheme = ? AND c.domain = ? AND c.name = ? AND c.version = ?`, k.Scheme, k.Domain, k.Name, k.Version), &id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return registry.Record{}, fmt.Errorf("deprecate capability %s: %w", k, registry.ErrNotFound)
+	}
+	if err != nil {
+		return registry.Record{}, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
+	}
+	at := d.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	at = at.UTC().Truncate(time.Microsecond)
+	r.Definition.Stability = capability.StabilityDeprecated
+	r.Definition.DeprecatedBy = d.DeprecatedBy
+	r.Definition.SunsetDate = d.SunsetDate
+	r.Definition.MigrationGuide = d.MigrationGuide
+	r.DeprecatedAt = &at
+	b, err := marshalDefinition(r.Definition)
+	if err != nil {
+		return registry.Record{}, fmt.Errorf("deprecate %s: %w", k, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE capabilities SET stability = ?, definition = ?, deprecated_at = ? WHERE id = ?`,
+		capability.StabilityDeprecated, b, formatTime(at), id); err != nil {
+		return registry.Record{}, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return registry.Record{}, fmt.Errorf("deprecate %s in sqlite database %s: commit: %w", k, s.path, err)
+	}
+	s.hub.publish([]registry.Event{{Kind: registry.EventDeprecated, Key: k}})
+	return r, nil
+}

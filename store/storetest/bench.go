@@ -1,0 +1,131 @@
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/caphub/caphub/registry"
+)
+
+// DefaultBenchSize is how many synthetic capabilities the benchmarks load.
+const DefaultBenchSize = 10000
+
+// BenchSize returns the number of capabilities benchmarks pre-load:
+// CAPHUB_BENCH_N when set (e.g. 100000), else DefaultBenchSize.
+func BenchSize() int {
+	if n, err := strconv.Atoi(os.Getenv("CAPHUB_BENCH_N")); err == nil && n > 0 {
+		return n
+	}
+	return DefaultBenchSize
+}
+
+// Load puts Synthetic(n, 1) into s in batches of 100 and returns the
+// records.
+func Load(ctx context.Context, s registry.Store, n int) ([]registry.Record, error) {
+	defs := Synthetic(n, 1)
+	recs := make([]registry.Record, len(defs))
+	for i, d := range defs {
+		recs[i] = NewRecord(d)
+	}
+	for i := 0; i < len(recs); i += 100 {
+		if _, err := s.Put(ctx, recs[i:min(i+100, len(recs))]); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// BenchPut measures Put of batches of 100 new versions into s.
+func BenchPut(b *testing.B, s registry.Store) {
+	template := Synthetic(100, 2)
+	prefix := make([]byte, 4)
+	rand.Read(prefix)
+	run := hex.EncodeToString(prefix)
+	base := make([]registry.Record, len(template))
+	for i, d := range template {
+		base[i] = NewRecord(d)
+	}
+	batch := make([]registry.Record, len(base))
+	n := 0
+	for b.Loop() {
+		n++
+		suffix := "_b" + run + "_" + strconv.Itoa(n)
+		for i, r := range base {
+			r.Key.Name += suffix
+			r.Definition.Name = r.Key.Name
+			r.Digest += suffix // opaque to the store
+			batch[i] = r
+		}
+		if _, err := s.Put(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*len(batch)), "ns/record")
+}
+
+// BenchGet measures Get of loaded versions.
+func BenchGet(b *testing.B, s registry.Store, loaded []registry.Record) {
+	i := 0
+	for b.Loop() {
+		r := loaded[(i*7919)%len(loaded)]
+		i++
+		if _, err := s.Get(b.Context(), r.Key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchVersions measures Versions of loaded capabilities.
+func BenchVersions(b *testing.B, s registry.Store, loaded []registry.Record) {
+	i := 0
+	for b.Loop() {
+		k := loaded[(i*7919)%len(loaded)].Key
+		i++
+		vs, err := s.Versions(b.Context(), k.Scheme, k.Domain, k.Name)
+		if err != nil || len(vs) == 0 {
+			b.Fatalf("Versions(%s) = %d, %v", k, len(vs), err)
+		}
+	}
+}
+
+// benchQueries are the texts BenchSearch cycles through.
+var benchQueries = []registry.SearchQuery{
+	{Text: "scan vulnerability"},
+	{Text: "send message"},
+	{Text: "list issues", Filter: registry.ListFilter{Domain: "github"}},
+	{Text: "invoice"},
+	{Text: "weather forecast"},
+	{Text: "export report", Filter: registry.ListFilter{BindingType: "http"}},
+	{Text: "encrypted file"},
+	{Text: "summ"},
+}
+
+// BenchSearch measures ranked Search, 20 results a page.
+func BenchSearch(b *testing.B, s registry.Store) {
+	i := 0
+	for b.Loop() {
+		q := benchQueries[i%len(benchQueries)]
+		i++
+		q.Filter.Limit = 20
+		if _, err := s.Search(b.Context(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchList measures List of the latest versions, 50 a page, walking on
+// with the cursor (and starting again at the end).
+func BenchList(b *testing.B, s registry.Store) {
+	cursor := ""
+	for b.Loop() {
+		p, err := s.List(b.Context(), registry.ListFilter{Limit: 50, Cursor: cursor})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cursor = p.NextCursor
+	}
+}
