@@ -70,7 +70,11 @@ func marshalWithExtra(v any, extra map[string]any) ([]byte, error) {
 // unmarshalWithExtra decodes data into v (a pointer to a struct without custom
 // methods) and returns the fields v does not know, normalised.
 func unmarshalWithExtra(data []byte, v any) (map[string]any, error) {
-	if err := json.Unmarshal(data, v); err != nil {
+	// UseNumber keeps whole numbers beyond 2^53 exact; Normalize turns them
+	// into int64.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
 		return nil, err
 	}
 	var all map[string]json.RawMessage
@@ -84,7 +88,9 @@ func unmarshalWithExtra(data []byte, v any) (map[string]any, error) {
 			continue
 		}
 		var x any
-		if err := json.Unmarshal(raw, &x); err != nil {
+		xd := json.NewDecoder(bytes.NewReader(raw))
+		xd.UseNumber()
+		if err := xd.Decode(&x); err != nil {
 			return nil, err
 		}
 		if extra == nil {

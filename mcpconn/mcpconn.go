@@ -1,0 +1,318 @@
+// Package mcpconn connects caphub to upstream MCP servers with the official
+// Go SDK: a saved server's connection (a command over stdio, or a URL over
+// streamable HTTP with SSE as the fallback) becomes a client session.
+//
+// Saved connections never hold secrets: environment values and header
+// values may reference caphub's own environment as ${VAR}, expanded only
+// when connecting, and literal values for secret-looking names are refused.
+package mcpconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport kinds of a saved server.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http" // streamable HTTP, falling back to SSE
+	TransportSSE   = "sse"  // the 2024-11-05 SSE transport only
+)
+
+// Server is a saved MCP server connection.
+type Server struct {
+	Name      string            `json:"name" yaml:"name"`
+	Transport string            `json:"transport" yaml:"transport"`
+	Command   string            `json:"command,omitempty" yaml:"command,omitempty"` // split into argv, never run by a shell
+	Args      []string          `json:"args,omitempty" yaml:"args,omitempty"`
+	Env       map[string]string `json:"env,omitempty" yaml:"env,omitempty"` // values may be ${VAR} references
+	Dir       string            `json:"dir,omitempty" yaml:"dir,omitempty"`
+	URL       string            `json:"url,omitempty" yaml:"url,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"` // values may hold ${VAR} references
+}
+
+var (
+	serverNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	envRefRE     = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	secretNameRE = regexp.MustCompile(`(?i)(token|secret|password|passwd|api[-_]?key|auth|credential|cookie|private)`)
+)
+
+// Validate checks a saved server: its name is a capability domain, it has
+// exactly one way to connect, and no secret is written into it.
+func (s *Server) Validate() error {
+	var problems []string
+	if !serverNameRE.MatchString(s.Name) {
+		problems = append(problems, fmt.Sprintf("name %q must match [a-z][a-z0-9-]* (it becomes the domain of the server's capability URIs, mcp:<name>/<tool>)", s.Name))
+	}
+	switch {
+	case s.Command != "" && s.URL != "":
+		problems = append(problems, "give either a command (stdio) or a url (HTTP), not both")
+	case s.Command != "":
+		if s.Transport == "" {
+			s.Transport = TransportStdio
+		}
+		if s.Transport != TransportStdio {
+			problems = append(problems, fmt.Sprintf("transport %q does not run a command: use stdio", s.Transport))
+		}
+		if argv, err := capability.SplitCommand(s.Command); err != nil {
+			problems = append(problems, "command: "+err.Error())
+		} else if len(argv) == 0 {
+			problems = append(problems, "command is empty")
+		}
+	case s.URL != "":
+		if s.Transport == "" {
+			s.Transport = TransportHTTP
+		}
+		if s.Transport != TransportHTTP && s.Transport != TransportSSE {
+			problems = append(problems, fmt.Sprintf("transport %q does not use a url: use http or sse", s.Transport))
+		}
+		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
+			problems = append(problems, fmt.Sprintf("url %q must be an absolute http(s) URL", s.URL))
+		}
+	default:
+		problems = append(problems, "give a command (stdio) or a url (streamable HTTP or SSE)")
+	}
+	for _, k := range sortedKeys(s.Env) {
+		if err := checkNoSecret("env "+k, k, s.Env[k]); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	for _, k := range sortedKeys(s.Headers) {
+		if err := checkNoSecret("header "+k, k, s.Headers[k]); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("MCP server %q: %s", s.Name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// checkNoSecret refuses a literal value under a secret-looking name: the
+// value must come from the environment as ${VAR}.
+func checkNoSecret(what, name, value string) error {
+	if value == "" || !secretNameRE.MatchString(name) {
+		return nil
+	}
+	rest := strings.TrimSpace(envRefRE.ReplaceAllString(value, ""))
+	rest = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(rest, "Bearer"), "Basic"))
+	if rest != "" {
+		return fmt.Errorf("%s looks like a secret: caphub does not store secrets, so write it as a reference to an environment variable, e.g. %s=${%s}", what, name, envName(name))
+	}
+	return nil
+}
+
+func envName(name string) string {
+	return strings.ToUpper(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(name, "_"))
+}
+
+// ParseEnvFlag reads a --env flag: K=V (V may hold ${VAR} references) or a
+// bare K, which passes caphub's own $K through as ${K}.
+func ParseEnvFlag(s string) (string, string, error) {
+	k, v, ok := strings.Cut(s, "=")
+	if k == "" {
+		return "", "", fmt.Errorf("--env %q: write NAME=VALUE or NAME", s)
+	}
+	if !ok {
+		v = "${" + k + "}"
+	}
+	return k, v, nil
+}
+
+// ParseHeaderFlag reads a --header flag: "Name: value".
+func ParseHeaderFlag(s string) (string, string, error) {
+	k, v, ok := strings.Cut(s, ":")
+	if !ok || strings.TrimSpace(k) == "" {
+		return "", "", fmt.Errorf("--header %q: write Name:value (values may reference ${VAR})", s)
+	}
+	return strings.TrimSpace(k), strings.TrimSpace(v), nil
+}
+
+// expand replaces ${VAR} with caphub's environment; a missing variable is an
+// error naming it.
+func expand(what, value string) (string, error) {
+	var missing []string
+	out := envRefRE.ReplaceAllStringFunc(value, func(m string) string {
+		name := envRefRE.FindStringSubmatch(m)[1]
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%s references $%s, which is not set in caphub's environment: export it before connecting", what, strings.Join(missing, ", $"))
+	}
+	return out, nil
+}
+
+// Source describes where the server is, for provenance: the command line or
+// the URL.
+func (s *Server) Source() string {
+	if s.URL != "" {
+		return s.URL
+	}
+	return strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
+}
+
+// Client is caphub's MCP client identity.
+func newClient(version string) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: version}, &mcp.ClientOptions{})
+}
+
+// ConnectTimeout bounds starting and initialising a session.
+const ConnectTimeout = 30 * time.Second
+
+// Connect starts (stdio) or reaches (HTTP) the server and initialises an MCP
+// session. For transport http it tries streamable HTTP, then SSE.
+func Connect(ctx context.Context, s *Server, clientVersion string) (*mcp.ClientSession, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	client := newClient(clientVersion)
+	switch s.Transport {
+	case TransportStdio:
+		cmd, err := s.command()
+		if err != nil {
+			return nil, err
+		}
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("start MCP server %q (%s): %w (check the command runs and speaks MCP on stdio)", s.Name, s.Source(), err)
+		}
+		return cs, nil
+	case TransportHTTP, TransportSSE:
+		hc, err := s.httpClient()
+		if err != nil {
+			return nil, err
+		}
+		if s.Transport == TransportHTTP {
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: 1}, nil)
+			if err == nil {
+				return cs, nil
+			}
+			streamErr := err
+			cs, err = client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
+			if err == nil {
+				return cs, nil
+			}
+			return nil, fmt.Errorf("connect to MCP server %q at %s: streamable HTTP failed (%v), and so did SSE (%v)", s.Name, s.URL, streamErr, err)
+		}
+		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("connect to MCP server %q at %s over SSE: %w", s.Name, s.URL, err)
+		}
+		return cs, nil
+	}
+	return nil, fmt.Errorf("MCP server %q: unknown transport %q", s.Name, s.Transport)
+}
+
+// command builds the child process: argv from the command template and
+// args, no shell, the environment with ${VAR}s expanded, in its own process
+// group so that it can be killed with its children.
+func (s *Server) command() (*exec.Cmd, error) {
+	argv, err := capability.SplitCommand(s.Command)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %q command: %w", s.Name, err)
+	}
+	argv = append(argv, s.Args...)
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %q: program %q not found: install it or give its full path", s.Name, argv[0])
+	}
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Dir = s.Dir
+	env := baseEnv()
+	for _, k := range sortedKeys(s.Env) {
+		v, err := expand("env "+k, s.Env[k])
+		if err != nil {
+			return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
+		}
+		env = append(env, k+"="+v)
+	}
+	cmd.Env = env
+	setProcessGroup(cmd)
+	return cmd, nil
+}
+
+// inheritedEnv names the variables a server inherits from caphub: enough to
+// run a program, nothing that could carry caphub's own secrets. Everything
+// else a server needs is configured in its Env, as ${VAR} references.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "TERM", "SYSTEMROOT"}
+
+func baseEnv() []string {
+	var env []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// httpClient returns a client that adds the saved headers, expanded.
+func (s *Server) httpClient() (*http.Client, error) {
+	headers := http.Header{}
+	for _, k := range sortedKeys(s.Headers) {
+		v, err := expand("header "+k, s.Headers[k])
+		if err != nil {
+			return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
+		}
+		headers.Set(k, v)
+	}
+	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}}, nil
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header[k] = v
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// ListTools lists every tool of a session, following pagination.
+func ListTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	seen := map[string]bool{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		if seen[t.Name] {
+			return nil, errors.New("tools/list returned the tool " + t.Name + " twice: the server's pagination is inconsistent")
+		}
+		seen[t.Name] = true
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
