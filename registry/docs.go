@@ -1,0 +1,44 @@
+package registry
+
+import (
+	"context"
+	"time"
+)
+
+// Doc is a JSON document a store keeps beside the capabilities, for the
+// registry's other records: saved MCP servers and their last listing,
+// agents, tokens, native state. Kind groups documents ("mcp_server",
+// "agent", …); Key is unique within a kind.
+type Doc struct {
+	Kind      string
+	Key       string
+	Value     []byte // JSON
+	UpdatedAt time.Time
+}
+
+// DocOp is one write of ApplyDocs: a put of Value, or a delete when Delete
+// is set.
+type DocOp struct {
+	Kind   string
+	Key    string
+	Value  []byte
+	Delete bool
+}
+
+// DocStore keeps documents. Both stores implement it (store/storetest runs
+// one behaviour suite against both).
+type DocStore interface {
+	// PutDoc creates or replaces a document.
+	PutDoc(ctx context.Context, kind, key string, value []byte) error
+	// GetDoc returns a document; the error wraps ErrNotFound and names it
+	// when there is none.
+	GetDoc(ctx context.Context, kind, key string) (Doc, error)
+	// ListDocs returns the documents of a kind whose key starts with prefix,
+	// ordered by key (byte order).
+	ListDocs(ctx context.Context, kind, prefix string) ([]Doc, error)
+	// DeleteDoc deletes a document; ErrNotFound when there is none.
+	DeleteDoc(ctx context.Context, kind, key string) error
+	// ApplyDocs applies every op in one transaction: all or nothing. A
+	// delete of a missing document is not an error here.
+	ApplyDocs(ctx context.Context, ops []DocOp) error
+}
