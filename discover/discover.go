@@ -34,16 +34,29 @@ type Listing struct {
 	At         time.Time   `json:"at"`
 }
 
+// UpstreamError is a failure of the upstream server itself: it could not be
+// started or reached, or it answered tools/list with an error.
+type UpstreamError struct {
+	Server string
+	Err    error
+}
+
+func (e *UpstreamError) Error() string { return e.Err.Error() }
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
 // Introspect connects to a saved server and lists every tool.
 func Introspect(ctx context.Context, s *mcpconn.Server, clientVersion string) (*Listing, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", registry.ErrInvalid, err)
+	}
 	cs, err := mcpconn.Connect(ctx, s, clientVersion)
 	if err != nil {
-		return nil, err
+		return nil, &UpstreamError{Server: s.Name, Err: err}
 	}
 	defer cs.Close()
 	tools, err := mcpconn.ListTools(ctx, cs)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
+		return nil, &UpstreamError{Server: s.Name, Err: fmt.Errorf("MCP server %q: %w", s.Name, err)}
 	}
 	l := &Listing{Server: s.Name, Source: s.Source(), Tools: tools, At: time.Now().UTC()}
 	if ir := cs.InitializeResult(); ir != nil {

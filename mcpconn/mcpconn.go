@@ -180,8 +180,22 @@ func Connect(ctx context.Context, s *Server, clientVersion string) (*mcp.ClientS
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
-	defer cancel()
+	// The session lives as long as the context it was connected with (the SSE
+	// transport's stream is bound to it), so the timeout cancels only a
+	// connection that has not finished in time.
+	ctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(ConnectTimeout, cancel)
+	cs, err := connect(ctx, s, clientVersion)
+	if !timer.Stop() && err != nil {
+		err = fmt.Errorf("%w (no answer within %s)", err, ConnectTimeout)
+	}
+	if err != nil {
+		cancel()
+	}
+	return cs, err
+}
+
+func connect(ctx context.Context, s *Server, clientVersion string) (*mcp.ClientSession, error) {
 	client := newClient(clientVersion)
 	switch s.Transport {
 	case TransportStdio:
@@ -202,7 +216,12 @@ func Connect(ctx context.Context, s *Server, clientVersion string) (*mcp.ClientS
 		if s.Transport == TransportHTTP {
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: 1}, nil)
 			if err == nil {
-				return cs, nil
+				// An SSE-only server can let the initialisation through and fail
+				// the next request: a ping tells.
+				if err = cs.Ping(ctx, nil); err == nil {
+					return cs, nil
+				}
+				cs.Close()
 			}
 			streamErr := err
 			cs, err = client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)

@@ -291,10 +291,16 @@ func inferenceSource(d *capability.Definition) string {
 // JSON, leaving out the lifecycle fields that Deprecate changes after
 // registration (stability, deprecated_by, sunset_date, migration_guide), so
 // that re-registering the original content of a deprecated version stays an
-// idempotent no-op.
+// idempotent no-op, and leaving out when it was discovered or imported
+// (provenance.created_at), so that importing the same thing again is too.
 func Digest(d *capability.Definition) (string, error) {
 	c := *d
 	c.Stability, c.DeprecatedBy, c.SunsetDate, c.MigrationGuide = "", "", "", ""
+	if c.Provenance != nil {
+		p := *c.Provenance
+		p.CreatedAt = ""
+		c.Provenance = &p
+	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return "", err

@@ -50,7 +50,7 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)
 			}
 			srv := &http.Server{
-				Handler:           rest.New(svc, log),
+				Handler:           rest.New(svc, log, rest.WithVersion(buildVersion())),
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       60 * time.Second,
 				WriteTimeout:      60 * time.Second,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -49,6 +50,7 @@ func problemFor(err error) *Problem {
 		ce *registry.ConflictError
 		se *registry.SunsetError
 		re *requestError
+		ue *discover.UpstreamError
 	)
 	switch {
 	case errors.As(err, &ba):
@@ -72,6 +74,8 @@ func problemFor(err error) *Problem {
 		return &Problem{Type: problemBase + "sunset", Title: "The capability version is past its sunset date", Status: http.StatusGone, Detail: err.Error(), DeprecatedBy: se.DeprecatedBy, MigrationGuide: se.MigrationGuide}
 	case errors.As(err, &re):
 		return &Problem{Type: problemBase + "bad-request", Title: "The request is malformed", Status: http.StatusBadRequest, Detail: re.msg, Issues: re.issues}
+	case errors.As(err, &ue):
+		return &Problem{Type: problemBase + "upstream-failed", Title: "The upstream server failed", Status: http.StatusBadGateway, Detail: err.Error()}
 	case errors.Is(err, registry.ErrNotFound):
 		return &Problem{Type: problemBase + "not-found", Title: "Not found", Status: http.StatusNotFound, Detail: err.Error()}
 	case errors.Is(err, registry.ErrInvalid), errors.Is(err, registry.ErrInvalidCursor):

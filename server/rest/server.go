@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/format/ossa"
 	"github.com/caphub/caphub/registry"
 )
@@ -29,17 +30,31 @@ const MaxBodySize = 32 << 20
 
 // Server is the REST API over a registry.Service.
 type Server struct {
-	svc *registry.Service
-	mux *http.ServeMux
-	log *slog.Logger
+	svc     *registry.Service
+	servers discover.ServerAPI // saved MCP servers; nil when the store keeps no documents
+	mux     *http.ServeMux
+	log     *slog.Logger
+	version string
 }
 
+// Option configures a Server.
+type Option func(*Server)
+
+// WithVersion sets caphub's version, reported by discoveries.
+func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
+
 // New returns the REST API handler.
-func New(svc *registry.Service, log *slog.Logger) *Server {
+func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{svc: svc, mux: http.NewServeMux(), log: log}
+	s := &Server{svc: svc, mux: http.NewServeMux(), log: log, version: "dev"}
+	if docs, ok := svc.Store().(registry.DocStore); ok {
+		s.servers = discover.NewServers(docs)
+	}
+	for _, o := range opts {
+		o(s)
+	}
 	s.routes()
 	return s
 }
@@ -77,7 +92,7 @@ var listParams = []param{
 
 func (s *Server) routeTable() []route {
 	dn := []param{{name: "domain", in: "path", required: true, desc: "capability domain"}, {name: "name", in: "path", required: true, desc: "capability name, optionally @version (MAJOR, MAJOR.MINOR or full)"}}
-	return []route{
+	routes := []route{
 		{method: "GET", path: "/registry/capabilities", summary: "List capabilities (highest version of each unless all_versions)", params: listParams, handler: s.list, responses: map[int]string{200: "items and total"}},
 		{method: "GET", path: "/registry/capabilities/{domain}", summary: "List the capabilities of a domain", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items and total"}},
 		{method: "GET", path: "/registry/capabilities/{domain}/{name}", summary: "All versions of a capability, or with name@version one version", params: append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 404: "not found"}},
@@ -93,6 +108,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/healthz", summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
 		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
+	return append(routes, s.serverRoutes()...)
 }
 
 func (s *Server) routes() {

@@ -40,6 +40,14 @@ func TestStoreInMemory(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) registry.Store { return open(t, ":memory:") })
 }
 
+func TestDocs(t *testing.T) {
+	storetest.RunDocs(t, func(t *testing.T) registry.DocStore { return open(t, filepath.Join(t.TempDir(), "caphub.db")) })
+}
+
+func TestDocsInMemory(t *testing.T) {
+	storetest.RunDocs(t, func(t *testing.T) registry.DocStore { return open(t, ":memory:") })
+}
+
 func record(domain, name, version string) registry.Record {
 	v := capability.MustParseVersion(version)
 	return storetest.NewRecord(capability.Definition{
@@ -67,8 +75,9 @@ func TestReopen(t *testing.T) {
 	}
 	var n int
 	var mode string
-	if err := s.reader.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("schema_migrations has %d rows (%v), want 1", n, err)
+	migs, _ := loadMigrations()
+	if err := s.reader.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
+		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))
 	}
 	if err := s.reader.QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q (%v), want wal", mode, err)

@@ -85,6 +85,7 @@ func Synthetic(n int, seed int64) []capability.Definition {
 		sub := domain + "." + noun + "s"
 		versions := 1 + r.Intn(5)
 		major, minor, patch := r.Intn(3), r.Intn(12), 0
+		maxLimit := int64(100 + r.Intn(900)) // fixed per capability, so versions differ only in documentation
 		for v := 0; v < versions && len(out) < n; v++ {
 			version := fmt.Sprintf("%d.%d.%d", major, minor, patch)
 			if r.Intn(6) == 0 {
@@ -106,7 +107,7 @@ func Synthetic(n int, seed int64) []capability.Definition {
 					"required": []any{"id"},
 					"properties": map[string]any{
 						"id":    map[string]any{"type": "string", "description": "the " + noun + " id"},
-						"limit": map[string]any{"type": "integer", "minimum": int64(1), "maximum": int64(100 + r.Intn(900))},
+						"limit": map[string]any{"type": "integer", "minimum": int64(1), "maximum": maxLimit},
 					},
 				},
 				Output:     capability.Schema{"type": "object", "properties": map[string]any{noun: map[string]any{"type": "object"}}},
@@ -128,7 +129,7 @@ func Synthetic(n int, seed int64) []capability.Definition {
 			case 4:
 				d.Bindings.Native = &capability.NativeBinding{Handler: name}
 			default:
-				d.Bindings.Delegation = &capability.DelegationBinding{Agent: domain + "-agent", Capability: name}
+				d.Bindings.Delegation = &capability.DelegationBinding{Agent: domain + "-agent", Capability: "ossa:" + domain + "/" + name + "@1.0"}
 			}
 			if src := pick(syntheticSources); src != "" {
 				d.Provenance = &capability.Provenance{Method: src, SourceURL: "https://" + domain + ".example.com"}

@@ -1,0 +1,225 @@
+// Command registry is the registry's load benchmark (issue: registry at
+// scale). It loads N synthetic capabilities (storetest.Synthetic: varied text
+// over 50 domains) through registry.Service into a fresh SQLite file and,
+// when a PostgreSQL URL is given, a fresh PostgreSQL schema, then measures:
+//
+//   - register throughput (batches through the service: validation,
+//     inference, version rules, store);
+//   - resolve latency p50/p99 over random URIs;
+//   - search latency p50/p95 over random one- and two-word queries;
+//   - with -http, `caphub serve` (the real binary, built here) on the SQLite
+//     file: GET /registry/capabilities/{domain}/{name}@{version} from C
+//     concurrent clients on loopback for a fixed time, throughput and p99, and
+//     the server's RSS (VmRSS and peak VmHWM).
+//
+// Run: go run ./bench/registry -n 100000 -http
+// (PostgreSQL too: add -postgres postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/postgres"
+	"github.com/caphub/caphub/store/sqlite"
+	"github.com/caphub/caphub/store/storetest"
+	"github.com/jackc/pgx/v5"
+)
+
+func main() {
+	n := flag.Int("n", 100000, "capabilities to load")
+	batch := flag.Int("batch", 1000, "definitions per registration batch")
+	resolves := flag.Int("resolves", 20000, "resolve calls to time")
+	searches := flag.Int("searches", 2000, "search calls to time")
+	pgURL := flag.String("postgres", os.Getenv("CAPHUB_TEST_POSTGRES"), "PostgreSQL URL (empty: SQLite only)")
+	doHTTP := flag.Bool("http", false, "also measure `caphub serve` over HTTP with concurrent clients")
+	clients := flag.Int("clients", 32, "concurrent HTTP clients")
+	duration := flag.Duration("duration", 10*time.Second, "HTTP load duration")
+	flag.Parse()
+
+	ctx := context.Background()
+	defs := storetest.Synthetic(*n, 1)
+	dir, err := os.MkdirTemp("", "caphub-bench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	dbPath := filepath.Join(dir, "caphub.db")
+
+	st, err := sqlite.Open(ctx, dbPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("## SQLite, %d capabilities\n\n", *n)
+	run(ctx, st, defs, *batch, *resolves, *searches)
+	st.Close()
+
+	if *pgURL != "" {
+		schema := fmt.Sprintf("caphub_bench_%d", time.Now().UnixNano())
+		conn, err := pgx.Connect(ctx, *pgURL)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			log.Fatal(err)
+		}
+		defer conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		sep := "?"
+		if strings.Contains(*pgURL, "?") {
+			sep = "&"
+		}
+		pst, err := postgres.Open(ctx, *pgURL+sep+"search_path="+schema)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("\n## PostgreSQL, %d capabilities\n\n", *n)
+		run(ctx, pst, defs, *batch, *resolves, *searches)
+		pst.Close()
+	}
+
+	if *doHTTP {
+		fmt.Printf("\n## caphub serve (SQLite), GET one version, %d clients, %s\n\n", *clients, *duration)
+		httpLoad(defs, dbPath, *clients, *duration)
+	}
+}
+
+func run(ctx context.Context, st registry.Store, defs []capability.Definition, batch, resolves, searches int) {
+	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	start := time.Now()
+	for i := 0; i < len(defs); i += batch {
+		end := min(i+batch, len(defs))
+		if _, err := svc.RegisterBatch(ctx, defs[i:end]); err != nil {
+			log.Fatalf("register batch at %d: %v", i, err)
+		}
+	}
+	took := time.Since(start)
+	fmt.Printf("| measure | value |\n|---|---|\n")
+	fmt.Printf("| register (batches of %d) | %.0f capabilities/s (%s for %d) |\n", batch, float64(len(defs))/took.Seconds(), took.Round(time.Millisecond), len(defs))
+
+	r := rand.New(rand.NewSource(2))
+	lat := make([]time.Duration, 0, resolves)
+	for i := 0; i < resolves; i++ {
+		d := defs[r.Intn(len(defs))]
+		u := capability.MustParseURI(d.URI)
+		t0 := time.Now()
+		_, err := svc.Resolve(ctx, u.String())
+		lat = append(lat, time.Since(t0))
+		if err != nil && !strings.Contains(err.Error(), "compatible") {
+			log.Fatalf("resolve %s: %v", d.URI, err)
+		}
+	}
+	fmt.Printf("| resolve p50 / p99 | %s / %s |\n", pct(lat, 50), pct(lat, 99))
+
+	words := []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
+	lat = lat[:0]
+	for i := 0; i < searches; i++ {
+		q := words[r.Intn(len(words))]
+		if r.Intn(2) == 0 {
+			q += " " + words[r.Intn(len(words))]
+		}
+		t0 := time.Now()
+		if _, err := svc.Search(ctx, registry.SearchQuery{Text: q, Filter: registry.ListFilter{Limit: 10}}); err != nil {
+			log.Fatalf("search %q: %v", q, err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	fmt.Printf("| search (10 results) p50 / p95 | %s / %s |\n", pct(lat, 50), pct(lat, 95))
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100].Round(time.Microsecond)
+}
+
+func httpLoad(defs []capability.Definition, dbPath string, clients int, duration time.Duration) {
+	bin := filepath.Join(filepath.Dir(dbPath), "caphub")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/caphub").CombinedOutput(); err != nil {
+		log.Fatalf("build caphub: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := exec.Command(bin, "serve", "--addr", addr, "--db", dbPath)
+	srv.Stderr = io.Discard
+	if err := srv.Start(); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { srv.Process.Signal(os.Interrupt); srv.Wait() }()
+	base := "http://" + addr
+	for i := 0; ; i++ {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 200 {
+			log.Fatal("caphub serve did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	var total, failed atomic.Int64
+	lats := make([][]time.Duration, clients)
+	deadline := time.Now().Add(duration)
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(int64(c)))
+			for time.Now().Before(deadline) {
+				d := defs[r.Intn(len(defs))]
+				url := base + "/registry/capabilities/" + d.Domain + "/" + d.Name + "@" + d.Version
+				t0 := time.Now()
+				resp, err := hc.Get(url)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						failed.Add(1)
+					}
+				} else {
+					failed.Add(1)
+				}
+				lats[c] = append(lats[c], time.Since(t0))
+				total.Add(1)
+			}
+		}(c)
+	}
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	fmt.Printf("| measure | value |\n|---|---|\n")
+	fmt.Printf("| throughput | %.0f req/s (%d requests, %d failed) |\n", float64(total.Load())/duration.Seconds(), total.Load(), failed.Load())
+	fmt.Printf("| latency p50 / p99 | %s / %s |\n", pct(all, 50), pct(all, 99))
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", srv.Process.Pid))
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmRSS") || strings.HasPrefix(line, "VmHWM") {
+			f := strings.Fields(line)
+			fmt.Printf("| server %s | %s %s |\n", strings.TrimSuffix(f[0], ":"), f[1], f[2])
+		}
+	}
+}

@@ -1,0 +1,739 @@
+// Package agentos imports Agent OS capability manifests (an app's
+// agentos/capabilities.json, manifest schema v1) into caphub definitions,
+// and resolves Agent OS intents against definitions.
+//
+// # Identity
+//
+// Each capability of a manifest becomes ossa:<domain>/<name>@MAJOR.MINOR:
+//
+//   - domain is the app's package id sanitised to [a-z][a-z0-9-]*: lower-cased,
+//     every run of other characters made one "-", leading and trailing "-"
+//     dropped, and "app-" put in front when it would start with a digit
+//     (com.whatsapp → com-whatsapp). The whole package id is kept, so that two
+//     apps' send_message never collide.
+//   - name is the capability id sanitised to [a-z][a-z0-9_]*: camelCase split
+//     with "_", lower-cased, every run of other characters made one "_",
+//     leading and trailing "_" dropped, "cap_" put in front when it would
+//     start with a digit (sendMessage → send_message). The id as written is
+//     kept in metadata.agentos.capability_id.
+//   - version is Options.Version, else the manifest's "version" (not part of
+//     the Agent OS schema, which versions the manifest format only, but
+//     accepted) when it is a semantic version ("1", "1.2", "1.2.3", with an
+//     optional leading "v"), else 1.0.0.
+//
+// # Inputs and outputs
+//
+// inputs[] become one JSON Schema object: each input a property of the
+// schema DataTypeSchema gives for its DataType, with its description, its
+// DataType as x-agentos-type and its vaultKey (the Personal Data Vault key
+// the device auto-fills it from) as x-vault-key. An input is required unless
+// it says "required": false (the seed's default is true). outputs[] become the
+// output schema the same way, with no required list (the seed does not say
+// which outputs are always present); without outputs the output schema is {}
+// (free-form), since the manifest promises nothing about the result.
+//
+// # Handlers are device-only
+//
+// The handler (intent, service, broadcast or deeplink) is kept, with every
+// field as written (type, target, extras, …), as a binding of its kind in
+// Bindings.Extra, with the app's package added when the handler does not name
+// one and executable_on_server: false. These bindings run on the device that
+// has the app installed; caphub keeps and serves them but cannot invoke them
+// (capability.Validate warns about the unknown binding kind; an invoker must
+// report, using IsDeviceBinding, that the capability runs only on a device).
+//
+// # Metadata and inference
+//
+// metadata.agentos holds the app's package, display_name, manifest_version,
+// app_version (when given), the capability_id as written, and the fields the
+// schema does not define: the capability's under extra, the manifest's under
+// manifest_extra (an input's or output's own unknown fields are kept on its
+// property as x-agentos-<field>, and a "label" as its title). Provenance is
+// {method: agentos_manifest, source_url: the file, created_at}. Domains and
+// categories are inferred as CCOS does, from the package and the name; intents
+// are not mapped to categories, since the Agent OS schema relates them to none.
+//
+// # Failures
+//
+// A capability that cannot be imported (a missing id, intents, description
+// or handler, an unknown DataType or handler type, a field of the wrong JSON
+// type, a duplicate id) is reported as a capability.ImportFailure with its
+// line and column, and the others are imported. A file that is not a
+// manifest at all (invalid JSON, no package, no capabilities list) is an
+// *Error with its line and column.
+package agentos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// ProvenanceMethod is the provenance method of an imported definition.
+const ProvenanceMethod = "agentos_manifest"
+
+// MetadataNamespace is the key of Definition.Metadata under which the
+// manifest's app-level facts and unmodelled fields are kept.
+const MetadataNamespace = "agentos"
+
+// Handler kinds of the Agent OS schema; each is the key of the binding kept
+// in Bindings.Extra.
+const (
+	HandlerIntent    = "intent"
+	HandlerService   = "service"
+	HandlerBroadcast = "broadcast"
+	HandlerDeeplink  = "deeplink"
+)
+
+// HandlerKinds lists the handler kinds, in the seed's order.
+var HandlerKinds = []string{HandlerIntent, HandlerService, HandlerBroadcast, HandlerDeeplink}
+
+// ExecutableOnServer is the field, set to false on every handler binding,
+// that marks it as runnable only on the device.
+const ExecutableOnServer = "executable_on_server"
+
+// IsDeviceBinding reports whether a binding kind of Bindings.Extra is an
+// Agent OS handler, which only a device can execute.
+func IsDeviceBinding(kind string) bool {
+	for _, k := range HandlerKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// Options tune an import.
+type Options struct {
+	// Version, when set, is the version of every imported definition,
+	// overriding the manifest's (use it to import a changed manifest as a
+	// new version: registered versions are immutable).
+	Version string
+	// CreatedAt is the provenance time; zero means now.
+	CreatedAt time.Time
+}
+
+// Result is what an import produced: the definitions, and a failure for
+// each capability that could not be imported.
+type Result struct {
+	Definitions []capability.Definition
+	Failures    []capability.ImportFailure
+}
+
+// Error is a problem that stops a whole manifest from being imported.
+type Error struct {
+	File         string
+	Line, Column int
+	Path         string // JSON path of the offending value, e.g. "package"; "" for the file
+	Message      string // what is wrong and what to do
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
+	}
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// MaxFileSize bounds what ImportFile reads, so a wrong path cannot exhaust
+// memory (a real manifest is a few kilobytes).
+const MaxFileSize = 64 << 20
+
+// ImportFile imports the manifest at path (see Import); path names the
+// file in provenance and in errors.
+func ImportFile(path string, opts Options) (*Result, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return nil, &Error{File: path, Message: "is a directory: give the app's capabilities.json (usually <app>/agentos/capabilities.json)"}
+	}
+	if st.Size() > MaxFileSize {
+		return nil, &Error{File: path, Message: fmt.Sprintf("is %d bytes, larger than the %d-byte limit for a manifest", st.Size(), MaxFileSize)}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return Import(path, data, opts)
+}
+
+// Import reads an Agent OS capabilities.json (data, read from source, which
+// names it in provenance and in errors) and returns a definition for every
+// capability it can import and a failure for every other. The error is an
+// *Error when the file as a whole is not a manifest caphub can read.
+func Import(source string, data []byte, opts Options) (*Result, error) {
+	data = trimBOM(data)
+	root, perr := parseJSON(data)
+	if perr != nil {
+		return nil, &Error{File: source, Line: perr.line, Column: perr.col, Message: perr.msg}
+	}
+	fileErr := func(n *node, path, format string, args ...any) error {
+		return &Error{File: source, Line: n.line, Column: n.col, Path: path, Message: fmt.Sprintf(format, args...)}
+	}
+	if root.kind != kindObject {
+		return nil, fileErr(root, "", "the manifest is a JSON %s: an Agent OS capabilities.json is an object with manifestVersion, package and capabilities", root.kind)
+	}
+
+	mv := root.get("manifestVersion")
+	switch {
+	case mv == nil:
+		return nil, fileErr(root, "manifestVersion", `missing: an Agent OS manifest declares its schema version, e.g. "manifestVersion": "1.0"`)
+	case mv.kind != kindString || !manifestVersionRE.MatchString(mv.str):
+		return nil, fileErr(mv, "manifestVersion", `must be a string MAJOR.MINOR such as "1.0", got %s`, describe(mv))
+	case !strings.HasPrefix(mv.str, "1."):
+		return nil, fileErr(mv, "manifestVersion", "%q is not supported: caphub reads Agent OS manifests 1.x", mv.str)
+	}
+
+	pkg := root.get("package")
+	if pkg == nil {
+		return nil, fileErr(root, "package", `missing: name the app's package, e.g. "package": "com.whatsapp"; it gives the capabilities' domain`)
+	}
+	if pkg.kind != kindString {
+		return nil, fileErr(pkg, "package", "must be a string (the app's package name), got %s", describe(pkg))
+	}
+	domain := sanitizeDomain(pkg.str)
+	if domain == "" {
+		return nil, fileErr(pkg, "package", "%q has no letters or digits to make a domain of: give the app's package name, e.g. com.whatsapp", pkg.str)
+	}
+
+	displayName := ""
+	if dn := root.get("displayName"); dn != nil {
+		if dn.kind != kindString {
+			return nil, fileErr(dn, "displayName", "must be a string (the app's name), got %s", describe(dn))
+		}
+		displayName = strings.TrimSpace(dn.str)
+	}
+
+	version, appVersion := "1.0.0", ""
+	if v := root.get("version"); v != nil && (v.kind == kindString || v.kind == kindNumber) {
+		appVersion = v.str
+		if v.kind == kindNumber {
+			appVersion = v.num.String()
+		}
+		if ver, err := capability.ParseVersion(strings.TrimPrefix(appVersion, "v")); err == nil {
+			version = ver.Full()
+		}
+	}
+	if opts.Version != "" {
+		ver, err := capability.ParseVersion(opts.Version)
+		if err != nil {
+			return nil, &Error{File: source, Message: fmt.Sprintf("the version to import as: %v", err)}
+		}
+		version = ver.Full()
+	}
+
+	caps := root.get("capabilities")
+	if caps == nil {
+		return nil, fileErr(root, "capabilities", "missing: list the app's capabilities, e.g. \"capabilities\": [{\"id\": \"send_message\", ...}]")
+	}
+	if caps.kind != kindArray {
+		return nil, fileErr(caps, "capabilities", "must be an array of capabilities, got %s", describe(caps))
+	}
+
+	app := appInfo{
+		source: source, pkg: pkg.str, domain: domain, displayName: displayName,
+		manifestVersion: mv.str, version: version, appVersion: appVersion,
+		createdAt: opts.CreatedAt,
+	}
+	if app.createdAt.IsZero() {
+		app.createdAt = time.Now()
+	}
+	if extra := unknownFields(root, manifestFields); len(extra) > 0 {
+		app.manifestExtra = extra
+	}
+
+	res := &Result{}
+	seen := map[string]int{} // name → index of the capability that has it
+	for i, cn := range caps.items {
+		c := &capReader{app: &app, n: cn, index: i}
+		d, ferr := c.read()
+		if ferr == nil {
+			if first, dup := seen[d.Name]; dup {
+				ferr = c.failAt(cn.get("id"), "id", "%q is the same capability name (%s) as capabilities[%d]: give each capability its own id", c.id, d.Name, first)
+			} else if _, err := json.Marshal(d); err != nil {
+				ferr = c.failAt(cn, "", "cannot be encoded as JSON (%v): check its numbers", err)
+			}
+		}
+		if ferr != nil {
+			res.Failures = append(res.Failures, *ferr)
+			continue
+		}
+		seen[d.Name] = i
+		res.Definitions = append(res.Definitions, *d)
+	}
+	return res, nil
+}
+
+var manifestVersionRE = regexp.MustCompile(`^\d+\.\d+$`)
+
+// Known fields of each manifest object; the others are kept as metadata or
+// x-agentos-… keywords.
+var (
+	manifestFields   = fieldSet("$schema", "manifestVersion", "package", "displayName", "version", "capabilities")
+	capabilityFields = fieldSet("id", "intents", "description", "keywords", "inputs", "outputs", "handler", "permissions", "uiRequired")
+	inputFields      = fieldSet("name", "type", "required", "description", "vaultKey", "label")
+	outputFields     = fieldSet("name", "type", "description", "label")
+)
+
+func fieldSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// unknownFields returns the fields of object n not in known, as plain values.
+func unknownFields(n *node, known map[string]bool) map[string]any {
+	var out map[string]any
+	for i, k := range n.keys {
+		if known[k] {
+			continue
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[k] = n.vals[i].value()
+	}
+	return out
+}
+
+// appInfo is what a manifest says about the app, shared by its capabilities.
+type appInfo struct {
+	source, pkg, domain, displayName string
+	manifestVersion, version         string
+	appVersion                       string
+	createdAt                        time.Time
+	manifestExtra                    map[string]any
+}
+
+// capReader turns one capability object into a Definition.
+type capReader struct {
+	app   *appInfo
+	n     *node
+	index int
+	id    string // the id as written, once known
+}
+
+// failAt builds the failure of this capability, positioned at n (or at the
+// capability when n is nil), for the field path within it.
+func (c *capReader) failAt(n *node, path, format string, args ...any) *capability.ImportFailure {
+	if n == nil {
+		n = c.n
+	}
+	item := fmt.Sprintf("capabilities[%d]", c.index)
+	if c.id != "" {
+		item += " (" + c.id + ")"
+	}
+	reason := fmt.Sprintf(format, args...)
+	if path != "" {
+		reason = path + ": " + reason
+	}
+	return &capability.ImportFailure{Item: item, Reason: reason, File: c.app.source, Line: n.line, Column: n.col}
+}
+
+func (c *capReader) read() (*capability.Definition, *capability.ImportFailure) {
+	n := c.n
+	if n.kind != kindObject {
+		return nil, c.failAt(n, "", "must be an object (a capability with id, intents, description and handler), got %s", describe(n))
+	}
+
+	idn := n.get("id")
+	if idn == nil {
+		return nil, c.failAt(n, "id", `missing: give the capability an id unique in the app, e.g. "id": "send_message"`)
+	}
+	if idn.kind != kindString {
+		return nil, c.failAt(idn, "id", "must be a string such as \"send_message\", got %s", describe(idn))
+	}
+	c.id = idn.str
+	name := sanitizeName(idn.str)
+	if name == "" {
+		return nil, c.failAt(idn, "id", "%q has no letters or digits to make a name of: use an id such as send_message", idn.str)
+	}
+
+	desc, f := c.requiredString("description", "describe what the capability does in plain language; agents match intents against it")
+	if f != nil {
+		return nil, f
+	}
+	intents, f := c.stringList("intents", `list the intents the capability handles, e.g. "intents": ["messaging.send_text"]`, true)
+	if f != nil {
+		return nil, f
+	}
+	keywords, f := c.stringList("keywords", "", false)
+	if f != nil {
+		return nil, f
+	}
+	permissions, f := c.stringList("permissions", "", true)
+	if f != nil {
+		return nil, f
+	}
+	uiRequired := false
+	if u := n.get("uiRequired"); u != nil {
+		if u.kind != kindBool {
+			return nil, c.failAt(u, "uiRequired", "must be true or false, got %s", describe(u))
+		}
+		uiRequired = u.b
+	}
+
+	input, f := c.params("inputs", true)
+	if f != nil {
+		return nil, f
+	}
+	output, f := c.params("outputs", false)
+	if f != nil {
+		return nil, f
+	}
+	if output == nil {
+		output = capability.Schema{} // no outputs declared: the result is free-form
+	}
+
+	kind, binding, f := c.handler()
+	if f != nil {
+		return nil, f
+	}
+
+	ver := capability.MustParseVersion(c.app.version)
+	meta := map[string]any{
+		"package":          c.app.pkg,
+		"manifest_version": c.app.manifestVersion,
+		"capability_id":    idn.str,
+	}
+	if c.app.displayName != "" {
+		meta["display_name"] = c.app.displayName
+	}
+	if c.app.appVersion != "" {
+		meta["app_version"] = c.app.appVersion
+	}
+	if extra := unknownFields(n, capabilityFields); extra != nil {
+		meta["extra"] = extra
+	}
+	if c.app.manifestExtra != nil {
+		meta["manifest_extra"] = capability.Normalize(deepCopy(c.app.manifestExtra))
+	}
+
+	d := &capability.Definition{
+		URI:         capability.NewURI(capability.SchemeOSSA, c.app.domain, name, ver).String(),
+		Name:        name,
+		Domain:      c.app.domain,
+		Version:     c.app.version,
+		Title:       title(c.app.displayName, idn.str),
+		Description: desc,
+		Input:       input,
+		Output:      output,
+		Bindings:    capability.Bindings{Extra: map[string]any{kind: binding}},
+		Permissions: permissions,
+		Intents:     intents,
+		Keywords:    keywords,
+		UIRequired:  uiRequired,
+		Provenance: &capability.Provenance{
+			Method:    ProvenanceMethod,
+			SourceURL: c.app.source,
+			CreatedAt: c.app.createdAt.UTC().Format(time.RFC3339),
+		},
+		Metadata: map[string]any{MetadataNamespace: meta},
+	}
+	d.Normalize()
+	// Domains and categories as CCOS infers them from the app's package and
+	// the capability's name. Intents are not mapped to categories: the Agent
+	// OS schema gives them no categories.
+	d.ApplyInference(c.app.pkg)
+	return d, nil
+}
+
+// requiredString reads a required, non-blank string field.
+func (c *capReader) requiredString(field, what string) (string, *capability.ImportFailure) {
+	v := c.n.get(field)
+	switch {
+	case v == nil:
+		return "", c.failAt(nil, field, "missing: %s", what)
+	case v.kind != kindString:
+		return "", c.failAt(v, field, "must be a string, got %s", describe(v))
+	case strings.TrimSpace(v.str) == "":
+		return "", c.failAt(v, field, "is empty: %s", what)
+	}
+	return v.str, nil
+}
+
+// stringList reads an array of strings. A field with a non-empty ifMissing
+// is required (ifMissing says what to write); nonEmpty refuses blank elements.
+func (c *capReader) stringList(field, ifMissing string, nonEmpty bool) ([]string, *capability.ImportFailure) {
+	v := c.n.get(field)
+	if v == nil {
+		if ifMissing != "" {
+			return nil, c.failAt(nil, field, "missing: %s", ifMissing)
+		}
+		return nil, nil
+	}
+	if v.kind != kindArray {
+		return nil, c.failAt(v, field, "must be an array of strings, got %s", describe(v))
+	}
+	out := make([]string, 0, len(v.items))
+	for i, it := range v.items {
+		path := fmt.Sprintf("%s[%d]", field, i)
+		if it.kind != kindString {
+			return nil, c.failAt(it, path, "must be a string, got %s", describe(it))
+		}
+		if nonEmpty && strings.TrimSpace(it.str) == "" {
+			return nil, c.failAt(it, path, "is empty: remove it or write the value")
+		}
+		out = append(out, it.str)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// params turns inputs[] or outputs[] into an object schema; nil when the
+// field is absent.
+func (c *capReader) params(field string, inputs bool) (capability.Schema, *capability.ImportFailure) {
+	v := c.n.get(field)
+	if v == nil {
+		if inputs {
+			return capability.Schema{"type": "object", "properties": map[string]any{}}, nil
+		}
+		return nil, nil
+	}
+	if v.kind != kindArray {
+		return nil, c.failAt(v, field, "must be an array of {name, type, ...} parameters, got %s", describe(v))
+	}
+	props := map[string]any{}
+	var required []any
+	where := map[string]int{}
+	known := outputFields
+	if inputs {
+		known = inputFields
+	}
+	for i, p := range v.items {
+		path := fmt.Sprintf("%s[%d]", field, i)
+		if p.kind != kindObject {
+			return nil, c.failAt(p, path, "must be an object {name, type, ...}, got %s", describe(p))
+		}
+		nn := p.get("name")
+		switch {
+		case nn == nil:
+			return nil, c.failAt(p, path+".name", "missing: name the parameter, e.g. \"name\": \"recipient\"")
+		case nn.kind != kindString:
+			return nil, c.failAt(nn, path+".name", "must be a string, got %s", describe(nn))
+		case nn.str == "":
+			return nil, c.failAt(nn, path+".name", "is empty: name the parameter")
+		}
+		if first, dup := where[nn.str]; dup {
+			return nil, c.failAt(nn, path+".name", "%q is already the name of %s[%d]: parameter names must be unique", nn.str, field, first)
+		}
+		where[nn.str] = i
+
+		tn := p.get("type")
+		switch {
+		case tn == nil:
+			return nil, c.failAt(p, path+".type", "missing: give the parameter's DataType (%s)", strings.Join(DataTypes, ", "))
+		case tn.kind != kindString:
+			return nil, c.failAt(tn, path+".type", "must be a DataType string (%s), got %s", strings.Join(DataTypes, ", "), describe(tn))
+		}
+		prop, ok := DataTypeSchema(tn.str)
+		if !ok {
+			hint := ""
+			if h, ok := dataTypeHints[strings.ToLower(tn.str)]; ok {
+				hint = fmt.Sprintf(" (for %q use %q)", tn.str, h)
+			} else if _, ok := DataTypeSchema(strings.ToLower(tn.str)); ok {
+				hint = fmt.Sprintf(" (DataTypes are lower case: %q)", strings.ToLower(tn.str))
+			}
+			return nil, c.failAt(tn, path+".type", "%q is not an Agent OS DataType%s: use one of %s", tn.str, hint, strings.Join(sortedDataTypes, ", "))
+		}
+		prop["x-agentos-type"] = tn.str
+
+		if dn := p.get("description"); dn != nil {
+			if dn.kind != kindString {
+				return nil, c.failAt(dn, path+".description", "must be a string, got %s", describe(dn))
+			}
+			if dn.str != "" {
+				prop["description"] = dn.str
+			}
+		}
+		if ln := p.get("label"); ln != nil { // not in the seed's schema, but a common addition
+			if ln.kind != kindString {
+				return nil, c.failAt(ln, path+".label", "must be a string, got %s", describe(ln))
+			}
+			if ln.str != "" {
+				prop["title"] = ln.str
+			}
+		}
+		if inputs {
+			isRequired := true // the seed: "required": {"type": "boolean", "default": true}
+			if rn := p.get("required"); rn != nil {
+				if rn.kind != kindBool {
+					return nil, c.failAt(rn, path+".required", "must be true or false, got %s", describe(rn))
+				}
+				isRequired = rn.b
+			}
+			if isRequired {
+				required = append(required, nn.str)
+			}
+			if vk := p.get("vaultKey"); vk != nil {
+				if vk.kind != kindString {
+					return nil, c.failAt(vk, path+".vaultKey", "must be a string (a Personal Data Vault key such as \"contacts\"), got %s", describe(vk))
+				}
+				if vk.str != "" {
+					prop["x-vault-key"] = vk.str
+				}
+			}
+		}
+		for k, val := range unknownFields(p, known) {
+			prop["x-agentos-"+k] = val
+		}
+		props[nn.str] = prop
+	}
+	s := capability.Schema{"type": "object", "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s, nil
+}
+
+// handler reads the handler and returns its kind and the binding kept for it.
+func (c *capReader) handler() (string, map[string]any, *capability.ImportFailure) {
+	h := c.n.get("handler")
+	switch {
+	case h == nil:
+		return "", nil, c.failAt(nil, "handler", `missing: say how the app runs the capability, e.g. "handler": {"type": "intent", "target": "com.example.ACTION"}`)
+	case h.kind != kindObject:
+		return "", nil, c.failAt(h, "handler", "must be an object {type, target, extras}, got %s", describe(h))
+	}
+	t := h.get("type")
+	switch {
+	case t == nil:
+		return "", nil, c.failAt(h, "handler.type", "missing: use one of %s", strings.Join(HandlerKinds, ", "))
+	case t.kind != kindString:
+		return "", nil, c.failAt(t, "handler.type", "must be one of %s, got %s", strings.Join(HandlerKinds, ", "), describe(t))
+	case !IsDeviceBinding(t.str):
+		return "", nil, c.failAt(t, "handler.type", "%q is not an Agent OS handler type: use one of %s", t.str, strings.Join(HandlerKinds, ", "))
+	}
+	if tg := h.get("target"); tg != nil && tg.kind != kindString {
+		return "", nil, c.failAt(tg, "handler.target", "must be a string (an intent action, service class or deeplink template), got %s", describe(tg))
+	}
+	if ex := h.get("extras"); ex != nil && ex.kind != kindObject {
+		return "", nil, c.failAt(ex, "handler.extras", "must be an object of static extras, got %s", describe(ex))
+	}
+	b := h.value().(map[string]any)
+	if _, ok := b["package"]; !ok {
+		b["package"] = c.app.pkg // the device needs it to route the handler to the app
+	}
+	b[ExecutableOnServer] = false
+	return t.str, b, nil
+}
+
+// describe names a node's JSON type and, for scalars, its value.
+func describe(n *node) string {
+	switch n.kind {
+	case kindString:
+		return fmt.Sprintf("the string %q", n.str)
+	case kindNumber:
+		return "the number " + n.num.String()
+	case kindBool:
+		return fmt.Sprintf("%t", n.b)
+	case kindNull:
+		return "null"
+	}
+	return "an " + n.kind.String()
+}
+
+// sanitizeDomain turns a package id into a domain, [a-z][a-z0-9-]*.
+func sanitizeDomain(pkg string) string {
+	s := squash(strings.ToLower(pkg), '-')
+	if s != "" && s[0] >= '0' && s[0] <= '9' {
+		s = "app-" + s
+	}
+	return s
+}
+
+// sanitizeName turns a capability id into a name, [a-z][a-z0-9_]*.
+func sanitizeName(id string) string {
+	var b strings.Builder
+	rs := []rune(id)
+	for i, r := range rs {
+		if unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) ||
+			i+1 < len(rs) && unicode.IsUpper(rs[i-1]) && unicode.IsLower(rs[i+1])) {
+			b.WriteByte('_') // camelCase and HTTPServer boundaries
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	s := squash(b.String(), '_')
+	if s != "" && s[0] >= '0' && s[0] <= '9' {
+		s = "cap_" + s
+	}
+	return s
+}
+
+// squash keeps ASCII lower-case letters and digits and makes every run of
+// other characters one sep, dropping sep at both ends.
+func squash(s string, sep byte) string {
+	var b strings.Builder
+	pending := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			if pending && b.Len() > 0 {
+				b.WriteByte(sep)
+			}
+			pending = false
+			b.WriteByte(c)
+			continue
+		}
+		pending = true
+	}
+	return b.String()
+}
+
+// title makes a display title: "WhatsApp: Send message".
+func title(app, id string) string {
+	words := strings.Fields(strings.ReplaceAll(sanitizeName(id), "_", " "))
+	t := strings.Join(words, " ")
+	if t != "" {
+		t = strings.ToUpper(t[:1]) + t[1:]
+	}
+	if app == "" {
+		return t
+	}
+	return app + ": " + t
+}
+
+func trimBOM(b []byte) []byte {
+	if len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
+		return b[3:]
+	}
+	return b
+}
+
+// deepCopy copies decoded JSON so that definitions never share maps.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = deepCopy(e)
+		}
+		return s
+	}
+	return v
+}

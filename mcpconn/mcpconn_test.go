@@ -1,0 +1,78 @@
+package mcpconn
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		s    Server
+		err  string // "" when valid
+	}{
+		{"stdio", Server{Name: "everything", Command: "npx -y @modelcontextprotocol/server-everything"}, ""},
+		{"http", Server{Name: "remote", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${MCP_TOKEN}"}}, ""},
+		{"env reference", Server{Name: "gh", Command: "gh-mcp", Env: map[string]string{"GITHUB_TOKEN": "${GITHUB_TOKEN}", "LOG_LEVEL": "debug"}}, ""},
+		{"bad name", Server{Name: "My Server", Command: "x"}, "must match [a-z][a-z0-9-]*"},
+		{"both", Server{Name: "x", Command: "a", URL: "http://b"}, "not both"},
+		{"neither", Server{Name: "x"}, "give a command"},
+		{"relative url", Server{Name: "x", URL: "/mcp"}, "absolute http(s) URL"},
+		{"unterminated quote", Server{Name: "x", Command: "run 'oops"}, "unterminated"},
+		{"literal secret env", Server{Name: "x", Command: "a", Env: map[string]string{"GITHUB_TOKEN": "ghp_abc"}}, "GITHUB_TOKEN=${GITHUB_TOKEN}"},
+		{"literal bearer", Server{Name: "x", URL: "https://a", Headers: map[string]string{"Authorization": "Bearer abc123"}}, "does not store secrets"},
+		{"literal api key header", Server{Name: "x", URL: "https://a", Headers: map[string]string{"X-Api-Key": "k"}}, "X_API_KEY"},
+		{"wrong transport", Server{Name: "x", Command: "a", Transport: "http"}, "use stdio"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.s.Validate()
+			if c.err == "" && err != nil {
+				t.Errorf("unexpected error: %v", err)
+			}
+			if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Errorf("error %v, want one containing %q", err, c.err)
+			}
+		})
+	}
+}
+
+func TestExpandAndFlags(t *testing.T) {
+	t.Setenv("CAPHUB_TEST_SECRET", "s3cret")
+	got, err := expand("header Authorization", "Bearer ${CAPHUB_TEST_SECRET}")
+	if err != nil || got != "Bearer s3cret" {
+		t.Errorf("expand: %q %v", got, err)
+	}
+	if _, err := expand("env X", "${CAPHUB_TEST_UNSET_VAR}"); err == nil || !strings.Contains(err.Error(), "CAPHUB_TEST_UNSET_VAR") {
+		t.Errorf("missing variable: %v", err)
+	}
+	k, v, err := ParseEnvFlag("GITHUB_TOKEN")
+	if err != nil || k != "GITHUB_TOKEN" || v != "${GITHUB_TOKEN}" {
+		t.Errorf("bare env: %s %s %v", k, v, err)
+	}
+	k, v, err = ParseHeaderFlag("Authorization: Bearer ${T}")
+	if err != nil || k != "Authorization" || v != "Bearer ${T}" {
+		t.Errorf("header: %s %s %v", k, v, err)
+	}
+	if _, _, err := ParseHeaderFlag("nocolon"); err == nil {
+		t.Errorf("header without colon accepted")
+	}
+}
+
+// A server gets only a minimal environment, never caphub's secrets.
+func TestCommandEnvironmentIsMinimal(t *testing.T) {
+	t.Setenv("CAPHUB_ADMIN_TOKEN", "must-not-leak")
+	t.Setenv("CAPHUB_TEST_SECRET", "s3cret")
+	s := &Server{Name: "x", Command: "sh -c 'echo {a}'", Env: map[string]string{"TOKEN": "${CAPHUB_TEST_SECRET}"}}
+	cmd, err := s.command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Join(cmd.Env, "\n")
+	if strings.Contains(env, "must-not-leak") || !strings.Contains(env, "TOKEN=s3cret") {
+		t.Errorf("environment:\n%s", env)
+	}
+	if cmd.Args[0] != "sh" && !strings.HasSuffix(cmd.Args[0], "/sh") || cmd.Args[1] != "-c" || cmd.Args[2] != "echo {a}" {
+		t.Errorf("argv %q", cmd.Args)
+	}
+}
