@@ -1,0 +1,119 @@
+// Package invoke runs capabilities through their bindings. The Pipeline
+// resolves a URI, validates the input (applying defaults), asks the policy
+// hook, then tries the bindings in order (native, mcp, http, grpc, cli,
+// delegation) with per-attempt timeouts, retries of retryable declared
+// errors and fall-through to the next binding, maps output and errors, and
+// validates the output.
+//
+// Each binding kind implements Binding; the implementations live in
+// invoke/binding/<kind>.
+package invoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// Call is one invocation as a binding sees it.
+type Call struct {
+	// URI is the resolved capability URI (with @MAJOR.MINOR); Definition its
+	// registered definition.
+	URI        string
+	Definition *capability.Definition
+	// Input is the validated input, defaults applied, under the
+	// capability's own field names. Each binding applies its own mapping.
+	Input map[string]any
+	// Caller identifies who invokes (an agent id; "" when anonymous). Native
+	// handlers namespace per-caller state with it.
+	Caller string
+	// Attempt counts from 1 within one binding.
+	Attempt int
+}
+
+// Outcome is what a binding returns on success.
+type Outcome struct {
+	// Output is the result as decoded JSON (map[string]any, []any, string,
+	// number, bool or nil), under the binding's own field names: the
+	// pipeline applies the binding's output mapping.
+	Output any
+	// Meta carries binding details worth reporting (HTTP status, exit code,
+	// MCP content blocks that are not the structured output, …).
+	Meta map[string]any
+}
+
+// Binding executes capabilities through one kind of binding.
+type Binding interface {
+	// Kind is the binding type: one of capability.BindingOrder.
+	Kind() string
+	// Invoke runs the call. A failure the capability declares is an *Error
+	// with its Code; anything else is a plain error (the pipeline reports it
+	// as BINDING_FAILED and falls through to the next binding).
+	Invoke(ctx context.Context, call *Call) (*Outcome, error)
+}
+
+// Error codes the pipeline itself uses (besides the declared ones).
+const (
+	CodeInvalidInput   = "INVALID_INPUT"   // the input does not match the input schema
+	CodeInvalidOutput  = "INVALID_OUTPUT"  // the output does not match the output schema
+	CodeBindingFailed  = "BINDING_FAILED"  // a binding failed in a way the capability does not declare
+	CodeNoBinding      = "NO_BINDING"      // no binding of the capability can run here
+	CodeTimeout        = "TIMEOUT"         // an attempt exceeded its timeout
+	CodeDenied         = "DENIED"          // the policy refused the call
+	CodeNotFound       = "NOT_FOUND"       // the URI does not resolve
+	CodeNotExecutable  = "NOT_EXECUTABLE"  // the binding is device-only (Agent OS handlers)
+	CodeUpstreamError  = "UPSTREAM_ERROR"  // the upstream answered with an error it did not classify
+	CodeApprovalNeeded = "APPROVAL_REQUIRED"
+)
+
+// Error is a classified invocation failure.
+type Error struct {
+	Code      string         `json:"code"`
+	Message   string         `json:"message"`
+	Retryable bool           `json:"retryable"`
+	Binding   string         `json:"binding,omitempty"`
+	Details   map[string]any `json:"details,omitempty"`
+	Cause     error          `json:"-"`
+}
+
+func (e *Error) Error() string {
+	if e.Binding != "" {
+		return fmt.Sprintf("%s (%s binding): %s", e.Code, e.Binding, e.Message)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code string, retryable bool, format string, args ...any) *Error {
+	return &Error{Code: code, Retryable: retryable, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError returns err as an *Error, classifying unknown errors as
+// BINDING_FAILED (and context deadlines as TIMEOUT).
+func AsError(err error, binding string) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Binding == "" {
+			e.Binding = binding
+		}
+		return e
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: CodeTimeout, Message: "the attempt timed out", Retryable: true, Binding: binding, Cause: err}
+	}
+	return &Error{Code: CodeBindingFailed, Message: err.Error(), Binding: binding, Cause: err}
+}
+
+// Attempt is one try of one binding.
+type Attempt struct {
+	Binding    string        `json:"binding"`
+	Attempt    int           `json:"attempt"`
+	Duration   time.Duration `json:"-"`
+	DurationMS float64       `json:"duration_ms"`
+	Error      *Error        `json:"error,omitempty"`
+}
