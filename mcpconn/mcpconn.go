@@ -166,52 +166,60 @@ func (s *Server) Source() string {
 	return strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
 }
 
-// Client is caphub's MCP client identity.
-func newClient(version string) *mcp.Client {
-	return mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: version}, &mcp.ClientOptions{})
-}
-
 // ConnectTimeout bounds starting and initialising a session.
 const ConnectTimeout = 30 * time.Second
 
 // Connect starts (stdio) or reaches (HTTP) the server and initialises an MCP
 // session. For transport http it tries streamable HTTP, then SSE.
 func Connect(ctx context.Context, s *Server, clientVersion string) (*mcp.ClientSession, error) {
+	cs, _, err := ConnectProcess(ctx, s, clientVersion, nil)
+	return cs, err
+}
+
+// ConnectProcess is Connect that also returns the started process of a
+// stdio server (nil for HTTP), so that a supervisor can kill its process
+// group, and lets the caller set client options (handlers for
+// server-to-client requests).
+func ConnectProcess(ctx context.Context, s *Server, clientVersion string, opts *mcp.ClientOptions) (*mcp.ClientSession, *exec.Cmd, error) {
 	if err := s.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The session lives as long as the context it was connected with (the SSE
 	// transport's stream is bound to it), so the timeout cancels only a
 	// connection that has not finished in time.
 	ctx, cancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(ConnectTimeout, cancel)
-	cs, err := connect(ctx, s, clientVersion)
+	cs, cmd, err := connect(ctx, s, clientVersion, opts)
 	if !timer.Stop() && err != nil {
 		err = fmt.Errorf("%w (no answer within %s)", err, ConnectTimeout)
 	}
 	if err != nil {
 		cancel()
 	}
-	return cs, err
+	return cs, cmd, err
 }
 
-func connect(ctx context.Context, s *Server, clientVersion string) (*mcp.ClientSession, error) {
-	client := newClient(clientVersion)
+func connect(ctx context.Context, s *Server, clientVersion string, opts *mcp.ClientOptions) (*mcp.ClientSession, *exec.Cmd, error) {
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: clientVersion}, opts)
 	switch s.Transport {
 	case TransportStdio:
 		cmd, err := s.command()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
 		if err != nil {
-			return nil, fmt.Errorf("start MCP server %q (%s): %w (check the command runs and speaks MCP on stdio)", s.Name, s.Source(), err)
+			_ = KillGroup(cmd)
+			return nil, nil, fmt.Errorf("start MCP server %q (%s): %w (check the command runs and speaks MCP on stdio)", s.Name, s.Source(), err)
 		}
-		return cs, nil
+		return cs, cmd, nil
 	case TransportHTTP, TransportSSE:
 		hc, err := s.httpClient()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if s.Transport == TransportHTTP {
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: 1}, nil)
@@ -219,24 +227,24 @@ func connect(ctx context.Context, s *Server, clientVersion string) (*mcp.ClientS
 				// An SSE-only server can let the initialisation through and fail
 				// the next request: a ping tells.
 				if err = cs.Ping(ctx, nil); err == nil {
-					return cs, nil
+					return cs, nil, nil
 				}
 				cs.Close()
 			}
 			streamErr := err
 			cs, err = client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
 			if err == nil {
-				return cs, nil
+				return cs, nil, nil
 			}
-			return nil, fmt.Errorf("connect to MCP server %q at %s: streamable HTTP failed (%v), and so did SSE (%v)", s.Name, s.URL, streamErr, err)
+			return nil, nil, fmt.Errorf("connect to MCP server %q at %s: streamable HTTP failed (%v), and so did SSE (%v)", s.Name, s.URL, streamErr, err)
 		}
 		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
 		if err != nil {
-			return nil, fmt.Errorf("connect to MCP server %q at %s over SSE: %w", s.Name, s.URL, err)
+			return nil, nil, fmt.Errorf("connect to MCP server %q at %s over SSE: %w", s.Name, s.URL, err)
 		}
-		return cs, nil
+		return cs, nil, nil
 	}
-	return nil, fmt.Errorf("MCP server %q: unknown transport %q", s.Name, s.Transport)
+	return nil, nil, fmt.Errorf("MCP server %q: unknown transport %q", s.Name, s.Transport)
 }
 
 // command builds the child process: argv from the command template and

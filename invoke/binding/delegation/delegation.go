@@ -1,0 +1,246 @@
+// Package delegation is the delegation binding: it hands a call to another
+// caphub (binding url: POST {url}/v1/invoke) or to an A2A agent (binding
+// agent: a JSON-RPC message/send to the agent's endpoint).
+package delegation
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/invoke"
+)
+
+// Options configure the binding.
+type Options struct {
+	Client *http.Client
+	// Agents maps A2A agent names to their JSON-RPC endpoints; an agent
+	// given as an http(s) URL is used as is.
+	Agents map[string]string
+	// MaxResponseBytes bounds an answer. Default 16 MiB.
+	MaxResponseBytes int64
+}
+
+// Binding delegates calls.
+type Binding struct {
+	opts Options
+}
+
+// New returns a delegation binding.
+func New(opts Options) *Binding {
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = 16 << 20
+	}
+	return &Binding{opts: opts}
+}
+
+// Kind is "delegation".
+func (b *Binding) Kind() string { return capability.BindingDelegation }
+
+// Invoke delegates the call.
+func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcome, error) {
+	d := call.Definition.Bindings.Delegation
+	if d == nil {
+		return nil, invoke.Errorf(invoke.CodeNoBinding, false, "%s has no delegation binding", call.URI)
+	}
+	target := d.Capability
+	if target == "" {
+		target = call.URI
+	}
+	if d.URL != "" {
+		return b.caphub(ctx, d.URL, target, call.Input)
+	}
+	endpoint := d.Agent
+	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+		var ok bool
+		if endpoint, ok = b.opts.Agents[d.Agent]; !ok {
+			return nil, invoke.Errorf(invoke.CodeNoBinding, false, "A2A agent %q is not configured: give its endpoint URL in the binding or in caphub's agent configuration", d.Agent)
+		}
+	}
+	return b.a2a(ctx, endpoint, target, call.Input)
+}
+
+func (b *Binding) post(ctx context.Context, url string, body any) (int, []byte, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := b.opts.Client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return 0, nil, &invoke.Error{Code: invoke.CodeTimeout, Retryable: true, Message: "the delegate did not answer in time", Cause: err}
+		}
+		return 0, nil, &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: fmt.Sprintf("delegate %s: %v", url, err), Cause: err}
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, b.opts.MaxResponseBytes+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if int64(len(out)) > b.opts.MaxResponseBytes {
+		return 0, nil, fmt.Errorf("delegate %s answered more than %d bytes", url, b.opts.MaxResponseBytes)
+	}
+	return resp.StatusCode, out, nil
+}
+
+// caphub invokes on another caphub and passes its error code through.
+func (b *Binding) caphub(ctx context.Context, base, uri string, input map[string]any) (*invoke.Outcome, error) {
+	url := strings.TrimRight(base, "/") + "/v1/invoke"
+	status, body, err := b.post(ctx, url, map[string]any{"uri": uri, "input": input})
+	if err != nil {
+		return nil, err
+	}
+	if status >= 400 {
+		var p struct {
+			Detail    string `json:"detail"`
+			Code      string `json:"code"`
+			Retryable bool   `json:"retryable"`
+		}
+		_ = json.Unmarshal(body, &p)
+		if p.Code == "" {
+			p.Code = fmt.Sprintf("HTTP_%d", status)
+			p.Retryable = status == 429 || status >= 502
+		}
+		if p.Detail == "" {
+			p.Detail = strings.TrimSpace(string(body))
+		}
+		return nil, &invoke.Error{Code: p.Code, Retryable: p.Retryable, Message: "delegate caphub " + base + ": " + p.Detail}
+	}
+	var res struct {
+		Output  any    `json:"output"`
+		Binding string `json:"binding"`
+		URI     string `json:"uri"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		return nil, fmt.Errorf("delegate caphub %s answered something that is not an invocation result: %v", base, err)
+	}
+	return &invoke.Outcome{Output: capability.Normalize(res.Output), Meta: map[string]any{"delegate": base, "delegate_binding": res.Binding, "delegate_uri": res.URI}}, nil
+}
+
+// a2a sends message/send with the input as a data part and reads the reply:
+// a message's (or a completed task's artifacts') data part is the output; text
+// parts become {"text": …}.
+func (b *Binding) a2a(ctx context.Context, endpoint, uri string, input map[string]any) (*invoke.Outcome, error) {
+	id := randomID()
+	req := map[string]any{
+		"jsonrpc": "2.0", "id": id, "method": "message/send",
+		"params": map[string]any{
+			"message": map[string]any{
+				"kind": "message", "role": "user", "messageId": randomID(),
+				"parts":    []any{map[string]any{"kind": "data", "data": input}},
+				"metadata": map[string]any{"capability": uri},
+			},
+		},
+	}
+	status, body, err := b.post(ctx, endpoint, req)
+	if err != nil {
+		return nil, err
+	}
+	if status >= 400 {
+		return nil, &invoke.Error{Code: fmt.Sprintf("HTTP_%d", status), Retryable: status == 429 || status >= 502, Message: fmt.Sprintf("A2A agent %s: %s", endpoint, snippet(body))}
+	}
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, fmt.Errorf("A2A agent %s answered something that is not JSON-RPC: %v", endpoint, err)
+	}
+	if resp.Error != nil {
+		return nil, &invoke.Error{Code: invoke.CodeUpstreamError, Message: fmt.Sprintf("A2A agent %s: %s (JSON-RPC %d)", endpoint, resp.Error.Message, resp.Error.Code)}
+	}
+	var result struct {
+		Kind   string `json:"kind"`
+		Parts  []part `json:"parts"`
+		Status struct {
+			State   string `json:"state"`
+			Message *struct {
+				Parts []part `json:"parts"`
+			} `json:"message"`
+		} `json:"status"`
+		Artifacts []struct {
+			Parts []part `json:"parts"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(resp.Result, &result); err != nil {
+		return nil, fmt.Errorf("A2A agent %s: the result is neither a message nor a task: %v", endpoint, err)
+	}
+	parts := result.Parts
+	if result.Kind == "task" {
+		switch result.Status.State {
+		case "completed":
+		case "failed", "rejected", "canceled":
+			msg := result.Status.State
+			if result.Status.Message != nil {
+				if _, text := collect(result.Status.Message.Parts); text != "" {
+					msg += ": " + text
+				}
+			}
+			return nil, &invoke.Error{Code: invoke.CodeUpstreamError, Message: fmt.Sprintf("A2A agent %s: task %s", endpoint, msg)}
+		default:
+			return nil, &invoke.Error{Code: invoke.CodeUpstreamError, Message: fmt.Sprintf("A2A agent %s: the task is %s, not completed (caphub waits only for synchronous answers)", endpoint, result.Status.State)}
+		}
+		parts = nil
+		for _, a := range result.Artifacts {
+			parts = append(parts, a.Parts...)
+		}
+	}
+	data, text := collect(parts)
+	if data != nil {
+		return &invoke.Outcome{Output: capability.Normalize(data), Meta: map[string]any{"a2a_agent": endpoint}}, nil
+	}
+	return &invoke.Outcome{Output: map[string]any{"text": text}, Meta: map[string]any{"a2a_agent": endpoint}}, nil
+}
+
+type part struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	Data any    `json:"data"`
+}
+
+func collect(parts []part) (any, string) {
+	var texts []string
+	for _, p := range parts {
+		switch p.Kind {
+		case "data":
+			return p.Data, ""
+		case "text":
+			texts = append(texts, p.Text)
+		}
+	}
+	return nil, strings.Join(texts, "\n")
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,370 @@
+// Package mcpbind is the MCP binding: it calls a tool on a saved upstream
+// MCP server through the Go SDK. Sessions are pooled, one per upstream, and
+// reused by every call; a stdio server is started once and supervised: when
+// it exits it is restarted with exponential backoff, and on Close its whole
+// process group is killed.
+package mcpbind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/mcpconn"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Servers finds saved server connections (discover.ServerAPI is one).
+type Servers interface {
+	GetServer(ctx context.Context, name string) (*discover.SavedServer, error)
+}
+
+// Options tune the pool.
+type Options struct {
+	ClientVersion string
+	Log           *slog.Logger
+	// MinBackoff and MaxBackoff bound the wait before restarting a crashed
+	// server (doubling per consecutive failure). Defaults 200ms and 30s.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Binding is the MCP binding with its session pool.
+type Binding struct {
+	servers Servers
+	opts    Options
+	ctx     context.Context // lives as long as the pool; sessions are bound to it
+	cancel  context.CancelFunc
+
+	mu        sync.Mutex
+	upstreams map[string]*upstream
+	closed    bool
+}
+
+// New returns an MCP binding that reaches servers saved in servers.
+func New(servers Servers, opts Options) *Binding {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 200 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.ClientVersion == "" {
+		opts.ClientVersion = "dev"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Binding{servers: servers, opts: opts, ctx: ctx, cancel: cancel, upstreams: map[string]*upstream{}}
+}
+
+// Kind is "mcp".
+func (b *Binding) Kind() string { return capability.BindingMCP }
+
+// upstream is one pooled server.
+type upstream struct {
+	name string
+
+	mu       sync.Mutex
+	session  *mcp.ClientSession
+	cmd      *exec.Cmd
+	config   mcpconn.Server
+	failures int       // consecutive crashes or failed starts
+	retryAt  time.Time // no new start before this
+	lastErr  error
+	starts   int // how many times it was started (for tests and status)
+}
+
+func (b *Binding) upstream(name string) (*upstream, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("the MCP binding is closed")
+	}
+	u, ok := b.upstreams[name]
+	if !ok {
+		u = &upstream{name: name}
+		b.upstreams[name] = u
+	}
+	return u, nil
+}
+
+// session returns the live session of a server, starting it when needed.
+func (b *Binding) session(ctx context.Context, name string) (*mcp.ClientSession, error) {
+	u, err := b.upstream(name)
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.session != nil {
+		return u.session, nil
+	}
+	if wait := time.Until(u.retryAt); wait > 0 {
+		return nil, &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true,
+			Message: fmt.Sprintf("MCP server %q is down (%v); the next start is in %s", name, u.lastErr, wait.Round(time.Millisecond))}
+	}
+	return b.start(ctx, u)
+}
+
+// start connects u; the caller holds u.mu.
+func (b *Binding) start(ctx context.Context, u *upstream) (*mcp.ClientSession, error) {
+	saved, err := b.servers.GetServer(ctx, u.name)
+	if err != nil {
+		return nil, &invoke.Error{Code: invoke.CodeNoBinding, Message: err.Error(), Cause: err}
+	}
+	u.config = saved.Server
+	u.starts++
+	cs, cmd, err := mcpconn.ConnectProcess(b.ctx, &u.config, b.opts.ClientVersion, nil)
+	if err != nil {
+		b.failed(u, err)
+		return nil, &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: err.Error(), Cause: err}
+	}
+	u.session, u.cmd, u.lastErr = cs, cmd, nil
+	go b.supervise(u, cs, cmd)
+	return cs, nil
+}
+
+// failed records a crash or failed start and schedules the next start.
+func (b *Binding) failed(u *upstream, err error) {
+	u.failures++
+	backoff := b.opts.MinBackoff << min(u.failures-1, 20)
+	if backoff > b.opts.MaxBackoff || backoff <= 0 {
+		backoff = b.opts.MaxBackoff
+	}
+	u.retryAt = time.Now().Add(backoff)
+	u.lastErr = err
+}
+
+// supervise waits for a session to end. A stdio server that exits is
+// restarted after the backoff; an HTTP session is re-established on the
+// next call.
+func (b *Binding) supervise(u *upstream, cs *mcp.ClientSession, cmd *exec.Cmd) {
+	err := cs.Wait()
+	if cmd != nil {
+		_ = mcpconn.KillGroup(cmd) // take down anything it started
+		_ = cmd.Wait()
+	}
+	if b.ctx.Err() != nil {
+		return // the pool is closing
+	}
+	u.mu.Lock()
+	if u.session != cs {
+		u.mu.Unlock()
+		return
+	}
+	u.session, u.cmd = nil, nil
+	if err == nil {
+		err = errors.New("the server closed the session")
+	}
+	b.failed(u, err)
+	wait := time.Until(u.retryAt)
+	stdio := u.config.Transport == mcpconn.TransportStdio
+	u.mu.Unlock()
+	b.opts.Log.Warn("MCP server exited", "server", u.name, "err", err, "restart_in", wait.Round(time.Millisecond))
+	if !stdio {
+		return
+	}
+	select {
+	case <-b.ctx.Done():
+		return
+	case <-time.After(wait):
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.session == nil && b.ctx.Err() == nil {
+		if _, err := b.start(b.ctx, u); err != nil {
+			b.opts.Log.Warn("MCP server restart failed", "server", u.name, "err", err)
+		} else {
+			b.opts.Log.Info("MCP server restarted", "server", u.name)
+		}
+	}
+}
+
+// Invoke calls the tool with the mapped input.
+func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcome, error) {
+	mb := call.Definition.Bindings.MCP
+	if mb == nil || mb.Server == "" || mb.Tool == "" {
+		return nil, invoke.Errorf(invoke.CodeNoBinding, false, "%s has no complete mcp binding (server and tool)", call.URI)
+	}
+	cs, err := b.session(ctx, mb.Server)
+	if err != nil {
+		return nil, err
+	}
+	args := invoke.MapInput(call.Input, mb.Mapping)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mb.Tool, Arguments: args})
+	if err != nil {
+		return nil, b.callError(mb.Server, cs, err)
+	}
+	b.healthy(mb.Server)
+	if res.IsError {
+		return nil, toolError(res, mb.ErrorMapping)
+	}
+	return &invoke.Outcome{Output: output(res), Meta: map[string]any{"content": res.Content}}, nil
+}
+
+// healthy resets the failure count after a successful call.
+func (b *Binding) healthy(name string) {
+	if u, err := b.upstream(name); err == nil {
+		u.mu.Lock()
+		u.failures = 0
+		u.mu.Unlock()
+	}
+}
+
+// callError classifies a failed tools/call: a JSON-RPC error is the
+// upstream refusing the call; a closed connection marks the session dead.
+func (b *Binding) callError(server string, cs *mcp.ClientSession, err error) error {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return &invoke.Error{Code: invoke.CodeUpstreamError, Message: fmt.Sprintf("MCP server %q refused the call: %s (JSON-RPC %d)", server, wire.Message, wire.Code), Cause: err}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &invoke.Error{Code: invoke.CodeTimeout, Retryable: true, Message: "the MCP tool did not answer in time", Cause: err}
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
+		if u, uerr := b.upstream(server); uerr == nil {
+			u.mu.Lock()
+			if u.session == cs {
+				u.session = nil
+				b.failed(u, err)
+				u.retryAt = time.Time{} // reconnect on the next attempt
+			}
+			u.mu.Unlock()
+		}
+		return &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: fmt.Sprintf("MCP server %q: %v", server, err), Cause: err}
+	}
+	return &invoke.Error{Code: invoke.CodeBindingFailed, Message: fmt.Sprintf("MCP server %q: %v", server, err), Cause: err}
+}
+
+// output is the tool result as JSON: the structured content when there is
+// one; else the text, parsed when it is a JSON object or array; else
+// {"text": …, "content": [...]}.
+func output(res *mcp.CallToolResult) any {
+	if res.StructuredContent != nil {
+		return normalize(res.StructuredContent)
+	}
+	text, onlyText := joinText(res.Content)
+	if onlyText {
+		t := strings.TrimSpace(text)
+		if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			var v any
+			if json.Unmarshal([]byte(t), &v) == nil {
+				return capability.Normalize(v)
+			}
+		}
+	}
+	return map[string]any{"text": text, "content": normalize(res.Content)}
+}
+
+func joinText(content []mcp.Content) (string, bool) {
+	var parts []string
+	only := true
+	for _, c := range content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		} else {
+			only = false
+		}
+	}
+	return strings.Join(parts, "\n"), only && len(parts) > 0
+}
+
+func normalize(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return capability.Normalize(out)
+}
+
+// toolError maps an isError result: the upstream's code is the
+// structured content's "code" (or "error.code"), else the first
+// error_mapping key found in the text; the mapping then names the declared
+// code.
+func toolError(res *mcp.CallToolResult, mapping map[string]string) error {
+	text, _ := joinText(res.Content)
+	code := ""
+	if m, ok := normalize(res.StructuredContent).(map[string]any); ok {
+		if c, ok := m["code"].(string); ok {
+			code = c
+		} else if e, ok := m["error"].(map[string]any); ok {
+			code, _ = e["code"].(string)
+		}
+	}
+	if code == "" {
+		for k := range mapping {
+			if strings.Contains(text, k) && (code == "" || len(k) > len(code)) {
+				code = k
+			}
+		}
+	}
+	if code == "" {
+		code = invoke.CodeUpstreamError
+	}
+	if text == "" {
+		text = "the tool reported an error"
+	}
+	return &invoke.Error{Code: code, Message: text, Details: map[string]any{"content": normalize(res.Content)}}
+}
+
+// Status reports the pool: per server, whether a session is up, how many
+// times it was started, and the last error.
+func (b *Binding) Status() map[string]map[string]any {
+	b.mu.Lock()
+	ups := make([]*upstream, 0, len(b.upstreams))
+	for _, u := range b.upstreams {
+		ups = append(ups, u)
+	}
+	b.mu.Unlock()
+	out := map[string]map[string]any{}
+	for _, u := range ups {
+		u.mu.Lock()
+		st := map[string]any{"up": u.session != nil, "starts": u.starts, "failures": u.failures}
+		if u.lastErr != nil {
+			st["last_error"] = u.lastErr.Error()
+		}
+		if u.cmd != nil && u.cmd.Process != nil {
+			st["pid"] = u.cmd.Process.Pid
+		}
+		u.mu.Unlock()
+		out[u.name] = st
+	}
+	return out
+}
+
+// Close ends every session and kills every started server's process group.
+func (b *Binding) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	ups := b.upstreams
+	b.upstreams = map[string]*upstream{}
+	b.mu.Unlock()
+	b.cancel()
+	for _, u := range ups {
+		u.mu.Lock()
+		if u.session != nil {
+			_ = u.session.Close()
+		}
+		if u.cmd != nil {
+			_ = mcpconn.KillGroup(u.cmd)
+		}
+		u.session, u.cmd = nil, nil
+		u.mu.Unlock()
+	}
+	return nil
+}

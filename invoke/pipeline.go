@@ -1,0 +1,518 @@
+package invoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Resolver finds the definition a URI names (registry.API is one).
+type Resolver interface {
+	Resolve(ctx context.Context, uri string) (registry.Resolution, error)
+}
+
+// Policy decides whether a call may run. It returns nil to allow, or an
+// error (an *Error with code DENIED or APPROVAL_REQUIRED, naming the rule)
+// to refuse.
+type Policy interface {
+	Check(ctx context.Context, call *Call) error
+}
+
+// AllowAll is the policy until governance is configured.
+type AllowAll struct{}
+
+// Check allows every call.
+func (AllowAll) Check(context.Context, *Call) error { return nil }
+
+// Recorder receives one structured record per invocation (the audit chain
+// consumes them).
+type Recorder interface {
+	RecordInvocation(ctx context.Context, r Record)
+}
+
+// Record describes one finished invocation.
+type Record struct {
+	Time       time.Time `json:"time"`
+	URI        string    `json:"uri"`
+	Version    string    `json:"version,omitempty"`
+	Caller     string    `json:"caller,omitempty"`
+	Binding    string    `json:"binding,omitempty"`
+	Attempts   []Attempt `json:"attempts"`
+	DurationMS float64   `json:"duration_ms"`
+	Code       string    `json:"code,omitempty"` // "" on success
+	Message    string    `json:"message,omitempty"`
+}
+
+// Observer receives invocation measurements (metrics.Metrics is one).
+type Observer interface {
+	ObserveInvocation(binding, code string, d time.Duration)
+}
+
+// Options tune the pipeline.
+type Options struct {
+	// Timeout bounds each attempt unless the definition says otherwise
+	// (metadata.caphub.timeout, a Go duration such as "5s"). Default 30s.
+	Timeout time.Duration
+	// MaxAttempts bounds the tries of one binding for retryable errors
+	// (metadata.caphub.max_attempts overrides it). Default 3.
+	MaxAttempts int
+	// BaseBackoff and MaxBackoff shape the exponential backoff with full
+	// jitter between retries. Defaults 50ms and 2s.
+	BaseBackoff, MaxBackoff time.Duration
+	// Lenient turns output schema mismatches into warnings.
+	Lenient bool
+}
+
+// Pipeline invokes capabilities. It is safe for concurrent use.
+type Pipeline struct {
+	resolver Resolver
+	bindings map[string]Binding
+	policy   Policy
+	recorder Recorder
+	observer Observer
+	log      *slog.Logger
+	opts     Options
+
+	schemas sync.Map // schemaKey → *compiled
+}
+
+type compiled struct {
+	input, output *jsonschema.Schema
+	err           error
+}
+
+// New returns a pipeline over a resolver and the given bindings.
+func New(resolver Resolver, bindings []Binding, opts Options) *Pipeline {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 3
+	}
+	if opts.BaseBackoff <= 0 {
+		opts.BaseBackoff = 50 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 2 * time.Second
+	}
+	p := &Pipeline{resolver: resolver, bindings: map[string]Binding{}, policy: AllowAll{}, log: slog.Default(), opts: opts}
+	for _, b := range bindings {
+		p.bindings[b.Kind()] = b
+	}
+	return p
+}
+
+// SetPolicy installs the policy hook.
+func (p *Pipeline) SetPolicy(policy Policy) { p.policy = policy }
+
+// SetRecorder installs the invocation record sink.
+func (p *Pipeline) SetRecorder(r Recorder) { p.recorder = r }
+
+// SetObserver installs the metrics sink.
+func (p *Pipeline) SetObserver(o Observer) { p.observer = o }
+
+// SetLogger sets the logger.
+func (p *Pipeline) SetLogger(l *slog.Logger) { p.log = l }
+
+// Request is one invocation request.
+type Request struct {
+	URI    string         `json:"uri"`
+	Input  map[string]any `json:"input"`
+	Caller string         `json:"-"`
+	// Lenient overrides Options.Lenient for this call when set.
+	Lenient *bool `json:"lenient,omitempty"`
+	// Bindings, when set, replaces the definition's bindings for this call
+	// (an agent's capability_bindings).
+	Bindings *capability.Bindings `json:"-"`
+}
+
+// Result is a successful invocation.
+type Result struct {
+	URI        string    `json:"uri"`
+	Version    string    `json:"version"`
+	Output     any       `json:"output"`
+	Binding    string    `json:"binding"`
+	Attempts   []Attempt `json:"attempts"`
+	Duration   time.Duration `json:"-"`
+	DurationMS float64   `json:"duration_ms"`
+	Warnings   []string  `json:"warnings,omitempty"`
+}
+
+// Invoke runs one capability. A failure is an *Error whose Details list
+// every attempt.
+func (p *Pipeline) Invoke(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	res, rec, err := p.invoke(ctx, req)
+	d := time.Since(start)
+	rec.Time, rec.DurationMS, rec.Caller = start.UTC(), ms(d), req.Caller
+	if rec.URI == "" {
+		rec.URI = req.URI
+	}
+	code := ""
+	if err != nil {
+		e := AsError(err, "")
+		code, rec.Code, rec.Message = e.Code, e.Code, e.Message
+	}
+	if p.observer != nil {
+		p.observer.ObserveInvocation(rec.Binding, code, d)
+	}
+	if p.recorder != nil {
+		p.recorder.RecordInvocation(ctx, rec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Duration, res.DurationMS = d, ms(d)
+	return res, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (p *Pipeline) invoke(ctx context.Context, req Request) (*Result, Record, error) {
+	var rec Record
+	resolution, err := p.resolver.Resolve(ctx, req.URI)
+	if err != nil {
+		var se *registry.SunsetError
+		switch {
+		case errors.As(err, &se):
+			return nil, rec, &Error{Code: CodeNotFound, Message: err.Error(), Cause: err, Details: map[string]any{"deprecated_by": se.DeprecatedBy, "migration_guide": se.MigrationGuide}}
+		case errors.Is(err, registry.ErrNotFound), errors.Is(err, registry.ErrInvalid):
+			return nil, rec, &Error{Code: CodeNotFound, Message: err.Error(), Cause: err}
+		}
+		return nil, rec, err
+	}
+	def := resolution.Record.Definition
+	rec.URI, rec.Version = resolution.URI, resolution.Version
+	res := &Result{URI: resolution.URI, Version: resolution.Version}
+	for _, w := range resolution.Warnings {
+		res.Warnings = append(res.Warnings, w.Message)
+	}
+	schemas := p.compiled(&resolution)
+	if schemas.err != nil {
+		return nil, rec, &Error{Code: CodeBindingFailed, Message: "the registered schemas do not compile: " + schemas.err.Error()}
+	}
+	input := req.Input
+	if input == nil {
+		input = map[string]any{}
+	}
+	input = capability.Normalize(input).(map[string]any)
+	ApplyDefaults(def.Input, input)
+	if schemas.input != nil {
+		if err := schemas.input.Validate(anyMap(input)); err != nil {
+			return nil, rec, &Error{Code: CodeInvalidInput, Message: "the input does not match the input schema: " + capability.FirstSchemaError(err)}
+		}
+	}
+	call := &Call{URI: resolution.URI, Definition: &def, Input: input, Caller: req.Caller}
+	if req.Bindings != nil {
+		def.Bindings = *req.Bindings
+	}
+	if err := p.policy.Check(ctx, call); err != nil {
+		return nil, rec, err
+	}
+	timeout, maxAttempts := p.limits(&def)
+	var lastErr *Error
+	tried := false
+	for _, kind := range append(append([]string{}, capability.BindingOrder...), sortedExtraKinds(def.Bindings)...) {
+		if !hasBinding(def.Bindings, kind) {
+			continue
+		}
+		b, ok := p.bindings[kind]
+		if !ok {
+			e := &Error{Code: CodeNoBinding, Binding: kind, Message: fmt.Sprintf("caphub has no %s binding configured", kind)}
+			if !isKnownKind(kind) {
+				e = &Error{Code: CodeNotExecutable, Binding: kind, Message: fmt.Sprintf("the %s binding runs on a device (an Agent OS handler), not on a server", kind)}
+			}
+			rec.Attempts = append(rec.Attempts, Attempt{Binding: kind, Error: e})
+			lastErr = e
+			continue
+		}
+		tried = true
+		for attempt := 1; attempt <= maxAttempts; attempt++ {
+			call.Attempt = attempt
+			actx, cancel := context.WithTimeout(ctx, timeout)
+			t0 := time.Now()
+			out, err := b.Invoke(actx, call)
+			cancel()
+			a := Attempt{Binding: kind, Attempt: attempt, Duration: time.Since(t0)}
+			a.DurationMS = ms(a.Duration)
+			if err == nil {
+				rec.Attempts = append(rec.Attempts, a)
+				rec.Binding = kind
+				output := mapOutput(def.Bindings, kind, out.Output)
+				if schemas.output != nil {
+					if verr := schemas.output.Validate(anyValue(output)); verr != nil {
+						msg := "the output does not match the output schema: " + capability.FirstSchemaError(verr)
+						if !p.lenient(req) {
+							return nil, rec, &Error{Code: CodeInvalidOutput, Binding: kind, Message: msg, Details: map[string]any{"attempts": rec.Attempts}}
+						}
+						res.Warnings = append(res.Warnings, msg)
+					}
+				}
+				res.Output, res.Binding, res.Attempts = output, kind, rec.Attempts
+				return res, rec, nil
+			}
+			e := classify(err, kind, &def)
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				e = &Error{Code: CodeTimeout, Binding: kind, Message: "the call was cancelled", Cause: err}
+			}
+			a.Error = e
+			rec.Attempts = append(rec.Attempts, a)
+			lastErr = e
+			if !e.Retryable || attempt == maxAttempts || ctx.Err() != nil {
+				break
+			}
+			if err := sleep(ctx, p.backoff(attempt)); err != nil {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if lastErr == nil {
+		return nil, rec, &Error{Code: CodeNoBinding, Message: fmt.Sprintf("%s declares no binding caphub can run", resolution.URI)}
+	}
+	final := *lastErr
+	final.Details = map[string]any{"attempts": rec.Attempts}
+	if len(rec.Attempts) > 1 || !tried {
+		var parts []string
+		for _, a := range rec.Attempts {
+			if a.Error != nil {
+				parts = append(parts, fmt.Sprintf("%s#%d: %s", a.Binding, a.Attempt, a.Error.Error()))
+			}
+		}
+		final.Message = fmt.Sprintf("every binding failed (%s)", strings.Join(parts, "; "))
+	}
+	return nil, rec, &final
+}
+
+func (p *Pipeline) lenient(req Request) bool {
+	if req.Lenient != nil {
+		return *req.Lenient
+	}
+	return p.opts.Lenient
+}
+
+// limits reads the per-attempt timeout and attempt bound: the definition's
+// metadata.caphub.{timeout,max_attempts}, else the pipeline's options.
+func (p *Pipeline) limits(d *capability.Definition) (time.Duration, int) {
+	timeout, attempts := p.opts.Timeout, p.opts.MaxAttempts
+	if m, ok := d.Metadata["caphub"].(map[string]any); ok {
+		if s, ok := m["timeout"].(string); ok {
+			if t, err := time.ParseDuration(s); err == nil && t > 0 {
+				timeout = t
+			}
+		}
+		if n, ok := m["max_attempts"].(int64); ok && n > 0 && n <= 10 {
+			attempts = int(n)
+		}
+	}
+	return timeout, attempts
+}
+
+// backoff is exponential with full jitter: a random wait in [d/2, d] with
+// d = base·2^(attempt-1), capped at MaxBackoff.
+func (p *Pipeline) backoff(attempt int) time.Duration {
+	d := p.opts.BaseBackoff << (attempt - 1)
+	if d > p.opts.MaxBackoff || d <= 0 {
+		d = p.opts.MaxBackoff
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// classify turns a binding error into an *Error: the binding's error
+// mapping applies (upstream code → declared code), and a declared code
+// takes the declared retryable flag.
+func classify(err error, kind string, d *capability.Definition) *Error {
+	e := *AsError(err, kind)
+	if m := errorMapping(d.Bindings, kind); m != nil {
+		if to, ok := m[e.Code]; ok {
+			e.Code = to
+		}
+	}
+	for _, de := range d.Errors {
+		if de.Code == e.Code {
+			e.Retryable = de.Retryable
+			break
+		}
+	}
+	return &e
+}
+
+func errorMapping(b capability.Bindings, kind string) map[string]string {
+	if kind == capability.BindingMCP && b.MCP != nil {
+		return b.MCP.ErrorMapping
+	}
+	return nil
+}
+
+// mapOutput renames output fields by the binding's output mapping
+// (binding field → capability field).
+func mapOutput(b capability.Bindings, kind string, out any) any {
+	if kind != capability.BindingMCP || b.MCP == nil || len(b.MCP.OutputMapping) == 0 {
+		return out
+	}
+	m, ok := out.(map[string]any)
+	if !ok {
+		return out
+	}
+	mapped := make(map[string]any, len(m))
+	for k, v := range m {
+		if to, ok := b.MCP.OutputMapping[k]; ok {
+			mapped[to] = v
+		} else {
+			mapped[k] = v
+		}
+	}
+	return mapped
+}
+
+// MapInput renames input fields by a binding mapping (capability field →
+// binding field); bindings call it.
+func MapInput(input map[string]any, mapping map[string]string) map[string]any {
+	if len(mapping) == 0 {
+		return input
+	}
+	out := make(map[string]any, len(input))
+	for k, v := range input {
+		if to, ok := mapping[k]; ok {
+			out[to] = v
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func hasBinding(b capability.Bindings, kind string) bool {
+	switch kind {
+	case capability.BindingNative:
+		return b.Native != nil
+	case capability.BindingMCP:
+		return b.MCP != nil
+	case capability.BindingHTTP:
+		return b.HTTP != nil
+	case capability.BindingGRPC:
+		return b.GRPC != nil
+	case capability.BindingCLI:
+		return b.CLI != nil
+	case capability.BindingDelegation:
+		return b.Delegation != nil
+	}
+	_, ok := b.Extra[kind]
+	return ok && !strings.HasPrefix(kind, "x-")
+}
+
+func isKnownKind(kind string) bool {
+	for _, k := range capability.BindingOrder {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedExtraKinds(b capability.Bindings) []string {
+	types := b.Types()
+	var out []string
+	for _, t := range types {
+		if !isKnownKind(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// compiled returns the compiled schemas of a resolved version, cached.
+func (p *Pipeline) compiled(r *registry.Resolution) *compiled {
+	key := r.URI + "|" + r.Version + "|" + r.Record.Digest
+	if c, ok := p.schemas.Load(key); ok {
+		return c.(*compiled)
+	}
+	c := &compiled{}
+	d := r.Record.Definition
+	if d.Input != nil {
+		sch, issues := capability.CompileSchema(d.Input)
+		if len(issues) > 0 {
+			c.err = fmt.Errorf("input: %s", issues[0].Message)
+		}
+		c.input = sch
+	}
+	if d.Output != nil && c.err == nil {
+		sch, issues := capability.CompileSchema(d.Output)
+		if len(issues) > 0 {
+			c.err = fmt.Errorf("output: %s", issues[0].Message)
+		}
+		c.output = sch
+	}
+	if r.Record.Digest != "" {
+		p.schemas.Store(key, c)
+	}
+	return c
+}
+
+// ApplyDefaults fills absent properties that declare a default, in the
+// object and, recursively, in nested objects that are present.
+func ApplyDefaults(schema map[string]any, obj map[string]any) {
+	props, _ := schema["properties"].(map[string]any)
+	for name, raw := range props {
+		ps, _ := raw.(map[string]any)
+		if ps == nil {
+			continue
+		}
+		v, present := obj[name]
+		if !present {
+			if def, ok := ps["default"]; ok {
+				obj[name] = deepCopy(def)
+			}
+			continue
+		}
+		if nested, ok := v.(map[string]any); ok {
+			ApplyDefaults(ps, nested)
+		}
+	}
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = deepCopy(e)
+		}
+		return s
+	}
+	return v
+}
+
+// anyMap and anyValue hand values to the schema validator.
+func anyMap(m map[string]any) any { return m }
+func anyValue(v any) any {
+	return capability.Normalize(v)
+}
