@@ -29,6 +29,13 @@ type Problem struct {
 	MigrationGuide string `json:"migration_guide,omitempty"`
 	// Failures of a batch registration, one problem per refused definition.
 	Failures []BatchFailure `json:"failures,omitempty"`
+	// Invocation failures: the error code (declared by the capability or
+	// caphub's own), whether a retry may succeed, the binding, and details
+	// such as every attempt.
+	Code      string         `json:"code,omitempty"`
+	Retryable bool           `json:"retryable,omitempty"`
+	Binding   string         `json:"binding,omitempty"`
+	Details   map[string]any `json:"details,omitempty"`
 }
 
 // BatchFailure is one refused definition of a batch registration.
@@ -43,6 +50,9 @@ const problemBase = "https://caphub.dev/problems/"
 // problemFor maps an error to its problem document: the one place where
 // domain errors become HTTP statuses.
 func problemFor(err error) *Problem {
+	if p := invokeProblem(err); p != nil {
+		return p
+	}
 	var (
 		ve *capability.ValidationError
 		be *registry.BreakingChangeError

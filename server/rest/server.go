@@ -32,6 +32,8 @@ const MaxBodySize = 32 << 20
 type Server struct {
 	svc     *registry.Service
 	servers discover.ServerAPI // saved MCP servers; nil when the store keeps no documents
+	invoker Invoker            // POST /v1/invoke when set
+	metrics http.Handler       // GET /metrics when set
 	mux     *http.ServeMux
 	log     *slog.Logger
 	version string
@@ -108,7 +110,8 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/healthz", summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
 		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
-	return append(routes, s.serverRoutes()...)
+	routes = append(routes, s.serverRoutes()...)
+	return append(routes, s.invokeRoutes()...)
 }
 
 func (s *Server) routes() {
