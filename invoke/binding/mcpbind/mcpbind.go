@@ -232,7 +232,9 @@ func (b *Binding) callError(server string, cs *mcp.ClientSession, err error) err
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &invoke.Error{Code: invoke.CodeTimeout, Retryable: true, Message: "the MCP tool did not answer in time", Cause: err}
 	}
-	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
+	// Anything else is the transport failing (a closed connection, EOF
+	// from a crashed process): the session is dead; a retry reconnects.
+	{
 		if u, uerr := b.upstream(server); uerr == nil {
 			u.mu.Lock()
 			if u.session == cs {
@@ -244,7 +246,6 @@ func (b *Binding) callError(server string, cs *mcp.ClientSession, err error) err
 		}
 		return &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: fmt.Sprintf("MCP server %q: %v", server, err), Cause: err}
 	}
-	return &invoke.Error{Code: invoke.CodeBindingFailed, Message: fmt.Sprintf("MCP server %q: %v", server, err), Cause: err}
 }
 
 // output is the tool result as JSON: the structured content when there is

@@ -1,0 +1,156 @@
+package mcpbind
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/internal/testpeers"
+	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/mcpconn"
+	"github.com/caphub/caphub/store/sqlite"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func savedServers(t *testing.T, servers ...*mcpconn.Server) *discover.Servers {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := discover.NewServers(st)
+	for _, srv := range servers {
+		if err := s.SaveServer(context.Background(), srv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func everything(t *testing.T) *mcpconn.Server {
+	t.Helper()
+	node := testpeers.Node(t)
+	pkg := testpeers.NPMPackage(t, "@modelcontextprotocol/server-everything")
+	return &mcpconn.Server{Name: "everything", Command: node + " " + filepath.Join(pkg, "dist", "index.js"), Args: []string{"stdio"}}
+}
+
+func call(server, tool string, mapping map[string]string, input map[string]any) *invoke.Call {
+	return &invoke.Call{URI: "mcp:" + server + "/" + tool + "@1.0", Input: input, Definition: &capability.Definition{
+		Bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: server, Tool: tool, Mapping: mapping}},
+	}}
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// server-everything over stdio: echo and get-sum through one pooled
+// session; a killed server is restarted; Close kills the process group.
+func TestEverythingPooledSupervisedKilled(t *testing.T) {
+	b := New(savedServers(t, everything(t)), Options{ClientVersion: "test", MinBackoff: 50 * time.Millisecond})
+	ctx := context.Background()
+
+	out, err := b.Invoke(ctx, call("everything", "echo", map[string]string{"text": "message"}, map[string]any{"text": "hello; $(id)"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Output.(map[string]any)["text"]; got != "Echo: hello; $(id)" {
+		t.Errorf("echo output %v", out.Output)
+	}
+	out, err = b.Invoke(ctx, call("everything", "get-sum", nil, map[string]any{"a": 2, "b": 3}))
+	if err != nil || !strings.Contains(out.Output.(map[string]any)["text"].(string), "5") {
+		t.Fatalf("get-sum: %v %v", out, err)
+	}
+	st := b.Status()["everything"]
+	if st["starts"] != 1 || st["up"] != true {
+		t.Fatalf("not one pooled session: %v", st)
+	}
+	pid := st["pid"].(int)
+
+	// A crash: the next calls fail retryably until the supervisor restarts it.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		_, lastErr = b.Invoke(ctx, call("everything", "echo", nil, map[string]any{"message": "again"}))
+		if lastErr == nil {
+			break
+		}
+		var e *invoke.Error
+		if !errors.As(lastErr, &e) || !e.Retryable {
+			t.Fatalf("a crashed upstream must give a retryable error, got %v", lastErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if lastErr != nil {
+		t.Fatalf("not restarted: %v", lastErr)
+	}
+	st = b.Status()["everything"]
+	if st["starts"].(int) < 2 || st["pid"] == pid {
+		t.Errorf("after the crash: %v", st)
+	}
+	newPID := st["pid"].(int)
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100 && alive(newPID); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(newPID) {
+		t.Errorf("server process %d survived Close", newPID)
+	}
+}
+
+// isError results map through error_mapping; structured content is the
+// output when there is some.
+func TestToolErrorsAndStructuredOutput(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "find", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "NOT_FOUND: no such target"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "coded", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{"code": "QUOTA"}, Content: []mcp.Content{&mcp.TextContent{Text: "over quota"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "stats", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{StructuredContent: map[string]any{"findings": 3}, Content: []mcp.Content{&mcp.TextContent{Text: `{"findings":3}`}}}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer hs.Close()
+	b := New(savedServers(t, &mcpconn.Server{Name: "t", URL: hs.URL}), Options{})
+	defer b.Close()
+	ctx := context.Background()
+
+	c := call("t", "find", nil, nil)
+	c.Definition.Bindings.MCP.ErrorMapping = map[string]string{"NOT_FOUND": "TARGET_NOT_FOUND"}
+	_, err := b.Invoke(ctx, c)
+	var e *invoke.Error
+	if !errors.As(err, &e) || e.Code != "NOT_FOUND" || !strings.Contains(e.Message, "no such target") {
+		t.Errorf("find: %v", err)
+	}
+	_, err = b.Invoke(ctx, call("t", "coded", nil, nil))
+	if !errors.As(err, &e) || e.Code != "QUOTA" {
+		t.Errorf("coded: %v", err)
+	}
+	out, err := b.Invoke(ctx, call("t", "stats", nil, nil))
+	if err != nil || out.Output.(map[string]any)["findings"] != int64(3) {
+		t.Errorf("stats: %v %v", out, err)
+	}
+	_, err = b.Invoke(ctx, call("t", "missing-tool", nil, nil))
+	if !errors.As(err, &e) || e.Retryable {
+		t.Errorf("unknown tool: %v", err)
+	}
+	_, err = b.Invoke(ctx, call("nowhere", "x", nil, nil))
+	if !errors.As(err, &e) || e.Code != invoke.CodeNoBinding || !strings.Contains(e.Message, "no MCP server is saved") {
+		t.Errorf("unsaved server: %v", err)
+	}
+}
