@@ -137,14 +137,14 @@ type Request struct {
 
 // Result is a successful invocation.
 type Result struct {
-	URI        string    `json:"uri"`
-	Version    string    `json:"version"`
-	Output     any       `json:"output"`
-	Binding    string    `json:"binding"`
-	Attempts   []Attempt `json:"attempts"`
+	URI        string        `json:"uri"`
+	Version    string        `json:"version"`
+	Output     any           `json:"output"`
+	Binding    string        `json:"binding"`
+	Attempts   []Attempt     `json:"attempts"`
 	Duration   time.Duration `json:"-"`
-	DurationMS float64   `json:"duration_ms"`
-	Warnings   []string  `json:"warnings,omitempty"`
+	DurationMS float64       `json:"duration_ms"`
+	Warnings   []string      `json:"warnings,omitempty"`
 }
 
 // Invoke runs one capability. A failure is an *Error whose Details list

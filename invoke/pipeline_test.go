@@ -83,8 +83,13 @@ func TestDefaultsValidationAndOutput(t *testing.T) {
 	out := capability.Schema{"type": "object", "required": []any{"result"}, "properties": map[string]any{"result": map[string]any{"type": "number"}}}
 	var seen map[string]any
 	p, rec := setup(t, map[string]native.Handler{
-		"echo": func(_ context.Context, c *invoke.Call) (any, error) { seen = c.Input; return map[string]any{"result": c.Input["a"]}, nil },
-		"bad":  func(_ context.Context, c *invoke.Call) (any, error) { return map[string]any{"result": "not a number"}, nil },
+		"echo": func(_ context.Context, c *invoke.Call) (any, error) {
+			seen = c.Input
+			return map[string]any{"result": c.Input["a"]}, nil
+		},
+		"bad": func(_ context.Context, c *invoke.Call) (any, error) {
+			return map[string]any{"result": "not a number"}, nil
+		},
 	}, def("echo", in, out), def("bad", in, out))
 	ctx := context.Background()
 

@@ -34,9 +34,9 @@ func secondCaphub(t *testing.T) string {
 	svc := registry.NewService(st, registry.WithLogger(quiet))
 	add := capability.Definition{
 		URI: "ossa:math/add@1.0", Name: "add", Domain: "math", Version: "1.0.0", Description: "adds",
-		Input:  capability.Schema{"type": "object", "required": []any{"a", "b"}, "properties": map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}},
-		Output: capability.Schema{"type": "object"},
-		Errors: []capability.ErrorDef{{Code: "OVERFLOW", Description: "too big", Retryable: false}},
+		Input:    capability.Schema{"type": "object", "required": []any{"a", "b"}, "properties": map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}},
+		Output:   capability.Schema{"type": "object"},
+		Errors:   []capability.ErrorDef{{Code: "OVERFLOW", Description: "too big", Retryable: false}},
 		Bindings: capability.Bindings{Native: &capability.NativeBinding{Handler: "add"}},
 	}
 	if _, err := svc.Register(context.Background(), add); err != nil {

@@ -1,0 +1,506 @@
+package grpcbind
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/caphub/caphub/invoke"
+)
+
+// buildRequest renames input's top-level fields by mapping (capability field
+// → request field; unmapped fields keep their names) and reads the result
+// into a new md with protojson. Input that does not fit is INVALID_INPUT
+// naming the offending field in the capability's terms.
+func buildRequest(md protoreflect.MessageDescriptor, input map[string]any, mapping map[string]string, types *dynamicpb.Types) (*dynamicpb.Message, error) {
+	mapped := make(map[string]any, len(input))
+	from := make(map[string]string, len(input)) // request field → input field
+	for _, k := range sortedKeys(input) {
+		name := k
+		if m := mapping[k]; m != "" {
+			name = m
+		}
+		if prev, dup := from[name]; dup {
+			return nil, invalidInput(k, "input fields %q and %q both map to request field %q of %s; fix bindings.grpc.mapping", prev, k, name, md.FullName())
+		}
+		mapped[name] = input[k]
+		from[name] = k
+	}
+	raw, err := json.Marshal(mapped)
+	if err != nil {
+		return nil, invalidInput("", "the input cannot be encoded as JSON for request %s: %v", md.FullName(), err)
+	}
+	msg := dynamicpb.NewMessage(md)
+	if err := (protojson.UnmarshalOptions{Resolver: types}).Unmarshal(raw, msg); err != nil {
+		p := checkMessage(md, mapped, "")
+		if p == nil {
+			return nil, invalidInput("", "the input does not fit request message %s: %s", md.FullName(), strings.TrimPrefix(err.Error(), "proto: "))
+		}
+		field := p.path
+		if in := from[p.top]; in != "" {
+			field = in + p.path[len(p.top):]
+		}
+		where := fmt.Sprintf("input field %q", field)
+		if field != p.path {
+			where += fmt.Sprintf(" (request field %q)", p.path)
+		}
+		return nil, invalidInput(field, "%s does not fit request message %s: %s", where, md.FullName(), p.reason)
+	}
+	return msg, nil
+}
+
+func invalidInput(field, format string, args ...any) *invoke.Error {
+	e := invoke.Errorf(invoke.CodeInvalidInput, false, format, args...)
+	e.Binding = Kind
+	if field != "" {
+		e.Details = map[string]any{"field": field}
+	}
+	return e
+}
+
+// inputProblem is the first place where a value does not fit its field:
+// path in request terms ("bonus.value", "items[2].label"), top its first
+// segment.
+type inputProblem struct {
+	top, path, reason string
+}
+
+// checkMessage explains why v does not fit md, or returns nil when it finds
+// nothing wrong (protojson's own message is used then). It runs only after
+// protojson has refused the input, to name the field. Well-known types
+// (google.protobuf.*) have JSON forms of their own and are left to protojson.
+func checkMessage(md protoreflect.MessageDescriptor, v any, path string) *inputProblem {
+	if isWellKnown(md) {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return problem(path, "expected an object (message %s), got %s", md.FullName(), describe(v))
+	}
+	fields := md.Fields()
+	for _, k := range sortedKeys(obj) {
+		p := joinPath(path, k)
+		fd := fields.ByJSONName(k)
+		if fd == nil {
+			fd = fields.ByName(protoreflect.Name(k))
+		}
+		if fd == nil {
+			return problem(p, "unknown field; %s has fields: %s", md.FullName(), fieldNames(fields))
+		}
+		val := obj[k]
+		if val == nil {
+			continue // null means unset
+		}
+		switch {
+		case fd.IsMap():
+			m, ok := val.(map[string]any)
+			if !ok {
+				return problem(p, "expected an object (map<%s, %s>), got %s", kindName(fd.MapKey()), kindName(fd.MapValue()), describe(val))
+			}
+			for _, mk := range sortedKeys(m) {
+				kp := p + "." + mk
+				if r := checkMapKey(fd.MapKey(), mk); r != "" {
+					return problem(kp, "%s", r)
+				}
+				if pr := checkSingular(fd.MapValue(), m[mk], kp); pr != nil {
+					return pr
+				}
+			}
+		case fd.IsList():
+			list, ok := val.([]any)
+			if !ok {
+				return problem(p, "expected an array (repeated %s), got %s", kindName(fd), describe(val))
+			}
+			for i, e := range list {
+				if pr := checkSingular(fd, e, fmt.Sprintf("%s[%d]", p, i)); pr != nil {
+					return pr
+				}
+			}
+		default:
+			if pr := checkSingular(fd, val, p); pr != nil {
+				return pr
+			}
+		}
+	}
+	return nil
+}
+
+// checkSingular checks one value of fd (an element, for lists and maps).
+func checkSingular(fd protoreflect.FieldDescriptor, v any, path string) *inputProblem {
+	if v == nil {
+		return nil
+	}
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return checkMessage(fd.Message(), v, path)
+	case protoreflect.EnumKind:
+		ed := fd.Enum()
+		if ed.FullName() == "google.protobuf.NullValue" {
+			return nil
+		}
+		if s, ok := v.(string); ok {
+			if ed.Values().ByName(protoreflect.Name(s)) == nil {
+				return problem(path, "unknown value %q of enum %s; its values are: %s", s, ed.FullName(), enumNames(ed))
+			}
+			return nil
+		}
+		if r := checkInt(v, 32, false); r != "" {
+			return problem(path, "expected a value of enum %s (%s, or its number), got %s", ed.FullName(), enumNames(ed), describe(v))
+		}
+	case protoreflect.BoolKind:
+		if _, ok := v.(bool); !ok {
+			return problem(path, "expected a bool, got %s", describe(v))
+		}
+	case protoreflect.StringKind:
+		if _, ok := v.(string); !ok {
+			return problem(path, "expected a string, got %s", describe(v))
+		}
+	case protoreflect.BytesKind:
+		if _, ok := v.(string); !ok {
+			return problem(path, "expected bytes as a base64 string, got %s", describe(v))
+		}
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		if r := checkFloat(v); r != "" {
+			return problem(path, "expected %s (a number, or \"NaN\", \"Infinity\", \"-Infinity\"), got %s", fd.Kind(), describe(v))
+		}
+	default: // integers
+		bits, unsigned := intShape(fd.Kind())
+		if r := checkInt(v, bits, unsigned); r != "" {
+			return problem(path, "expected %s (%s), got %s", fd.Kind(), r, describe(v))
+		}
+	}
+	return nil
+}
+
+func checkMapKey(fd protoreflect.FieldDescriptor, k string) string {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		if k != "true" && k != "false" {
+			return fmt.Sprintf("map key %q is not a bool (true or false)", k)
+		}
+	case protoreflect.StringKind:
+	default:
+		bits, unsigned := intShape(fd.Kind())
+		if r := checkInt(k, bits, unsigned); r != "" {
+			return fmt.Sprintf("map key %q is not a %s (%s)", k, fd.Kind(), r)
+		}
+	}
+	return ""
+}
+
+// intShape returns the width and signedness of an integer kind.
+func intShape(k protoreflect.Kind) (bits int, unsigned bool) {
+	switch k {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return 32, false
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return 32, true
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return 64, true
+	}
+	return 64, false
+}
+
+// checkInt returns why v is not an integer of the given shape, or "".
+// Like protojson it accepts numbers and numeric strings with an integral
+// value.
+func checkInt(v any, bits int, unsigned bool) string {
+	want := "a whole number"
+	if bits == 64 {
+		want += " or a decimal string"
+	}
+	var f float64
+	switch n := v.(type) {
+	case string:
+		s := n
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return intRange(float64(i), bits, unsigned, want)
+		}
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return intRange(float64(u), bits, unsigned, want)
+		}
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return want
+		}
+		f = x
+	case json.Number:
+		x, err := n.Float64()
+		if err != nil {
+			return want
+		}
+		f = x
+	case float64:
+		f = n
+	case float32:
+		f = float64(n)
+	case int:
+		f = float64(n)
+	case int8:
+		f = float64(n)
+	case int16:
+		f = float64(n)
+	case int32:
+		f = float64(n)
+	case int64:
+		f = float64(n)
+	case uint:
+		f = float64(n)
+	case uint8:
+		f = float64(n)
+	case uint16:
+		f = float64(n)
+	case uint32:
+		f = float64(n)
+	case uint64:
+		f = float64(n)
+	default:
+		return want
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
+		return want
+	}
+	return intRange(f, bits, unsigned, want)
+}
+
+func intRange(f float64, bits int, unsigned bool, want string) string {
+	lo, hi := -math.Pow(2, float64(bits-1)), math.Pow(2, float64(bits-1))
+	if unsigned {
+		lo, hi = 0, math.Pow(2, float64(bits))
+	}
+	if f < lo || f >= hi {
+		return fmt.Sprintf("%s from %.0f to %.0f", want, lo, hi-1)
+	}
+	return ""
+}
+
+func checkFloat(v any) string {
+	switch n := v.(type) {
+	case string:
+		switch n {
+		case "NaN", "Infinity", "-Infinity":
+			return ""
+		}
+		if _, err := strconv.ParseFloat(n, 64); err != nil {
+			return "not a number"
+		}
+		return ""
+	case json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return ""
+	}
+	return "not a number"
+}
+
+func problem(path, format string, args ...any) *inputProblem {
+	top := path
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		top = path[:i]
+	}
+	return &inputProblem{top: top, path: path, reason: fmt.Sprintf(format, args...)}
+}
+
+func joinPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// describe names a JSON value's type, with the value when short.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		if len(x) > 40 {
+			x = x[:40] + "…"
+		}
+		return fmt.Sprintf("string %q", x)
+	case bool:
+		return fmt.Sprintf("bool %v", x)
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprintf("number %v", x)
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+func kindName(fd protoreflect.FieldDescriptor) string {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return string(fd.Message().FullName())
+	case protoreflect.EnumKind:
+		return string(fd.Enum().FullName())
+	}
+	return fd.Kind().String()
+}
+
+func fieldNames(fs protoreflect.FieldDescriptors) string {
+	if fs.Len() == 0 {
+		return "(none)"
+	}
+	names := make([]string, fs.Len())
+	for i := range names {
+		names[i] = string(fs.Get(i).Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+func enumNames(ed protoreflect.EnumDescriptor) string {
+	vs := ed.Values()
+	names := make([]string, vs.Len())
+	for i := range names {
+		names[i] = string(vs.Get(i).Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+func isWellKnown(md protoreflect.MessageDescriptor) bool {
+	return md.ParentFile() != nil && md.ParentFile().Package() == "google.protobuf"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// outputOptions: proto field names, default values present (see the
+// package doc).
+var outputOptions = protojson.MarshalOptions{UseProtoNames: true, EmitDefaultValues: true}
+
+// encodeOutput returns msg as decoded JSON: protojson with outputOptions,
+// then 64-bit integers turned from strings into int64/uint64, other
+// integers into int64 and floating-point numbers into float64.
+func encodeOutput(msg *dynamicpb.Message, types *dynamicpb.Types) (any, error) {
+	opts := outputOptions
+	opts.Resolver = types
+	raw, err := opts.Marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return normalizeMessage(msg.Descriptor(), out), nil
+}
+
+// normalizeMessage converts the numbers in v, the JSON of a message md.
+func normalizeMessage(md protoreflect.MessageDescriptor, v any) any {
+	if isWellKnown(md) {
+		switch md.FullName() {
+		case "google.protobuf.Int64Value", "google.protobuf.UInt64Value":
+			return toInteger(v)
+		}
+		return normalizeAny(v)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return normalizeAny(v)
+	}
+	fields := md.Fields()
+	for k, val := range obj {
+		fd := fields.ByName(protoreflect.Name(k))
+		if fd == nil {
+			fd = fields.ByJSONName(k)
+		}
+		switch {
+		case fd == nil: // an extension
+			obj[k] = normalizeAny(val)
+		case fd.IsMap():
+			if m, ok := val.(map[string]any); ok {
+				for mk, mv := range m {
+					m[mk] = normalizeSingular(fd.MapValue(), mv)
+				}
+			}
+		case fd.IsList():
+			if list, ok := val.([]any); ok {
+				for i, e := range list {
+					list[i] = normalizeSingular(fd, e)
+				}
+			}
+		default:
+			obj[k] = normalizeSingular(fd, val)
+		}
+	}
+	return obj
+}
+
+func normalizeSingular(fd protoreflect.FieldDescriptor, v any) any {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return normalizeMessage(fd.Message(), v)
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		if n, ok := v.(json.Number); ok {
+			if f, err := n.Float64(); err == nil {
+				return f
+			}
+		}
+		return v
+	case protoreflect.BoolKind, protoreflect.StringKind, protoreflect.BytesKind:
+		return v
+	}
+	return toInteger(v) // integers, and enums emitted as numbers
+}
+
+// toInteger turns a JSON number or decimal string into int64, or uint64
+// when above MaxInt64; anything else is returned as it is.
+func toInteger(v any) any {
+	var s string
+	switch x := v.(type) {
+	case json.Number:
+		s = string(x)
+	case string:
+		s = x
+	default:
+		return v
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i
+	}
+	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return u
+	}
+	return v
+}
+
+// normalizeAny converts the numbers in free-form JSON (Struct, Value, …):
+// integral ones to int64, others to float64.
+func normalizeAny(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return string(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeAny(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeAny(e)
+		}
+	}
+	return v
+}

@@ -1,0 +1,116 @@
+package grpcbind
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// parseTarget reads a binding target, "host:port" or "dns:///host:port", and
+// returns its host and port. The port is required: gRPC's implicit 443 would
+// hide a mistake in a definition.
+func parseTarget(raw string) (host, port string, err error) {
+	t := strings.TrimSpace(raw)
+	if i := strings.Index(t, "://"); i >= 0 {
+		scheme, rest := t[:i], t[i+3:]
+		if !strings.EqualFold(scheme, "dns") {
+			return "", "", fmt.Errorf("grpc target %q uses scheme %q; the grpc binding dials host:port (or dns:///host:port) only", raw, scheme)
+		}
+		// dns://[authority]/host:port: the authority names a DNS server,
+		// which caphub does not let a definition choose.
+		j := strings.Index(rest, "/")
+		if j != 0 {
+			return "", "", fmt.Errorf("grpc target %q names a DNS server; write it as host:port", raw)
+		}
+		t = rest[1:]
+	}
+	host, port, err = net.SplitHostPort(t)
+	if err != nil {
+		return "", "", fmt.Errorf("grpc target %q is not host:port (%v); write it as e.g. 127.0.0.1:50051", raw, err)
+	}
+	if host == "" {
+		return "", "", fmt.Errorf("grpc target %q has no host; write it as e.g. 127.0.0.1:50051", raw)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", "", fmt.Errorf("grpc target %q has port %q; a port is a number from 1 to 65535", raw, port)
+	}
+	return strings.TrimSuffix(strings.ToLower(host), "."), port, nil
+}
+
+// checkTarget parses raw and returns the host:port to dial, or an error when
+// it is malformed or not allowed by Options.AllowedTargets.
+func (b *Binding) checkTarget(raw string) (string, error) {
+	host, port, err := parseTarget(raw)
+	if err != nil {
+		return "", err
+	}
+	if !targetAllowed(b.opts.AllowedTargets, host, port) {
+		if len(b.opts.AllowedTargets) == 0 {
+			return "", fmt.Errorf("grpc target %s is not allowed: with no allowed targets configured the grpc binding reaches loopback only; add it to the allowed gRPC targets (grpcbind Options.AllowedTargets) to permit it", raw)
+		}
+		return "", fmt.Errorf("grpc target %s is not allowed: it matches none of the allowed gRPC targets (%s); add it there to permit it", raw, strings.Join(b.opts.AllowedTargets, ", "))
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// targetAllowed reports whether host:port matches one of patterns (see
+// Options.AllowedTargets); no patterns means loopback only.
+func targetAllowed(patterns []string, host, port string) bool {
+	if len(patterns) == 0 {
+		return isLoopback(host)
+	}
+	for _, p := range patterns {
+		if matchTarget(p, host, port) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchTarget(pattern, host, port string) bool {
+	p := strings.ToLower(strings.TrimSpace(pattern))
+	switch p {
+	case "":
+		return false
+	case "*":
+		return true
+	case "loopback":
+		return isLoopback(host)
+	}
+	ph, pp := p, ""
+	if h, pt, err := net.SplitHostPort(p); err == nil {
+		ph, pp = h, pt
+	}
+	if pp != "" && pp != "*" && pp != port {
+		return false
+	}
+	ph = strings.TrimSuffix(ph, ".")
+	switch {
+	case ph == "loopback":
+		return isLoopback(host)
+	case ph == "*":
+		return true
+	case strings.HasPrefix(ph, "*."):
+		suffix := ph[1:] // ".example.com"
+		return len(host) > len(suffix) && strings.HasSuffix(host, suffix)
+	}
+	if _, cidr, err := net.ParseCIDR(ph); err == nil {
+		ip := net.ParseIP(host)
+		return ip != nil && cidr.Contains(ip)
+	}
+	if pip := net.ParseIP(ph); pip != nil {
+		ip := net.ParseIP(host)
+		return ip != nil && ip.Equal(pip)
+	}
+	return ph == host
+}
+
+// isLoopback reports whether host is "localhost" or a loopback IP literal.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

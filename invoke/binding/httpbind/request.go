@@ -1,0 +1,800 @@
+package httpbind
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// request is the HTTP request a binding and an input describe.
+type request struct {
+	method string
+	url    *url.URL
+	header http.Header
+	body   []byte // nil: no body
+	// secretHeader is the header holding an auth secret, removed on a
+	// redirect to another host ("" when the secret is elsewhere).
+	secretHeader string
+}
+
+func (r *request) bodyReader() io.Reader {
+	if r.body == nil {
+		return nil
+	}
+	return bytes.NewReader(r.body)
+}
+
+// Parameter locations.
+const (
+	inPath   = "path"
+	inQuery  = "query"
+	inHeader = "header"
+	inCookie = "cookie"
+	inBody   = "body"
+)
+
+// location is where one input field goes (an x-parameters entry).
+type location struct {
+	in      string
+	name    string // parameter or body-property name; the field's own name by default
+	style   string // OpenAPI style; "" when not recorded
+	explode bool
+	// collectionFormat is Swagger 2's tsv, the one format without an
+	// OpenAPI 3 style.
+	collectionFormat string
+}
+
+// bodylessMethods send unconsumed fields in the query by default.
+var bodylessMethods = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodDelete: true, http.MethodOptions: true}
+
+// build fills the binding's templates with input and places the remaining
+// fields, producing the request to send (not yet authenticated: see auth).
+func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*request, error) {
+	method := strings.ToUpper(strings.TrimSpace(hb.Method))
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !isToken(method) {
+		return nil, fmt.Errorf("http binding: method %q is not an HTTP method: set bindings.http.method to GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS", hb.Method)
+	}
+	locs, err := parseLocations(hb.Extra[ExtraParameters])
+	if err != nil {
+		return nil, err
+	}
+	bodyField, bodyType, err := parseBodySpec(hb.Extra[ExtraBody])
+	if err != nil {
+		return nil, err
+	}
+	r := &request{method: method, header: http.Header{}}
+	consumed := map[string]bool{}
+
+	origin, path, query, err := fillURL(hb.URL, input, locs, consumed)
+	if err != nil {
+		return nil, err
+	}
+
+	// Header templates.
+	for _, name := range sortedKeys(hb.Headers) {
+		if !isToken(name) {
+			return nil, fmt.Errorf("http binding: header name %q is not a valid HTTP header name: fix bindings.http.headers", name)
+		}
+		tmpl := hb.Headers[name]
+		value, ok, err := fillText(tmpl, input, consumed, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // names an absent field: not sent
+		}
+		if err := checkHeaderValue(value); err != nil {
+			return nil, invalidInput("header %s (template %q): %v", name, tmpl, err)
+		}
+		r.header.Set(name, value)
+	}
+
+	// Body template.
+	if hb.BodyTemplate != "" {
+		r.body, err = renderBody(hb.BodyTemplate, input, consumed)
+		if err != nil {
+			return nil, err
+		}
+		if r.header.Get("Content-Type") == "" {
+			r.header.Set("Content-Type", "application/json")
+		}
+	}
+
+	// Remaining fields, by recorded location or by default.
+	var (
+		cookies    []string
+		bodyFields = map[string]any{}
+		whole      any
+		wholeSet   bool
+	)
+	for _, field := range sortedKeys(input) {
+		if consumed[field] {
+			continue
+		}
+		v := input[field]
+		loc, recorded := locs[field]
+		switch {
+		case field == bodyField && bodyField != "":
+			loc = location{in: inBody, name: field}
+		case !recorded:
+			loc = location{in: inBody, name: field, explode: true}
+			if bodylessMethods[method] {
+				loc.in = inQuery
+			}
+		}
+		switch loc.in {
+		case inPath:
+			return nil, fmt.Errorf("http binding: bindings.http.%s puts field %s in the path, but the url template %q has no {%s} placeholder: add it to the url", ExtraParameters, field, hb.URL, field)
+		case inQuery:
+			query = appendQuery(query, loc, v)
+		case inHeader, inCookie:
+			if v == nil {
+				continue
+			}
+			text, err := headerText(v, loc)
+			if err != nil {
+				return nil, err
+			}
+			if loc.in == inCookie {
+				if strings.ContainsAny(text, ";\r\n\x00") {
+					return nil, invalidInput("cookie %s (input field %s) contains ';', CR, LF or NUL, which would change the Cookie header: remove them", loc.name, field)
+				}
+				cookies = append(cookies, loc.name+"="+text)
+				continue
+			}
+			if !isToken(loc.name) {
+				return nil, fmt.Errorf("http binding: bindings.http.%s names header %q for field %s, which is not a valid header name: fix the definition", ExtraParameters, loc.name, field)
+			}
+			if err := checkHeaderValue(text); err != nil {
+				return nil, invalidInput("header %s (input field %s): %v", loc.name, field, err)
+			}
+			r.header.Add(loc.name, text)
+		case inBody:
+			switch {
+			case hb.BodyTemplate != "":
+				// The template is the whole body.
+			case field == bodyField:
+				whole, wholeSet = v, v != nil
+			default:
+				bodyFields[loc.name] = v
+			}
+		}
+	}
+	if len(cookies) > 0 {
+		r.header.Add("Cookie", strings.Join(cookies, "; "))
+	}
+	switch {
+	case wholeSet && len(bodyFields) > 0:
+		return nil, fmt.Errorf("http binding: bindings.http.%s.field makes %s the whole body, but fields %s are placed in the body too: give them another location in %s", ExtraBody, bodyField, strings.Join(sortedKeys(bodyFields), ", "), ExtraParameters)
+	case wholeSet:
+		r.body, err = encodeWhole(whole, b.contentType(r, bodyType))
+		if err != nil {
+			return nil, fmt.Errorf("http binding: request body (input field %s): %w", bodyField, err)
+		}
+	case len(bodyFields) > 0:
+		ct := b.contentType(r, bodyType)
+		r.body, ct, err = encodeFields(bodyFields, ct)
+		if err != nil {
+			return nil, fmt.Errorf("http binding: request body: %w", err)
+		}
+		r.header.Set("Content-Type", ct)
+	}
+	if r.body != nil && r.header.Get("Content-Type") == "" {
+		r.header.Set("Content-Type", b.contentType(r, bodyType))
+	}
+
+	// Auth, then the final URL.
+	query, err = b.auth(hb.Auth, r, query)
+	if err != nil {
+		return nil, err
+	}
+	raw := origin + path
+	if len(query) > 0 {
+		raw += "?" + strings.Join(query, "&")
+	}
+	r.url, err = url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("http binding: url template %q does not make a valid URL (%v): fix bindings.http.url", hb.URL, err)
+	}
+	if err := b.checkURL(r.url); err != nil {
+		e := noBinding(map[string]any{"url": redact(r.url)}, "%v", err)
+		e.Cause = err
+		return nil, e
+	}
+	return r, nil
+}
+
+// contentType is the request body's media type: the header the templates
+// set, else x-body's content_type, else JSON.
+func (b *Binding) contentType(r *request, bodyType string) string {
+	if ct := r.header.Get("Content-Type"); ct != "" {
+		return ct
+	}
+	if bodyType != "" {
+		return bodyType
+	}
+	return "application/json"
+}
+
+// fillURL fills the url template: placeholders in the path with
+// url.PathEscape, in the query with url.QueryEscape. It returns the origin
+// (scheme://host), the escaped path and the query pairs.
+func fillURL(tmpl string, input map[string]any, locs map[string]location, consumed map[string]bool) (origin, path string, query []string, err error) {
+	t := strings.TrimSpace(tmpl)
+	i := strings.Index(t, "://")
+	if i <= 0 {
+		return "", "", nil, fmt.Errorf("http binding: url template %q is not an absolute URL: write bindings.http.url as http(s)://host/path", tmpl)
+	}
+	rest := t[i+3:]
+	j := strings.IndexAny(rest, "/?#")
+	if j < 0 {
+		j = len(rest)
+	}
+	origin, tail := t[:i+3+j], rest[j:]
+	if len(capability.Placeholders(origin)) > 0 {
+		return "", "", nil, fmt.Errorf("http binding: the scheme or host of url template %q holds a placeholder; the destination must be fixed by the definition: move the input into the path or query", tmpl)
+	}
+	if k := strings.IndexByte(tail, '#'); k >= 0 {
+		tail = tail[:k]
+	}
+	rawPath, rawQuery, _ := strings.Cut(tail, "?")
+
+	// Path: every placeholder required, each value within one segment.
+	var pairs []string
+	for _, name := range capability.Placeholders(rawPath) {
+		top := topField(name)
+		consumed[top] = true
+		v, ok := lookup(input, name)
+		if !ok || v == nil {
+			return "", "", nil, invalidInput("the url path %q needs {%s}, but input field %s is absent: supply it", rawPath, name, name)
+		}
+		loc, recorded := locs[top]
+		if !recorded || name != top {
+			loc = location{}
+		}
+		text, err := pathText(v, loc, name)
+		if err != nil {
+			return "", "", nil, err
+		}
+		pairs = append(pairs, "{"+name+"}", text)
+	}
+	path = rawPath
+	if len(pairs) > 0 {
+		path = strings.NewReplacer(pairs...).Replace(rawPath)
+		tsegs, fsegs := strings.Split(rawPath, "/"), strings.Split(path, "/")
+		if len(tsegs) != len(fsegs) {
+			return "", "", nil, fmt.Errorf("http binding: filling url path %q changed its segments; this is a bug in caphub, please report it", rawPath)
+		}
+		for k := range fsegs {
+			if fsegs[k] != tsegs[k] {
+				if seg, _ := url.PathUnescape(fsegs[k]); seg == "." || seg == ".." {
+					return "", "", nil, invalidInput("the url path segment %q would be %q, a dot segment that servers resolve to another path: use another value", tsegs[k], seg)
+				}
+			}
+		}
+	}
+
+	// Query: a pair naming an absent field is left out.
+	if rawQuery != "" {
+		for _, pair := range strings.Split(rawQuery, "&") {
+			filled, ok, err := fillText(pair, input, consumed, url.QueryEscape)
+			if err != nil {
+				return "", "", nil, err
+			}
+			if ok && filled != "" {
+				query = append(query, filled)
+			}
+		}
+	}
+	return origin, path, query, nil
+}
+
+// fillText fills the placeholders of tmpl with the text of their values,
+// passed through escape (each array element separately) when it is not nil.
+// ok is false when a placeholder's field is absent or null.
+func fillText(tmpl string, input map[string]any, consumed map[string]bool, escape func(string) string) (string, bool, error) {
+	names := capability.Placeholders(tmpl)
+	if len(names) == 0 {
+		return tmpl, true, nil
+	}
+	pairs := make([]string, 0, 2*len(names))
+	ok := true
+	for _, name := range names {
+		consumed[topField(name)] = true
+		v, found := lookup(input, name)
+		if !found || v == nil {
+			ok = false
+			continue
+		}
+		text, err := joinedText(v, escape)
+		if err != nil {
+			return "", false, fmt.Errorf("http binding: {%s}: %w", name, err)
+		}
+		pairs = append(pairs, "{"+name+"}", text)
+	}
+	if !ok {
+		return "", false, nil
+	}
+	return strings.NewReplacer(pairs...).Replace(tmpl), true, nil
+}
+
+// joinedText is a value's text with escape applied: arrays as their elements
+// joined by ",", each escaped; everything else as valueText.
+func joinedText(v any, escape func(string) string) (string, error) {
+	if escape == nil {
+		escape = func(s string) string { return s }
+	}
+	if arr, ok := v.([]any); ok {
+		parts := make([]string, len(arr))
+		for i, e := range arr {
+			t, err := valueText(e)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = escape(t)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	t, err := valueText(v)
+	if err != nil {
+		return "", err
+	}
+	return escape(t), nil
+}
+
+// pathText is a path parameter's escaped text: OpenAPI simple, label or
+// matrix style when recorded, else joinedText (objects as compact JSON).
+func pathText(v any, loc location, name string) (string, error) {
+	esc := url.PathEscape
+	if loc.style == "" {
+		return joinedText(v, esc)
+	}
+	if loc.name != "" {
+		name = loc.name
+	}
+	items, err := styleItems(v, loc.explode, esc)
+	if err != nil {
+		return "", err
+	}
+	_, isObj := v.(map[string]any)
+	switch loc.style {
+	case "label":
+		sep := ","
+		if loc.explode {
+			sep = "."
+		}
+		return "." + strings.Join(items, sep), nil
+	case "matrix":
+		if loc.explode && isObj {
+			return ";" + strings.Join(items, ";"), nil
+		}
+		if loc.explode {
+			parts := make([]string, len(items))
+			for i, it := range items {
+				parts[i] = esc(name) + "=" + it
+			}
+			return ";" + strings.Join(parts, ";"), nil
+		}
+		return ";" + esc(name) + "=" + strings.Join(items, ","), nil
+	default: // simple
+		return strings.Join(items, ","), nil
+	}
+}
+
+// styleItems lists a value's escaped parts for OpenAPI serialisation: an
+// array's elements; an object's "k=v" (explode) or "k", "v" pairs, keys
+// sorted; a scalar itself.
+func styleItems(v any, explode bool, esc func(string) string) ([]string, error) {
+	switch x := v.(type) {
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			t, err := valueText(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, esc(t))
+		}
+		return out, nil
+	case map[string]any:
+		var out []string
+		for _, k := range sortedKeys(x) {
+			t, err := valueText(x[k])
+			if err != nil {
+				return nil, err
+			}
+			if explode {
+				out = append(out, esc(k)+"="+esc(t))
+			} else {
+				out = append(out, esc(k), esc(t))
+			}
+		}
+		return out, nil
+	}
+	t, err := valueText(v)
+	if err != nil {
+		return nil, err
+	}
+	return []string{esc(t)}, nil
+}
+
+// appendQuery adds a query parameter (escaped "name=value" pairs) for v
+// serialised as loc says. A null value adds nothing.
+func appendQuery(query []string, loc location, v any) []string {
+	if v == nil {
+		return query
+	}
+	name := url.QueryEscape(loc.name)
+	add := func(n, t string) { query = append(query, n+"="+url.QueryEscape(t)) }
+	text := func(e any) string { t, _ := valueText(e); return t }
+	style, explode := loc.style, loc.explode
+	if style == "" && loc.collectionFormat == "" {
+		style = "form"
+		if _, ok := v.(map[string]any); ok {
+			add(name, text(v)) // no recorded style: objects as compact JSON
+			return query
+		}
+	}
+	sep := ","
+	switch {
+	case loc.collectionFormat == "tsv":
+		sep, explode = "\t", false
+	case style == "spaceDelimited":
+		sep, explode = " ", false
+	case style == "pipeDelimited":
+		sep, explode = "|", false
+	}
+	switch x := v.(type) {
+	case []any:
+		if explode {
+			for _, e := range x {
+				add(name, text(e))
+			}
+			return query
+		}
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = url.QueryEscape(text(e))
+		}
+		return append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
+	case map[string]any:
+		keys := sortedKeys(x)
+		switch {
+		case style == "deepObject":
+			for _, k := range keys {
+				add(url.QueryEscape(loc.name+"["+k+"]"), text(x[k]))
+			}
+		case explode:
+			for _, k := range keys {
+				add(url.QueryEscape(k), text(x[k]))
+			}
+		default:
+			parts := make([]string, 0, 2*len(keys))
+			for _, k := range keys {
+				parts = append(parts, url.QueryEscape(k), url.QueryEscape(text(x[k])))
+			}
+			query = append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
+		}
+		return query
+	}
+	add(name, text(v))
+	return query
+}
+
+// headerText is a header or cookie parameter's text: OpenAPI simple style
+// when recorded (arrays "a,b"; objects "k,v" or "k=v"), else joinedText.
+func headerText(v any, loc location) (string, error) {
+	if loc.style == "" {
+		return joinedText(v, nil)
+	}
+	items, err := styleItems(v, loc.explode, func(s string) string { return s })
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(items, ","), nil
+}
+
+// checkHeaderValue refuses a value that would end the header line.
+func checkHeaderValue(v string) error {
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return fmt.Errorf("the value contains CR, LF or NUL, which would add headers or split the request: remove them")
+	}
+	return nil
+}
+
+// encodeWhole encodes the value of the field that is the whole body.
+func encodeWhole(v any, ct string) ([]byte, error) {
+	if m, ok := v.(map[string]any); ok && !isJSONType(mediaType(ct)) {
+		body, _, err := encodeFields(m, ct)
+		return body, err
+	}
+	mt := mediaType(ct)
+	if s, ok := v.(string); ok && !isJSONType(mt) {
+		return []byte(s), nil
+	}
+	if !isJSONType(mt) && !strings.HasPrefix(mt, "text/") {
+		return nil, fmt.Errorf("content type %s needs a string value (got %s): pass the body as text", ct, typeName(v))
+	}
+	return jsonEncode(v)
+}
+
+// encodeFields encodes body fields by content type and returns the body and
+// its Content-Type (multipart's carries the boundary).
+func encodeFields(fields map[string]any, ct string) ([]byte, string, error) {
+	mt := mediaType(ct)
+	switch {
+	case isJSONType(mt):
+		b, err := jsonEncode(fields)
+		return b, ct, err
+	case mt == "application/x-www-form-urlencoded":
+		var q []string
+		for _, k := range sortedKeys(fields) {
+			q = appendQuery(q, location{name: k, style: "form", explode: true}, fields[k])
+		}
+		return []byte(strings.Join(q, "&")), ct, nil
+	case mt == "multipart/form-data":
+		var buf bytes.Buffer
+		w := multipart.NewWriter(&buf)
+		for _, k := range sortedKeys(fields) {
+			vals := []any{fields[k]}
+			if arr, ok := fields[k].([]any); ok {
+				vals = arr
+			}
+			for _, e := range vals {
+				if e == nil {
+					continue
+				}
+				t, err := valueText(e)
+				if err != nil {
+					return nil, "", err
+				}
+				if err := w.WriteField(k, t); err != nil {
+					return nil, "", err
+				}
+			}
+		}
+		if err := w.Close(); err != nil {
+			return nil, "", err
+		}
+		return buf.Bytes(), w.FormDataContentType(), nil
+	}
+	return nil, "", fmt.Errorf("content type %s cannot carry separate fields (%s): use JSON, form-urlencoded or multipart, or make one field the whole body (x-body.field)", ct, strings.Join(sortedKeys(fields), ", "))
+}
+
+// parseLocations reads bindings.http.x-parameters.
+func parseLocations(v any) (map[string]location, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("http binding: bindings.http.%s is %s, not a map from input field to location: fix the definition", ExtraParameters, typeName(v))
+	}
+	out := make(map[string]location, len(m))
+	for field, raw := range m {
+		loc := location{name: field}
+		switch x := raw.(type) {
+		case string:
+			loc.in, loc.explode = x, true
+		case map[string]any:
+			loc.in, _ = x["in"].(string)
+			if n, _ := x["name"].(string); n != "" {
+				loc.name = n
+			}
+			loc.style, _ = x["style"].(string)
+			if e, set := x["explode"].(bool); set {
+				loc.explode = e
+			} else {
+				loc.explode = loc.style == "form" || loc.style == ""
+			}
+			loc.collectionFormat, _ = x["collection_format"].(string)
+			if loc.collectionFormat != "" && loc.style == "" {
+				loc.style = "form"
+			}
+		default:
+			return nil, fmt.Errorf("http binding: bindings.http.%s.%s is %s: write a location (path, query, header, cookie, body) or {in, name}", ExtraParameters, field, typeName(raw))
+		}
+		switch loc.in {
+		case inPath, inQuery, inHeader, inCookie, inBody:
+		default:
+			return nil, fmt.Errorf("http binding: bindings.http.%s.%s has location %q: use path, query, header, cookie or body", ExtraParameters, field, loc.in)
+		}
+		out[field] = loc
+	}
+	return out, nil
+}
+
+// parseBodySpec reads bindings.http.x-body: the field that is the whole
+// body ("" when the body is built from fields) and the content type.
+func parseBodySpec(v any) (field, contentType string, err error) {
+	if v == nil {
+		return "", "", nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", "", fmt.Errorf("http binding: bindings.http.%s is %s, not {content_type, field}: fix the definition", ExtraBody, typeName(v))
+	}
+	field, _ = m["field"].(string)
+	contentType, _ = m["content_type"].(string)
+	return field, contentType, nil
+}
+
+// renderBody fills a JSON body template: inside a JSON string a placeholder
+// gets the JSON-string-escaped text of its value, elsewhere the value's JSON
+// encoding. The result must be valid JSON.
+func renderBody(tmpl string, input map[string]any, consumed map[string]bool) ([]byte, error) {
+	names := map[string]bool{}
+	for _, n := range capability.Placeholders(tmpl) {
+		names[n] = true
+	}
+	var out bytes.Buffer
+	out.Grow(len(tmpl) + 64)
+	inString, escaped := false, false
+	for i := 0; i < len(tmpl); {
+		c := tmpl[i]
+		if c == '{' && len(names) > 0 {
+			if k := strings.IndexByte(tmpl[i+1:], '}'); k >= 0 && names[tmpl[i+1:i+1+k]] {
+				name := tmpl[i+1 : i+1+k]
+				if escaped {
+					return nil, fmt.Errorf("http binding: body_template has {%s} right after a backslash inside a JSON string, which would change how the value is read: remove the backslash", name)
+				}
+				consumed[topField(name)] = true
+				v, found := lookup(input, name)
+				if !found {
+					v = nil
+				}
+				if inString {
+					text := ""
+					if v != nil {
+						t, err := valueText(v)
+						if err != nil {
+							return nil, fmt.Errorf("http binding: body_template {%s}: %w", name, err)
+						}
+						text = t
+					}
+					enc, err := jsonEncode(text)
+					if err != nil {
+						return nil, err
+					}
+					out.Write(enc[1 : len(enc)-1])
+				} else {
+					enc, err := jsonEncode(v)
+					if err != nil {
+						return nil, fmt.Errorf("http binding: body_template {%s}: %w", name, err)
+					}
+					out.Write(enc)
+				}
+				i += k + 2
+				continue
+			}
+		}
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		}
+		out.WriteByte(c)
+		i++
+	}
+	body := out.Bytes()
+	var probe any
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return nil, fmt.Errorf("http binding: body_template does not render to valid JSON (%v): check its quotes, commas and that each standalone placeholder is a whole JSON value", err)
+	}
+	return body, nil
+}
+
+// lookup finds a placeholder's value: "a.b" reads input["a"]["b"].
+func lookup(input map[string]any, name string) (any, bool) {
+	var cur any = input
+	for part := range strings.SplitSeq(name, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur, ok = m[part]
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// topField is the input field a placeholder reads: "a" for "a.b".
+func topField(name string) string {
+	top, _, _ := strings.Cut(name, ".")
+	return top
+}
+
+// valueText is a value as text: strings as they are, numbers and booleans
+// in their JSON form, arrays and objects as compact JSON.
+func valueText(v any) (string, error) {
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	b, err := jsonEncode(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// jsonEncode encodes v compactly without HTML escaping.
+func jsonEncode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("cannot encode a %s value as JSON: %w", typeName(v), err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func mediaType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(ct))
+	}
+	return mt
+}
+
+// isJSONType reports application/json and the +json types.
+func isJSONType(mt string) bool {
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// isToken reports whether s is an RFC 9110 token (methods, header names).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	case float64, float32, int, int64, int32, json.Number:
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
