@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -45,10 +46,14 @@ func (c *Client) Close() error { return nil }
 // *capability.ValidationError when it lists issues), so callers test it as
 // they would a local error.
 type ProblemError struct {
-	Status int                `json:"status"`
-	Title  string             `json:"title"`
-	Detail string             `json:"detail"`
-	Issues []capability.Issue `json:"issues"`
+	Status    int                `json:"status"`
+	Title     string             `json:"title"`
+	Detail    string             `json:"detail"`
+	Issues    []capability.Issue `json:"issues"`
+	Code      string             `json:"code"` // an invocation's error code
+	Retryable bool               `json:"retryable"`
+	Binding   string             `json:"binding"`
+	Details   map[string]any     `json:"details"`
 }
 
 func (e *ProblemError) Error() string {
@@ -71,7 +76,19 @@ func (e *ProblemError) Unwrap() []error {
 	if len(e.Issues) > 0 {
 		out = append(out, &capability.ValidationError{Issues: e.Issues})
 	}
+	if e.Code != "" {
+		out = append(out, &invoke.Error{Code: e.Code, Message: e.Detail, Retryable: e.Retryable, Binding: e.Binding, Details: e.Details})
+	}
 	return out
+}
+
+// Invoke runs a capability on the server (POST /v1/invoke).
+func (c *Client) Invoke(ctx context.Context, req invoke.Request) (*invoke.Result, error) {
+	var res invoke.Result
+	if _, err := c.do(ctx, http.MethodPost, "/v1/invoke", req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // do sends a request and decodes a JSON answer into out; any status >= 400

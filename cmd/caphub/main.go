@@ -32,7 +32,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	var silent *silentError
-	if !errors.As(err, &silent) {
+	var exit *exitError
+	if !errors.As(err, &silent) && !errors.As(err, &exit) {
 		fmt.Fprintln(root.ErrOrStderr(), "caphub:", err)
 	}
 	return exitCode(err)
@@ -54,6 +55,10 @@ func exitCode(err error) int {
 	var u *usageError
 	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") {
 		return exitUsage // cobra reports unknown subcommands as plain errors
+	}
+	var exit *exitError
+	if errors.As(err, &exit) {
+		return exit.code
 	}
 	return exitFailure
 }

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/rest"
 	"github.com/spf13/cobra"
 )
@@ -39,18 +38,21 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			st, err := openStore(ctx, dbFlag(cmd))
+			cfg, err := appConfigFrom(cmd, log)
 			if err != nil {
 				return err
 			}
-			svc := registry.NewService(st, registry.WithLogger(log))
-			defer svc.Close()
+			a, err := newApp(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)
 			}
 			srv := &http.Server{
-				Handler:           rest.New(svc, log, rest.WithVersion(buildVersion())),
+				Handler:           rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler())),
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       60 * time.Second,
 				WriteTimeout:      60 * time.Second,
@@ -74,6 +76,7 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 		},
 	}
 	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port)")
+	addInvokeFlags(cmd)
 	return cmd
 }
 

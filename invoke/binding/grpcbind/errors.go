@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -44,6 +45,10 @@ func codeName(c codes.Code) string {
 	return fmt.Sprintf("CODE_%d", uint32(c))
 }
 
+// deadlineSlack: a DEADLINE_EXCEEDED status that arrives this close to the
+// call's own deadline is taken as that deadline expiring (TIMEOUT).
+const deadlineSlack = 100 * time.Millisecond
+
 // retryableCode reports the statuses that say "try again": the server was
 // unreachable, overloaded, too slow or lost a concurrency race.
 func retryableCode(c codes.Code) bool {
@@ -70,6 +75,16 @@ func statusError(ctx context.Context, def *capability.Definition, err error, whe
 	st, ok := status.FromError(err)
 	if !ok {
 		return fmt.Errorf("grpc binding: %s: %w", where, err)
+	}
+	if st.Code() == codes.DeadlineExceeded {
+		// The deadline travels to the server (grpc-timeout), whose timer can
+		// fire and answer before ours: so close to our deadline, it is ours.
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < deadlineSlack {
+			return &invoke.Error{
+				Code: invoke.CodeTimeout, Retryable: true, Binding: Kind, Cause: err,
+				Message: fmt.Sprintf("%s did not answer before the call's deadline", where),
+			}
+		}
 	}
 	name := codeName(st.Code())
 	code, retryable := "GRPC_"+name, retryableCode(st.Code())

@@ -114,6 +114,7 @@ type Binding struct {
 	closed   bool
 	conns    map[string]*grpc.ClientConn // by dial target (host:port)
 	services map[serviceKey]*serviceInfo
+	inflight map[serviceKey]*flight
 }
 
 // serviceKey identifies a cached service: descriptors are per server.
@@ -133,6 +134,7 @@ func New(opts Options) *Binding {
 		log:      opts.Logger,
 		conns:    map[string]*grpc.ClientConn{},
 		services: map[serviceKey]*serviceInfo{},
+		inflight: map[serviceKey]*flight{},
 	}
 	if b.log == nil {
 		b.log = slog.Default()
@@ -249,15 +251,9 @@ func (b *Binding) method(ctx context.Context, cc *grpc.ClientConn, target, servi
 	b.mu.Unlock()
 	if info == nil || refresh || info.desc.Methods().ByName(protoreflect.Name(method)) == nil {
 		var err error
-		info, err = b.resolve(ctx, cc, target, service)
-		if err != nil {
+		if info, err = b.resolveShared(ctx, cc, key); err != nil {
 			return nil, nil, err
 		}
-		b.mu.Lock()
-		if !b.closed {
-			b.services[key] = info
-		}
-		b.mu.Unlock()
 	}
 	md := info.desc.Methods().ByName(protoreflect.Name(method))
 	details := map[string]any{"target": target, "service": service, "method": method}
@@ -270,6 +266,43 @@ func (b *Binding) method(ctx context.Context, cc *grpc.ClientConn, target, servi
 			service, method, target, streamingKind(md))
 	}
 	return info, md, nil
+}
+
+// flight is one resolution in progress, shared by the calls that need it.
+type flight struct {
+	done chan struct{}
+	info *serviceInfo
+	err  error
+}
+
+// resolveShared resolves key through reflection and caches the result.
+// Concurrent callers share one resolution; it runs detached from the first
+// caller's cancellation (it is bounded by DialTimeout), and each caller
+// stops waiting when its own context ends.
+func (b *Binding) resolveShared(ctx context.Context, cc *grpc.ClientConn, key serviceKey) (*serviceInfo, error) {
+	b.mu.Lock()
+	f := b.inflight[key]
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		b.inflight[key] = f
+		go func() {
+			f.info, f.err = b.resolve(context.WithoutCancel(ctx), cc, key.target, key.service)
+			b.mu.Lock()
+			delete(b.inflight, key)
+			if f.err == nil && !b.closed {
+				b.services[key] = f.info
+			}
+			b.mu.Unlock()
+			close(f.done)
+		}()
+	}
+	b.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.info, f.err
+	case <-ctx.Done():
+		return nil, statusError(ctx, nil, ctx.Err(), fmt.Sprintf("resolving %s on %s through reflection", key.service, key.target))
+	}
 }
 
 // resolve asks target's reflection service for service, bounded by
@@ -293,14 +326,13 @@ func (b *Binding) resolve(ctx context.Context, cc *grpc.ClientConn, target, serv
 			return nil, noBinding(details, "%s — check bindings.grpc.service (fully qualified, e.g. pkg.v1.Svc)", msg)
 		case errors.Is(err, errBadDescriptors):
 			return nil, fmt.Errorf("grpc binding: descriptors of %s from %s: %w", service, target, err)
-		}
-		if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		case errors.Is(rctx.Err(), context.DeadlineExceeded):
 			return nil, &invoke.Error{
 				Code: "GRPC_UNAVAILABLE", Retryable: true, Binding: Kind, Details: details, Cause: err,
 				Message: fmt.Sprintf("could not reach %s and resolve %s through reflection within %s (Options.DialTimeout): is the server running there?", target, service, b.opts.DialTimeout),
 			}
 		}
-		return nil, statusError(ctx, nil, err, "reflection on "+target)
+		return nil, statusError(rctx, nil, err, "reflection on "+target)
 	}
 	b.log.Debug("grpc binding: resolved service through reflection",
 		"target", target, "service", service, "files", info.files, "took", time.Since(start))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,9 +41,9 @@ func buildRequest(md protoreflect.MessageDescriptor, input map[string]any, mappi
 	}
 	msg := dynamicpb.NewMessage(md)
 	if err := (protojson.UnmarshalOptions{Resolver: types}).Unmarshal(raw, msg); err != nil {
-		p := checkMessage(md, mapped, "")
+		p := inputChecker{types}.message(md, mapped, "")
 		if p == nil {
-			return nil, invalidInput("", "the input does not fit request message %s: %s", md.FullName(), strings.TrimPrefix(err.Error(), "proto: "))
+			return nil, invalidInput("", "the input does not fit request message %s: %s", md.FullName(), protojsonReason(err))
 		}
 		field := p.path
 		if in := from[p.top]; in != "" {
@@ -73,12 +74,31 @@ type inputProblem struct {
 	top, path, reason string
 }
 
-// checkMessage explains why v does not fit md, or returns nil when it finds
-// nothing wrong (protojson's own message is used then). It runs only after
-// protojson has refused the input, to name the field. Well-known types
-// (google.protobuf.*) have JSON forms of their own and are left to protojson.
-func checkMessage(md protoreflect.MessageDescriptor, v any, path string) *inputProblem {
+// protojsonLocation is the "(line 1:7): " in protojson's errors, which
+// points into JSON the caller never wrote.
+var protojsonLocation = regexp.MustCompile(`^\(line \d+:\d+\): `)
+
+func protojsonReason(err error) string {
+	return protojsonLocation.ReplaceAllString(strings.TrimPrefix(err.Error(), "proto: "), "")
+}
+
+// inputChecker explains why input does not fit a request message. It runs
+// only after protojson has refused the input, to name the field; when it
+// finds nothing wrong, protojson's own message is used.
+type inputChecker struct{ types *dynamicpb.Types }
+
+// message checks v, the JSON of a message md at path. Well-known types
+// (google.protobuf.*) have JSON forms of their own, so protojson judges
+// them.
+func (c inputChecker) message(md protoreflect.MessageDescriptor, v any, path string) *inputProblem {
 	if isWellKnown(md) {
+		raw, err := json.Marshal(v)
+		if err == nil {
+			err = protojson.UnmarshalOptions{Resolver: c.types}.Unmarshal(raw, dynamicpb.NewMessage(md))
+		}
+		if err != nil {
+			return problem(path, "%s", protojsonReason(err))
+		}
 		return nil
 	}
 	obj, ok := v.(map[string]any)
@@ -110,7 +130,7 @@ func checkMessage(md protoreflect.MessageDescriptor, v any, path string) *inputP
 				if r := checkMapKey(fd.MapKey(), mk); r != "" {
 					return problem(kp, "%s", r)
 				}
-				if pr := checkSingular(fd.MapValue(), m[mk], kp); pr != nil {
+				if pr := c.singular(fd.MapValue(), m[mk], kp); pr != nil {
 					return pr
 				}
 			}
@@ -120,12 +140,12 @@ func checkMessage(md protoreflect.MessageDescriptor, v any, path string) *inputP
 				return problem(p, "expected an array (repeated %s), got %s", kindName(fd), describe(val))
 			}
 			for i, e := range list {
-				if pr := checkSingular(fd, e, fmt.Sprintf("%s[%d]", p, i)); pr != nil {
+				if pr := c.singular(fd, e, fmt.Sprintf("%s[%d]", p, i)); pr != nil {
 					return pr
 				}
 			}
 		default:
-			if pr := checkSingular(fd, val, p); pr != nil {
+			if pr := c.singular(fd, val, p); pr != nil {
 				return pr
 			}
 		}
@@ -133,14 +153,14 @@ func checkMessage(md protoreflect.MessageDescriptor, v any, path string) *inputP
 	return nil
 }
 
-// checkSingular checks one value of fd (an element, for lists and maps).
-func checkSingular(fd protoreflect.FieldDescriptor, v any, path string) *inputProblem {
+// singular checks one value of fd (an element, for lists and maps).
+func (c inputChecker) singular(fd protoreflect.FieldDescriptor, v any, path string) *inputProblem {
 	if v == nil {
 		return nil
 	}
 	switch fd.Kind() {
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return checkMessage(fd.Message(), v, path)
+		return c.message(fd.Message(), v, path)
 	case protoreflect.EnumKind:
 		ed := fd.Enum()
 		if ed.FullName() == "google.protobuf.NullValue" {
@@ -272,12 +292,20 @@ func checkInt(v any, bits int, unsigned bool) string {
 }
 
 func intRange(f float64, bits int, unsigned bool, want string) string {
-	lo, hi := -math.Pow(2, float64(bits-1)), math.Pow(2, float64(bits-1))
-	if unsigned {
-		lo, hi = 0, math.Pow(2, float64(bits))
+	var lo, hi float64 // hi is exclusive; both are exact in float64
+	var bounds string
+	switch {
+	case bits == 32 && unsigned:
+		lo, hi, bounds = 0, 1<<32, "0 to 4294967295"
+	case bits == 32:
+		lo, hi, bounds = -(1 << 31), 1<<31, "-2147483648 to 2147483647"
+	case unsigned:
+		lo, hi, bounds = 0, 1<<64, "0 to 18446744073709551615"
+	default:
+		lo, hi, bounds = -(1 << 63), 1<<63, "-9223372036854775808 to 9223372036854775807"
 	}
 	if f < lo || f >= hi {
-		return fmt.Sprintf("%s from %.0f to %.0f", want, lo, hi-1)
+		return want + " from " + bounds
 	}
 	return ""
 }

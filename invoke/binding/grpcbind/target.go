@@ -29,13 +29,37 @@ func parseTarget(raw string) (host, port string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("grpc target %q is not host:port (%v); write it as e.g. 127.0.0.1:50051", raw, err)
 	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "" {
 		return "", "", fmt.Errorf("grpc target %q has no host; write it as e.g. 127.0.0.1:50051", raw)
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+	if net.ParseIP(host) == nil && !validHostName(host) {
+		return "", "", fmt.Errorf("grpc target %q has host %q, which is neither an IP address nor a DNS name", raw, host)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 || port[0] == '+' {
 		return "", "", fmt.Errorf("grpc target %q has port %q; a port is a number from 1 to 65535", raw, port)
 	}
-	return strings.TrimSuffix(strings.ToLower(host), "."), port, nil
+	return host, strconv.Itoa(n), nil
+}
+
+// validHostName reports whether h (lower case) is made of DNS labels:
+// letters, digits, '-' and '_', separated by single dots.
+func validHostName(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkTarget parses raw and returns the host:port to dial, or an error when

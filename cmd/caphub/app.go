@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caphub/caphub/builtin"
+	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/invoke/binding/clibind"
+	"github.com/caphub/caphub/invoke/binding/delegation"
+	"github.com/caphub/caphub/invoke/binding/grpcbind"
+	"github.com/caphub/caphub/invoke/binding/httpbind"
+	"github.com/caphub/caphub/invoke/binding/mcpbind"
+	"github.com/caphub/caphub/invoke/binding/native"
+	"github.com/caphub/caphub/metrics"
+	"github.com/caphub/caphub/registry"
+	"github.com/spf13/cobra"
+)
+
+// app is caphub assembled: the store, the registry, saved servers, the
+// built-ins, every binding and the invocation pipeline.
+type app struct {
+	store    registry.Store
+	svc      *registry.Service
+	servers  *discover.Servers
+	metrics  *metrics.Metrics
+	pipeline *invoke.Pipeline
+	closers  []func() error
+}
+
+// appConfig is what serve and invoke take from flags and the environment.
+type appConfig struct {
+	db           string
+	allowHosts   []string // outbound HTTP allowlist
+	allowTargets []string // gRPC targets allowlist
+	allowCmds    []string // CLI programs allowlist (empty: any)
+	a2aAgents    map[string]string
+	log          *slog.Logger
+}
+
+// addInvokeFlags adds the flags that configure the bindings.
+func addInvokeFlags(cmd *cobra.Command) {
+	cmd.Flags().StringArray("allow-host", nil, "host an http binding may reach (host, host:port, *.domain, loopback or *); repeatable; default $CAPHUB_ALLOW_HOSTS, else loopback only")
+	cmd.Flags().StringArray("allow-grpc-target", nil, "host:port a grpc binding may reach; repeatable; default $CAPHUB_ALLOW_GRPC_TARGETS, else loopback only")
+	cmd.Flags().StringArray("allow-command", nil, "program a cli binding may run; repeatable; default $CAPHUB_ALLOW_COMMANDS, else any")
+	cmd.Flags().StringArray("a2a-agent", nil, "NAME=URL of an A2A agent that delegation bindings may name; repeatable")
+}
+
+func listFlag(cmd *cobra.Command, name, env string) []string {
+	v, _ := cmd.Flags().GetStringArray(name)
+	if len(v) == 0 && os.Getenv(env) != "" {
+		for _, s := range strings.Split(os.Getenv(env), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				v = append(v, s)
+			}
+		}
+	}
+	return v
+}
+
+func appConfigFrom(cmd *cobra.Command, log *slog.Logger) (appConfig, error) {
+	c := appConfig{db: dbFlag(cmd), log: log,
+		allowHosts:   listFlag(cmd, "allow-host", "CAPHUB_ALLOW_HOSTS"),
+		allowTargets: listFlag(cmd, "allow-grpc-target", "CAPHUB_ALLOW_GRPC_TARGETS"),
+		allowCmds:    listFlag(cmd, "allow-command", "CAPHUB_ALLOW_COMMANDS"),
+		a2aAgents:    map[string]string{},
+	}
+	agents, _ := cmd.Flags().GetStringArray("a2a-agent")
+	for _, a := range agents {
+		name, url, ok := strings.Cut(a, "=")
+		if !ok || name == "" || !strings.HasPrefix(url, "http") {
+			return c, &usageError{fmt.Errorf("--a2a-agent %q: write NAME=URL", a)}
+		}
+		c.a2aAgents[name] = url
+	}
+	return c, nil
+}
+
+// newApp opens the store and assembles caphub. The built-in capabilities
+// are registered (a no-op when they already are).
+func newApp(ctx context.Context, c appConfig) (*app, error) {
+	st, err := openStore(ctx, c.db)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{store: st, closers: []func() error{st.Close}}
+	docs, ok := st.(registry.DocStore)
+	if !ok {
+		a.Close()
+		return nil, fmt.Errorf("the store at %s cannot keep documents", c.db)
+	}
+	a.svc = registry.NewService(st, registry.WithLogger(c.log))
+	a.servers = discover.NewServers(docs)
+	a.metrics = metrics.New()
+	if _, err := a.svc.RegisterBatch(ctx, builtin.Definitions()); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("register the built-in capabilities: %w", err)
+	}
+	handlers := map[string]native.Handler{}
+	for name, h := range builtin.Handlers(builtin.Env{Registry: a.svc, Docs: docs, Log: c.log, Metrics: metricSink{a.metrics}, Now: time.Now}) {
+		handlers[name] = native.Handler(h)
+	}
+	mcpB := mcpbind.New(a.servers, mcpbind.Options{ClientVersion: buildVersion(), Log: c.log})
+	grpcB := grpcbind.New(grpcbind.Options{AllowedTargets: c.allowTargets, Logger: c.log})
+	a.closers = append(a.closers, mcpB.Close, grpcB.Close)
+	bindings := []invoke.Binding{
+		native.New(handlers),
+		mcpB,
+		httpbind.New(httpbind.Options{AllowedHosts: c.allowHosts}),
+		grpcB,
+		clibind.New(clibind.Options{AllowedCommands: c.allowCmds}),
+		delegation.New(delegation.Options{Agents: c.a2aAgents}),
+	}
+	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{})
+	a.pipeline.SetLogger(c.log)
+	a.pipeline.SetObserver(a.metrics)
+	a.pipeline.SetRecorder(logRecorder{c.log})
+	return a, nil
+}
+
+// Close releases everything, bindings first (they kill their servers).
+func (a *app) Close() error {
+	var first error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i](); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// metricSink hands ossa:observability/metric samples to Prometheus.
+type metricSink struct{ m *metrics.Metrics }
+
+func (s metricSink) Record(name string, value float64, labels map[string]string) error {
+	return s.m.Record(name, metrics.Gauge, value, labels)
+}
+
+func (s metricSink) RecordTyped(typ builtin.MetricType, name string, value float64, labels map[string]string) error {
+	return s.m.Record(name, string(typ), value, labels)
+}
+
+// logRecorder writes one structured log line per invocation (the audit
+// chain will take these records too).
+type logRecorder struct{ log *slog.Logger }
+
+func (r logRecorder) RecordInvocation(ctx context.Context, rec invoke.Record) {
+	level := slog.LevelInfo
+	if rec.Code != "" {
+		level = slog.LevelWarn
+	}
+	r.log.Log(ctx, level, "invocation", "uri", rec.URI, "version", rec.Version, "caller", rec.Caller, "binding", rec.Binding,
+		"attempts", len(rec.Attempts), "duration_ms", rec.DurationMS, "code", rec.Code)
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+const rtfsCorpus = "../../../shared/corpus/ccos/brace-map"
+
+// rtfsCLI runs the CLI in-process like caphub(), with `import rtfs` and
+// `export rtfs` attached to the command tree where root.go does not wire
+// them (yet).
+func rtfsCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	root := newRootCmd()
+	attached := false
+	for _, c := range []struct {
+		parent string
+		sub    func() *cobra.Command
+	}{{"import", newImportRTFSCmd}, {"export", newExportRTFSCmd}} {
+		var parent *cobra.Command
+		for _, p := range root.Commands() {
+			if p.Name() == c.parent {
+				parent = p
+			}
+		}
+		if parent == nil {
+			parent = &cobra.Command{Use: c.parent, Args: noArgs, RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
+			root.AddCommand(parent)
+		}
+		found := false
+		for _, s := range parent.Commands() {
+			found = found || s.Name() == "rtfs"
+		}
+		if !found {
+			parent.AddCommand(c.sub())
+			attached = true
+		}
+	}
+	if !attached {
+		return caphub(t, args...)
+	}
+	var out, errOut bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err := root.Execute()
+	if err == nil {
+		return exitOK, out.String(), errOut.String()
+	}
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintln(&errOut, "caphub:", err)
+	}
+	return exitCode(err), out.String(), errOut.String()
+}
+
+// TestImportExportRTFS imports the CCOS brace-map corpus, exports the
+// registry as RTFS, and re-imports the export: nothing changes.
+func TestImportExportRTFS(t *testing.T) {
+	if _, err := os.Stat(rtfsCorpus); err != nil {
+		t.Skipf("CCOS corpus not found at %s (clone with ../shared beside the project): %v", rtfsCorpus, err)
+	}
+	tmp := t.TempDir()
+	db := filepath.Join(tmp, "caphub.db")
+
+	// 50 files: one is not valid RTFS (unescaped quotes in a description),
+	// and demo.hello has no binding caphub can execute.
+	code, out, errOut := rtfsCLI(t, "import", "rtfs", rtfsCorpus, "--db", db)
+	for _, want := range []string{
+		"48 imported, 2 failed",
+		"registered mcp:github/list_issues@1.0 (1.0.0)",
+		"registered mcp:github-github-mcp/list_issues@1.0 (1.0.0)",
+		"registered ossa:openweather-api/get_forecast@2.5 (2.5.0)",
+		"failed: " + rtfsCorpus + "/mcp/github/pull_request_review_write.rtfs:12:54: capability \"mcp.github.pull_request_review_write\": expected a keyword",
+		"failed: ossa:demo/hello@1.0: invalid capability definition: error: bindings: no binding",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("import output lacks %q", want)
+		}
+	}
+	if code != 1 {
+		t.Fatalf("import: exit %d, want 1 (two items failed)\n%s%s", code, out, errOut)
+	}
+
+	export := filepath.Join(tmp, "export")
+	code, out, errOut = rtfsCLI(t, "export", "rtfs", export, "--db", db)
+	if code != 0 || !strings.Contains(out, "48 capability versions exported to 48 files under "+export+", 0 failed") {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, p := range []string{
+		"discovered/mcp/github/list_issues.rtfs",
+		"discovered/mcp/github-github-mcp/list_issues.rtfs",
+		"discovered/openapi/openweather-api/get_current_weather.rtfs",
+	} {
+		b, err := os.ReadFile(filepath.Join(export, filepath.FromSlash(p)))
+		if err != nil {
+			t.Errorf("export lacks %s: %v", p, err)
+			continue
+		}
+		if !bytes.Contains(b, []byte("\n  :metadata {\n")) || !bytes.Contains(b, []byte("\n  :implementation\n    (fn [input]")) {
+			t.Errorf("%s is not in the hierarchical layout with its implementation:\n%s", p, b)
+		}
+	}
+
+	// Re-importing the export registers nothing new.
+	code, out, errOut = rtfsCLI(t, "import", "rtfs", export, "--db", db)
+	if code != 0 || !strings.Contains(out, "48 imported, 0 failed") || strings.Contains(out, "registered ") ||
+		strings.Count(out, "unchanged  ") != 48 {
+		t.Fatalf("re-import of the export: exit %d, want 48 unchanged and nothing registered\n%s%s", code, out, errOut)
+	}
+
+	// A second export writes the same bytes.
+	again := filepath.Join(tmp, "again")
+	if code, out, errOut = rtfsCLI(t, "export", "rtfs", again, "--db", db); code != 0 {
+		t.Fatalf("second export: exit %d\n%s%s", code, out, errOut)
+	}
+	err := filepath.WalkDir(export, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(export, p)
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join(again, rel))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two exports of the same registry (%v)", rel, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestImportRTFSErrors(t *testing.T) {
+	tmp := t.TempDir()
+	db := filepath.Join(tmp, "caphub.db")
+	bad := filepath.Join(tmp, "bad.rtfs")
+	if err := os.WriteFile(bad, []byte("(capability \"demo.x\"\n  :name \"x\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(tmp, "good.rtfs")
+	if err := os.WriteFile(good, []byte(`(capability "demo.echo" :input-schema {:text :string} :output-schema :any :bindings {:cli {:command "echo {text}"}})`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := rtfsCLI(t, "import", "rtfs", bad, good, "--db", db)
+	if code != 1 || !strings.Contains(out, "1 imported, 1 failed") || !strings.Contains(out, "registered ossa:demo/echo@1.0 (1.0.0)") ||
+		!strings.Contains(out, "failed: "+bad+":1:1: RTFS syntax: \"(\" opened here is never closed (the file ends at 3:1): add \")\"") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+
+	// The same version twice in one import: an identical repeat is one
+	// registration, a different one a failure naming both files.
+	dir := t.TempDir()
+	echo := `(capability "demo.say" :input-schema {:text :string} :output-schema :any :bindings {:cli {:command "echo {text}"}})`
+	for name, content := range map[string]string{"a.rtfs": echo, "b.rtfs": echo, "c.rtfs": strings.Replace(echo, "echo {text}", "printf {text}", 1)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut = rtfsCLI(t, "import", "rtfs", dir, "--db", db)
+	wantDup := "failed: " + filepath.Join(dir, "c.rtfs") + ": ossa:demo/say@1.0 (1.0.0): this version is also defined, with other content, in " + filepath.Join(dir, "a.rtfs")
+	if code != 1 || !strings.Contains(out, "1 imported, 1 failed") || !strings.Contains(out, wantDup) {
+		t.Errorf("duplicates: exit %d, want 1 with %q\n%s%s", code, wantDup, out, errOut)
+	}
+
+	empty := t.TempDir()
+	code, _, errOut = rtfsCLI(t, "import", "rtfs", empty, "--db", db)
+	if code != 2 || !strings.Contains(errOut, "no .rtfs file under "+empty) {
+		t.Errorf("empty dir: exit %d, want 2\n%s", code, errOut)
+	}
+	code, _, errOut = rtfsCLI(t, "import", "rtfs", filepath.Join(tmp, "missing"), "--db", db)
+	if code != 1 || !strings.Contains(errOut, "cannot read "+filepath.Join(tmp, "missing")) {
+		t.Errorf("missing file: exit %d, want 1\n%s", code, errOut)
+	}
+	code, _, errOut = rtfsCLI(t, "export", "rtfs", "--db", db)
+	if code != 2 || !strings.Contains(errOut, "needs the output DIR") {
+		t.Errorf("export without DIR: exit %d, want 2\n%s", code, errOut)
+	}
+	for _, cmd := range [][]string{{"import", "rtfs", "--help"}, {"export", "rtfs", "--help"}} {
+		code, out, _ := rtfsCLI(t, cmd...)
+		if code != 0 || !strings.Contains(out, "Examples:\n  caphub "+cmd[0]+" rtfs ") {
+			t.Errorf("%v: exit %d, no example:\n%s", cmd, code, out)
+		}
+	}
+}
