@@ -97,7 +97,8 @@ func runInvoke(cmd *cobra.Command, req invoke.Request) (*invoke.Result, error) {
 		}
 		return c.Invoke(cmd.Context(), req)
 	}
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The command prints the outcome itself; the log carries only errors.
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg, err := appConfigFrom(cmd, log)
 	if err != nil {
 		return nil, err
