@@ -20,7 +20,9 @@
 // allows loopback only, and the default client's dialer then also refuses
 // any non-loopback address. Only http and https URLs are sent, and the
 // scheme and host part of the URL template may not contain placeholders:
-// the destination is fixed by the definition, never by the input.
+// the destination is fixed by the definition, never by the input. A refused
+// destination is NO_BINDING (errors.Is ErrHostNotAllowed), with the entry to
+// add in the message.
 //
 // URL. {field} placeholders (capability.Placeholders; a dotted {a.b} reads a
 // nested field) in the path are filled with url.PathEscape of the value, so
@@ -31,8 +33,9 @@
 // "=" and "#" cannot add parameters. Strings are used as they are, numbers
 // and booleans in their JSON text, arrays as their elements joined by ","
 // (each escaped), objects as compact JSON. A path placeholder whose field is
-// absent (or null) is an error; a query pair ("name={field}") whose field is
-// absent is left out. Any fragment ("#…") of the template is not sent.
+// absent (or null) is INVALID_INPUT; a query pair ("name={field}") whose
+// field is absent is left out. Any fragment ("#…") of the template is not
+// sent.
 //
 // Headers. Header templates are filled with the values' text; a header that
 // names an absent field is left out, and a value containing CR, LF or NUL is
@@ -60,13 +63,14 @@
 // server decodes to the same value). Extra["x-body"] = {"content_type",
 // "field"} makes one field the whole body. Fields with no recorded location
 // go as query parameters for GET, HEAD, DELETE and OPTIONS (arrays as
-// repeated parameters) and as members of a JSON object body otherwise. When a
+// repeated parameters, objects as compact JSON, null left out) and as
+// members of a JSON object body otherwise (null kept). When a
 // body_template is present it is the whole body and unconsumed body fields
 // are not sent. A body built from fields is encoded by its content type
-// (x-body's content_type, else the Content-Type header, else JSON): JSON,
-// application/x-www-form-urlencoded, multipart/form-data (text fields), or a
-// string value sent as-is for any other type. Cookie values may not contain
-// ";", CR, LF or NUL.
+// (the binding's Content-Type header, else x-body's content_type, else
+// JSON): JSON, application/x-www-form-urlencoded, multipart/form-data (text
+// fields), or a string value sent as-is for any other type. Cookie values
+// may not contain ";", CR, LF or NUL.
 //
 // Auth. The secret is read from the environment variable auth.env at call
 // time (Options.Getenv) and never stored: api_key goes in the header or
@@ -75,8 +79,9 @@
 // <token>" (or the header param_name; or the query parameter param_name,
 // default access_token, with location query); basic reads "user:password".
 // A missing or empty variable is refused with NO_BINDING naming it, never
-// sent empty. Secrets never appear in error messages; on a redirect to
-// another host the api_key or bearer header is removed.
+// sent empty. Secrets never appear in error messages (URLs in them lose
+// their query); on a redirect to another host the header carrying the
+// secret is removed.
 //
 // Response. A 2xx body with a JSON Content-Type (application/json or
 // *+json) is decoded (invalid JSON is an error); a body of any other type is
@@ -89,15 +94,15 @@
 //
 // Status. A non-2xx status becomes an *invoke.Error. Its code is the
 // capability's declared error for the status, found in this order: an error
-// whose Extra["x-http-status"] is the status (404 or "404"), then one whose
-// x-http-status is its class ("4XX"); an error coded HTTP_<status> or
-// HTTP_<status>_<WORDS> (the OpenAPI importer's HTTP_404_NOT_FOUND); one
-// coded HTTP_4XX or HTTP_4XX_<WORDS> (HTTP_5XX…) for the class; one coded
-// HTTP_ERROR (the importer's "default" response). The declared error's
-// retryable flag is used. Undeclared statuses get the code HTTP_<status>,
-// retryable for 408, 429, 502, 503 and 504. Details carry "status", a body
-// snippet (or the decoded JSON error body) and "retry_after" when the server
-// sent Retry-After.
+// whose Extra["x-http-status"] is the status (404, "404", or a list holding
+// it), then one whose x-http-status is its class ("4XX"); an error coded
+// HTTP_<status> or HTTP_<status>_<WORDS> (the OpenAPI importer's
+// HTTP_404_NOT_FOUND); one coded HTTP_4XX or HTTP_4XX_<WORDS> (HTTP_5XX…)
+// for the class; one coded HTTP_ERROR (the importer's "default" response).
+// The declared error's retryable flag is used. Undeclared statuses get the
+// code HTTP_<status>, retryable for 408, 429, 502, 503 and 504. Details
+// carry "status", a body snippet (or the decoded JSON error body) and
+// "retry_after" when the server sent Retry-After.
 //
 // Time. The call's context deadline bounds the whole exchange, body
 // included (Options.Timeout when the context has none); expiring is TIMEOUT

@@ -81,6 +81,17 @@ func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*requ
 	if err != nil {
 		return nil, err
 	}
+	// The destination is checked before anything else is read (secrets
+	// included); the URL parsed here holds no query, so no secret.
+	dest, err := url.Parse(origin + path)
+	if err != nil {
+		return nil, fmt.Errorf("http binding: url template %q does not make a valid URL (%v): fix bindings.http.url", hb.URL, err)
+	}
+	if err := b.checkURL(dest); err != nil {
+		e := noBinding(map[string]any{"url": redact(dest)}, "%v", err)
+		e.Cause = err
+		return nil, e
+	}
 
 	// Header templates.
 	for _, name := range sortedKeys(hb.Headers) {
@@ -206,12 +217,8 @@ func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*requ
 	}
 	r.url, err = url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("http binding: url template %q does not make a valid URL (%v): fix bindings.http.url", hb.URL, err)
-	}
-	if err := b.checkURL(r.url); err != nil {
-		e := noBinding(map[string]any{"url": redact(r.url)}, "%v", err)
-		e.Cause = err
-		return nil, e
+		// Not quoted: the query may hold an api key.
+		return nil, fmt.Errorf("http binding: the query built from url template %q and the input is not valid: check bindings.http.url", hb.URL)
 	}
 	return r, nil
 }
