@@ -18,7 +18,7 @@ func newImportCmd() *cobra.Command {
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newImportAgentOSCmd())
+	cmd.AddCommand(newImportOpenAPICmd(), newImportAgentOSCmd())
 	return cmd
 }
 

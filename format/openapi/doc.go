@@ -1,0 +1,173 @@
+// Package openapi imports OpenAPI 3.0, 3.1 and Swagger 2.0 documents (YAML
+// or JSON) as capability definitions: one per operation, each with an http
+// binding, a self-contained input and output JSON Schema 2020-12 (every
+// $ref inlined), declared errors, auth, keywords, CCOS metadata.openapi
+// and provenance.
+//
+// # Parser
+//
+// The document is decoded into a generic tree (encoding/json, or
+// gopkg.in/yaml.v3 for YAML, whose nodes also give the line and column of
+// failed operations) and read by this package's own $ref resolver, not by
+// an OpenAPI library. Measured on GitHub's spec (13 MB JSON, 1,223
+// operations) on the 2-core machine the targets were set for:
+// github.com/getkin/kin-openapi takes 2.2 s only to load it (before any
+// inlining, and it reads 3.1 and 2.0 through separate conversions),
+// github.com/pb33f/libopenapi takes 2.0 s and 640 MB to build its model
+// (and its current release depends on a module the Go proxy refuses);
+// decoding the tree takes 0.15 s, and the whole import about 0.3-0.6 s
+// with a peak RSS near 135 MB. Every caphub output is a JSON Schema
+// inlined from the document anyway, so the typed models would only be
+// converted back to maps. The resolver handles the three versions
+// directly, survives circular references by the rule below, and bounds the
+// work any document can cause.
+//
+// # Rules
+//
+// Operations. Each get, put, post, delete, options, head and patch of each
+// path (paths in sorted order, methods in that order) is one capability;
+// trace and anything the binding cannot express is a failure. Path items
+// may be $refs; path-level parameters apply to every operation, which may
+// override them by name and location. Webhooks (3.1) and callbacks are
+// ignored, with a warning for webhooks.
+//
+// Names. The operationId in snake_case (see snakeName: getPetById →
+// get_pet_by_id, repos/list-for-org → repos_list_for_org, a leading digit
+// gets "op_"), else the method and path (GET /pets/{petId} →
+// get_pets_pet_id). The first operation keeps a name; later ones with the
+// same name get the smallest free suffix _2, _3, … in import order, never
+// one that another operation's own name uses.
+//
+// Domain and version. The domain is Options.Domain, else info.title as a
+// domain (see DomainFromTitle: "Swagger Petstore" → swagger-petstore),
+// else the document's file name, else "api". The version is info.version
+// when it is a semantic version of one to three numbers (a leading v is
+// dropped; missing parts are 0: v2 → 2.0.0, 1.2 → 1.2.0), else 1.0.0 (for
+// dates such as 2023-05-01, "latest"); Options.Version overrides it. The
+// URI is ossa:<domain>/<name>@<MAJOR.MINOR>; metadata.openapi.api_version
+// keeps info.version as written.
+//
+// Input. One object schema whose properties are the operation's path,
+// query, header and cookie parameters and its request body. A parameter's
+// field is its name when it can be a {placeholder} ([A-Za-z_][A-Za-z0-9_]*),
+// else the name with other characters replaced by "_" (team-slug →
+// team_slug, X-Request-ID → X_Request_ID); when two fields would share a
+// name, the later gets "<in>_" in front, then a numeric suffix. Path
+// parameters are always required, others when they say required: true.
+// Header parameters named Accept, Content-Type or Authorization are ignored
+// (as OpenAPI says), and so is the parameter the binding's auth supplies
+// (same location and name). A path template variable that no parameter
+// declares becomes a required string field. A parameter's schema is its
+// schema, else the schema of its preferred content type, else (Swagger 2.0)
+// the schema keywords written on the parameter; its description,
+// deprecated and example are added.
+//
+// Request body. The content type is application/json, else the first
+// (sorted) type mentioning json, else application/x-www-form-urlencoded,
+// else multipart/form-data, else the first one; the others are listed in
+// x-body.alternatives. In Swagger 2.0 the body is the in: body parameter
+// (content type from consumes, JSON preferred), or the formData parameters
+// as one object (multipart/form-data when one is type: file or consumes
+// offers only multipart, else application/x-www-form-urlencoded). The
+// body's properties are merged into the input when its schema is a plain
+// object (type object or untyped with properties; no allOf/anyOf/oneOf or
+// other constraints; additionalProperties absent or false), none of its
+// property names is already a field, and the body is required or requires
+// none of its properties (merging must not make an optional body's fields
+// mandatory); a required body's required properties are then required
+// fields. Otherwise the body is the one field "body" (else "request_body"),
+// required when the body is.
+//
+// Binding. The http binding's url is the base URL followed by the path,
+// its {variables} renamed to their fields; method is the operation's;
+// headers map each header parameter to its {field} and Content-Type to the
+// body's content type; body_template stays empty. Extra["x-parameters"]
+// (ExtraParameters) maps every field to its location and original name,
+// and Extra["x-body"] (ExtraBody) says which fields make the body. The base
+// URL is Options.BaseURL, else (3.x) the first server of the operation,
+// path item or document (default "/"), server variables replaced by their
+// default (else their first enum value; neither is a failure), a relative
+// URL resolved against the document's URL when it was fetched from one and
+// a failure asking for --base-url otherwise; else (2.0) scheme://host
+// basePath, scheme https when listed, else the first listed, else the
+// document URL's, else https, host defaulting to the document URL's.
+//
+// Auth. The operation's security, else the document's (an empty list means
+// none), is a list of alternatives: the first with a supported scheme is
+// used, and within it the first supported scheme by name. apiKey in a
+// header or the query → api_key with that location and parameter name;
+// http bearer → bearer, oauth2 and openIdConnect → oauth2, http basic (2.0
+// basic) → basic, all in the Authorization header. Unsupported schemes
+// (apiKey in a cookie, mutualTLS, other http schemes) are warned about and
+// skipped. The secret is never read nor stored: auth.env names the
+// environment variable that holds it, <DOMAIN>_API_KEY (api_key),
+// <DOMAIN>_TOKEN (bearer and oauth2: an access token), <DOMAIN>_CREDENTIALS
+// (basic: "user:password"), with <DOMAIN> the domain in upper case and "-"
+// → "_"; when two supported schemes of the document would get the same
+// name, each is <DOMAIN>_<SCHEME>_<SUFFIX> with its scheme name. The
+// scheme name and OAuth scopes are kept as auth x-scheme and x-scopes.
+//
+// Output and errors. The output is the schema of the first of 200, 201, the
+// other 2xx in ascending order, 2XX, and, only when there is no success
+// response, default (its preferred content type as for bodies; a response
+// without body gives {"description": "HTTP 204: the response has no
+// body"}). Every 4xx and 5xx response, 4XX, 5XX, and default when it is not
+// the output, is a declared error: HTTP_<status>_<reason phrase>
+// (HTTP_404_NOT_FOUND), HTTP_<status>_<first words of the description> for
+// a status without a standard phrase, HTTP_4XX_CLIENT_ERROR,
+// HTTP_5XX_SERVER_ERROR and HTTP_ERROR for default, made unique with a
+// suffix, with the status (404) or range ("4XX") in the error's
+// x-http-status; 429, 502, 503 and 504 are retryable.
+//
+// Schemas. Every $ref is inlined: to components (schemas, parameters,
+// requestBodies, responses, pathItems, securitySchemes, examples), Swagger
+// 2.0 definitions, parameters and responses, or any local JSON pointer. A
+// $ref to another document is a failure (bundle the spec first). A $ref
+// whose target is already being inlined on the current path from the
+// operation (an ancestor) is cut: it becomes {"type": <the target's type,
+// when it has one>, "description": "recursive reference to Node (cut: …)",
+// "$comment": "caphub: recursive $ref #/components/schemas/Node cut"}. A
+// target that cut nothing is converted once and reused, so the result
+// depends only on the path, never on what was imported before. Beside a
+// $ref, description and title override the target's and nullable adds
+// null; in 3.1 other keywords also apply (target and siblings under
+// allOf). OpenAPI 3.0 and 2.0 dialects become 2020-12: nullable (and
+// x-nullable) adds "null" to the type and enum, or wraps a schema that
+// combines subschemas as anyOf [schema, {type: null}]; boolean
+// exclusiveMinimum/Maximum become numeric; example becomes examples; type
+// file becomes a binary string; tuple items become prefixItems;
+// dependencies split into dependentRequired/dependentSchemas;
+// discriminator keeps only propertyName; a Reference Object written as an
+// example ({$ref: '#/components/examples/x'}) is replaced by its value.
+// Keywords whose value is malformed (a boolean required, a negative
+// minLength, a pattern Go's regular expressions cannot compile, an unknown
+// type name) are dropped, and so are xml, externalDocs, x- extensions,
+// $id, $schema, $defs/definitions and unknown keywords, as is a property
+// named $ref. Numbers are in the model's canonical form (whole numbers as
+// int64).
+//
+// Everything else. title is the summary's first line (else the
+// operationId); description the description, else the summary;
+// documentation_url the operation's externalDocs.url, else the document's;
+// deprecated: true makes the capability deprecated with a migration guide
+// pointing at the API's documentation; tags become keywords; permissions
+// are [network.http] and effects [network_request] plus auth_required with
+// auth (as CCOS writes them); domains and categories are inferred with
+// ApplyInference(domain). metadata.openapi holds base_url,
+// endpoint_method, endpoint_path, api_version, openapi_version,
+// operation_id, auth_type, auth_location, auth_param_name,
+// request_content_type and response_content_type; provenance is
+// {method: api_introspection, source_url, created_at (RFC 3339),
+// capability_type: specialized_http_api, introspector_version}, the values
+// of the CCOS seed for capabilities read from an HTTP API's description.
+//
+// Failures and limits. An operation that cannot be imported is an
+// ImportFailure with the reason and the operation's line and column, and
+// the import goes on. Import fails as a whole only when the bytes are not
+// an OpenAPI or Swagger document (ErrNotOpenAPI), the options are invalid,
+// or the context ends. Fetch reads at most MaxDocumentBytes, from a URL
+// within FetchTimeout. Each import converts at most one million nodes plus
+// one per byte of the document (see workBudget) and each definition's
+// inlined schemas hold at most Options.MaxSchemaNodes nodes; beyond either
+// the operation fails instead of the import running away.
+package openapi

@@ -1,0 +1,72 @@
+package openapi
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// FuzzImportOpenAPI feeds arbitrary bytes to Import: it must never panic nor
+// hang, and whatever it imports must be valid (schemas compile, no $ref
+// left, no validation error), so that the registry accepts it.
+func FuzzImportOpenAPI(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, s := range []string{
+		"openapi: 3.0.0\npaths: {/a: {get: {responses: {'200': {content: {application/json: {schema: {$ref: '#'}}}}}}}}\n",
+		"openapi: 3.1.0\nservers: [{url: 'http://x'}]\npaths: {/a/{b}: {post: {requestBody: {content: {a/json: {schema: {$ref: '#/paths'}}}}}}}}\n",
+		"swagger: '2.0'\nhost: h\npaths: {/f: {get: {parameters: [{in: body, name: b, schema: {$ref: '#/definitions/X'}}]}}}\ndefinitions: {X: {items: {$ref: '#/definitions/X'}}}\n",
+		"openapi: 3.0.0\nx: &a [*a, *a]\npaths: {/a: {get: {parameters: [{name: p, in: query, schema: {enum: *a}}]}}}\n",
+		"openapi: 3.0.3\nservers: [{url: 'https://{h}.x/{p}', variables: {h: {enum: [a]}}}]\npaths: {'/{x}{y}': {get: {}}}\n",
+		`{"openapi": "3.0.0", "paths": {"/": {"get": {"responses": {"200": {"$ref": "#/paths/~1/get/responses/200"}}}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<20 {
+			t.Skip("larger than the fuzz size guard (1 MiB)")
+		}
+		type outcome struct {
+			res *Result
+			err error
+		}
+		done := make(chan outcome, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		go func() {
+			res, err := Import(ctx, "fuzz.yaml", data, Options{})
+			done <- outcome{res, err}
+		}()
+		var o outcome
+		select {
+		case o = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Import hangs on %q", data)
+		}
+		if o.err != nil {
+			return
+		}
+		for i := range o.res.Definitions {
+			d := &o.res.Definitions[i]
+			if p := findRef(d.Input, "input"); p != "" {
+				t.Fatalf("%s: $ref left at %s", d.Name, p)
+			}
+			if p := findRef(d.Output, "output"); p != "" {
+				t.Fatalf("%s: $ref left at %s", d.Name, p)
+			}
+			for _, is := range capability.Validate(d) {
+				if is.Severity == capability.SeverityError {
+					t.Fatalf("%s: %s\ninput %q", d.Name, is, data)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,668 @@
+package openapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// Provenance values of imported definitions (CCOS :discovery; the CCOS
+// seed and corpus use these for capabilities read from an HTTP API's
+// description).
+const (
+	ProvenanceMethod    = "api_introspection"
+	CapabilityType      = "specialized_http_api"
+	IntrospectorVersion = "caphub-openapi/1"
+)
+
+// Keys of the http binding's Extra map that record what the binding's own
+// fields cannot say.
+const (
+	// ExtraParameters maps every input field to where it goes in the
+	// request: {"in": "path"|"query"|"header"|"cookie"|"body", "name": the
+	// parameter or body property name} (no name for a field that is the
+	// whole body), plus "style" and "explode" for array and object
+	// parameters (OpenAPI 3 serialisation; Swagger 2 collectionFormat is
+	// converted: csv → form/false, multi → form/true, ssv →
+	// spaceDelimited, pipes → pipeDelimited, tsv → collection_format: tsv)
+	// and "allow_reserved" when set.
+	ExtraParameters = "x-parameters"
+	// ExtraBody describes the request body: {"content_type": …, "fields":
+	// [input fields whose object is the body]} when the body's properties
+	// were merged into the input, or {"content_type": …, "field": "body"}
+	// when the body is one input field; "alternatives" lists the other
+	// content types the operation accepts.
+	ExtraBody = "x-body"
+)
+
+// ErrNotOpenAPI is returned (wrapped) by Import when the bytes are not an
+// OpenAPI 3.x or Swagger 2.0 document at all.
+var ErrNotOpenAPI = errors.New("not an OpenAPI or Swagger document")
+
+// DefaultMaxSchemaNodes is the default bound on the size of one
+// definition's input plus output schema once every $ref is inlined.
+const DefaultMaxSchemaNodes = 500_000
+
+// Options tune an import.
+type Options struct {
+	// Domain of every capability (grammar [a-z][a-z0-9-]*); by default the
+	// spec's info.title made a domain (see DomainFromTitle).
+	Domain string
+	// BaseURL replaces the spec's server URL (OpenAPI 3 servers, Swagger 2
+	// schemes/host/basePath); needed when that URL is relative and the
+	// document was read from a file.
+	BaseURL string
+	// Version, when set, is the version of every capability (a full
+	// MAJOR.MINOR.PATCH) instead of the one derived from info.version:
+	// registered versions are immutable, so a changed spec that kept its
+	// info.version needs a new one to be registered again.
+	Version string
+	// Now gives the provenance created_at time; time.Now by default.
+	Now func() time.Time
+	// MaxSchemaNodes bounds one definition's inlined input plus output
+	// schema (DefaultMaxSchemaNodes when 0); a larger one is a failure.
+	MaxSchemaNodes int
+}
+
+// Result is what an import produced.
+type Result struct {
+	// Definitions are the imported capabilities, one per operation, in the
+	// order of the sorted paths and then get, put, post, delete, options,
+	// head, patch, trace. Each owns its schemas (nothing is shared).
+	Definitions []capability.Definition
+	// Failures are the operations that could not be imported, each with
+	// its reason and position.
+	Failures []capability.ImportFailure
+	// Operations is the number of operations found, imported or failed (a
+	// path item that cannot be read is one failure and no operation).
+	Operations int
+	// Title and Version are info.title and info.version as written.
+	Title, Version string
+	// SpecVersion is the document's openapi or swagger field ("3.0.3",
+	// "3.1.0", "2.0").
+	SpecVersion string
+	// Domain is the domain the capabilities were given.
+	Domain string
+	// Warnings are things that were skipped or guessed, for the user to
+	// check (webhooks ignored, an unsupported security scheme).
+	Warnings []string
+}
+
+var domainRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// methods are the operations of a path item, in import order.
+var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// Import reads an OpenAPI 3.0, 3.1 or Swagger 2.0 document (YAML or JSON)
+// and returns one capability definition per operation. source names the
+// document (a file path or URL) in provenance and failures; when it is an
+// http(s) URL, relative server URLs are resolved against it.
+//
+// An operation that cannot be imported becomes a Failure and the import goes
+// on. Import returns an error only when the options are invalid, when ctx
+// ends, or when data is not an OpenAPI or Swagger document (ErrNotOpenAPI).
+func Import(ctx context.Context, source string, data []byte, opts Options) (*Result, error) {
+	if err := opts.Check(); err != nil {
+		return nil, err
+	}
+	doc, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", source, ErrNotOpenAPI, err)
+	}
+	version, specVer, err := detectVersion(doc.root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", source, ErrNotOpenAPI, err)
+	}
+	im := newImporter(source, doc, version, len(data), opts)
+	im.res.SpecVersion = specVer
+	return im.run(ctx)
+}
+
+// Check reports the first invalid option: a Domain outside the grammar
+// [a-z][a-z0-9-]*, a BaseURL that is not an absolute http(s) URL, a Version
+// that is not a full semantic version.
+func (o Options) Check() error {
+	if o.Domain != "" && !domainRE.MatchString(o.Domain) {
+		return fmt.Errorf("domain %q is not valid: use lower-case letters, digits and hyphens, starting with a letter (e.g. %s)", o.Domain, orDefault(DomainFromTitle(o.Domain), "my-api"))
+	}
+	if o.BaseURL != "" {
+		if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("base URL %q must be an absolute http(s) URL, e.g. https://api.example.com/v1", o.BaseURL)
+		}
+	}
+	if o.Version != "" {
+		v, err := capability.ParseVersion(o.Version)
+		if err != nil {
+			return err
+		}
+		if v.Parts < 3 {
+			return fmt.Errorf("version %q is not a full semantic version: write MAJOR.MINOR.PATCH, e.g. %s", o.Version, v.Full())
+		}
+	}
+	return nil
+}
+
+// detectVersion reads the openapi or swagger field.
+func detectVersion(root map[string]any) (specVersion, string, error) {
+	if v, ok := root["openapi"]; ok {
+		s := scalarText(v)
+		switch {
+		case s == "3" || strings.HasPrefix(s, "3.0"):
+			return oas30, s, nil
+		case strings.HasPrefix(s, "3."):
+			return oas31, s, nil
+		}
+		return 0, "", fmt.Errorf(`openapi is %q: caphub reads OpenAPI 3.0.x and 3.1.x (and Swagger "2.0")`, s)
+	}
+	if v, ok := root["swagger"]; ok {
+		s := scalarText(v)
+		if s == "2.0" || s == "2" {
+			return swagger2, "2.0", nil
+		}
+		return 0, "", fmt.Errorf(`swagger is %q: caphub reads Swagger "2.0" (convert older specs with swagger-converter)`, s)
+	}
+	return 0, "", errors.New(`expected a top-level "openapi" field (3.0.x or 3.1.x) or "swagger": "2.0", found neither`)
+}
+
+// scalarText renders a scalar read from YAML or JSON as text (YAML reads
+// openapi: 3.0 as a number).
+func scalarText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return ""
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+type importer struct {
+	source    string
+	sourceURL *url.URL // when source is an http(s) URL
+	doc       *document
+	root      map[string]any
+	version   specVersion
+	conv      *converter
+	opts      Options
+	domain    string
+	semver    string
+	uriVer    string
+	created   string
+	schemes   map[string]map[string]any // supported security schemes by name
+	envs      map[string]string         // security scheme name → env variable
+	res       *Result
+	maxNodes  int
+}
+
+// workBudget bounds the schema and data nodes an import converts: one
+// million plus one per byte of the document. A real document converts each
+// acyclic referenced schema once (GitHub's 13 MB spec converts about 25,000
+// nodes), so only documents that expand exponentially (YAML alias bombs,
+// $ref fan-out, densely recursive schemas) reach it.
+func workBudget(docBytes int) int { return 1_000_000 + docBytes }
+
+func newImporter(source string, doc *document, v specVersion, size int, opts Options) *importer {
+	im := &importer{
+		source:  source,
+		doc:     doc,
+		root:    doc.root,
+		version: v,
+		conv:    newConverter(doc.root, v, workBudget(size)),
+		opts:    opts,
+		res:     &Result{},
+	}
+	if isHTTPURL(source) {
+		if u, err := url.Parse(source); err == nil {
+			im.sourceURL = u
+		}
+	}
+	info, _ := doc.root["info"].(map[string]any)
+	im.res.Title = scalarText(info["title"])
+	im.res.Version = scalarText(info["version"])
+	im.domain = opts.Domain
+	if im.domain == "" {
+		im.domain = DomainFromTitle(im.res.Title)
+	}
+	if im.domain == "" {
+		base := path.Base(strings.TrimRight(source, "/"))
+		im.domain = DomainFromTitle(strings.TrimSuffix(base, path.Ext(base)))
+	}
+	if im.domain == "" {
+		im.domain = "api"
+	}
+	im.res.Domain = im.domain
+	im.semver = semverOf(im.res.Version)
+	if opts.Version != "" {
+		im.semver = opts.Version
+	}
+	v2, _ := capability.ParseVersion(im.semver)
+	im.uriVer = v2.Short()
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	im.created = now().UTC().Format(time.RFC3339)
+	im.maxNodes = opts.MaxSchemaNodes
+	if im.maxNodes <= 0 {
+		im.maxNodes = DefaultMaxSchemaNodes
+	}
+	im.securitySchemes()
+	return im
+}
+
+// operation is one operation of the document.
+type operation struct {
+	path, method string
+	item, op     map[string]any
+	name         string
+}
+
+func (o *operation) label() string {
+	l := strings.ToUpper(o.method) + " " + o.path
+	if id, ok := o.op["operationId"].(string); ok && id != "" {
+		l += " (" + id + ")"
+	}
+	return l
+}
+
+func (im *importer) run(ctx context.Context) (*Result, error) {
+	if hooks, ok := im.root["webhooks"].(map[string]any); ok && len(hooks) > 0 {
+		im.warnf("webhooks ignored (%d): they describe requests the API sends, not operations to call", len(hooks))
+	}
+	var ops []*operation
+	found := 0
+	paths, ok := im.root["paths"].(map[string]any)
+	if !ok && im.root["paths"] != nil {
+		im.fail(&operation{path: "paths"}, "paths is not an object: it must map each path (/pets) to its operations")
+	}
+	for _, p := range sortedKeys(paths) {
+		if strings.HasPrefix(p, "x-") {
+			continue
+		}
+		item, err := im.conv.resolve(paths[p], "the path item")
+		if err != nil {
+			im.fail(&operation{path: p}, err.Error())
+			continue
+		}
+		for _, m := range methods {
+			raw, ok := item[m]
+			if !ok {
+				continue
+			}
+			found++
+			o := &operation{path: p, method: m, item: item}
+			if o.op, ok = raw.(map[string]any); !ok {
+				im.fail(o, "the operation is not an object")
+				continue
+			}
+			ops = append(ops, o)
+		}
+	}
+	im.assignNames(ops)
+	for _, o := range ops {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("import of %s stopped: %w", im.source, err)
+		}
+		d, err := im.build(o)
+		if err != nil {
+			im.fail(o, err.Error())
+			continue
+		}
+		im.res.Definitions = append(im.res.Definitions, d)
+	}
+	im.res.Operations = found
+	return im.res, nil
+}
+
+func (im *importer) fail(o *operation, reason string) {
+	item := o.path
+	if o.method != "" && o.op != nil {
+		item = o.label()
+	} else if o.method != "" {
+		item = strings.ToUpper(o.method) + " " + o.path
+	}
+	f := capability.ImportFailure{Item: item, Reason: reason, File: im.source}
+	if o.path != "paths" {
+		f.Line, f.Column = im.doc.position(o.path, o.method)
+	}
+	im.res.Failures = append(im.res.Failures, f)
+}
+
+func (im *importer) warnf(format string, args ...any) {
+	im.res.Warnings = append(im.res.Warnings, fmt.Sprintf(format, args...))
+}
+
+// assignNames gives every operation a unique capability name: its
+// operationId (else "method path") made snake_case (see snakeName); the
+// first operation with a name keeps it, and later ones get the smallest
+// suffix _2, _3, … that no operation's own name uses, in import order.
+func (im *importer) assignNames(ops []*operation) {
+	base := make([]string, len(ops))
+	taken := map[string]bool{}
+	for i, o := range ops {
+		n := ""
+		if id, ok := o.op["operationId"].(string); ok {
+			n = snakeName(id)
+		}
+		if n == "" {
+			n = snakeName(o.method + " " + o.path)
+		}
+		if n == "" {
+			n = "operation"
+		}
+		base[i] = n
+		taken[n] = true
+	}
+	used := map[string]bool{}
+	for i, o := range ops {
+		n := base[i]
+		if used[n] {
+			for k := 2; ; k++ {
+				c := n + "_" + strconv.Itoa(k)
+				if !used[c] && !taken[c] {
+					n = c
+					break
+				}
+			}
+		}
+		used[n] = true
+		o.name = n
+	}
+}
+
+// field is one input field and where it goes.
+type field struct {
+	name     string // input field name
+	in       string // path, query, header, cookie, body
+	param    string // parameter or body property name ("" for the whole body)
+	schema   any
+	size     int
+	required bool
+	extra    map[string]any // style, explode, …
+}
+
+// build turns one operation into a definition.
+func (im *importer) build(o *operation) (capability.Definition, error) {
+	method := strings.ToUpper(o.method)
+	if !validMethod[method] {
+		return capability.Definition{}, fmt.Errorf("method %s is not supported by caphub's http binding (GET, PUT, POST, DELETE, OPTIONS, HEAD, PATCH)", method)
+	}
+	auth, authMeta := im.auth(o)
+	params, bodyParams, err := im.parameters(o, auth)
+	if err != nil {
+		return capability.Definition{}, err
+	}
+	fields := map[string]*field{}
+	var order []*field
+	add := func(f *field) {
+		fields[f.name] = f
+		order = append(order, f)
+	}
+	pathFields := map[string]string{} // path template name → field
+	for _, p := range params {
+		f := p
+		f.name = uniqueField(fields, fieldName(p.param), p.in)
+		if p.in == "path" {
+			pathFields[p.param] = f.name
+		}
+		add(&f)
+	}
+	// Path template variables the parameters do not declare still need a
+	// value: they become required string fields.
+	tmpl := pathParamRE.FindAllStringSubmatch(o.path, -1)
+	for _, m := range tmpl {
+		if _, ok := pathFields[m[1]]; ok {
+			continue
+		}
+		f := &field{in: "path", param: m[1], required: true, size: 2,
+			schema: map[string]any{"type": "string", "description": "path parameter " + m[1] + " (not declared by the operation)"}}
+		f.name = uniqueField(fields, fieldName(m[1]), "path")
+		pathFields[m[1]] = f.name
+		add(f)
+	}
+
+	b, err := im.body(o, bodyParams)
+	if err != nil {
+		return capability.Definition{}, err
+	}
+	var bodyExtra map[string]any
+	inSize := 2
+	if b != nil {
+		bodyExtra = map[string]any{"content_type": b.contentType}
+		if len(b.alternatives) > 0 {
+			bodyExtra["alternatives"] = b.alternatives
+		}
+		if props, req, ok := mergeable(b, fields); ok {
+			var names []any
+			for _, pn := range sortedKeys(props) {
+				add(&field{name: pn, in: "body", param: pn, schema: props[pn], required: req[pn]})
+				names = append(names, pn)
+			}
+			bodyExtra["fields"] = names
+			inSize += b.size
+		} else {
+			name := "body"
+			if _, taken := fields[name]; taken {
+				name = uniqueField(fields, "request_body", "body")
+			}
+			s := b.schema
+			if b.description != "" {
+				s = withAnnotations(s, map[string]any{"description": b.description})
+			}
+			add(&field{name: name, in: "body", schema: s, size: b.size, required: b.required})
+			bodyExtra["field"] = name
+		}
+	}
+
+	props := make(map[string]any, len(order))
+	var required []any
+	xparams := make(map[string]any, len(order))
+	headers := map[string]string{}
+	for _, f := range order {
+		props[f.name] = f.schema
+		inSize += f.size + 1
+		if f.required {
+			required = append(required, f.name)
+		}
+		loc := map[string]any{"in": f.in}
+		if f.param != "" {
+			loc["name"] = f.param
+		}
+		for k, v := range f.extra {
+			loc[k] = v
+		}
+		xparams[f.name] = loc
+		if f.in == "header" {
+			headers[f.param] = "{" + f.name + "}"
+		}
+	}
+	input := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		input["required"] = required
+	}
+	if b != nil {
+		headers["Content-Type"] = b.contentType
+	}
+
+	output, outSize, respCT, errs, err := im.responses(o)
+	if err != nil {
+		return capability.Definition{}, err
+	}
+	if total := inSize + outSize; total > im.maxNodes {
+		return capability.Definition{}, fmt.Errorf("its input and output schemas have %d nodes once every $ref is inlined, more than the limit of %d: raise Options.MaxSchemaNodes or simplify the schemas", total, im.maxNodes)
+	}
+
+	base, err := im.baseURL(o)
+	if err != nil {
+		return capability.Definition{}, err
+	}
+	if !strings.HasPrefix(o.path, "/") {
+		return capability.Definition{}, fmt.Errorf("the path %q does not start with \"/\": write it as /%s", o.path, o.path)
+	}
+	urlPath := pathParamRE.ReplaceAllStringFunc(o.path, func(m string) string {
+		return "{" + pathFields[m[1:len(m)-1]] + "}"
+	})
+	if _, err := checkBase(pathParamRE.ReplaceAllString(base+urlPath, "x")); err != nil {
+		return capability.Definition{}, fmt.Errorf("the path %q does not make a valid URL with %s: fix the path", o.path, base)
+	}
+
+	binding := &capability.HTTPBinding{
+		Method: method,
+		URL:    base + urlPath,
+		Auth:   auth,
+		Extra:  map[string]any{},
+	}
+	if len(xparams) > 0 {
+		binding.Extra[ExtraParameters] = xparams
+	}
+	if len(headers) > 0 {
+		binding.Headers = headers
+	}
+	if bodyExtra != nil {
+		binding.Extra[ExtraBody] = bodyExtra
+	}
+
+	op := o.op
+	summary := strings.TrimSpace(str(op["summary"]))
+	description := strings.TrimSpace(str(op["description"]))
+	d := capability.Definition{
+		URI:         "ossa:" + im.domain + "/" + o.name + "@" + im.uriVer,
+		Name:        o.name,
+		Domain:      im.domain,
+		Version:     im.semver,
+		Title:       firstLine(summary),
+		Description: orDefault(description, orDefault(summary, strings.ToUpper(o.method)+" "+o.path)),
+		Stability:   capability.StabilityStable,
+		Input:       clone(input).(map[string]any),
+		Output:      clone(output).(map[string]any),
+		Errors:      errs,
+		Bindings:    capability.Bindings{HTTP: binding},
+		Permissions: []string{"network.http"},
+		Effects:     []string{"network_request"},
+		Keywords:    keywords(op["tags"]),
+		Provenance: &capability.Provenance{
+			Method:              ProvenanceMethod,
+			SourceURL:           im.source,
+			CreatedAt:           im.created,
+			CapabilityType:      CapabilityType,
+			IntrospectorVersion: IntrospectorVersion,
+		},
+	}
+	if d.Title == "" {
+		d.Title = str(op["operationId"])
+	}
+	if u := docURL(op["externalDocs"]); u != "" {
+		d.DocumentationURL = u
+	} else if u := docURL(im.root["externalDocs"]); u != "" {
+		d.DocumentationURL = u
+	}
+	if op["deprecated"] == true {
+		d.Stability = capability.StabilityDeprecated
+		d.MigrationGuide = "The API's OpenAPI document marks this operation deprecated; its description and documentation say what replaces it."
+	}
+	if auth != nil {
+		d.Effects = append(d.Effects, "auth_required")
+	}
+	meta := map[string]any{
+		"base_url":        base,
+		"endpoint_method": binding.Method,
+		"endpoint_path":   o.path,
+		"api_version":     im.res.Version,
+		"openapi_version": im.res.SpecVersion,
+	}
+	if id := str(op["operationId"]); id != "" {
+		meta["operation_id"] = id
+	}
+	for k, v := range authMeta {
+		meta[k] = v
+	}
+	if b != nil {
+		meta["request_content_type"] = b.contentType
+	}
+	if respCT != "" {
+		meta["response_content_type"] = respCT
+	}
+	d.Metadata = map[string]any{"openapi": meta}
+	d.ApplyInference(im.domain)
+	return d, nil
+}
+
+var validMethod = map[string]bool{"GET": true, "PUT": true, "POST": true, "DELETE": true, "OPTIONS": true, "HEAD": true, "PATCH": true}
+
+// pathParamRE finds the {name} variables of a path template.
+var pathParamRE = regexp.MustCompile(`\{([^{}/]+)\}`)
+
+// uniqueField returns name when no field has it, else "<in>_<name>", else
+// that with the smallest suffix _2, _3, … that is free.
+func uniqueField(fields map[string]*field, name, in string) string {
+	if _, taken := fields[name]; !taken {
+		return name
+	}
+	n := in + "_" + name
+	if _, taken := fields[n]; !taken {
+		return n
+	}
+	for k := 2; ; k++ {
+		c := n + "_" + strconv.Itoa(k)
+		if _, taken := fields[c]; !taken {
+			return c
+		}
+	}
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// keywords returns an operation's tags, trimmed and without duplicates.
+func keywords(v any) []string {
+	tags, _ := v.([]any)
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range tags {
+		s := strings.TrimSpace(str(t))
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// docURL returns externalDocs.url when it is an absolute http(s) URL.
+func docURL(v any) string {
+	m, _ := v.(map[string]any)
+	s := str(m["url"])
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,378 @@
+package openapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxDocumentBytes is the largest document Fetch reads (64 MiB; GitHub's
+// spec, among the largest public ones, is 13 MB).
+const MaxDocumentBytes = 64 << 20
+
+// FetchTimeout bounds a Fetch of a URL when the context has no earlier
+// deadline.
+const FetchTimeout = 60 * time.Second
+
+// Fetch returns the bytes of an OpenAPI document: the body of an http(s)
+// GET when fileOrURL starts with http:// or https:// (bounded by
+// FetchTimeout and MaxDocumentBytes, and failing on a non-2xx status), else
+// the content of the file (at most MaxDocumentBytes).
+func Fetch(ctx context.Context, fileOrURL string) ([]byte, error) {
+	if isHTTPURL(fileOrURL) {
+		return fetchURL(ctx, fileOrURL)
+	}
+	f, err := os.Open(fileOrURL)
+	if err != nil {
+		return nil, fmt.Errorf("read OpenAPI document: %w", err)
+	}
+	defer f.Close()
+	return readCapped(f, fileOrURL)
+}
+
+func isHTTPURL(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
+}
+
+func fetchURL(ctx context.Context, url string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fetch OpenAPI document %s: %w", url, err)
+	}
+	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, text/yaml;q=0.9, */*;q=0.5")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch OpenAPI document %s: %w (check the URL and your network, or download the file and import it)", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("fetch OpenAPI document %s: the server answered %s: check the URL", url, resp.Status)
+	}
+	return readCapped(resp.Body, url)
+}
+
+func readCapped(r io.Reader, name string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read OpenAPI document %s: %w", name, err)
+	}
+	if len(data) > MaxDocumentBytes {
+		return nil, fmt.Errorf("OpenAPI document %s is larger than %d MiB: split it, or import the parts you need", name, MaxDocumentBytes>>20)
+	}
+	return data, nil
+}
+
+// document is a decoded OpenAPI document: the generic tree (map[string]any,
+// []any, string, bool, nil, int64, float64) and a way back to positions.
+type document struct {
+	root map[string]any
+	yaml *yaml.Node // the YAML tree, for positions; nil for JSON
+	raw  []byte     // the JSON text, for positions
+	pos  map[[2]string][2]int
+}
+
+// maxNesting bounds the nesting of a YAML document (encoding/json has its own
+// limit of 10000) so that converting it cannot exhaust the stack.
+const maxNesting = 10000
+
+// decode reads JSON (when the first non-blank byte is "{") or YAML into a
+// generic tree. An error means the bytes are neither.
+func decode(data []byte) (*document, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				line, col := lineCol(data, int(se.Offset))
+				return nil, fmt.Errorf("line %d, column %d: not valid JSON: %v", line, col, err)
+			}
+			return nil, fmt.Errorf("not valid JSON: %v", err)
+		}
+		root, ok := v.(map[string]any)
+		if !ok {
+			return nil, errors.New("the document is not a JSON object")
+		}
+		return &document{root: root, raw: data}, nil
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(data, &n); err != nil {
+		return nil, fmt.Errorf("not valid YAML or JSON: %v", err)
+	}
+	if n.Kind == 0 {
+		return nil, errors.New("the document is empty")
+	}
+	c := yamlConverter{seen: map[*yaml.Node]any{}, active: map[*yaml.Node]bool{}}
+	v, err := c.convert(&n, 0)
+	if err != nil {
+		return nil, err
+	}
+	root, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("the document is not a YAML mapping")
+	}
+	return &document{root: root, yaml: &n}, nil
+}
+
+// yamlConverter turns a yaml.Node tree into the generic tree. Aliases share
+// the converted value of their anchor (so an "alias bomb" stays small here;
+// later stages bound the work of expanding it).
+type yamlConverter struct {
+	seen   map[*yaml.Node]any
+	active map[*yaml.Node]bool
+}
+
+func (c *yamlConverter) convert(n *yaml.Node, depth int) (any, error) {
+	if depth > maxNesting {
+		return nil, fmt.Errorf("line %d, column %d: the document nests deeper than %d levels", n.Line, n.Column, maxNesting)
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return c.convert(n.Content[0], depth+1)
+	case yaml.AliasNode:
+		if n.Alias == nil || c.active[n.Alias] {
+			return nil, nil // an anchor that contains itself: nothing to share
+		}
+		if v, ok := c.seen[n.Alias]; ok {
+			return v, nil
+		}
+		return c.convert(n.Alias, depth+1)
+	case yaml.MappingNode:
+		c.active[n] = true
+		defer delete(c.active, n)
+		m := make(map[string]any, len(n.Content)/2)
+		var merges []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" {
+				merges = append(merges, v)
+				continue
+			}
+			val, err := c.convert(v, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = val
+		}
+		// Merge keys (<<: *base) add the keys the mapping does not set itself.
+		for _, mv := range merges {
+			src, err := c.convert(mv, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			list, ok := src.([]any)
+			if !ok {
+				list = []any{src}
+			}
+			for _, e := range list {
+				if em, ok := e.(map[string]any); ok {
+					for k, v := range em {
+						if _, set := m[k]; !set {
+							m[k] = v
+						}
+					}
+				}
+			}
+		}
+		if n.Anchor != "" {
+			c.seen[n] = m
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		c.active[n] = true
+		defer delete(c.active, n)
+		s := make([]any, 0, len(n.Content))
+		for _, e := range n.Content {
+			v, err := c.convert(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, v)
+		}
+		if n.Anchor != "" {
+			c.seen[n] = s
+		}
+		return s, nil
+	case yaml.ScalarNode:
+		v := scalar(n)
+		if n.Anchor != "" {
+			c.seen[n] = v
+		}
+		return v, nil
+	}
+	return nil, nil
+}
+
+// scalar converts a YAML scalar by its resolved tag; timestamps and binary
+// stay text, non-finite floats become their text (JSON cannot carry them).
+func scalar(n *yaml.Node) any {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err == nil {
+			return b
+		}
+	case "!!int":
+		if i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); err == nil {
+			return i
+		}
+		var v any
+		if err := n.Decode(&v); err == nil {
+			switch x := v.(type) {
+			case int:
+				return int64(x)
+			case int64:
+				return x
+			case uint64:
+				return float64(x)
+			case float64:
+				return x
+			}
+		}
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err == nil {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return n.Value
+			}
+			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				return int64(f)
+			}
+			return f
+		}
+	}
+	return n.Value
+}
+
+// lineCol returns the 1-based line and column of a byte offset.
+func lineCol(data []byte, off int) (int, int) {
+	if off > len(data) {
+		off = len(data)
+	}
+	if off < 0 {
+		off = 0
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - bytes.LastIndexByte(data[:off], '\n')
+	return line, col
+}
+
+// position returns the line and column of the operation paths[path][method]
+// (or of the path item when method is ""), 0, 0 when unknown.
+func (d *document) position(path, method string) (int, int) {
+	if d.yaml != nil {
+		n := d.yaml
+		if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+			n = n.Content[0]
+		}
+		keys := []string{"paths", path}
+		if method != "" {
+			keys = append(keys, method)
+		}
+		var key *yaml.Node
+		for _, k := range keys {
+			key, n = yamlChild(n, k)
+			if n == nil {
+				return 0, 0
+			}
+		}
+		return key.Line, key.Column
+	}
+	if d.raw == nil {
+		return 0, 0
+	}
+	if d.pos == nil {
+		d.pos = jsonOperationPositions(d.raw)
+	}
+	p := d.pos[[2]string{path, method}]
+	return p[0], p[1]
+}
+
+func yamlChild(n *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+// jsonOperationPositions scans a JSON document once and returns the
+// position of every key at paths.<path> and paths.<path>.<method>. It is
+// used only when an operation fails, to say where it is.
+func jsonOperationPositions(data []byte) map[[2]string][2]int {
+	out := map[[2]string][2]int{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		object bool
+		key    string
+		wantK  bool
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, frame{object: true, wantK: true})
+				continue
+			case '[':
+				stack = append(stack, frame{})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantK {
+				stack[n-1].key = t
+				stack[n-1].wantK = false
+				// Depth 2 is paths.<path>, depth 3 is paths.<path>.<method>.
+				if (n == 2 || n == 3) && stack[0].key == "paths" {
+					end := int(dec.InputOffset())
+					start := bytes.LastIndexByte(data[:end-1], '"')
+					line, col := lineCol(data, start)
+					if n == 2 {
+						out[[2]string{t, ""}] = [2]int{line, col}
+					} else {
+						out[[2]string{stack[1].key, t}] = [2]int{line, col}
+					}
+				}
+				continue
+			}
+		}
+		// A value ends: the enclosing object expects a key next.
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].wantK = true
+		}
+	}
+}

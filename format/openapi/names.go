@@ -1,0 +1,219 @@
+package openapi
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// identRE is the grammar of a binding placeholder ({field}); an input field
+// that a template names must match it.
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// dateRE recognises an info.version that is a date.
+var dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
+
+// snakeName turns an operationId (or "method path") into a capability name
+// of the grammar [a-z][a-z0-9_]*: camelCase boundaries become "_" (getPetById
+// → get_pet_by_id, HTTPServer → http_server), every character other than an
+// ASCII letter or digit becomes "_", runs of "_" collapse and are trimmed,
+// and a name starting with a digit is prefixed with "op_". It returns "" when
+// nothing usable is left.
+func snakeName(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	prev := byte(0) // previous byte written class: 'l' lower, 'u' upper, 'd' digit, '_' separator
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			// A new word starts at an upper-case letter after a lower-case
+			// letter or digit, or at the last upper-case letter of an
+			// acronym that a lower-case letter follows (HTTPServer).
+			next := byte(0)
+			if i+1 < len(s) {
+				next = s[i+1]
+			}
+			if prev == 'l' || prev == 'd' || (prev == 'u' && next >= 'a' && next <= 'z') {
+				b.WriteByte('_')
+			}
+			b.WriteByte(c + 'a' - 'A')
+			prev = 'u'
+		case c >= 'a' && c <= 'z':
+			b.WriteByte(c)
+			prev = 'l'
+		case c >= '0' && c <= '9':
+			b.WriteByte(c)
+			prev = 'd'
+		default:
+			if prev != '_' && prev != 0 {
+				b.WriteByte('_')
+			}
+			prev = '_'
+		}
+	}
+	out := strings.Trim(b.String(), "_")
+	for strings.Contains(out, "__") {
+		out = strings.ReplaceAll(out, "__", "_")
+	}
+	if out == "" {
+		return ""
+	}
+	if out[0] >= '0' && out[0] <= '9' {
+		out = "op_" + out
+	}
+	return out
+}
+
+// DomainFromTitle turns an API title into a domain of the grammar
+// [a-z][a-z0-9-]*: lower-cased, apostrophes dropped ("GitHub's" → githubs),
+// every other run of characters that are not ASCII letters or digits
+// becomes one "-", leading and trailing "-" are trimmed, a leading digit is
+// prefixed with "api-", and the result is cut to at most 63 characters at a
+// "-" boundary when it can be. It returns "" when nothing usable is left.
+func DomainFromTitle(title string) string {
+	title = strings.NewReplacer("'", "", "’", "").Replace(strings.ToLower(title))
+	var b strings.Builder
+	dash := false
+	for i := 0; i < len(title); i++ {
+		c := title[i]
+		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteByte(c)
+			continue
+		}
+		dash = true
+	}
+	out := b.String()
+	if out == "" {
+		return ""
+	}
+	if out[0] >= '0' && out[0] <= '9' {
+		out = "api-" + out
+	}
+	if len(out) > 63 {
+		if i := strings.LastIndexByte(out[:64], '-'); i > 0 {
+			out = out[:i]
+		} else {
+			out = out[:63]
+		}
+	}
+	return out
+}
+
+// fieldName returns the input field name of a parameter: its own name when
+// it can appear in a {placeholder}, else the name with every run of other
+// characters replaced by "_" (team-slug → team_slug, X-Request-ID →
+// X_Request_ID), "param" when nothing is left.
+func fieldName(name string) string {
+	if identRE.MatchString(name) {
+		return name
+	}
+	var b strings.Builder
+	under := false
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' {
+			if under && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			under = false
+			b.WriteByte(c)
+			continue
+		}
+		under = true
+	}
+	out := b.String()
+	if out == "" {
+		return "param"
+	}
+	if out[0] >= '0' && out[0] <= '9' {
+		out = "_" + out
+	}
+	return out
+}
+
+// envName turns a domain into the prefix of an environment variable name:
+// upper case, "-" → "_" (github-api → GITHUB_API).
+func envName(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			b.WriteByte(c - 'a' + 'A')
+		case (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'):
+			b.WriteByte(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	out := strings.Trim(b.String(), "_")
+	for strings.Contains(out, "__") {
+		out = strings.ReplaceAll(out, "__", "_")
+	}
+	if out == "" || (out[0] >= '0' && out[0] <= '9') {
+		out = "API_" + out
+	}
+	return strings.TrimRight(out, "_")
+}
+
+// upperSnake turns free text into an UPPER_SNAKE error-code fragment.
+func upperSnake(s string) string {
+	s = strings.NewReplacer("'", "", "’", "").Replace(s)
+	return strings.ToUpper(strings.TrimPrefix(snakeName(s), "op_"))
+}
+
+// errorCode returns the declared error code of a response key: HTTP_404_NOT_FOUND
+// for a status with a standard reason phrase, HTTP_<status>_<first words of
+// the description> (or HTTP_<status>) for another status, HTTP_4XX_CLIENT_ERROR
+// and HTTP_5XX_SERVER_ERROR for ranges, HTTP_ERROR for default.
+func errorCode(key, description string) string {
+	switch strings.ToUpper(key) {
+	case "DEFAULT":
+		return "HTTP_ERROR"
+	case "4XX":
+		return "HTTP_4XX_CLIENT_ERROR"
+	case "5XX":
+		return "HTTP_5XX_SERVER_ERROR"
+	}
+	status, _ := strconv.Atoi(key)
+	if text := http.StatusText(status); text != "" {
+		return "HTTP_" + key + "_" + upperSnake(text)
+	}
+	words := strings.Fields(description)
+	if len(words) > 4 {
+		words = words[:4]
+	}
+	if frag := upperSnake(strings.Join(words, " ")); frag != "" {
+		return "HTTP_" + key + "_" + frag
+	}
+	return "HTTP_" + key
+}
+
+// semverOf returns the capability version of an API's info.version: the
+// version itself, padded to MAJOR.MINOR.PATCH, when it is a semantic version
+// with one to three numeric components (a leading "v" is dropped: v2 →
+// 2.0.0, 1.2 → 1.2.0, 3.0.1-beta → 3.0.1-beta); 1.0.0 for anything else:
+// dates (2023-01-01, which semver would read as 2023.0.0-01-01), "latest",
+// empty.
+func semverOf(s string) string {
+	s = strings.TrimSpace(s)
+	if dateRE.MatchString(s) {
+		return "1.0.0"
+	}
+	if len(s) > 1 && (s[0] == 'v' || s[0] == 'V') && s[1] >= '0' && s[1] <= '9' {
+		s = s[1:]
+	}
+	v, err := capability.ParseVersion(s)
+	if err != nil {
+		return "1.0.0"
+	}
+	return v.Full()
+}

@@ -1,0 +1,745 @@
+package openapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+)
+
+var testNow = func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
+
+// importFile imports a testdata spec and checks what every import must
+// give: valid JSON Schema 2020-12 without $ref, definitions without
+// validation errors, unique names.
+func importFile(t *testing.T, name string, opts Options) *Result {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return importBytes(t, "testdata/"+name, data, opts)
+}
+
+func importBytes(t *testing.T, source string, data []byte, opts Options) *Result {
+	t.Helper()
+	if opts.Now == nil {
+		opts.Now = testNow
+	}
+	res, err := Import(context.Background(), source, data, opts)
+	if err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	checkDefinitions(t, res.Definitions)
+	return res
+}
+
+func checkDefinitions(t *testing.T, defs []capability.Definition) {
+	t.Helper()
+	names := map[string]bool{}
+	for i := range defs {
+		d := &defs[i]
+		if names[d.Name] {
+			t.Errorf("duplicate name %s", d.Name)
+		}
+		names[d.Name] = true
+		for _, s := range []struct {
+			name   string
+			schema capability.Schema
+		}{{"input", d.Input}, {"output", d.Output}} {
+			if p := findRef(s.schema, s.name); p != "" {
+				t.Errorf("%s: $ref left at %s", d.Name, p)
+			}
+			if _, issues := capability.CompileSchema(s.schema); len(issues) > 0 {
+				t.Errorf("%s: %s is not valid JSON Schema: %v", d.Name, s.name, issues)
+			}
+		}
+		for _, is := range capability.Validate(d) {
+			if is.Severity == capability.SeverityError {
+				t.Errorf("%s: %s", d.Name, is)
+			}
+		}
+	}
+}
+
+func names(defs []capability.Definition) []string {
+	var out []string
+	for _, d := range defs {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// asJSON renders v canonically, to compare schemas and bindings as JSON.
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func sameJSON(t *testing.T, what string, got any, want string) {
+	t.Helper()
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("%s: bad expectation: %v", what, err)
+	}
+	var g any
+	if err := json.Unmarshal([]byte(asJSON(t, got)), &g); err != nil {
+		t.Fatal(err)
+	}
+	if asJSON(t, g) != asJSON(t, w) {
+		t.Errorf("%s:\n got %s\nwant %s", what, asJSON(t, g), asJSON(t, w))
+	}
+}
+
+const petSchema = `{"allOf": [
+	{"type": "object", "required": ["name"], "properties": {
+		"name": {"type": "string", "examples": ["Rex"]},
+		"tag": {"type": ["string", "null"]},
+		"owner": {"anyOf": [{"allOf": [{"type": "object", "properties": {"name": {"type": "string"}}}]}, {"type": "null"}]}}},
+	{"type": "object", "required": ["id"], "properties": {"id": {"type": "integer", "format": "int64"}}}]}`
+
+func TestImportPetstore30(t *testing.T) {
+	res := importFile(t, "petstore30.yaml", Options{})
+	if len(res.Failures) > 0 {
+		t.Fatalf("failures: %v", res.Failures)
+	}
+	want := []string{"list_pets", "create_pet", "show_pet_by_id", "delete_pet", "update_pet", "upload_photo", "get_tree_nodes", "update_pet_2"}
+	if got := names(res.Definitions); !reflect.DeepEqual(got, want) {
+		t.Fatalf("names %v, want %v", got, want)
+	}
+	if res.Operations != 8 || res.Domain != "swagger-petstore" || res.Title != "Swagger Petstore" || res.Version != "1.2.0" || res.SpecVersion != "3.0.3" {
+		t.Errorf("result: %+v", res)
+	}
+	auth := `{"type": "api_key", "location": "header", "param_name": "X-API-Key", "env": "SWAGGER_PETSTORE_API_KEY", "x-scheme": "api_key"}`
+
+	list := find(t, res.Definitions, "list_pets")
+	if list.URI != "ossa:swagger-petstore/list_pets@1.2" || list.Version != "1.2.0" || list.Title != "List all pets" || list.Stability != "stable" {
+		t.Errorf("list_pets identity: %s %s %q %s", list.URI, list.Version, list.Title, list.Stability)
+	}
+	if list.DocumentationURL != "https://petstore.example/docs" {
+		t.Errorf("list_pets documentation_url %q (the document's externalDocs)", list.DocumentationURL)
+	}
+	// The header parameter X-API-Key is the auth's: it is not an input.
+	sameJSON(t, "list_pets input", list.Input, `{"type": "object", "properties": {
+		"limit": {"type": "integer", "format": "int32", "minimum": 1, "exclusiveMaximum": 100, "description": "How many items to return at one time (max 100)"},
+		"tags": {"type": "array", "items": {"type": "string"}},
+		"X_Request_ID": {"type": "string", "description": "Correlates the request in the logs"}}}`)
+	sameJSON(t, "list_pets output", list.Output, `{"type": "array", "items": `+petSchema+`}`)
+	sameJSON(t, "list_pets errors", list.Errors, `[
+		{"code": "HTTP_429_TOO_MANY_REQUESTS", "description": "Too many requests", "retryable": true, "x-http-status": 429},
+		{"code": "HTTP_ERROR", "description": "unexpected error", "retryable": false}]`)
+	sameJSON(t, "list_pets http", list.Bindings.HTTP, `{"method": "GET", "url": "https://api.petstore.example/v1/pets",
+		"headers": {"X-Request-ID": "{X_Request_ID}"}, "auth": `+auth+`,
+		"x-parameters": {"limit": {"in": "query", "name": "limit"},
+			"tags": {"in": "query", "name": "tags", "style": "form", "explode": true},
+			"X_Request_ID": {"in": "header", "name": "X-Request-ID"}}}`)
+	if !reflect.DeepEqual(list.Keywords, []string{"pets", "read"}) {
+		t.Errorf("keywords %v", list.Keywords)
+	}
+	sameJSON(t, "list_pets metadata", list.Metadata, `{"openapi": {"base_url": "https://api.petstore.example/v1",
+		"endpoint_method": "GET", "endpoint_path": "/pets", "api_version": "1.2.0", "openapi_version": "3.0.3",
+		"operation_id": "listPets", "auth_type": "api_key", "auth_location": "header", "auth_param_name": "X-API-Key",
+		"response_content_type": "application/json"}}`)
+	sameJSON(t, "list_pets provenance", list.Provenance, `{"method": "api_introspection", "source_url": "testdata/petstore30.yaml",
+		"created_at": "2025-01-02T03:04:05Z", "capability_type": "specialized_http_api", "introspector_version": "caphub-openapi/1"}`)
+	if !reflect.DeepEqual(list.Effects, []string{"network_request", "auth_required"}) || !reflect.DeepEqual(list.Permissions, []string{"network.http"}) {
+		t.Errorf("effects %v, permissions %v", list.Effects, list.Permissions)
+	}
+	if !reflect.DeepEqual(list.Domains, []string{"swagger.petstore", "swagger.petstore.pets"}) || !reflect.DeepEqual(list.Categories, []string{"crud.read"}) {
+		t.Errorf("inferred domains %v, categories %v", list.Domains, list.Categories)
+	}
+
+	// A required JSON object body without clashes is merged into the input.
+	create := find(t, res.Definitions, "create_pet")
+	sameJSON(t, "create_pet input", create.Input, `{"type": "object", "required": ["name"], "properties": {
+		"name": {"type": "string", "examples": ["Rex"]},
+		"tag": {"type": ["string", "null"]},
+		"owner": {"anyOf": [{"allOf": [{"type": "object", "properties": {"name": {"type": "string"}}}]}, {"type": "null"}]}}}`)
+	sameJSON(t, "create_pet output", create.Output, petSchema)
+	sameJSON(t, "create_pet http", create.Bindings.HTTP, `{"method": "POST", "url": "https://api.petstore.example/v1/pets",
+		"headers": {"Content-Type": "application/json"}, "auth": `+auth+`,
+		"x-body": {"content_type": "application/json", "fields": ["name", "owner", "tag"], "alternatives": ["application/xml"]},
+		"x-parameters": {"name": {"in": "body", "name": "name"}, "owner": {"in": "body", "name": "owner"}, "tag": {"in": "body", "name": "tag"}}}`)
+	sameJSON(t, "create_pet errors", create.Errors, `[
+		{"code": "HTTP_400_BAD_REQUEST", "description": "Invalid pet", "retryable": false, "x-http-status": 400},
+		{"code": "HTTP_503_SERVICE_UNAVAILABLE", "description": "Try again later", "retryable": true, "x-http-status": 503}]`)
+
+	show := find(t, res.Definitions, "show_pet_by_id")
+	sameJSON(t, "show_pet_by_id input", show.Input, `{"type": "object", "required": ["petId"], "properties": {"petId": {"type": "string", "description": "The id of the pet"}}}`)
+	if show.DocumentationURL != "https://petstore.example/docs/pets#show" || show.Bindings.HTTP.URL != "https://api.petstore.example/v1/pets/{petId}" {
+		t.Errorf("show_pet_by_id: %s %s", show.DocumentationURL, show.Bindings.HTTP.URL)
+	}
+	sameJSON(t, "show_pet_by_id errors", show.Errors, `[{"code": "HTTP_404_NOT_FOUND", "description": "The pet was not found", "retryable": false, "x-http-status": 404}]`)
+
+	// deprecated: true, security: [] (no auth), 204 without body.
+	del := find(t, res.Definitions, "delete_pet")
+	if del.Stability != capability.StabilityDeprecated || del.MigrationGuide == "" || del.Bindings.HTTP.Auth != nil || len(del.Effects) != 1 {
+		t.Errorf("delete_pet: stability %s, migration %q, auth %+v, effects %v", del.Stability, del.MigrationGuide, del.Bindings.HTTP.Auth, del.Effects)
+	}
+	sameJSON(t, "delete_pet output", del.Output, `{"description": "HTTP 204: the response has no body"}`)
+	if _, ok := del.Metadata["openapi"].(map[string]any)["auth_type"]; ok {
+		t.Errorf("delete_pet has auth metadata: %v", del.Metadata)
+	}
+
+	// A body property petId clashes with the path parameter: the body is one field.
+	upd := find(t, res.Definitions, "update_pet")
+	sameJSON(t, "update_pet input", upd.Input, `{"type": "object", "required": ["petId", "body"], "properties": {
+		"petId": {"type": "string", "description": "The id of the pet"},
+		"body": {"type": "object", "properties": {"petId": {"type": "string"}, "name": {"type": "string"}}}}}`)
+	sameJSON(t, "update_pet x-body", upd.Bindings.HTTP.Extra[ExtraBody], `{"content_type": "application/json", "field": "body"}`)
+	sameJSON(t, "update_pet x-parameters", upd.Bindings.HTTP.Extra[ExtraParameters], `{"petId": {"in": "path", "name": "petId"}, "body": {"in": "body"}}`)
+
+	// A non-JSON optional body is one optional field.
+	photo := find(t, res.Definitions, "upload_photo")
+	sameJSON(t, "upload_photo input", photo.Input, `{"type": "object", "required": ["petId"], "properties": {
+		"petId": {"type": "string"}, "body": {"type": "string", "format": "binary"}}}`)
+	if photo.Bindings.HTTP.Headers["Content-Type"] != "application/octet-stream" {
+		t.Errorf("upload_photo headers %v", photo.Bindings.HTTP.Headers)
+	}
+
+	// Node → children → Node: the second Node is cut.
+	tree := find(t, res.Definitions, "get_tree_nodes")
+	sameJSON(t, "get_tree_nodes output", tree.Output, `{"type": "object", "properties": {
+		"value": {"type": "string"},
+		"children": {"type": "array", "items": {"type": "object",
+			"description": "recursive reference to Node (cut: the value has the same shape as the enclosing Node)",
+			"$comment": "caphub: recursive $ref #/components/schemas/Node cut"}}}}`)
+	// The path parameter tree-id becomes the field tree_id.
+	if tree.Bindings.HTTP.URL != "https://api.petstore.example/v1/trees/{tree_id}/nodes" {
+		t.Errorf("get_tree_nodes url %s", tree.Bindings.HTTP.URL)
+	}
+	sameJSON(t, "get_tree_nodes x-parameters", tree.Bindings.HTTP.Extra[ExtraParameters], `{"tree_id": {"in": "path", "name": "tree-id"}}`)
+
+	// The second updatePet gets a suffix; its undeclared path variable is a required string.
+	upd2 := find(t, res.Definitions, "update_pet_2")
+	sameJSON(t, "update_pet_2 input", upd2.Input, `{"type": "object", "required": ["petId"], "properties": {
+		"petId": {"type": "string", "description": "path parameter petId (not declared by the operation)"}}}`)
+	if upd2.URI != "ossa:swagger-petstore/update_pet_2@1.2" {
+		t.Errorf("update_pet_2 uri %s", upd2.URI)
+	}
+}
+
+func TestImportOpenAPI31(t *testing.T) {
+	// The server URL is relative and the document is a file: every
+	// operation fails and says to pass --base-url.
+	res := importFile(t, "weather31.json", Options{})
+	if len(res.Definitions) != 0 || len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, "--base-url") {
+		t.Fatalf("without a base URL: %d definitions, failures %v", len(res.Definitions), res.Failures)
+	}
+	if f := res.Failures[0]; f.Item != "GET /forecast/{city} (get-forecast)" || f.Line != 8 || f.Column != 7 {
+		t.Errorf("failure position: %+v", f)
+	}
+
+	res = importFile(t, "weather31.json", Options{BaseURL: "https://weather.example/", Domain: "weather"})
+	if len(res.Failures) != 0 || len(res.Definitions) != 1 {
+		t.Fatalf("failures %v", res.Failures)
+	}
+	if !reflect.DeepEqual(res.Warnings, []string{"webhooks ignored (1): they describe requests the API sends, not operations to call"}) {
+		t.Errorf("warnings %v", res.Warnings)
+	}
+	d := res.Definitions[0]
+	if d.URI != "ossa:weather/get_forecast@2.0" || d.Version != "2.0.0" || res.SpecVersion != "3.1.0" {
+		t.Errorf("identity %s %s (info.version v2)", d.URI, d.Version)
+	}
+	sameJSON(t, "input", d.Input, `{"type": "object", "required": ["city"], "properties": {
+		"city": {"type": "string"},
+		"days": {"type": ["integer", "null"], "minimum": 1, "examples": [3]}}}`)
+	// The $ref's sibling description applies (3.1); Alert.parent is cut
+	// and keeps its own sibling description.
+	sameJSON(t, "output", d.Output, `{"type": "object", "description": "the forecast", "required": ["city"], "properties": {
+		"city": {"type": "string"},
+		"temperature": {"type": ["number", "null"], "exclusiveMinimum": -273.15},
+		"unit": {"const": "celsius"},
+		"alerts": {"type": "array", "items": {"type": "object", "properties": {
+			"level": {"enum": ["low", "high"]},
+			"parent": {"type": "object", "description": "the alert this one refines", "$comment": "caphub: recursive $ref #/components/schemas/Alert cut"}}}}}}`)
+	sameJSON(t, "errors", d.Errors, `[
+		{"code": "HTTP_404_NOT_FOUND", "description": "Unknown city", "retryable": false, "x-http-status": 404},
+		{"code": "HTTP_5XX_SERVER_ERROR", "description": "Server trouble", "retryable": false, "x-http-status": "5XX"}]`)
+	sameJSON(t, "http", d.Bindings.HTTP, `{"method": "GET", "url": "https://weather.example/forecast/{city}",
+		"auth": {"type": "bearer", "location": "header", "param_name": "Authorization", "env": "WEATHER_TOKEN", "x-scheme": "bearer"},
+		"x-parameters": {"city": {"in": "path", "name": "city"}, "days": {"in": "query", "name": "days"}}}`)
+	if !reflect.DeepEqual(d.Keywords, []string{"weather", "forecast"}) {
+		t.Errorf("keywords %v", d.Keywords)
+	}
+	sameJSON(t, "metadata", d.Metadata, `{"openapi": {"base_url": "https://weather.example", "endpoint_method": "GET",
+		"endpoint_path": "/forecast/{city}", "api_version": "v2", "openapi_version": "3.1.0", "operation_id": "get-forecast",
+		"auth_type": "bearer", "auth_location": "header", "auth_param_name": "Authorization", "response_content_type": "application/json"}}`)
+
+	// Fetched from a URL, the relative server resolves against it.
+	data, _ := os.ReadFile("testdata/weather31.json")
+	res = importBytes(t, "https://specs.example/weather/openapi.json", data, Options{})
+	if len(res.Definitions) != 1 || res.Definitions[0].Bindings.HTTP.URL != "https://specs.example/api/forecast/{city}" {
+		t.Errorf("relative server against the document URL: %v %v", names(res.Definitions), res.Failures)
+	}
+}
+
+func TestImportSwagger2(t *testing.T) {
+	res := importFile(t, "files20.yaml", Options{})
+	if len(res.Failures) > 0 {
+		t.Fatalf("failures: %v", res.Failures)
+	}
+	if got := names(res.Definitions); !reflect.DeepEqual(got, []string{"list_files", "create_file", "upload_content"}) {
+		t.Fatalf("names %v", got)
+	}
+	auth := `{"type": "basic", "location": "header", "param_name": "Authorization", "env": "FILES_API_CREDENTIALS", "x-scheme": "basicAuth"}`
+	file := `{"type": "object", "properties": {
+		"id": {"type": "string"},
+		"size": {"type": "integer", "exclusiveMinimum": 0},
+		"owner": {"type": "object", "properties": {"name": {"type": "string"}}},
+		"checksum": {"type": ["string", "null"]}}}`
+
+	list := res.Definitions[0]
+	// info.version is a date: the capability version is 1.0.0.
+	if list.URI != "ossa:files-api/list_files@1.0" || list.Version != "1.0.0" || res.SpecVersion != "2.0" {
+		t.Errorf("identity %s %s", list.URI, list.Version)
+	}
+	sameJSON(t, "list_files input", list.Input, `{"type": "object", "required": ["X_Trace"], "properties": {
+		"ids": {"type": "array", "items": {"type": "string"}},
+		"X_Trace": {"type": "string"}}}`)
+	sameJSON(t, "list_files output", list.Output, `{"type": "array", "items": `+file+`}`)
+	sameJSON(t, "list_files http", list.Bindings.HTTP, `{"method": "GET", "url": "https://files.example.com/v1/files",
+		"headers": {"X-Trace": "{X_Trace}"}, "auth": `+auth+`,
+		"x-parameters": {"ids": {"in": "query", "name": "ids", "style": "form", "explode": true}, "X_Trace": {"in": "header", "name": "X-Trace"}}}`)
+	sameJSON(t, "list_files metadata", list.Metadata, `{"openapi": {"base_url": "https://files.example.com/v1", "endpoint_method": "GET",
+		"endpoint_path": "/files", "api_version": "2023-05-01", "openapi_version": "2.0", "operation_id": "listFiles",
+		"auth_type": "basic", "auth_location": "header", "auth_param_name": "Authorization", "response_content_type": "application/json"}}`)
+
+	// in: body with an object schema: merged.
+	create := res.Definitions[1]
+	sameJSON(t, "create_file input", create.Input, `{"type": "object", "required": ["X_Trace"], "properties": {
+		"X_Trace": {"type": "string"},
+		"id": {"type": "string"},
+		"size": {"type": "integer", "exclusiveMinimum": 0},
+		"owner": {"type": "object", "properties": {"name": {"type": "string"}}},
+		"checksum": {"type": ["string", "null"]}}}`)
+	sameJSON(t, "create_file output", create.Output, file)
+	sameJSON(t, "create_file errors", create.Errors, `[{"code": "HTTP_404_NOT_FOUND", "description": "No such file", "retryable": false, "x-http-status": 404}]`)
+	sameJSON(t, "create_file x-body", create.Bindings.HTTP.Extra[ExtraBody], `{"content_type": "application/json", "fields": ["checksum", "id", "owner", "size"]}`)
+
+	// formData with a file: multipart, fields merged, type: file → binary string.
+	up := res.Definitions[2]
+	sameJSON(t, "upload_content input", up.Input, `{"type": "object", "required": ["id", "data"], "properties": {
+		"id": {"type": "string"},
+		"data": {"type": "string", "format": "binary"},
+		"note": {"type": "string", "maxLength": 200}}}`)
+	sameJSON(t, "upload_content http", up.Bindings.HTTP, `{"method": "PUT", "url": "https://files.example.com/v1/files/{id}/content",
+		"headers": {"Content-Type": "multipart/form-data"}, "auth": `+auth+`,
+		"x-body": {"content_type": "multipart/form-data", "fields": ["data", "note"]},
+		"x-parameters": {"id": {"in": "path", "name": "id"}, "data": {"in": "body", "name": "data"}, "note": {"in": "body", "name": "note"}}}`)
+	sameJSON(t, "upload_content errors", up.Errors, `[{"code": "HTTP_502_BAD_GATEWAY", "description": "Bad gateway", "retryable": true, "x-http-status": 502}]`)
+}
+
+func TestImportBrokenOperation(t *testing.T) {
+	res := importFile(t, "broken.yaml", Options{})
+	if got := names(res.Definitions); !reflect.DeepEqual(got, []string{"get_a", "post_c"}) {
+		t.Errorf("imported %v, want get_a and post_c", got)
+	}
+	want := capability.ImportFailure{
+		Item:   "GET /b (getB)",
+		Reason: `responses.200: $ref "#/components/schemas/Nope" points at nothing (no "Nope" there): define it, or fix the reference`,
+		File:   "testdata/broken.yaml", Line: 19, Column: 5,
+	}
+	if len(res.Failures) != 1 || res.Failures[0] != want {
+		t.Errorf("failures %+v\nwant %+v", res.Failures, want)
+	}
+	if res.Operations != 3 {
+		t.Errorf("operations %d", res.Operations)
+	}
+}
+
+// A JSON document's failures carry positions too.
+func TestImportJSONFailurePosition(t *testing.T) {
+	doc := `{
+  "openapi": "3.0.1",
+  "info": {"title": "J", "version": "1.0.0"},
+  "servers": [{"url": "https://j.example"}],
+  "paths": {
+    "/ok": {"get": {"responses": {"200": {"description": "ok"}}}},
+    "/bad": {
+      "get": {"responses": {"200": {"description": "ok"}}},
+      "post": {"requestBody": {"$ref": "#/components/requestBodies/Missing"}, "responses": {"204": {"description": "ok"}}}
+    }
+  }
+}`
+	res := importBytes(t, "j.json", []byte(doc), Options{})
+	if len(res.Failures) != 1 {
+		t.Fatalf("failures %v", res.Failures)
+	}
+	f := res.Failures[0]
+	if f.Item != "POST /bad" || f.Line != 9 || f.Column != 7 || !strings.Contains(f.Reason, `requestBody: $ref "#/components/requestBodies/Missing" points at nothing`) {
+		t.Errorf("failure %+v", f)
+	}
+	if got := names(res.Definitions); !reflect.DeepEqual(got, []string{"get_bad", "get_ok"}) {
+		t.Errorf("names %v", got)
+	}
+}
+
+func TestNotOpenAPI(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"empty", "", "empty"},
+		{"yaml list", "- a\n- b\n", "not a YAML mapping"},
+		{"no version field", "info: {title: x}\npaths: {}\n", `expected a top-level "openapi" field (3.0.x or 3.1.x) or "swagger": "2.0"`},
+		{"openapi 4", "openapi: 4.0.0\n", `openapi is "4.0.0"`},
+		{"swagger 1.2", `{"swagger": "1.2"}`, `swagger is "1.2"`},
+		{"bad json", `{"openapi": `, "not valid JSON"},
+		{"bad yaml", "openapi: [\n", "not valid YAML"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Import(context.Background(), "x.yaml", []byte(tc.doc), Options{})
+			if !errors.Is(err, ErrNotOpenAPI) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "x.yaml: ") {
+				t.Errorf("error %v, want ErrNotOpenAPI mentioning %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Import(context.Background(), "x", []byte("openapi: 3.0.0\n"), Options{Domain: "Bad Domain"}); err == nil || !strings.Contains(err.Error(), "bad-domain") {
+		t.Errorf("invalid --domain: %v", err)
+	}
+	if _, err := Import(context.Background(), "x", []byte("openapi: 3.0.0\n"), Options{BaseURL: "api.example.com"}); err == nil {
+		t.Error("a relative base URL must be refused")
+	}
+	// A document with no operations is an import of nothing, not an error.
+	res, err := Import(context.Background(), "x", []byte("openapi: 3.1.0\ninfo: {title: T, version: '1'}\n"), Options{})
+	if err != nil || len(res.Definitions)+len(res.Failures) != 0 {
+		t.Errorf("empty document: %v %v", res, err)
+	}
+}
+
+// Circular references never hang and leave no $ref, whatever their shape.
+func TestCircularReferences(t *testing.T) {
+	doc := `openapi: 3.0.0
+info: {title: Cycles, version: 0.1.0}
+servers: [{url: 'https://c.example'}]
+paths:
+  /x:
+    post:
+      operationId: x
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: '#/components/schemas/A'}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/Loop1'}
+  /y:
+    get:
+      operationId: 'y'
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/B'}
+components:
+  schemas:
+    A:
+      type: object
+      properties:
+        b: {$ref: '#/components/schemas/B'}
+        self: {$ref: '#/components/schemas/A'}
+    B:
+      type: array
+      nullable: true
+      items: {$ref: '#/components/schemas/A'}
+    Loop1: {$ref: '#/components/schemas/Loop2'}
+    Loop2: {$ref: '#/components/schemas/Loop1'}
+`
+	done := make(chan *Result)
+	go func() { done <- importBytes(t, "cycles.yaml", []byte(doc), Options{}) }()
+	var res *Result
+	select {
+	case res = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("import of circular references hangs")
+	}
+	if len(res.Failures) != 0 || len(res.Definitions) != 2 {
+		t.Fatalf("failures %v", res.Failures)
+	}
+	x := res.Definitions[0]
+	sameJSON(t, "x input", x.Input, `{"type": "object", "properties": {
+		"b": {"type": ["array", "null"], "items": {"type": "object",
+			"description": "recursive reference to A (cut: the value has the same shape as the enclosing A)",
+			"$comment": "caphub: recursive $ref #/components/schemas/A cut"}},
+		"self": {"type": "object",
+			"description": "recursive reference to A (cut: the value has the same shape as the enclosing A)",
+			"$comment": "caphub: recursive $ref #/components/schemas/A cut"}}}`)
+	sameJSON(t, "x output", x.Output, `{"description": "recursive reference to Loop1 (cut: the value has the same shape as the enclosing Loop1)",
+		"$comment": "caphub: recursive $ref #/components/schemas/Loop1 cut"}`)
+	// Cuts follow the path each operation takes, whatever was imported
+	// before: from B, A is inlined and B is cut inside it.
+	y := res.Definitions[1]
+	sameJSON(t, "y output", y.Output, `{"type": ["array", "null"], "items": {"type": "object", "properties": {
+		"b": {"type": ["array", "null"],
+			"description": "recursive reference to B (cut: the value has the same shape as the enclosing B)",
+			"$comment": "caphub: recursive $ref #/components/schemas/B cut"},
+		"self": {"type": "object",
+			"description": "recursive reference to A (cut: the value has the same shape as the enclosing A)",
+			"$comment": "caphub: recursive $ref #/components/schemas/A cut"}}}}`)
+}
+
+// Operations caphub cannot import are failures and the rest imports.
+func TestImportFailuresAndWarnings(t *testing.T) {
+	doc := `openapi: 3.0.0
+info: {title: Mixed, version: 2}
+servers: [{url: 'https://m.example/{version}', variables: {version: {default: v1}}}]
+components:
+  securitySchemes:
+    cookie: {type: apiKey, in: cookie, name: session}
+    key: {type: apiKey, in: query, name: api_key}
+    oauth: {type: oauth2, flows: {}}
+security:
+  - cookie: []
+  - oauth: [read, write]
+paths:
+  /echo:
+    trace:
+      responses: {'200': {description: ok}}
+    get:
+      security: [{key: []}]
+      parameters:
+        - {name: api_key, in: query, schema: {type: string}}
+        - {name: q, in: query, required: true, schema: {type: string}}
+      responses: {'201': {description: created}, '200': {description: ok, content: {text/plain: {schema: {type: string}}}}}
+  /ext:
+    get:
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: 'common.yaml#/Thing'}}}}
+  /bad-param:
+    get:
+      parameters: [{in: query}]
+      responses: {default: {description: whatever, content: {application/json: {schema: {type: object}}}}}
+  /default:
+    get:
+      responses: {default: {description: whatever, content: {application/json: {schema: {type: object}}}}}
+  /bad-header:
+    get:
+      parameters: [{name: 'Bad Header', in: header, schema: {type: string}}]
+      responses: {'204': {description: ok}}
+`
+	res := importBytes(t, "mixed.yaml", []byte(doc), Options{})
+	reasons := map[string]string{}
+	for _, f := range res.Failures {
+		reasons[f.Item] = f.Reason
+	}
+	for item, want := range map[string]string{
+		"TRACE /echo":     "method TRACE is not supported",
+		"GET /ext":        `$ref "common.yaml#/Thing" points outside the document`,
+		"GET /bad-param":  "parameters[0] has no name or no in",
+		"GET /bad-header": `parameters[0]: "Bad Header" is not a valid HTTP header name`,
+	} {
+		if !strings.Contains(reasons[item], want) {
+			t.Errorf("failure of %s: %q, want it to mention %q", item, reasons[item], want)
+		}
+	}
+	if len(res.Failures) != 4 || res.Operations != 6 {
+		t.Errorf("failures %v, operations %d", res.Failures, res.Operations)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "security scheme cookie (type apiKey) is not supported") {
+		t.Errorf("warnings %v", res.Warnings)
+	}
+	echo := find(t, res.Definitions, "get_echo")
+	// The query api_key is the auth's; the output is 200's text/plain.
+	sameJSON(t, "get_echo input", echo.Input, `{"type": "object", "required": ["q"], "properties": {"q": {"type": "string"}}}`)
+	sameJSON(t, "get_echo output", echo.Output, `{"type": "string"}`)
+	sameJSON(t, "get_echo auth", echo.Bindings.HTTP.Auth, `{"type": "api_key", "location": "query", "param_name": "api_key", "env": "MIXED_API_KEY", "x-scheme": "key"}`)
+	if echo.URI != "ossa:mixed/get_echo@2.0" || echo.Bindings.HTTP.URL != "https://m.example/v1/echo" {
+		t.Errorf("get_echo: %s %s", echo.URI, echo.Bindings.HTTP.URL)
+	}
+	if echo.Metadata["openapi"].(map[string]any)["response_content_type"] != "text/plain" {
+		t.Errorf("get_echo metadata %v", echo.Metadata)
+	}
+	// Only default: it is the output; the document's security falls to oauth2.
+	def := find(t, res.Definitions, "get_default")
+	sameJSON(t, "get_default output", def.Output, `{"type": "object"}`)
+	sameJSON(t, "get_default auth", def.Bindings.HTTP.Auth, `{"type": "oauth2", "location": "header", "param_name": "Authorization", "env": "MIXED_TOKEN", "x-scheme": "oauth", "x-scopes": ["read", "write"]}`)
+	if len(def.Errors) != 0 {
+		t.Errorf("get_default errors %v", def.Errors)
+	}
+}
+
+// OpenAPI 3.0 and Swagger 2.0 schema dialects become valid 2020-12.
+func TestSchemaConversion(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version specVersion
+		in      string
+		want    string
+	}{
+		{"nullable type", oas30, `{"type": "string", "nullable": true, "enum": ["a", "b"]}`, `{"type": ["string", "null"], "enum": ["a", "b", null]}`},
+		{"nullable oneOf", oas30, `{"nullable": true, "description": "d", "oneOf": [{"type": "string"}, {"type": "integer"}]}`,
+			`{"description": "d", "anyOf": [{"oneOf": [{"type": "string"}, {"type": "integer"}]}, {"type": "null"}]}`},
+		{"exclusive bounds", oas30, `{"type": "number", "minimum": 0, "exclusiveMinimum": true, "maximum": 10, "exclusiveMaximum": false}`,
+			`{"type": "number", "exclusiveMinimum": 0, "maximum": 10}`},
+		{"example", oas30, `{"type": "integer", "example": 4}`, `{"type": "integer", "examples": [4]}`},
+		{"openapi-only keywords dropped", oas30, `{"type": "object", "xml": {"name": "x"}, "externalDocs": {"url": "u"}, "x-foo": 1, "discriminator": {"propertyName": "kind", "mapping": {"a": "#/components/schemas/A"}}}`,
+			`{"type": "object", "discriminator": {"propertyName": "kind"}}`},
+		{"file", swagger2, `{"type": "file"}`, `{"type": "string", "format": "binary"}`},
+		{"x-nullable", swagger2, `{"type": "integer", "x-nullable": true}`, `{"type": ["integer", "null"]}`},
+		{"tuple items", oas30, `{"type": "array", "items": [{"type": "string"}], "additionalItems": false}`, `{"type": "array", "prefixItems": [{"type": "string"}], "items": false}`},
+		{"malformed keywords dropped", oas30, `{"type": "strnig", "required": true, "minLength": -1, "pattern": "(?=x)", "enum": "a", "properties": [], "multipleOf": 0}`, `{}`},
+		{"type aliases", oas30, `{"type": ["int", "String", "int"]}`, `{"type": ["integer", "string"]}`},
+		{"dependencies", oas30, `{"dependencies": {"a": ["b"], "c": {"required": ["d"]}}}`, `{"dependentRequired": {"a": ["b"]}, "dependentSchemas": {"c": {"required": ["d"]}}}`},
+		{"3.1 ref siblings", oas31, `{"$ref": "#/components/schemas/S", "maxLength": 3}`, `{"maxLength": 3, "allOf": [{"type": "string"}]}`},
+		{"3.0 ref siblings ignored", oas30, `{"$ref": "#/components/schemas/S", "maxLength": 3, "description": "kept"}`, `{"type": "string", "description": "kept"}`},
+		{"3.0 nullable ref", oas30, `{"$ref": "#/components/schemas/S", "nullable": true}`, `{"type": ["string", "null"]}`},
+		{"ref in example", oas30, `{"type": "object", "example": {"$ref": "#/components/examples/E"}}`, `{"type": "object", "examples": [{"a": 1}]}`},
+		{"boolean schema", oas31, `{"properties": {"a": true, "b": false}}`, `{"properties": {"a": true, "b": false}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := map[string]any{}
+			json.Unmarshal([]byte(`{"components": {"schemas": {"S": {"type": "string"}}, "examples": {"E": {"value": {"a": 1}}}}}`), &root)
+			var in any
+			if err := json.Unmarshal([]byte(tc.in), &in); err != nil {
+				t.Fatal(err)
+			}
+			c := newConverter(root, tc.version, 1000)
+			out, _, _, err := c.schema(in, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameJSON(t, "schema", out, tc.want)
+			if m, ok := out.(map[string]any); ok {
+				if _, issues := capability.CompileSchema(m); len(issues) > 0 {
+					t.Errorf("not valid 2020-12: %v", issues)
+				}
+			}
+		})
+	}
+}
+
+func TestNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"getPetById":                 "get_pet_by_id",
+		"repos/list-for-org":         "repos_list_for_org",
+		"HTTPServerGet":              "http_server_get",
+		"get /pets/{petId}":          "get_pets_pet_id",
+		"2fa/enable":                 "op_2fa_enable",
+		"  __Weird--Name__  ":        "weird_name",
+		"v2GetUser":                  "v2_get_user",
+		"日本語":                        "",
+		"get_all_repos":              "get_all_repos",
+		"Users.ListUsers":            "users_list_users",
+		"apps/create-from-manifest2": "apps_create_from_manifest2",
+	} {
+		if got := snakeName(in); got != want {
+			t.Errorf("snakeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"Swagger Petstore": "swagger-petstore",
+		"GitHub's official OpenAPI spec + Octokit extension": "githubs-official-openapi-spec-octokit-extension",
+		"3D Printing API":                      "api-3d-printing-api",
+		"---":                                  "",
+		"Weather 3.1":                          "weather-3-1",
+		strings.Repeat("very long title ", 10): "very-long-title-very-long-title-very-long-title-very-long-title",
+	} {
+		if got := DomainFromTitle(in); got != want {
+			t.Errorf("DomainFromTitle(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"1.2.3": "1.2.3", "1.2": "1.2.0", "v2": "2.0.0", "3.0.1-beta": "3.0.1-beta",
+		"2023-05-01": "1.0.0", "latest": "1.0.0", "": "1.0.0", "1.02": "1.0.0",
+	} {
+		if got := semverOf(in); got != want {
+			t.Errorf("semverOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, tc := range [][3]string{
+		{"404", "", "HTTP_404_NOT_FOUND"},
+		{"418", "", "HTTP_418_IM_A_TEAPOT"},
+		{"499", "Client closed the request early", "HTTP_499_CLIENT_CLOSED_THE_REQUEST"},
+		{"499", "", "HTTP_499"},
+		{"4XX", "", "HTTP_4XX_CLIENT_ERROR"},
+		{"DEFAULT", "", "HTTP_ERROR"},
+	} {
+		if got := errorCode(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("errorCode(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+		}
+	}
+	for in, want := range map[string]string{"team-slug": "team_slug", "X-Request-ID": "X_Request_ID", "per_page": "per_page", "filter[name]": "filter_name", "1st": "_1st", "--": "param"} {
+		if got := fieldName(in); got != want {
+			t.Errorf("fieldName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFetch(t *testing.T) {
+	data, err := Fetch(context.Background(), "testdata/broken.yaml")
+	if err != nil || !strings.HasPrefix(string(data), "openapi: 3.0.0") {
+		t.Errorf("Fetch file: %v", err)
+	}
+	if _, err := Fetch(context.Background(), "testdata/missing.yaml"); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("Fetch of a missing file: %v", err)
+	}
+}
+
+// Documents that expand exponentially fail operation by operation, quickly.
+func TestLimits(t *testing.T) {
+	// $ref fan-out: S0 has 10 fields of S1, … S7 of S8: 10^8 nodes inlined.
+	var b strings.Builder
+	b.WriteString("openapi: 3.0.0\ninfo: {title: Fan, version: 1.0.0}\nservers: [{url: 'https://f.example'}]\n")
+	b.WriteString("paths:\n  /fan:\n    get:\n      responses:\n        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/S0'}}}}\n")
+	b.WriteString("  /small:\n    get:\n      responses:\n        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/S8'}}}}\n")
+	b.WriteString("components:\n  schemas:\n")
+	for i := 0; i < 8; i++ {
+		b.WriteString("    S" + string(rune('0'+i)) + ":\n      properties:\n")
+		for j := 0; j < 10; j++ {
+			b.WriteString("        f" + string(rune('0'+j)) + ": {$ref: '#/components/schemas/S" + string(rune('1'+i)) + "'}\n")
+		}
+	}
+	b.WriteString("    S8: {type: string}\n")
+	start := time.Now()
+	res := importBytes(t, "fan.yaml", []byte(b.String()), Options{})
+	if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, "once every $ref is inlined, more than the limit of 500000") || len(res.Definitions) != 1 {
+		t.Errorf("fan-out: failures %v, definitions %v", res.Failures, names(res.Definitions))
+	}
+
+	// YAML alias bomb: 9^7 strings behind one enum.
+	bomb := "openapi: 3.0.0\ninfo: {title: Bomb, version: 1.0.0}\nservers: [{url: 'https://b.example'}]\n" +
+		"x:\n  a: &a [x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n" +
+		"  d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n  e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n  f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n" +
+		"  g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n" +
+		"paths:\n  /bomb:\n    get:\n      parameters: [{name: p, in: query, schema: {enum: *g}}]\n      responses: {'204': {description: ok}}\n"
+	res = importBytes(t, "bomb.yaml", []byte(bomb), Options{})
+	if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, "work budget is exhausted") {
+		t.Errorf("alias bomb: failures %v", res.Failures)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the limits took %v to trip", d)
+	}
+}
+
+func TestFetchURL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/spec.yaml" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("openapi: 3.0.0\n"))
+	}))
+	defer srv.Close()
+	data, err := Fetch(context.Background(), srv.URL+"/spec.yaml")
+	if err != nil || string(data) != "openapi: 3.0.0\n" {
+		t.Errorf("Fetch: %q %v", data, err)
+	}
+	if _, err := Fetch(context.Background(), srv.URL+"/nope"); err == nil || !strings.Contains(err.Error(), "404 Not Found") {
+		t.Errorf("Fetch of a missing URL: %v", err)
+	}
+}

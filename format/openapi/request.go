@@ -1,0 +1,445 @@
+package openapi
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// withAnnotations returns s with the annotations added where s has none of
+// its own; s itself (which may be shared) is not changed.
+func withAnnotations(s any, ann map[string]any) any {
+	if len(ann) == 0 {
+		return s
+	}
+	switch x := s.(type) {
+	case map[string]any:
+		c := shallowCopy(x)
+		for k, v := range ann {
+			if _, has := c[k]; !has {
+				c[k] = v
+			}
+		}
+		return c
+	case bool:
+		c := shallowCopy(ann)
+		if !x {
+			c["not"] = map[string]any{}
+		}
+		return c
+	}
+	return s
+}
+
+// parameters returns the operation's parameters (path-level ones first,
+// overridden by the operation's own with the same name and location),
+// without those the spec says to ignore (header Accept, Content-Type and
+// Authorization) or that the binding's auth supplies; and, for Swagger 2,
+// the body and formData parameters apart.
+func (im *importer) parameters(o *operation, auth *capability.HTTPAuth) ([]field, []map[string]any, error) {
+	type entry struct {
+		p     map[string]any
+		where string
+	}
+	var list []entry
+	index := map[[2]string]int{}
+	for _, src := range []struct {
+		v     any
+		where string
+	}{{o.item["parameters"], "path-level parameters"}, {o.op["parameters"], "parameters"}} {
+		if src.v == nil {
+			continue
+		}
+		arr, ok := src.v.([]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s is not a list", src.where)
+		}
+		for i, raw := range arr {
+			where := fmt.Sprintf("%s[%d]", src.where, i)
+			p, err := im.conv.resolve(raw, where)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", where, err)
+			}
+			name, in := str(p["name"]), str(p["in"])
+			if name == "" || in == "" {
+				return nil, nil, fmt.Errorf("%s has no name or no in: every parameter needs both", where)
+			}
+			key := [2]string{in, name}
+			if in == "header" {
+				key[1] = strings.ToLower(name)
+			}
+			if j, dup := index[key]; dup {
+				list[j] = entry{p, where}
+				continue
+			}
+			index[key] = len(list)
+			list = append(list, entry{p, where})
+		}
+	}
+	var out []field
+	var bodies []map[string]any
+	for _, e := range list {
+		p := e.p
+		name, in := str(p["name"]), str(p["in"])
+		switch in {
+		case "path", "query", "header", "cookie":
+		case "body", "formData":
+			if im.version == swagger2 {
+				bodies = append(bodies, p)
+				continue
+			}
+			fallthrough
+		default:
+			return nil, nil, fmt.Errorf("%s (%s): in %q is not a parameter location: use path, query, header or cookie", e.where, name, in)
+		}
+		if in == "header" {
+			switch strings.ToLower(name) {
+			case "accept", "content-type", "authorization":
+				continue // OpenAPI: such header parameters SHALL be ignored
+			}
+			if !httpToken(name) {
+				return nil, nil, fmt.Errorf("%s: %q is not a valid HTTP header name: use letters, digits and - only", e.where, name)
+			}
+		}
+		if auth != nil && auth.Location == in && (auth.ParamName == name || (in == "header" && strings.EqualFold(auth.ParamName, name))) {
+			continue // supplied by the binding's auth from its env variable
+		}
+		s, size, err := im.paramSchema(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s (%s): %w", e.where, name, err)
+		}
+		f := field{in: in, param: name, schema: s, size: size, required: in == "path" || p["required"] == true}
+		f.extra = serialization(p, s, im.version)
+		out = append(out, f)
+	}
+	return out, bodies, nil
+}
+
+// swagger2ParamKeys are the keywords a Swagger 2.0 non-body parameter
+// carries itself instead of a schema.
+var swagger2ParamKeys = []string{"type", "format", "items", "enum", "default", "minimum", "maximum",
+	"exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "minItems", "maxItems",
+	"uniqueItems", "multipleOf", "x-nullable"}
+
+// paramSchema returns a parameter's schema (its schema, else the schema of
+// its preferred content type, else, in Swagger 2.0, the schema keywords on
+// the parameter itself), with the parameter's description, deprecated and
+// example added.
+func (im *importer) paramSchema(p map[string]any) (any, int, error) {
+	var raw any = map[string]any{}
+	if s, ok := p["schema"]; ok {
+		raw = s
+	} else if content, ok := p["content"].(map[string]any); ok && len(content) > 0 {
+		_, media := pickMedia(content)
+		if s, ok := media["schema"]; ok {
+			raw = s
+		}
+	} else if im.version == swagger2 {
+		m := map[string]any{}
+		for _, k := range swagger2ParamKeys {
+			if v, ok := p[k]; ok {
+				m[k] = v
+			}
+		}
+		raw = m
+	}
+	s, size, _, err := im.conv.schema(raw, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	ann := map[string]any{}
+	if d := str(p["description"]); d != "" {
+		ann["description"] = d
+	}
+	if p["deprecated"] == true {
+		ann["deprecated"] = true
+	}
+	if ex, ok := p["example"]; ok && ex != nil {
+		if cv, n, err := im.conv.copyValue(ex, 0); err == nil {
+			ann["examples"] = []any{cv}
+			size += n
+		}
+	}
+	return withAnnotations(s, ann), size + len(ann), nil
+}
+
+// serialization returns how an array or object parameter is serialised:
+// OpenAPI 3 style and explode (defaults filled in), or Swagger 2
+// collectionFormat converted; nil for other parameters.
+func serialization(p map[string]any, s any, v specVersion) map[string]any {
+	t := schemaType(s)
+	if t != "array" && t != "object" {
+		if ar, ok := p["allowReserved"].(bool); ok && ar {
+			return map[string]any{"allow_reserved": true}
+		}
+		return nil
+	}
+	in := str(p["in"])
+	out := map[string]any{}
+	if v == swagger2 {
+		switch cf := orDefault(str(p["collectionFormat"]), "csv"); cf {
+		case "multi":
+			out["style"], out["explode"] = "form", true
+		case "ssv":
+			out["style"], out["explode"] = "spaceDelimited", false
+		case "pipes":
+			out["style"], out["explode"] = "pipeDelimited", false
+		case "tsv":
+			out["collection_format"] = "tsv"
+		default:
+			out["style"], out["explode"] = "form", false
+			if in == "path" || in == "header" {
+				out["style"] = "simple"
+			}
+		}
+		return out
+	}
+	style := str(p["style"])
+	if style == "" {
+		style = "form"
+		if in == "path" || in == "header" {
+			style = "simple"
+		}
+	}
+	explode, ok := p["explode"].(bool)
+	if !ok {
+		explode = style == "form"
+	}
+	out["style"], out["explode"] = style, explode
+	if ar, ok := p["allowReserved"].(bool); ok && ar {
+		out["allow_reserved"] = true
+	}
+	return out
+}
+
+// schemaType returns the single non-null type of a converted schema.
+func schemaType(s any) string {
+	m, _ := s.(map[string]any)
+	switch t := m["type"].(type) {
+	case string:
+		return t
+	case []any:
+		for _, e := range t {
+			if e != "null" {
+				return str(e)
+			}
+		}
+	}
+	return ""
+}
+
+// requestBody is an operation's body.
+type requestBody struct {
+	contentType  string
+	alternatives []any
+	schema       any
+	size         int
+	required     bool
+	description  string
+}
+
+// body returns the operation's request body: OpenAPI 3 requestBody (its
+// preferred content type, see pickMedia), or Swagger 2.0 the body parameter,
+// or the formData parameters as one object (multipart/form-data when a
+// parameter is a file or consumes lists only multipart, else
+// application/x-www-form-urlencoded). nil when there is none.
+func (im *importer) body(o *operation, params []map[string]any) (*requestBody, error) {
+	if im.version != swagger2 {
+		raw, ok := o.op["requestBody"]
+		if !ok {
+			return nil, nil
+		}
+		rb, err := im.conv.resolve(raw, "requestBody")
+		if err != nil {
+			return nil, fmt.Errorf("requestBody: %w", err)
+		}
+		content, _ := rb["content"].(map[string]any)
+		if len(content) == 0 {
+			return nil, nil
+		}
+		ct, media := pickMedia(content)
+		b := &requestBody{contentType: ct, required: rb["required"] == true, description: str(rb["description"])}
+		for _, k := range sortedKeys(content) {
+			if k != ct {
+				b.alternatives = append(b.alternatives, k)
+			}
+		}
+		var s any = map[string]any{}
+		if ms, ok := media["schema"]; ok {
+			s = ms
+		}
+		b.schema, b.size, _, err = im.conv.schema(s, 0)
+		if err != nil {
+			return nil, fmt.Errorf("requestBody (%s): %w", ct, err)
+		}
+		return b, nil
+	}
+	if len(params) == 0 {
+		return nil, nil
+	}
+	consumes := stringList(o.op["consumes"])
+	if consumes == nil {
+		consumes = stringList(im.root["consumes"])
+	}
+	var form []map[string]any
+	for _, p := range params {
+		if str(p["in"]) == "body" {
+			ct := preferJSON(consumes)
+			b := &requestBody{contentType: ct, required: p["required"] == true, description: str(p["description"])}
+			var err error
+			b.schema, b.size, _, err = im.conv.schema(p["schema"], 0)
+			if err != nil {
+				return nil, fmt.Errorf("body parameter %s: %w", str(p["name"]), err)
+			}
+			return b, nil
+		}
+		form = append(form, p)
+	}
+	props := map[string]any{}
+	var required []any
+	size := 2
+	file := false
+	for _, p := range form {
+		name := str(p["name"])
+		s, n, err := im.paramSchema(p)
+		if err != nil {
+			return nil, fmt.Errorf("formData parameter %s: %w", name, err)
+		}
+		props[name] = s
+		size += n + 1
+		if p["required"] == true {
+			required = append(required, name)
+		}
+		file = file || p["type"] == "file"
+	}
+	schema := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		schema["required"] = required
+	}
+	ct := "application/x-www-form-urlencoded"
+	if file || (contains(consumes, "multipart/form-data") && !contains(consumes, ct)) {
+		ct = "multipart/form-data"
+	}
+	return &requestBody{contentType: ct, schema: schema, size: size, required: len(required) > 0}, nil
+}
+
+// mergeable reports whether the body's properties become top-level input
+// fields, and returns them with which are required. They do when the body
+// schema is a plain object (type object, or no type with properties; no
+// allOf/anyOf/oneOf or other constraints; additionalProperties absent or
+// false) with at least one property, none of whose names is already an
+// input field, and when the body is required or has no required property
+// (so that merging does not make an optional body's fields mandatory).
+func mergeable(b *requestBody, fields map[string]*field) (map[string]any, map[string]bool, bool) {
+	s, ok := b.schema.(map[string]any)
+	if !ok {
+		return nil, nil, false
+	}
+	props, ok := s["properties"].(map[string]any)
+	if !ok || len(props) == 0 {
+		return nil, nil, false
+	}
+	if t, has := s["type"]; has && t != "object" {
+		return nil, nil, false
+	}
+	for k, v := range s {
+		switch k {
+		case "type", "properties", "required", "title", "description", "examples", "readOnly", "writeOnly", "deprecated", "$comment":
+		case "additionalProperties":
+			if v != false {
+				return nil, nil, false
+			}
+		default:
+			return nil, nil, false
+		}
+	}
+	req := map[string]bool{}
+	for _, r := range stringSet(s["required"]) {
+		req[r.(string)] = true
+	}
+	if len(req) > 0 && !b.required {
+		return nil, nil, false
+	}
+	out := make(map[string]any, len(props)+len(req))
+	for k, v := range props {
+		out[k] = v
+	}
+	for k := range req {
+		if _, ok := out[k]; !ok {
+			out[k] = map[string]any{} // required but not described: any value
+		}
+	}
+	for k := range out {
+		if _, clash := fields[k]; clash {
+			return nil, nil, false
+		}
+	}
+	return out, req, true
+}
+
+// pickMedia chooses the content type to use from a content map:
+// application/json, else the first (sorted) type that mentions json
+// (application/vnd.api+json, application/problem+json, …), else
+// application/x-www-form-urlencoded, else multipart/form-data, else the
+// first type in sorted order.
+func pickMedia(content map[string]any) (string, map[string]any) {
+	keys := sortedKeys(content)
+	pick := ""
+	if _, ok := content["application/json"]; ok {
+		pick = "application/json"
+	}
+	if pick == "" {
+		for _, k := range keys {
+			if strings.Contains(strings.ToLower(k), "json") {
+				pick = k
+				break
+			}
+		}
+	}
+	for _, k := range []string{"application/x-www-form-urlencoded", "multipart/form-data"} {
+		if _, ok := content[k]; ok && pick == "" {
+			pick = k
+		}
+	}
+	if pick == "" && len(keys) > 0 {
+		pick = keys[0]
+	}
+	m, _ := content[pick].(map[string]any)
+	return pick, m
+}
+
+func preferJSON(types []string) string {
+	if len(types) == 0 || contains(types, "application/json") {
+		return "application/json"
+	}
+	for _, t := range types {
+		if strings.Contains(strings.ToLower(t), "json") {
+			return t
+		}
+	}
+	return types[0]
+}
+
+func stringList(v any) []string {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := []string{}
+	for _, e := range arr {
+		if s, ok := e.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if strings.EqualFold(e, s) {
+			return true
+		}
+	}
+	return false
+}
