@@ -235,17 +235,36 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 	}
 	where, fargs := filterSQL(f)
 	args := append([]any{match}, fargs...)
-	from := ` FROM capabilities_fts JOIN capabilities c ON c.id = capabilities_fts.rowid WHERE capabilities_fts MATCH ? AND ` + where
-	// Rank and count the matches in one pass, sorting only their keys; then
-	// read the definitions of the page's rows.
-	pageSQL := `WITH r AS MATERIALIZED (SELECT c.id, bm25(capabilities_fts, ` + bm25Weights + `) AS rank,
-			c.scheme, c.domain, c.name, c.version_key, c.version` + from + `),
-		m AS (SELECT r.*, count(*) OVER () AS total FROM r ORDER BY r.rank, r.scheme, r.domain, r.name, r.version_key, r.version LIMIT ? OFFSET ?)
-		SELECT ` + recordColumns + `, m.total FROM m JOIN capabilities c ON c.id = m.id
-		ORDER BY m.rank, m.scheme, m.domain, m.name, m.version_key, m.version`
+	// Rank and count the matches from the index, reading capabilities only
+	// where a filter needs it: without all-versions the latest-only index
+	// already applies that filter. Then only the rows that can be on the
+	// page (rank up to the page's last rank, ties included) are joined and
+	// sorted in the stable order.
+	table, rankFrom := "capabilities_fts", ""
+	if !f.AllVersions {
+		table = "capabilities_fts_latest"
+		where = strings.Replace(where, " AND c.is_latest = 1", "", 1)
+	}
+	if where == "1 = 1" {
+		rankFrom = `SELECT rowid AS id, bm25(` + table + `, ` + bm25Weights + `) AS rank FROM ` + table + ` WHERE ` + table + ` MATCH ?`
+	} else {
+		rankFrom = `SELECT c.id AS id, bm25(` + table + `, ` + bm25Weights + `) AS rank FROM ` + table +
+			` JOIN capabilities c ON c.id = ` + table + `.rowid WHERE ` + table + ` MATCH ? AND ` + where
+	}
+	from := ` FROM (` + rankFrom + `)`
+	pageSQL := `WITH r AS MATERIALIZED (` + rankFrom + `),
+		b AS (SELECT rank FROM r ORDER BY rank LIMIT 1 OFFSET ?),
+		m AS (SELECT r.id, r.rank FROM r WHERE (SELECT count(*) FROM b) = 0 OR r.rank <= (SELECT rank FROM b)),
+		t AS (SELECT count(*) AS total FROM r)
+		SELECT ` + recordColumns + `, t.total FROM m JOIN capabilities c ON c.id = m.id, t
+		ORDER BY m.rank, c.scheme, c.domain, c.name, c.version_key, c.version LIMIT ? OFFSET ?`
 	page := registry.Page{Items: []registry.Record{}}
 	err = func() error {
-		rows, err := s.reader.QueryContext(ctx, pageSQL, append(args, sqlLimit(f.Limit), cur.Offset)...)
+		last := cur.Offset + f.Limit // the rank of the page's last row bounds the rows to join
+		if f.Limit <= 0 {
+			last = 1 << 62
+		}
+		rows, err := s.reader.QueryContext(ctx, pageSQL, append(append(args, last), sqlLimit(f.Limit), cur.Offset)...)
 		if err != nil {
 			return err
 		}

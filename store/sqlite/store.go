@@ -81,8 +81,10 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 		events = append(events, registry.Event{Kind: registry.EventRegistered, Key: k})
 	}
 	for c := range touched {
-		if _, err := st.latest.ExecContext(ctx, c.scheme, c.domain, c.name); err != nil {
-			return nil, fmt.Errorf("put: mark the latest version of %s:%s/%s: %w", c.scheme, c.domain, c.name, err)
+		for _, stmt := range []*sql.Stmt{st.latest, st.ftsLatestDelete, st.ftsLatestInsert} {
+			if _, err := stmt.ExecContext(ctx, c.scheme, c.domain, c.name); err != nil {
+				return nil, fmt.Errorf("put: mark the latest version of %s:%s/%s: %w", c.scheme, c.domain, c.name, err)
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -95,6 +97,7 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 // statements are the statements Put runs for each record.
 type statements struct {
 	insert, digest, domain, category, intent, binding, fts, latest *sql.Stmt
+	ftsLatestDelete, ftsLatestInsert                                *sql.Stmt
 }
 
 func prepareStatements(ctx context.Context, tx *sql.Tx) (*statements, error) {
@@ -120,6 +123,13 @@ func prepareStatements(ctx context.Context, tx *sql.Tx) (*statements, error) {
 				WHERE h.scheme = c.scheme AND h.domain = c.domain AND h.name = c.name
 				ORDER BY h.version_key DESC, h.version DESC LIMIT 1))
 			WHERE c.scheme = ?1 AND c.domain = ?2 AND c.name = ?3`},
+		// The latest-only full-text index follows is_latest.
+		{&st.ftsLatestDelete, `DELETE FROM capabilities_fts_latest WHERE rowid IN
+			(SELECT id FROM capabilities WHERE scheme = ?1 AND domain = ?2 AND name = ?3)`},
+		{&st.ftsLatestInsert, `INSERT INTO capabilities_fts_latest (rowid, name, title, description, keywords, intents, domains, categories)
+			SELECT f.rowid, f.name, f.title, f.description, f.keywords, f.intents, f.domains, f.categories
+			FROM capabilities c JOIN capabilities_fts f ON f.rowid = c.id
+			WHERE c.scheme = ?1 AND c.domain = ?2 AND c.name = ?3 AND c.is_latest = 1`},
 	} {
 		stmt, err := tx.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -132,7 +142,7 @@ func prepareStatements(ctx context.Context, tx *sql.Tx) (*statements, error) {
 }
 
 func (st *statements) close() {
-	for _, s := range []*sql.Stmt{st.insert, st.digest, st.domain, st.category, st.intent, st.binding, st.fts, st.latest} {
+	for _, s := range []*sql.Stmt{st.insert, st.digest, st.domain, st.category, st.intent, st.binding, st.fts, st.latest, st.ftsLatestDelete, st.ftsLatestInsert} {
 		if s != nil {
 			s.Close()
 		}
