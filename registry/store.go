@@ -272,3 +272,11 @@ func isNumeric(s string) bool {
 	}
 	return true
 }
+
+// RawGetter is implemented by stores that can return one version's stored
+// definition JSON without decoding it; the REST API serves it as it is.
+type RawGetter interface {
+	// GetRaw returns the definition as stored (the JSON encoding of a
+	// capability.Definition) and its digest; ErrNotFound as Get.
+	GetRaw(ctx context.Context, k Key) (definition []byte, digest string, err error)
+}

@@ -207,6 +207,19 @@ func (s *Server) getCapability(w http.ResponseWriter, r *http.Request) error {
 	name, version, hasVersion := strings.Cut(r.PathValue("name"), "@")
 	for _, scheme := range schemes(r) {
 		if hasVersion {
+			// A full version is immutable content: serve the stored JSON as it is.
+			if raw, digest, ok, err := s.svc.GetRaw(r.Context(), scheme, domain, name, version); ok {
+				if errors.Is(err, registry.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("ETag", strconv.Quote(digest))
+				_, _ = w.Write(raw)
+				return nil
+			}
 			rec, err := s.svc.Get(r.Context(), scheme, domain, name, version)
 			if errors.Is(err, registry.ErrNotFound) {
 				continue

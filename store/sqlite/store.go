@@ -238,3 +238,23 @@ func (s *Store) Deprecate(ctx context.Context, k registry.Key, d registry.Deprec
 	s.hub.publish([]registry.Event{{Kind: registry.EventDeprecated, Key: k}})
 	return r, nil
 }
+
+var _ registry.RawGetter = (*Store)(nil)
+
+// GetRaw returns one version's stored definition JSON; see
+// registry.RawGetter.
+func (s *Store) GetRaw(ctx context.Context, k registry.Key) ([]byte, string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, "", err
+	}
+	var def, digest string
+	err := s.reader.QueryRowContext(ctx, `SELECT definition, digest FROM capabilities
+		WHERE scheme = ? AND domain = ? AND name = ? AND version = ?`, k.Scheme, k.Domain, k.Name, k.Version).Scan(&def, &digest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", fmt.Errorf("capability %s: %w", k, registry.ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("get %s from sqlite database %s: %w", k, s.path, err)
+	}
+	return []byte(def), digest, nil
+}
