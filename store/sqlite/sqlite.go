@@ -85,7 +85,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("open sqlite database %s: create its directory: %w: check that the parent directory is writable", path, err)
 		}
 		name := "file:" + (&url.URL{Path: abs}).EscapedPath()
-		common := "_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)&_pragma=mmap_size(1073741824)&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)"
+		common := "_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)&_pragma=cache_size(-8192)&_pragma=mmap_size(67108864)&_pragma=temp_store(MEMORY)"
 		writer, err := sql.Open("sqlite", name+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
