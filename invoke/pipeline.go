@@ -123,6 +123,23 @@ func (p *Pipeline) SetObserver(o Observer) { p.observer = o }
 // SetLogger sets the logger.
 func (p *Pipeline) SetLogger(l *slog.Logger) { p.log = l }
 
+// Authorize runs the policy hook on a call that does not go through Invoke
+// (a tools/call fronted to an upstream MCP server).
+func (p *Pipeline) Authorize(ctx context.Context, call *Call) error {
+	return p.policy.Check(ctx, call)
+}
+
+// Emit hands a record of a call that did not go through Invoke to the
+// recorder and the observer, as Invoke does for its own.
+func (p *Pipeline) Emit(ctx context.Context, rec Record) {
+	if p.observer != nil {
+		p.observer.ObserveInvocation(rec.Binding, rec.Code, time.Duration(rec.DurationMS*float64(time.Millisecond)))
+	}
+	if p.recorder != nil {
+		p.recorder.RecordInvocation(ctx, rec)
+	}
+}
+
 // Request is one invocation request.
 type Request struct {
 	URI    string         `json:"uri"`
