@@ -24,6 +24,10 @@ type Service struct {
 	store Store
 	now   func() time.Time
 	log   *slog.Logger
+
+	cache       versionCache
+	stopWatch   context.CancelFunc
+	cacheActive bool
 }
 
 // Option configures a Service.
@@ -35,11 +39,20 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
+// WithCache keeps the version lists that resolution reads in memory,
+// invalidated by the store's change notifications (see versionCache).
+func WithCache() Option { return func(s *Service) { s.cacheActive = true } }
+
 // NewService returns a registry over store.
 func NewService(store Store, opts ...Option) *Service {
 	s := &Service{store: store, now: time.Now, log: slog.Default()}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.cacheActive {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopWatch = cancel
+		go s.watch(ctx)
 	}
 	return s
 }
@@ -47,8 +60,13 @@ func NewService(store Store, opts ...Option) *Service {
 // Store returns the underlying store.
 func (s *Service) Store() Store { return s.store }
 
-// Close closes the store.
-func (s *Service) Close() error { return s.store.Close() }
+// Close stops the cache's watch and closes the store.
+func (s *Service) Close() error {
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
+	return s.store.Close()
+}
 
 // BreakingChangeError refuses a version whose bump is smaller than its
 // changes need (OSSA §6, DESIGN §2).
@@ -263,6 +281,9 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 		recs[i] = Record{Key: it.key, Definition: it.def, Digest: it.digest, RegisteredAt: now}
 	}
 	put, err := s.store.Put(ctx, recs)
+	for _, r := range recs {
+		s.cache.invalidate(cacheKey(r.Key.Scheme, r.Key.Domain, r.Key.Name))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +348,7 @@ func (s *Service) Resolve(ctx context.Context, uri string) (Resolution, error) {
 	if err != nil {
 		return Resolution{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	versions, err := s.store.Versions(ctx, u.Scheme, u.Domain, u.Name)
+	versions, err := s.cachedVersions(ctx, u.Scheme, u.Domain, u.Name)
 	if err != nil {
 		return Resolution{}, err
 	}
@@ -429,7 +450,7 @@ func (s *Service) Negotiate(ctx context.Context, req capability.NegotiationReque
 	if err != nil {
 		return capability.Negotiate(req, nil), nil // the response says what is wrong with the request
 	}
-	versions, err := s.store.Versions(ctx, u.Scheme, u.Domain, u.Name)
+	versions, err := s.cachedVersions(ctx, u.Scheme, u.Domain, u.Name)
 	if err != nil {
 		return capability.NegotiationResponse{}, err
 	}
@@ -573,7 +594,9 @@ func (s *Service) Deprecate(ctx context.Context, scheme, domain, name, version s
 		if r.DeprecatedAt != nil {
 			at = *r.DeprecatedAt
 		}
-		if _, err := s.store.Deprecate(ctx, r.Key, Deprecation{DeprecatedBy: req.DeprecatedBy, SunsetDate: req.SunsetDate, MigrationGuide: req.MigrationGuide, At: at}); err != nil {
+		_, err := s.store.Deprecate(ctx, r.Key, Deprecation{DeprecatedBy: req.DeprecatedBy, SunsetDate: req.SunsetDate, MigrationGuide: req.MigrationGuide, At: at})
+		s.cache.invalidate(cacheKey(r.Key.Scheme, r.Key.Domain, r.Key.Name))
+		if err != nil {
 			return DeprecateResult{}, err
 		}
 		res.Deprecated = append(res.Deprecated, r.Key.String())

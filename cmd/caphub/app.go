@@ -94,7 +94,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		a.Close()
 		return nil, fmt.Errorf("the store at %s cannot keep documents", c.db)
 	}
-	a.svc = registry.NewService(st, registry.WithLogger(c.log))
+	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache())
 	a.servers = discover.NewServers(docs)
 	a.metrics = metrics.New()
 	if _, err := a.svc.RegisterBatch(ctx, builtin.Definitions()); err != nil {

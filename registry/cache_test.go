@@ -1,0 +1,87 @@
+package registry_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/sqlite"
+)
+
+func cacheDef(version string) capability.Definition {
+	v := capability.MustParseVersion(version)
+	return capability.Definition{
+		URI: "ossa:cache/thing@" + v.Short(), Name: "thing", Domain: "cache", Version: version, Description: "a thing",
+		Input: capability.Schema{"type": "object"}, Output: capability.Schema{"type": "object"},
+		Bindings: capability.Bindings{Native: &capability.NativeBinding{Handler: "thing"}},
+	}
+}
+
+// A cached service sees its own writes at once and another store's writes
+// on the same database as soon as their notification arrives.
+func TestCacheFollowsWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	stA, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stB, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := registry.NewService(stA, registry.WithCache())
+	defer a.Close()
+	b := registry.NewService(stB)
+	defer b.Close()
+	time.Sleep(50 * time.Millisecond) // let the watch start
+
+	if _, err := a.Register(ctx, cacheDef("1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	resolve := func() string {
+		r, err := a.Resolve(ctx, "ossa:cache/thing@1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Version
+	}
+	if v := resolve(); v != "1.0.0" {
+		t.Fatalf("resolved %s", v)
+	}
+	// Its own write: visible immediately.
+	if _, err := a.Register(ctx, cacheDef("1.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	if v := resolve(); v != "1.0.1" {
+		t.Errorf("own write not visible: %s", v)
+	}
+	// Another store's write: visible once notified.
+	if _, err := b.Register(ctx, cacheDef("1.1.0")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for resolve() != "1.1.0" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other store's write never became visible")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Deprecation through the other store reaches the cached resolution too.
+	if _, err := b.Deprecate(ctx, "ossa", "cache", "thing", "1.1", registry.DeprecateRequest{MigrationGuide: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, _ := a.Resolve(ctx, "ossa:cache/thing@1.1")
+		if len(r.Warnings) > 0 {
+			break
+		}
+		if time.Now().After(deadline.Add(2 * time.Second)) {
+			t.Fatalf("deprecation never became visible")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
