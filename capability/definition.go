@@ -42,8 +42,8 @@ type Definition struct {
 	SunsetDate     string `json:"sunset_date,omitempty" yaml:"sunset_date,omitempty"`
 	MigrationGuide string `json:"migration_guide,omitempty" yaml:"migration_guide,omitempty"`
 
-	Input  Schema     `json:"input,omitempty" yaml:"input,omitempty"`
-	Output Schema     `json:"output,omitempty" yaml:"output,omitempty"`
+	Input  Schema     `json:"input" yaml:"input"` // not omitempty: {} (anything) differs from absent
+	Output Schema     `json:"output" yaml:"output"`
 	Errors []ErrorDef `json:"errors,omitempty" yaml:"errors,omitempty"`
 
 	Bindings Bindings `json:"bindings" yaml:"bindings"`

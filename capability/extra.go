@@ -179,6 +179,24 @@ func sortedKeys[V any](m map[string]V) []string {
 // Normalize puts every free-form value of d (schemas, metadata, examples,
 // extra fields) in canonical form; see the package function Normalize.
 func (d *Definition) Normalize() {
+	// Empty lists and maps are written as absent; read them as absent too.
+	for _, l := range []*[]string{&d.Permissions, &d.Effects, &d.Domains, &d.Categories, &d.Intents, &d.Keywords, &d.Tools} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	if len(d.Errors) == 0 {
+		d.Errors = nil
+	}
+	if len(d.Examples) == 0 {
+		d.Examples = nil
+	}
+	if len(d.Metadata) == 0 {
+		d.Metadata = nil
+	}
+	if len(d.Extra) == 0 {
+		d.Extra = nil
+	}
 	d.Input = normalizeSchema(d.Input)
 	d.Output = normalizeSchema(d.Output)
 	if d.Metadata != nil {

@@ -44,11 +44,37 @@ type indexDoc struct {
 // `capability:` document, several as a `capabilities:` list. Reading the
 // output gives back equal definitions, and writing those gives the same bytes.
 func Write(w io.Writer, defs []capability.Definition, f Format) error {
+	var doc any = listDoc{Capabilities: defs}
 	if len(defs) == 1 {
 		d := defs[0]
-		return encode(w, singleDoc{Capability: &d}, f)
+		doc = singleDoc{Capability: &d}
 	}
-	return encode(w, listDoc{Capabilities: defs}, f)
+	if f != YAML && f != "" {
+		return encode(w, doc, f)
+	}
+	// YAML writes a nil map as {}, which would read back as the empty
+	// schema (anything) rather than a missing one: write those as null.
+	var root yaml.Node
+	if err := root.Encode(doc); err != nil {
+		return err
+	}
+	_, list := mappingValue(&root, "capabilities")
+	_, single := mappingValue(&root, "capability")
+	for i, d := range defs {
+		node := single
+		if len(defs) != 1 {
+			if list == nil || i >= len(list.Content) {
+				break
+			}
+			node = list.Content[i]
+		}
+		for key, missing := range map[string]bool{"input": d.Input == nil, "output": d.Output == nil} {
+			if _, v := mappingValue(node, key); v != nil && missing {
+				*v = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+			}
+		}
+	}
+	return encode(w, &root, f)
 }
 
 // WriteIndex encodes a registry index in the OSSA §5.1 layout.
