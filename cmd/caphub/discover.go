@@ -78,7 +78,7 @@ With --config FILE, several servers are discovered in parallel
 					opts.Register = *c.Register
 				}
 				if c.ExportToRTFS != "" {
-					opts.Export = rtfsExporter(c.ExportToRTFS)
+					opts.Export = rtfsExporter(cmd, c.ExportToRTFS)
 				}
 				return withRegistry(cmd, func(reg registry.API) error {
 					run, err := discoverRunner(reg, opts)
@@ -346,9 +346,19 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// rtfsExporter writes discovered definitions as RTFS files under dir.
-func rtfsExporter(dir string) func(defs []capability.Definition) error {
+// rtfsExporter writes what a discovery registered as RTFS files under dir
+// (CCOS §3.3: discovered/mcp/<server>/<tool>.rtfs), each file holding the
+// version just registered.
+func rtfsExporter(cmd *cobra.Command, dir string) func(defs []capability.Definition) error {
 	return func(defs []capability.Definition) error {
-		return fmt.Errorf("export_to_rtfs %s: RTFS export is not available yet", dir)
+		recs := make([]registry.Record, 0, len(defs))
+		for _, d := range defs {
+			k, err := registry.KeyOf(&d)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, registry.Record{Key: k, Definition: d})
+		}
+		return exportRTFS(cmd, dir, recs)
 	}
 }

@@ -75,8 +75,9 @@ func exportRTFS(cmd *cobra.Command, dir string, recs []registry.Record) error {
 	written := 0
 	for _, r := range recs {
 		d := r.Definition
-		// A registered definition always has input and output schemas, but
-		// the store's JSON drops an empty one ({}, "anything"): restore it.
+		// A registered definition always has input and output schemas; one
+		// missing here was an empty {} ("anything") lost on the way through
+		// JSON (omitempty): write it as {} so that re-importing validates.
 		if d.Input == nil {
 			d.Input = capability.Schema{}
 		}

@@ -18,7 +18,19 @@ func newImportCmd() *cobra.Command {
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newImportOpenAPICmd(), newImportAgentOSCmd())
+	cmd.AddCommand(newImportOpenAPICmd(), newImportAgentOSCmd(), newImportRTFSCmd())
+	return cmd
+}
+
+func newExportCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "export",
+		Short:   "Export the registry's capabilities to other formats",
+		Example: "  caphub export rtfs ./capabilities",
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newExportRTFSCmd())
 	return cmd
 }
 
@@ -33,6 +45,24 @@ func registerImported(cmd *cobra.Command, reg registry.API, defs []capability.De
 	for len(defs) > 0 {
 		res, err := reg.RegisterBatch(cmd.Context(), defs)
 		var be *registry.BatchError
+		var ce *registry.ConflictError
+		if errors.As(err, &ce) {
+			// One version is registered with other content: that item fails,
+			// the others are registered.
+			var rest []capability.Definition
+			for _, d := range defs {
+				if k, kerr := registry.KeyOf(&d); kerr == nil && k == ce.Key {
+					failures = append(failures, capability.ImportFailure{Item: d.URI + " (" + d.Version + ")", Reason: ce.Error()})
+					continue
+				}
+				rest = append(rest, d)
+			}
+			if len(rest) == len(defs) {
+				return err
+			}
+			defs = rest
+			continue
+		}
 		if errors.As(err, &be) {
 			refused := map[int]bool{}
 			for _, f := range be.Failures {

@@ -1,0 +1,1019 @@
+package rtfs
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// RTFS types and JSON Schema.
+//
+// The mapping (TypeToSchema one way, SchemaToType the other):
+//
+//	:string                    {"type":"string"}
+//	:int  (:integer)           {"type":"integer"}
+//	:float (:number)           {"type":"number"}
+//	:bool (:boolean)           {"type":"boolean"}
+//	:nil                       {"type":"null"}
+//	:any                       {}
+//	:keyword, :symbol          {"type":"string","x-rtfs-type":"keyword"|"symbol"}
+//	:timestamp, :uuid          {"type":"string","format":"date-time"|"uuid"}
+//	:map, :vector              {"type":"object"}, {"type":"array"}
+//	T? (outside a map entry)   [:union T :nil]
+//	[:vector T]                {"type":"array","items":T}
+//	[:map [:k T] [:o T?] [:* W]]  {"type":"object","properties":{…},"required":["k"],"additionalProperties":W}
+//	{:k T :o T ;; optional}    the same, as CCOS writes brace maps
+//	[:map-of K V]              {"type":"object","additionalProperties":V} (+ "propertyNames":K unless K is :string or :keyword)
+//	[:tuple A B]               {"type":"array","prefixItems":[A,B],"items":false}
+//	[:union A B]               {"type":[a,b]} when all are bare primitives, else {"anyOf":[A,B]}
+//	[:enum "a" "b"]            {"type":"string","enum":["a","b"]} (type given when all values share one)
+//	[:val 1]                   {"const":1}
+//	[:and T [:>= 0] …]         T with minimum, exclusiveMinimum (:>), maximum (:<=),
+//	                           exclusiveMaximum (:<), const (:=), minLength, maxLength
+//	                           (:min-length :max-length :length), pattern (:matches-regex),
+//	                           minItems, maxItems (:min-count :max-count :count),
+//	                           :in-range, :non-empty; other types in [:and …] → allOf
+//
+// In a map entry, T? (or `[:k T ?]`, or a `;; optional` comment after a
+// brace-map entry) makes the key optional (not in "required"); the property
+// keeps T's schema, as CCOS means it. "required" is written sorted.
+//
+// JSON Schema says more than RTFS types can (descriptions, formats, defaults,
+// additionalProperties: false …); SchemaToType writes the nearest RTFS type
+// and WriteCapability carries the full schema beside it when they differ.
+
+// TypeError is a type expression that cannot be read, and where it is.
+type TypeError struct {
+	Line, Column int
+	Message      string
+}
+
+func (e *TypeError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Message) }
+
+func typeErrorf(v Value, format string, args ...any) error {
+	return &TypeError{Line: v.Line, Column: v.Column, Message: fmt.Sprintf(format, args...)}
+}
+
+// primitiveTypes are the RTFS primitive type names and their schemas.
+var primitiveTypes = map[string]func() map[string]any{
+	"string":    func() map[string]any { return map[string]any{"type": "string"} },
+	"int":       func() map[string]any { return map[string]any{"type": "integer"} },
+	"integer":   func() map[string]any { return map[string]any{"type": "integer"} },
+	"float":     func() map[string]any { return map[string]any{"type": "number"} },
+	"number":    func() map[string]any { return map[string]any{"type": "number"} },
+	"bool":      func() map[string]any { return map[string]any{"type": "boolean"} },
+	"boolean":   func() map[string]any { return map[string]any{"type": "boolean"} },
+	"nil":       func() map[string]any { return map[string]any{"type": "null"} },
+	"any":       func() map[string]any { return map[string]any{} },
+	"keyword":   func() map[string]any { return map[string]any{"type": "string", "x-rtfs-type": "keyword"} },
+	"symbol":    func() map[string]any { return map[string]any{"type": "string", "x-rtfs-type": "symbol"} },
+	"timestamp": func() map[string]any { return map[string]any{"type": "string", "format": "date-time"} },
+	"uuid":      func() map[string]any { return map[string]any{"type": "string", "format": "uuid"} },
+	"map":       func() map[string]any { return map[string]any{"type": "object"} },
+	"vector":    func() map[string]any { return map[string]any{"type": "array"} },
+}
+
+const primitiveList = ":string :int :float :bool :nil :any :keyword :symbol :timestamp :uuid :map :vector"
+
+// TypeToSchema converts an RTFS type expression to a JSON Schema (2020-12).
+// Errors are *TypeError with the position of the offending part.
+func TypeToSchema(v Value) (capability.Schema, error) {
+	s, err := typeSchema(v, 0)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// optionalType splits `T?` (a keyword or symbol ending in ?) into T and true.
+func optionalType(v Value) (Value, bool) {
+	if (v.Kind == KindKeyword || v.Kind == KindSymbol) && len(v.Str) > 1 && strings.HasSuffix(v.Str, "?") {
+		v.Str = strings.TrimSuffix(v.Str, "?")
+		return v, true
+	}
+	return v, false
+}
+
+func typeSchema(v Value, depth int) (map[string]any, error) {
+	if depth > MaxDepth {
+		return nil, typeErrorf(v, "type nested deeper than %d levels: simplify it", MaxDepth)
+	}
+	switch v.Kind {
+	case KindKeyword, KindSymbol:
+		base, opt := optionalType(v)
+		mk, ok := primitiveTypes[base.Str]
+		if !ok {
+			return nil, typeErrorf(v, "unknown type %s: use one of %s, or a form such as [:vector T] or [:map [:key T]]", v.Describe(), primitiveList)
+		}
+		if opt {
+			return unionSchemas([]map[string]any{mk(), primitiveTypes["nil"]()}), nil
+		}
+		return mk(), nil
+	case KindNil:
+		return primitiveTypes["nil"](), nil
+	case KindMap:
+		return braceMapSchema(v, depth)
+	case KindVector:
+		if len(v.Items) == 0 || v.Items[0].Kind != KindKeyword {
+			return nil, typeErrorf(v, "a type vector starts with a keyword naming its form, e.g. [:vector :string] or [:map [:key :string]]")
+		}
+		return vectorTypeSchema(v, depth)
+	}
+	return nil, typeErrorf(v, "%s is not a type: write a keyword such as :string, or a form such as [:vector T], [:map …] or {:key T}", v.Describe())
+}
+
+func vectorTypeSchema(v Value, depth int) (map[string]any, error) {
+	head, args := v.Items[0].Str, v.Items[1:]
+	need := func(n int, what string) error {
+		if len(args) < n {
+			return typeErrorf(v, "[:%s …] needs %s", head, what)
+		}
+		return nil
+	}
+	switch head {
+	case "vector":
+		if len(args) == 0 {
+			return map[string]any{"type": "array"}, nil
+		}
+		if len(args) > 1 {
+			return nil, typeErrorf(v, "[:vector T] takes one element type, got %d: use [:tuple …] for fixed positions or [:union …] for alternatives", len(args))
+		}
+		items, err := typeSchema(args[0], depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "array", "items": items}, nil
+	case "map":
+		return mapEntriesSchema(v, args, depth)
+	case "map-of":
+		if len(args) != 2 {
+			return nil, typeErrorf(v, "[:map-of K V] takes a key type and a value type, got %d", len(args))
+		}
+		val, err := typeSchema(args[1], depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{"type": "object", "additionalProperties": val}
+		k := args[0]
+		if !((k.Kind == KindKeyword || k.Kind == KindSymbol) && (k.Str == "string" || k.Str == "keyword")) {
+			key, err := typeSchema(k, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out["propertyNames"] = key
+		}
+		return out, nil
+	case "tuple":
+		if err := need(1, "at least one element type"); err != nil {
+			return nil, err
+		}
+		var prefix []any
+		for _, a := range args {
+			s, err := typeSchema(a, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			prefix = append(prefix, s)
+		}
+		return map[string]any{"type": "array", "prefixItems": prefix, "items": false}, nil
+	case "union":
+		if err := need(1, "at least one member type"); err != nil {
+			return nil, err
+		}
+		var members []map[string]any
+		for _, a := range args {
+			s, err := typeSchema(a, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			members = append(members, s)
+		}
+		return unionSchemas(members), nil
+	case "enum":
+		if err := need(1, "at least one value"); err != nil {
+			return nil, err
+		}
+		var vals []any
+		for _, a := range args {
+			lit, err := literal(a)
+			if err != nil {
+				return nil, err
+			}
+			vals = append(vals, lit)
+		}
+		out := map[string]any{"enum": vals}
+		if t := commonJSONType(vals); t != "" {
+			out["type"] = t
+		}
+		return out, nil
+	case "val":
+		if len(args) != 1 {
+			return nil, typeErrorf(v, "[:val X] takes one literal value, got %d", len(args))
+		}
+		lit, err := literal(args[0])
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"const": lit}, nil
+	case "and":
+		if err := need(1, "a base type"); err != nil {
+			return nil, err
+		}
+		return andSchema(v, args, depth)
+	case "fn", "=>", "resource", "array":
+		return nil, typeErrorf(v, "[:%s …] has no JSON Schema equivalent: a capability's input and output must be data; use :any if it must pass through", head)
+	}
+	return nil, typeErrorf(v, "unknown type form [:%s …]: use :vector, :map, :map-of, :tuple, :union, :enum, :val or :and", head)
+}
+
+// mapEntriesSchema converts [:map [:k T] [:k T?] [:k T ?] [:* W]].
+func mapEntriesSchema(v Value, entries []Value, depth int) (map[string]any, error) {
+	props := map[string]any{}
+	var required []string
+	var wildcard map[string]any
+	for _, e := range entries {
+		if e.Kind != KindVector || len(e.Items) < 2 || len(e.Items) > 3 {
+			return nil, typeErrorf(e, "a [:map …] entry is [:key Type], [:key Type?] or [:* Type], not %s", e.Describe())
+		}
+		k, t := e.Items[0], e.Items[1]
+		opt := false
+		if len(e.Items) == 3 {
+			if !e.Items[2].IsSymbol("?") {
+				return nil, typeErrorf(e.Items[2], "a [:map …] entry has a key, a type and at most the optional marker ?, not %s", e.Items[2].Describe())
+			}
+			opt = true
+		}
+		if k.IsKeyword("*") {
+			if opt {
+				return nil, typeErrorf(e, "the wildcard entry [:* Type] cannot be optional")
+			}
+			if wildcard != nil {
+				return nil, typeErrorf(e, "[:map …] has two wildcard entries [:* Type]: keep one")
+			}
+			s, err := typeSchema(t, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			wildcard = s
+			continue
+		}
+		name, err := entryKey(k)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := props[name]; dup {
+			return nil, typeErrorf(k, "key %q appears twice in the map type: keep one", name)
+		}
+		if base, o := optionalType(t); o {
+			t, opt = base, true
+		}
+		s, err := typeSchema(t, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		props[name] = s
+		if !opt {
+			required = append(required, name)
+		}
+	}
+	return objectSchema(props, required, wildcard), nil
+}
+
+// braceMapSchema converts {:k T …}; `T?` or a trailing `;; optional` comment
+// after an entry makes its key optional.
+func braceMapSchema(v Value, depth int) (map[string]any, error) {
+	props := map[string]any{}
+	var required []string
+	for i := 0; i+1 < len(v.Items); i += 2 {
+		k, t := v.Items[i], v.Items[i+1]
+		name, err := entryKey(k)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := props[name]; dup {
+			return nil, typeErrorf(k, "key %q appears twice in the map type: keep one", name)
+		}
+		opt := isOptionalComment(t.Comment) || isOptionalComment(k.Comment)
+		if base, o := optionalType(t); o {
+			t, opt = base, true
+		}
+		s, err := typeSchema(t, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		props[name] = s
+		if !opt {
+			required = append(required, name)
+		}
+	}
+	return objectSchema(props, required, nil), nil
+}
+
+// isOptionalComment reports whether a trailing comment marks an entry
+// optional: its first word is "optional" (any case).
+func isOptionalComment(c string) bool {
+	word := strings.FieldsFunc(strings.ToLower(c), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z')
+	})
+	return len(word) > 0 && word[0] == "optional"
+}
+
+func entryKey(k Value) (string, error) {
+	switch k.Kind {
+	case KindKeyword, KindString:
+		return k.Str, nil
+	}
+	return "", typeErrorf(k, "a map type key is a keyword (:name) or a string, not %s", k.Describe())
+}
+
+func objectSchema(props map[string]any, required []string, wildcard map[string]any) map[string]any {
+	out := map[string]any{"type": "object"}
+	if len(props) > 0 {
+		out["properties"] = props
+	}
+	if len(required) > 0 {
+		sort.Strings(required)
+		req := make([]any, len(required))
+		for i, r := range required {
+			req[i] = r
+		}
+		out["required"] = req
+	}
+	if wildcard != nil {
+		out["additionalProperties"] = wildcard
+	}
+	return out
+}
+
+// simpleJSONTypes are the types a bare {"type": T} schema can have and still
+// be merged into a type array by a union.
+var simpleJSONTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "null": true, "object": true, "array": true}
+
+// bareType returns T when s is exactly {"type": T} with a simple T.
+func bareType(s map[string]any) (string, bool) {
+	if len(s) != 1 {
+		return "", false
+	}
+	t, ok := s["type"].(string)
+	return t, ok && simpleJSONTypes[t]
+}
+
+// unionSchemas is the schema of [:union members…].
+func unionSchemas(members []map[string]any) map[string]any {
+	if len(members) == 1 {
+		return members[0]
+	}
+	var types []any
+	seen := map[string]bool{}
+	for _, m := range members {
+		t, ok := bareType(m)
+		if !ok {
+			alts := make([]any, len(members))
+			for i, m := range members {
+				alts[i] = m
+			}
+			return map[string]any{"anyOf": alts}
+		}
+		if !seen[t] {
+			seen[t] = true
+			types = append(types, t)
+		}
+	}
+	if len(types) == 1 {
+		return map[string]any{"type": types[0]}
+	}
+	return map[string]any{"type": types}
+}
+
+// literal converts an enum or val literal to its JSON value. Keywords become
+// their name.
+func literal(v Value) (any, error) {
+	switch v.Kind {
+	case KindString, KindKeyword, KindTimestamp, KindUUID:
+		return v.Str, nil
+	case KindInt:
+		return v.Int, nil
+	case KindFloat:
+		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
+			return nil, typeErrorf(v, "%s cannot be a JSON value: use a finite number", v.Describe())
+		}
+		return wholeToInt(v.Float), nil
+	case KindBool:
+		return v.Bool, nil
+	case KindNil:
+		return nil, nil
+	}
+	return nil, typeErrorf(v, "%s is not a literal: enum and val values are strings, keywords, numbers, booleans or nil", v.Describe())
+}
+
+// commonJSONType is the JSON type all values share, or "".
+func commonJSONType(vals []any) string {
+	t := ""
+	for _, v := range vals {
+		var vt string
+		switch v.(type) {
+		case string:
+			vt = "string"
+		case int64:
+			vt = "integer"
+		case float64:
+			vt = "number"
+		case bool:
+			vt = "boolean"
+		default:
+			return ""
+		}
+		switch {
+		case t == "" || t == vt:
+			t = vt
+		case t == "integer" && vt == "number" || t == "number" && vt == "integer":
+			t = "number"
+		default:
+			return ""
+		}
+	}
+	return t
+}
+
+// predicateKeys says which JSON Schema keywords each [:and …] predicate sets.
+var predicateKeys = map[string][]string{
+	">": {"exclusiveMinimum"}, ">=": {"minimum"}, "<": {"exclusiveMaximum"}, "<=": {"maximum"}, "=": {"const"},
+	"min-length": {"minLength"}, "max-length": {"maxLength"}, "length": {"minLength", "maxLength"},
+	"matches-regex": {"pattern"}, "in-range": {"minimum", "maximum"},
+	"min-count": {"minItems"}, "max-count": {"maxItems"}, "count": {"minItems", "maxItems"},
+	"non-empty": nil,
+}
+
+func isPredicate(v Value) bool {
+	if v.Kind != KindVector || len(v.Items) == 0 || v.Items[0].Kind != KindKeyword {
+		return false
+	}
+	_, ok := predicateKeys[v.Items[0].Str]
+	return ok
+}
+
+// andSchema converts [:and Base pred… T…]: predicates refine the base; other
+// types make an allOf with it.
+func andSchema(v Value, args []Value, depth int) (map[string]any, error) {
+	base, err := typeSchema(args[0], depth+1)
+	if err != nil {
+		return nil, err
+	}
+	var others []any
+	for _, a := range args[1:] {
+		if !isPredicate(a) {
+			s, err := typeSchema(a, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			others = append(others, s)
+			continue
+		}
+		if err := applyPredicate(base, a); err != nil {
+			return nil, err
+		}
+	}
+	if len(others) == 0 {
+		return base, nil
+	}
+	return map[string]any{"allOf": append([]any{base}, others...)}, nil
+}
+
+func applyPredicate(s map[string]any, p Value) error {
+	op, args := p.Items[0].Str, p.Items[1:]
+	set := func(key string, val any) error {
+		if _, dup := s[key]; dup {
+			return typeErrorf(p, "[:%s …] sets %s, which the type already has: keep one constraint", op, key)
+		}
+		s[key] = val
+		return nil
+	}
+	nargs := map[string]int{"in-range": 2, "non-empty": 0}
+	want, ok := nargs[op]
+	if !ok {
+		want = 1
+	}
+	if len(args) != want {
+		return typeErrorf(p, "[:%s …] takes %d argument(s), got %d", op, want, len(args))
+	}
+	number := func(a Value) (any, error) {
+		if a.Kind != KindInt && a.Kind != KindFloat {
+			return nil, typeErrorf(a, "[:%s …] needs a number, not %s", op, a.Describe())
+		}
+		return literal(a)
+	}
+	count := func(a Value) (any, error) {
+		if a.Kind != KindInt || a.Int < 0 {
+			return nil, typeErrorf(a, "[:%s …] needs a non-negative integer, not %s", op, a.Describe())
+		}
+		return a.Int, nil
+	}
+	switch op {
+	case ">", ">=", "<", "<=":
+		n, err := number(args[0])
+		if err != nil {
+			return err
+		}
+		return set(predicateKeys[op][0], n)
+	case "=":
+		lit, err := literal(args[0])
+		if err != nil {
+			return err
+		}
+		return set("const", lit)
+	case "min-length", "max-length", "min-count", "max-count", "length", "count":
+		n, err := count(args[0])
+		if err != nil {
+			return err
+		}
+		for _, k := range predicateKeys[op] {
+			if err := set(k, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "matches-regex":
+		if args[0].Kind != KindString {
+			return typeErrorf(args[0], "[:matches-regex …] needs a string pattern, not %s", args[0].Describe())
+		}
+		return set("pattern", args[0].Str)
+	case "in-range":
+		lo, err := number(args[0])
+		if err != nil {
+			return err
+		}
+		hi, err := number(args[1])
+		if err != nil {
+			return err
+		}
+		if err := set("minimum", lo); err != nil {
+			return err
+		}
+		return set("maximum", hi)
+	case "non-empty":
+		switch s["type"] {
+		case "string":
+			return set("minLength", int64(1))
+		case "object":
+			return set("minProperties", int64(1))
+		}
+		return set("minItems", int64(1))
+	}
+	return typeErrorf(p, "unknown predicate [:%s …]", op)
+}
+
+// SchemaToType writes a JSON Schema as the nearest RTFS type expression (see
+// the table at the top of this file). For every schema TypeToSchema makes,
+// TypeToSchema(SchemaToType(s)) gives s back; for other schemas the type is
+// the closest RTFS can say (descriptions, defaults, formats other than
+// date-time and uuid, additionalProperties: false … are not expressed).
+func SchemaToType(s capability.Schema) string {
+	var b strings.Builder
+	writeType(&b, map[string]any(s), 0)
+	return b.String()
+}
+
+// constraintOrder lists the JSON Schema keywords [:and …] predicates express,
+// in the order they are written, with their predicate.
+var constraintOrder = []struct{ key, pred string }{
+	{"minLength", "min-length"}, {"maxLength", "max-length"}, {"pattern", "matches-regex"},
+	{"minimum", ">="}, {"exclusiveMinimum", ">"}, {"maximum", "<="}, {"exclusiveMaximum", "<"},
+	{"minItems", "min-count"}, {"maxItems", "max-count"}, {"minProperties", "non-empty"}, {"const", "="},
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int64, float64, int:
+		return true
+	}
+	return false
+}
+
+// constraintPredicate returns the [:pred value] text for key, if the value
+// suits it.
+func constraintPredicate(key, pred string, v any) (string, bool) {
+	switch key {
+	case "pattern":
+		if s, ok := v.(string); ok {
+			return "[:" + pred + " " + quote(s) + "]", true
+		}
+	case "const":
+		if lit, ok := literalText(v); ok {
+			return "[:= " + lit + "]", true
+		}
+	case "minLength", "maxLength", "minItems", "maxItems":
+		if n, ok := v.(int64); ok && n >= 0 {
+			return "[:" + pred + " " + strconv.FormatInt(n, 10) + "]", true
+		}
+	case "minProperties":
+		if n, ok := v.(int64); ok && n == 1 {
+			return "[:non-empty]", true
+		}
+	default:
+		if lit, ok := literalText(v); ok && isNumber(v) {
+			return "[:" + pred + " " + lit + "]", true
+		}
+	}
+	return "", false
+}
+
+func writeType(b *strings.Builder, v any, depth int) {
+	s, ok := v.(map[string]any)
+	if !ok || len(s) == 0 || depth > MaxDepth {
+		b.WriteString(":any")
+		return
+	}
+	// Constraints become [:and base preds…]; a lone const is [:val x].
+	if _, only := s["const"]; !(only && len(s) == 1) {
+		var preds []string
+		base := map[string]any{}
+		for k, x := range s {
+			base[k] = x
+		}
+		for _, c := range constraintOrder {
+			if c.key == "minProperties" && s["type"] != "object" {
+				continue // [:non-empty] means minProperties only on a map
+			}
+			if x, ok := s[c.key]; ok {
+				if p, ok := constraintPredicate(c.key, c.pred, x); ok {
+					preds = append(preds, p)
+					delete(base, c.key)
+				}
+			}
+		}
+		if len(preds) > 0 {
+			b.WriteString("[:and ")
+			writeType(b, base, depth+1)
+			for _, p := range preds {
+				b.WriteString(" " + p)
+			}
+			b.WriteString("]")
+			return
+		}
+	}
+	if all, ok := s["allOf"].([]any); ok && len(s) == 1 && len(all) > 0 {
+		b.WriteString("[:and")
+		for _, m := range all {
+			b.WriteString(" ")
+			writeType(b, m, depth+1)
+		}
+		b.WriteString("]")
+		return
+	}
+	if anyOf, ok := s["anyOf"].([]any); ok && len(anyOf) > 0 {
+		b.WriteString("[:union")
+		for _, m := range anyOf {
+			b.WriteString(" ")
+			writeType(b, m, depth+1)
+		}
+		b.WriteString("]")
+		return
+	}
+	if c, ok := s["const"]; ok {
+		if lit, ok := literalText(c); ok {
+			b.WriteString("[:val " + lit + "]")
+			return
+		}
+	}
+	if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
+		var lits []string
+		for _, e := range enum {
+			lit, ok := literalText(e)
+			if !ok {
+				lits = nil
+				break
+			}
+			lits = append(lits, lit)
+		}
+		if lits != nil {
+			b.WriteString("[:enum " + strings.Join(lits, " ") + "]")
+			return
+		}
+	}
+	switch t := s["type"].(type) {
+	case nil:
+		// No type: an object or array by its keywords (the nearest type).
+		if _, ok := s["properties"]; ok {
+			writeObjectType(b, s, depth)
+			return
+		}
+		if _, ok := s["items"]; ok {
+			writeTypeOf(b, "array", s, depth)
+			return
+		}
+	case string:
+		writeTypeOf(b, t, s, depth)
+		return
+	case []any:
+		if len(t) == 1 {
+			if name, ok := t[0].(string); ok {
+				writeTypeOf(b, name, s, depth)
+				return
+			}
+		}
+		var names []string
+		for _, x := range t {
+			name, ok := x.(string)
+			if !ok {
+				names = nil
+				break
+			}
+			names = append(names, primitiveName(name))
+		}
+		if len(names) > 0 {
+			b.WriteString("[:union " + strings.Join(names, " ") + "]")
+			return
+		}
+	}
+	b.WriteString(":any")
+}
+
+func primitiveName(jsonType string) string {
+	switch jsonType {
+	case "string":
+		return ":string"
+	case "integer":
+		return ":int"
+	case "number":
+		return ":float"
+	case "boolean":
+		return ":bool"
+	case "null":
+		return ":nil"
+	case "object":
+		return ":map"
+	case "array":
+		return ":vector"
+	}
+	return ":any"
+}
+
+func writeTypeOf(b *strings.Builder, t string, s map[string]any, depth int) {
+	switch t {
+	case "string":
+		switch {
+		case s["x-rtfs-type"] == "keyword":
+			b.WriteString(":keyword")
+		case s["x-rtfs-type"] == "symbol":
+			b.WriteString(":symbol")
+		case s["format"] == "date-time":
+			b.WriteString(":timestamp")
+		case s["format"] == "uuid":
+			b.WriteString(":uuid")
+		default:
+			b.WriteString(":string")
+		}
+	case "array":
+		if prefix, ok := s["prefixItems"].([]any); ok && len(prefix) > 0 {
+			b.WriteString("[:tuple")
+			for _, p := range prefix {
+				b.WriteString(" ")
+				writeType(b, p, depth+1)
+			}
+			b.WriteString("]")
+			return
+		}
+		if items, ok := s["items"]; ok {
+			b.WriteString("[:vector ")
+			writeType(b, items, depth+1)
+			b.WriteString("]")
+			return
+		}
+		b.WriteString(":vector")
+	case "object":
+		writeObjectType(b, s, depth)
+	default:
+		b.WriteString(primitiveName(t))
+	}
+}
+
+func writeObjectType(b *strings.Builder, s map[string]any, depth int) {
+	props, _ := s["properties"].(map[string]any)
+	addl, hasAddl := s["additionalProperties"].(map[string]any)
+	if _, isProps := s["properties"]; !isProps {
+		if hasAddl {
+			b.WriteString("[:map-of ")
+			if pn, ok := s["propertyNames"]; ok {
+				writeType(b, pn, depth+1)
+			} else {
+				b.WriteString(":string")
+			}
+			b.WriteString(" ")
+			writeType(b, addl, depth+1)
+			b.WriteString("]")
+			return
+		}
+		b.WriteString(":map")
+		return
+	}
+	required := map[string]bool{}
+	if req, ok := s["required"].([]any); ok {
+		for _, r := range req {
+			if name, ok := r.(string); ok {
+				required[name] = true
+			}
+		}
+	}
+	b.WriteString("[:map")
+	for _, name := range sortedKeys(props) {
+		b.WriteString(" [")
+		if name != "*" && isKeywordName(name) {
+			b.WriteString(":" + name)
+		} else {
+			b.WriteString(quote(name))
+		}
+		b.WriteString(" ")
+		var t strings.Builder
+		writeType(&t, props[name], depth+1)
+		b.WriteString(t.String())
+		if !required[name] {
+			b.WriteString("?") // :string? or [:vector :string]? — both read as optional
+		}
+		b.WriteString("]")
+	}
+	if hasAddl {
+		b.WriteString(" [:* ")
+		writeType(b, addl, depth+1)
+		b.WriteString("]")
+	}
+	b.WriteString("]")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// EquivalentSchemas compares two input schemas the way CCOS's conversion of
+// an MCP tool schema to an RTFS type preserves them: the same property names,
+// the same types (JSON types compared as the RTFS types they map to:
+// integer → :int, number → :float, …) and the same optionality (required
+// set), recursively through properties, items and additionalProperties.
+// Descriptions, enums, defaults and the order of "required" are ignored. It
+// returns the differences, each with the path where it is; none means
+// equivalent.
+func EquivalentSchemas(a, b capability.Schema) []string {
+	var diffs []string
+	equivalent("", map[string]any(a), map[string]any(b), &diffs, 0)
+	return diffs
+}
+
+// rtfsTypeOf names the RTFS type a schema's JSON type maps to.
+func rtfsTypeOf(s map[string]any) string {
+	switch t := s["type"].(type) {
+	case string:
+		return primitiveName(t)
+	case []any:
+		var names []string
+		for _, x := range t {
+			if n, ok := x.(string); ok {
+				names = append(names, primitiveName(n))
+			}
+		}
+		sort.Strings(names)
+		return "[:union " + strings.Join(names, " ") + "]"
+	}
+	if _, ok := s["properties"]; ok {
+		return ":map"
+	}
+	if _, ok := s["items"]; ok {
+		return ":vector"
+	}
+	if enum, ok := s["enum"].([]any); ok {
+		if t := commonJSONType(enum); t != "" {
+			return primitiveName(t)
+		}
+	}
+	return ":any"
+}
+
+func equivalent(path string, a, b map[string]any, diffs *[]string, depth int) {
+	at := func(p string) string {
+		if p == "" {
+			return "(root)"
+		}
+		return p
+	}
+	if depth > MaxDepth {
+		return
+	}
+	ta, tb := rtfsTypeOf(a), rtfsTypeOf(b)
+	if ta != tb {
+		*diffs = append(*diffs, fmt.Sprintf("%s: type %s vs %s", at(path), ta, tb))
+		return
+	}
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch ta {
+	case ":map":
+		pa, _ := a["properties"].(map[string]any)
+		pb, _ := b["properties"].(map[string]any)
+		ra, rb := requiredSet(a), requiredSet(b)
+		names := map[string]bool{}
+		for k := range pa {
+			names[k] = true
+		}
+		for k := range pb {
+			names[k] = true
+		}
+		for _, k := range sortedKeys(names) {
+			xa, inA := pa[k]
+			xb, inB := pb[k]
+			switch {
+			case !inA:
+				*diffs = append(*diffs, fmt.Sprintf("%s: property only in the second schema", join(k)))
+				continue
+			case !inB:
+				*diffs = append(*diffs, fmt.Sprintf("%s: property only in the first schema", join(k)))
+				continue
+			}
+			if ra[k] != rb[k] {
+				*diffs = append(*diffs, fmt.Sprintf("%s: %s in the first schema, %s in the second", join(k), optionality(ra[k]), optionality(rb[k])))
+			}
+			ma, _ := xa.(map[string]any)
+			mb, _ := xb.(map[string]any)
+			equivalent(join(k), ma, mb, diffs, depth+1)
+		}
+		for k := range ra {
+			if _, ok := pa[k]; !ok {
+				*diffs = append(*diffs, fmt.Sprintf("%s: required in the first schema but not a property", join(k)))
+			}
+		}
+		for k := range rb {
+			if _, ok := pb[k]; !ok {
+				*diffs = append(*diffs, fmt.Sprintf("%s: required in the second schema but not a property", join(k)))
+			}
+		}
+		if xa, ok := a["additionalProperties"].(map[string]any); ok {
+			if xb, ok := b["additionalProperties"].(map[string]any); ok {
+				equivalent(join("*"), xa, xb, diffs, depth+1)
+			}
+		}
+	case ":vector":
+		ia, _ := a["items"].(map[string]any)
+		ib, _ := b["items"].(map[string]any)
+		equivalent(path+"[]", ia, ib, diffs, depth+1)
+	}
+}
+
+func optionality(required bool) string {
+	if required {
+		return "required"
+	}
+	return "optional"
+}
+
+func requiredSet(s map[string]any) map[string]bool {
+	out := map[string]bool{}
+	if req, ok := s["required"].([]any); ok {
+		for _, r := range req {
+			if n, ok := r.(string); ok {
+				out[n] = true
+			}
+		}
+	}
+	if req, ok := s["required"].([]string); ok {
+		for _, n := range req {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+// schemasEqual compares two schemas as the model holds them.
+func schemasEqual(a, b map[string]any) bool {
+	return reflect.DeepEqual(capability.Normalize(deepCopy(a)), capability.Normalize(deepCopy(b)))
+}
+
+// deepCopy copies maps and slices of decoded JSON, so that normalising the
+// copy leaves the original alone.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = deepCopy(e)
+		}
+		return s
+	}
+	return v
+}
