@@ -19,7 +19,9 @@ func TestDiscoverConfigExportsRTFS(t *testing.T) {
 	for _, tool := range []string{"list_issues", "send_message"} {
 		s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 		s.AddTool(&mcp.Tool{Name: tool, Description: "does " + tool, InputSchema: map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 		defer hs.Close()
 		urls = append(urls, hs.URL)
