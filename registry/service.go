@@ -28,6 +28,7 @@ type Service struct {
 	cache       versionCache
 	stopWatch   context.CancelFunc
 	cacheActive bool
+	recorder    ChangeRecorder
 }
 
 // Option configures a Service.
@@ -38,6 +39,32 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// ChangeRecorder is told of every change the service makes (the audit chain
+// is one). A failure is logged: the change is already committed.
+type ChangeRecorder interface {
+	RecordRegistered(ctx context.Context, actor string, results []RegisterResult) error
+	RecordDeprecated(ctx context.Context, actor string, req DeprecateRequest, res DeprecateResult) error
+}
+
+// WithRecorder reports registrations and deprecations to r.
+func WithRecorder(r ChangeRecorder) Option { return func(s *Service) { s.recorder = r } }
+
+type actorKey struct{}
+
+// WithActor returns a context naming who acts (an agent, a token, a local
+// user), for the records of the changes made with it.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// ActorFrom returns the actor of a context, "anonymous" when none was set.
+func ActorFrom(ctx context.Context) string {
+	if a, ok := ctx.Value(actorKey{}).(string); ok && a != "" {
+		return a
+	}
+	return "anonymous"
+}
 
 // WithCache keeps the version lists that resolution reads in memory,
 // invalidated by the store's change notifications (see versionCache).
@@ -293,6 +320,11 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 			Version: it.key.Version, Created: put[i].Created, Digest: it.digest, Warnings: it.warnings, Record: recs[i]}
 		if put[i].Created {
 			s.log.Info("capability registered", "uri", out[i].URI, "version", out[i].Version)
+		}
+	}
+	if s.recorder != nil {
+		if err := s.recorder.RecordRegistered(ctx, ActorFrom(ctx), out); err != nil {
+			s.log.Error("record registration", "err", err)
 		}
 	}
 	return out, nil
@@ -601,6 +633,11 @@ func (s *Service) Deprecate(ctx context.Context, scheme, domain, name, version s
 		}
 		res.Deprecated = append(res.Deprecated, r.Key.String())
 		s.log.Info("capability deprecated", "key", r.Key.String(), "by", req.DeprecatedBy, "sunset", req.SunsetDate)
+	}
+	if s.recorder != nil {
+		if err := s.recorder.RecordDeprecated(ctx, ActorFrom(ctx), req, res); err != nil {
+			s.log.Error("record deprecation", "err", err)
+		}
 	}
 	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/invoke"
@@ -28,6 +29,7 @@ type app struct {
 	store    registry.Store
 	svc      *registry.Service
 	servers  *discover.Servers
+	audit    *audit.Log
 	metrics  *metrics.Metrics
 	pipeline *invoke.Pipeline
 	closers  []func() error
@@ -94,10 +96,16 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		a.Close()
 		return nil, fmt.Errorf("the store at %s cannot keep documents", c.db)
 	}
-	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache())
+	chain, ok := st.(audit.Store)
+	if !ok {
+		a.Close()
+		return nil, fmt.Errorf("the store at %s cannot keep the audit chain", c.db)
+	}
+	a.audit = audit.New(chain, audit.WithLogger(c.log))
+	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache(), registry.WithRecorder(a.audit))
 	a.servers = discover.NewServers(docs)
 	a.metrics = metrics.New()
-	if _, err := a.svc.RegisterBatch(ctx, builtin.Definitions()); err != nil {
+	if _, err := a.svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions()); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("register the built-in capabilities: %w", err)
 	}
@@ -119,7 +127,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{})
 	a.pipeline.SetLogger(c.log)
 	a.pipeline.SetObserver(a.metrics)
-	a.pipeline.SetRecorder(logRecorder{c.log})
+	a.pipeline.SetRecorder(recorders{logRecorder{c.log}, a.audit})
 	return a, nil
 }
 
@@ -143,6 +151,15 @@ func (s metricSink) Record(name string, value float64, labels map[string]string)
 
 func (s metricSink) RecordTyped(typ builtin.MetricType, name string, value float64, labels map[string]string) error {
 	return s.m.Record(name, string(typ), value, labels)
+}
+
+// recorders hands each invocation record to every recorder in turn.
+type recorders []invoke.Recorder
+
+func (rs recorders) RecordInvocation(ctx context.Context, rec invoke.Record) {
+	for _, r := range rs {
+		r.RecordInvocation(ctx, rec)
+	}
 }
 
 // logRecorder writes one structured log line per invocation (the audit

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/client"
 	"github.com/caphub/caphub/format/ossa"
@@ -62,17 +64,31 @@ func openRegistry(cmd *cobra.Command) (registry.API, error) {
 	}
 	// The command prints its own results; the service logs only problems.
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return registry.NewService(st, registry.WithLogger(log)), nil
+	opts := []registry.Option{registry.WithLogger(log)}
+	if chain, ok := st.(audit.Store); ok {
+		opts = append(opts, registry.WithRecorder(audit.New(chain, audit.WithLogger(log))))
+	}
+	return registry.NewService(st, opts...), nil
 }
 
-// withRegistry runs fn on the registry and closes it.
+// withRegistry runs fn on the registry and closes it. Changes made on a
+// local database are recorded as made by the local user.
 func withRegistry(cmd *cobra.Command, fn func(reg registry.API) error) error {
 	reg, err := openRegistry(cmd)
 	if err != nil {
 		return err
 	}
 	defer reg.Close()
+	cmd.SetContext(registry.WithActor(cmd.Context(), localActor()))
 	return fn(reg)
+}
+
+// localActor names the user running the CLI.
+func localActor() string {
+	if u, err := user.Current(); err == nil {
+		return "local:" + u.Username
+	}
+	return "local"
 }
 
 func filterFlags(cmd *cobra.Command) {

@@ -61,7 +61,15 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the API. Changes are recorded as made by the agent the
+// request names (X-Caphub-Agent), else by the remote address.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	actor := r.Header.Get("X-Caphub-Agent")
+	if actor == "" {
+		actor = "rest:" + r.RemoteAddr
+	}
+	s.mux.ServeHTTP(w, r.WithContext(registry.WithActor(r.Context(), actor)))
+}
 
 // route is one endpoint; the list feeds both the mux and the OpenAPI document.
 type route struct {

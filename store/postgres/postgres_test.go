@@ -95,6 +95,19 @@ func TestDocs(t *testing.T) {
 	storetest.RunDocs(t, func(t *testing.T) registry.DocStore { return open(t, newSchema(t)) })
 }
 
+func TestAudit(t *testing.T) {
+	testURL(t)
+	storetest.RunAudit(t, func(t *testing.T) storetest.AuditTarget {
+		url := newSchema(t)
+		s := open(t, url)
+		return storetest.AuditTarget{
+			Store:   s,
+			Exec:    func(ctx context.Context, q string) error { _, err := s.pool.Exec(ctx, q); return err },
+			Replica: func(t *testing.T) registry.AuditStore { return open(t, url) },
+		}
+	})
+}
+
 func record(domain, name, version string) registry.Record {
 	v := capability.MustParseVersion(version)
 	return storetest.NewRecord(capability.Definition{

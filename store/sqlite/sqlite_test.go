@@ -44,6 +44,28 @@ func TestDocs(t *testing.T) {
 	storetest.RunDocs(t, func(t *testing.T) registry.DocStore { return open(t, filepath.Join(t.TempDir(), "caphub.db")) })
 }
 
+func TestAudit(t *testing.T) {
+	storetest.RunAudit(t, func(t *testing.T) storetest.AuditTarget {
+		path := filepath.Join(t.TempDir(), "caphub.db")
+		s := open(t, path)
+		return storetest.AuditTarget{
+			Store:   s,
+			Exec:    func(ctx context.Context, q string) error { _, err := s.writer.ExecContext(ctx, q); return err },
+			Replica: func(t *testing.T) registry.AuditStore { return open(t, path) },
+		}
+	})
+}
+
+func TestAuditInMemory(t *testing.T) {
+	storetest.RunAudit(t, func(t *testing.T) storetest.AuditTarget {
+		s := open(t, ":memory:")
+		return storetest.AuditTarget{
+			Store: s,
+			Exec:  func(ctx context.Context, q string) error { _, err := s.writer.ExecContext(ctx, q); return err },
+		}
+	})
+}
+
 func TestDocsInMemory(t *testing.T) {
 	storetest.RunDocs(t, func(t *testing.T) registry.DocStore { return open(t, ":memory:") })
 }

@@ -97,7 +97,7 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 // statements are the statements Put runs for each record.
 type statements struct {
 	insert, digest, domain, category, intent, binding, fts, latest *sql.Stmt
-	ftsLatestDelete, ftsLatestInsert                                *sql.Stmt
+	ftsLatestDelete, ftsLatestInsert                               *sql.Stmt
 }
 
 func prepareStatements(ctx context.Context, tx *sql.Tx) (*statements, error) {

@@ -1,0 +1,297 @@
+// Package audit is caphub's audit chain (the CCOS causal chain): an
+// append-only log in which every registration, deprecation, policy
+// decision, approval and invocation is an Event whose Hash covers its
+// content and the previous event's Hash. Changing, removing or reordering
+// a stored event breaks the chain at that event, and Verify says where.
+//
+// The chain lives in the registry's database (registry.AuditStore, which
+// both stores implement); Append assigns the sequence number, time and
+// hashes inside the store's append transaction, so concurrent appenders —
+// in one process or on several replicas — never fork it.
+//
+// What the chain cannot show by itself is the loss of its newest events:
+// deleting the last rows leaves a shorter chain that verifies. Keep the
+// head (VerifyResult.HeadSeq and HeadHash) somewhere else, from time to
+// time, to detect that.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/caphub/caphub/registry"
+)
+
+// Event is one event of the chain; see registry.AuditEvent.
+type Event = registry.AuditEvent
+
+// Filter selects events for List; see registry.AuditFilter.
+type Filter = registry.AuditFilter
+
+// Store keeps the chain; store/sqlite and store/postgres implement it.
+type Store = registry.AuditStore
+
+// Event kinds caphub appends. Kind is an open set: other components may
+// append kinds of their own.
+const (
+	KindRegistered     = "registered"      // a capability version was registered
+	KindDeprecated     = "deprecated"      // a capability version was deprecated
+	KindPolicyDecision = "policy_decision" // governance allowed or denied a call
+	KindApproval       = "approval"        // a human approved or rejected a call
+	KindInvocation     = "invocation"      // a capability was invoked
+)
+
+// recordTimeout bounds how long RecordInvocation, and the registry
+// helpers' appends from API, may hold up the call they record.
+const recordTimeout = 5 * time.Second
+
+// Log appends to and checks the audit chain of a store. It is safe for
+// concurrent use.
+type Log struct {
+	store Store
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// Option configures a Log.
+type Option func(*Log)
+
+// WithLogger sets the logger that RecordInvocation and API report failed
+// appends to (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(g *Log) { g.log = l } }
+
+// WithClock replaces the clock that stamps events (for tests).
+func WithClock(now func() time.Time) Option { return func(g *Log) { g.now = now } }
+
+// New returns the Log of a store's audit chain.
+func New(store Store, opts ...Option) *Log {
+	l := &Log{store: store, log: slog.Default(), now: time.Now}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// Append appends an event and returns it as stored. Of e it takes Kind
+// (required), Actor, Capability and Data (a JSON object, stored in
+// canonical form; empty means {}); it assigns Seq, Time, PrevHash and Hash
+// in the store's append transaction, from the chain's last event: Seq is
+// the next number, PrevHash the last Hash, Time the current time in
+// microseconds (never earlier than the last event's, so that time order
+// follows the chain even across replicas whose clocks differ a little).
+func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
+	if e.Kind == "" {
+		return Event{}, errors.New("append audit event: the kind is empty: say what happened (registered, invocation, …)")
+	}
+	data := []byte("{}")
+	if len(e.Data) > 0 {
+		var err error
+		if data, err = Canonicalize(e.Data); err != nil {
+			return Event{}, fmt.Errorf("append %s audit event: data: %w", e.Kind, err)
+		}
+		if data[0] != '{' {
+			return Event{}, fmt.Errorf("append %s audit event: data is %s, not a JSON object: put the details in an object", e.Kind, kindOfJSON(data[0]))
+		}
+	}
+	ev, err := l.store.AppendAudit(ctx, func(last *Event) (Event, error) {
+		next := Event{Seq: 1, Time: l.now().UTC().Truncate(time.Microsecond), Kind: e.Kind, Actor: e.Actor,
+			Capability: e.Capability, Data: data, PrevHash: GenesisHash}
+		if last != nil {
+			next.Seq = last.Seq + 1
+			next.PrevHash = last.Hash
+			if last.Time.After(next.Time) {
+				next.Time = last.Time.UTC()
+			}
+		}
+		next.Hash = Hash(next)
+		return next, nil
+	})
+	if err != nil {
+		return Event{}, fmt.Errorf("%s event: %w", e.Kind, err)
+	}
+	return ev, nil
+}
+
+// kindOfJSON names the kind of JSON value that starts with c.
+func kindOfJSON(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// Record appends an event whose Data is the JSON encoding of data (which
+// must encode as an object: a struct or a map).
+func (l *Log) Record(ctx context.Context, kind, actor, capability string, data any) (Event, error) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, fmt.Errorf("append %s audit event: encode its data: %w", kind, err)
+	}
+	if string(b) == "null" {
+		b = nil
+	}
+	return l.Append(ctx, Event{Kind: kind, Actor: actor, Capability: capability, Data: b})
+}
+
+// List returns the events the filter selects, in ascending Seq.
+func (l *Log) List(ctx context.Context, f Filter) ([]Event, error) {
+	return l.store.ListAudit(ctx, f)
+}
+
+// Problems a Break reports.
+const (
+	// ProblemAltered: the event's Hash does not match its content.
+	ProblemAltered = "altered"
+	// ProblemMissing: one or more events are missing before this one.
+	ProblemMissing = "missing"
+	// ProblemRelinked: the event's PrevHash is not the previous event's
+	// Hash: events were reordered, or replaced or removed and the chain
+	// re-linked.
+	ProblemRelinked = "relinked"
+	// ProblemDuplicate: a Seq appears twice (only possible when the
+	// database's uniqueness constraint was removed).
+	ProblemDuplicate = "duplicate"
+)
+
+// Break is the first broken link of a chain.
+type Break struct {
+	// Seq is the event at which the chain breaks: the altered, relinked or
+	// duplicated event, or the first missing one.
+	Seq     int64  `json:"seq"`
+	Problem string `json:"problem"` // ProblemAltered, ProblemMissing, …
+	Message string `json:"message"` // what is wrong, for people
+}
+
+// VerifyResult is what Verify found.
+type VerifyResult struct {
+	// OK is true when the whole chain is intact.
+	OK bool `json:"ok"`
+	// Count is the number of intact events before the break (every event
+	// when OK).
+	Count int64 `json:"count"`
+	// HeadSeq and HeadHash are the last intact event's; 0 and "" when there
+	// is none. When OK, they are the chain's head: keep them elsewhere to
+	// detect later that newest events were removed.
+	HeadSeq  int64  `json:"head_seq"`
+	HeadHash string `json:"head_hash"`
+	// Break is the first broken link; nil when OK.
+	Break *Break `json:"break,omitempty"`
+}
+
+// String returns e.g. "audit chain intact: 400 events, head event 400,
+// hash a1b2…" or "audit chain broken at event 7: …; the 6 events before it
+// are intact".
+func (r *VerifyResult) String() string {
+	if r.OK {
+		if r.Count == 0 {
+			return "audit chain intact: no events yet"
+		}
+		return fmt.Sprintf("audit chain intact: %s, head event %d, hash %s", events(r.Count), r.HeadSeq, r.HeadHash)
+	}
+	intact := "no event before it is intact"
+	switch {
+	case r.Count == 1:
+		intact = "the 1 event before it is intact"
+	case r.Count > 1:
+		intact = fmt.Sprintf("the %d events before it are intact", r.Count)
+	}
+	return fmt.Sprintf("audit chain broken at event %d: %s; %s", r.Break.Seq, r.Break.Message, intact)
+}
+
+// events counts events in words.
+func events(n int64) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return fmt.Sprintf("%d events", n)
+}
+
+// errStop ends a scan at the first break.
+var errStop = errors.New("stop")
+
+// Verify walks the whole chain in Seq order, a page at a time (memory does
+// not grow with the chain), and reports its first broken link: an event
+// missing (a gap in Seq), an event that does not link to the one before it
+// (PrevHash is not that event's Hash, as when rows are reordered), or an
+// event altered (its Hash does not match its content). An error means the
+// chain could not be read, not that it is broken.
+func (l *Log) Verify(ctx context.Context) (*VerifyResult, error) {
+	res := &VerifyResult{}
+	prevSeq, prevHash := int64(0), GenesisHash
+	err := l.store.ScanAudit(ctx, func(e Event) error {
+		if b := checkLink(e, prevSeq, prevHash); b != nil {
+			res.Break = b
+			return errStop
+		}
+		res.Count++
+		prevSeq, prevHash = e.Seq, e.Hash
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, fmt.Errorf("verify the audit chain: %w", err)
+	}
+	res.OK = res.Break == nil
+	if prevSeq > 0 {
+		res.HeadSeq, res.HeadHash = prevSeq, prevHash
+	}
+	return res, nil
+}
+
+// checkLink checks event e, which follows event prevSeq whose hash is
+// prevHash (0 and GenesisHash at the start): its Seq first, then its link,
+// then its content, so that a reordered event is reported as such rather
+// than as altered (its Seq, which its Hash covers, changed too).
+func checkLink(e Event, prevSeq int64, prevHash string) *Break {
+	want := prevSeq + 1
+	switch {
+	case e.Seq < want:
+		return &Break{Seq: e.Seq, Problem: ProblemDuplicate,
+			Message: fmt.Sprintf("event %d appears more than once (after event %d): the database lost its uniqueness constraint on seq", e.Seq, prevSeq)}
+	case e.Seq > want:
+		var msg string
+		switch {
+		case prevSeq == 0 && e.Seq == 2:
+			msg = "event 1 is missing (the chain starts at event 2)"
+		case prevSeq == 0:
+			msg = fmt.Sprintf("events 1 to %d are missing (the chain starts at event %d)", e.Seq-1, e.Seq)
+		case e.Seq == want+1:
+			msg = fmt.Sprintf("event %d is missing (the chain jumps from %d to %d)", want, prevSeq, e.Seq)
+		default:
+			msg = fmt.Sprintf("events %d to %d are missing (the chain jumps from %d to %d)", want, e.Seq-1, prevSeq, e.Seq)
+		}
+		return &Break{Seq: want, Problem: ProblemMissing, Message: msg}
+	case e.PrevHash != prevHash:
+		msg := fmt.Sprintf("event %d does not link to event %d: its prev_hash %s is not event %d's hash %s (events were reordered, or one was replaced or removed and the chain re-linked)",
+			e.Seq, prevSeq, short(e.PrevHash), prevSeq, short(prevHash))
+		if prevSeq == 0 {
+			msg = fmt.Sprintf("event 1 does not start the chain: its prev_hash %s is not 64 zeros (events before it were removed and the chain re-linked, or it was altered)", short(e.PrevHash))
+		}
+		return &Break{Seq: e.Seq, Problem: ProblemRelinked, Message: msg}
+	case Hash(e) != e.Hash:
+		return &Break{Seq: e.Seq, Problem: ProblemAltered,
+			Message: fmt.Sprintf("event %d was altered: its hash does not match its content (its time, kind, actor, capability, data or hash was changed after it was written)", e.Seq)}
+	}
+	return nil
+}
+
+// short abbreviates a hash for messages.
+func short(h string) string {
+	if len(h) > 16 {
+		return h[:16] + "…"
+	}
+	if h == "" {
+		return `""`
+	}
+	return h
+}

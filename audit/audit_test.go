@@ -1,0 +1,308 @@
+package audit_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/sqlite"
+)
+
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestHashKnownAnswer pins the preimage format: the expected hash was
+// computed outside Go (Python: json.dumps(sort_keys=True,
+// separators=(',', ':'), ensure_ascii=False) and hashlib.sha256).
+func TestHashKnownAnswer(t *testing.T) {
+	data, err := audit.Canonicalize([]byte(`{"version": "1.0.3", "digest": "ab", "n": [1, 0.50, "\u00e9\n"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := audit.Event{Seq: 1, Time: time.Date(2025, 1, 2, 4, 4, 5, 123400000, time.FixedZone("CET", 3600)), Kind: "registered", Actor: "alice",
+		Capability: "ossa:security/scan@1.0", Data: data, PrevHash: audit.GenesisHash}
+	wantPre := `{"actor":"alice","capability":"ossa:security/scan@1.0","data":{"digest":"ab","n":[1,0.5,"é\n"],"version":"1.0.3"},"kind":"registered","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"time":"2025-01-02T03:04:05.1234Z"}`
+	if got := string(audit.Preimage(e)); got != wantPre {
+		t.Errorf("Preimage\n got %s\nwant %s", got, wantPre)
+	}
+	if got, want := audit.Hash(e), "1842a4e41b6e6907379eee11ccf104fa954b69453401f0ccc8d8686308f5563b"; got != want {
+		t.Errorf("Hash = %s, want %s", got, want)
+	}
+	// The preimage is itself canonical JSON.
+	if c, err := audit.Canonicalize(audit.Preimage(e)); err != nil || string(c) != wantPre {
+		t.Errorf("the preimage is not canonical: %s, %v", c, err)
+	}
+	// Every field is covered.
+	for name, change := range map[string]func(*audit.Event){
+		"seq":        func(e *audit.Event) { e.Seq = 2 },
+		"time":       func(e *audit.Event) { e.Time = e.Time.Add(time.Microsecond) },
+		"kind":       func(e *audit.Event) { e.Kind = "deprecated" },
+		"actor":      func(e *audit.Event) { e.Actor = "bob" },
+		"capability": func(e *audit.Event) { e.Capability = "ossa:security/scan@1.1" },
+		"data":       func(e *audit.Event) { e.Data = json.RawMessage(`{}`) },
+		"prev_hash":  func(e *audit.Event) { e.PrevHash = strings.Repeat("1", 64) },
+	} {
+		c := e
+		change(&c)
+		if audit.Hash(c) == audit.Hash(e) {
+			t.Errorf("changing %s does not change the hash", name)
+		}
+	}
+}
+
+func TestAppend(t *testing.T) {
+	ctx := t.Context()
+	clock := []time.Time{
+		time.Date(2025, 1, 1, 0, 0, 0, 999, time.UTC),    // nanoseconds: truncated
+		time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),      // earlier than the last event: clamped
+		time.Date(2025, 6, 1, 0, 0, 0, 5000, time.Local), // another zone: UTC
+	}
+	i := 0
+	l := audit.New(openStore(t), audit.WithClock(func() time.Time { i = min(i+1, len(clock)); return clock[i-1] }))
+	e1, err := l.Append(ctx, audit.Event{Kind: "test", Actor: "a", Data: json.RawMessage(` {"b": 1, "a": "\u00e9"} `)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e1.Seq != 1 || e1.PrevHash != audit.GenesisHash || e1.Hash != audit.Hash(e1) || string(e1.Data) != `{"a":"é","b":1}` ||
+		!e1.Time.Equal(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("first event = %+v", e1)
+	}
+	e2, err := l.Record(ctx, "test", "b", "ossa:x/y@1.0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e2.Seq != 2 || e2.PrevHash != e1.Hash || string(e2.Data) != "{}" || !e2.Time.Equal(e1.Time) {
+		t.Errorf("second event = %+v; want seq 2 linked to the first, data {}, time not before the first's", e2)
+	}
+	e3, err := l.Record(ctx, "test", "", "", map[string]any{"z": []int{1}, "html": "<&>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(e3.Data) != `{"html":"<&>","z":[1]}` || e3.Time.Location() != time.UTC {
+		t.Errorf("third event = %+v", e3)
+	}
+
+	for _, tt := range []struct {
+		name string
+		e    audit.Event
+		want string
+	}{
+		{"empty kind", audit.Event{}, "the kind is empty"},
+		{"array data", audit.Event{Kind: "k", Data: json.RawMessage(`[1]`)}, "data is an array, not a JSON object"},
+		{"null data", audit.Event{Kind: "k", Data: json.RawMessage(`null`)}, "data is null, not a JSON object"},
+		{"invalid data", audit.Event{Kind: "k", Data: json.RawMessage(`{"a":1,"a":2}`)}, "duplicate member name"},
+		{"NUL in actor", audit.Event{Kind: "k", Actor: "\x00"}, "NUL"},
+	} {
+		if _, err := l.Append(ctx, tt.e); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Append with %s: %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+	if _, err := l.Record(ctx, "k", "", "", func() {}); err == nil || !strings.Contains(err.Error(), "encode its data") {
+		t.Errorf("Record with unencodable data: %v", err)
+	}
+	res, err := l.Verify(ctx)
+	if err != nil || !res.OK || res.Count != 3 || res.HeadHash != e3.Hash {
+		t.Errorf("Verify = %+v, %v; want 3 intact events", res, err)
+	}
+}
+
+// sliceStore is an AuditStore over a slice, for chains the real stores
+// refuse to hold (duplicate seqs).
+type sliceStore struct {
+	events []audit.Event
+	err    error
+}
+
+func (s *sliceStore) AppendAudit(ctx context.Context, next func(last *audit.Event) (audit.Event, error)) (audit.Event, error) {
+	var last *audit.Event
+	if len(s.events) > 0 {
+		last = &s.events[len(s.events)-1]
+	}
+	e, err := next(last)
+	if err != nil {
+		return audit.Event{}, err
+	}
+	s.events = append(s.events, e)
+	return e, nil
+}
+
+func (s *sliceStore) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Event, error) {
+	return s.events, nil
+}
+
+func (s *sliceStore) ScanAudit(ctx context.Context, fn func(audit.Event) error) error {
+	for _, e := range s.events {
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return s.err
+}
+
+func TestVerifyBreaks(t *testing.T) {
+	build := func() *sliceStore {
+		s := &sliceStore{}
+		l := audit.New(s, audit.WithClock(func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }))
+		for range 6 {
+			if _, err := l.Append(t.Context(), audit.Event{Kind: "test"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		tamper  func(s *sliceStore)
+		seq     int64
+		problem string
+		message string
+	}{
+		{"first missing", func(s *sliceStore) { s.events = s.events[1:] }, 1, audit.ProblemMissing, "event 1 is missing (the chain starts at event 2)"},
+		{"first two missing", func(s *sliceStore) { s.events = s.events[2:] }, 1, audit.ProblemMissing, "events 1 to 2 are missing (the chain starts at event 3)"},
+		{"one missing", func(s *sliceStore) { s.events = append(s.events[:3:3], s.events[4:]...) }, 4, audit.ProblemMissing, "event 4 is missing (the chain jumps from 3 to 5)"},
+		{"three missing", func(s *sliceStore) { s.events = append(s.events[:1:1], s.events[4:]...) }, 2, audit.ProblemMissing, "events 2 to 4 are missing (the chain jumps from 1 to 5)"},
+		{"duplicate", func(s *sliceStore) { s.events = append(s.events[:3:3], s.events[2:]...) }, 3, audit.ProblemDuplicate, "event 3 appears more than once (after event 3)"},
+		{"first re-linked", func(s *sliceStore) { s.events[0].PrevHash = strings.Repeat("f", 64) }, 1, audit.ProblemRelinked, "event 1 does not start the chain: its prev_hash ffffffffffffffff… is not 64 zeros"},
+		{"re-linked", func(s *sliceStore) { s.events[2].PrevHash = s.events[0].Hash }, 3, audit.ProblemRelinked, "event 3 does not link to event 2: its prev_hash " + s16(build().events[0].Hash)},
+		{"altered", func(s *sliceStore) { s.events[4].Actor = "mallory" }, 5, audit.ProblemAltered, "event 5 was altered: its hash does not match its content"},
+		{"altered and later missing", func(s *sliceStore) { s.events[1].Data = json.RawMessage(`{"x":1}`); s.events = s.events[:4] }, 2, audit.ProblemAltered, "event 2 was altered"},
+	}
+	for _, tt := range tests {
+		s := build()
+		tt.tamper(s)
+		res, err := audit.New(s).Verify(t.Context())
+		if err != nil {
+			t.Fatalf("%s: Verify: %v", tt.name, err)
+		}
+		if res.OK || res.Break == nil || res.Break.Seq != tt.seq || res.Break.Problem != tt.problem || !strings.Contains(res.Break.Message, tt.message) {
+			t.Errorf("%s: Verify = %+v (break %+v), want event %d %s: %q", tt.name, res, res.Break, tt.seq, tt.problem, tt.message)
+		}
+	}
+
+	s := build()
+	s.err = errors.New("disk on fire")
+	if _, err := audit.New(s).Verify(t.Context()); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("Verify with a failing scan: %v, want the scan's error", err)
+	}
+}
+
+func s16(h string) string { return h[:16] }
+
+// TestRecordInvocation checks the pipeline adapter: an event with the
+// caller, the URI and the whole record, appended even when the call's
+// context is already cancelled; a failure is logged, not returned.
+func TestRecordInvocation(t *testing.T) {
+	st := openStore(t)
+	var logged bytes.Buffer
+	l := audit.New(st, audit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	var _ invoke.Recorder = l
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	rec := invoke.Record{Time: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), URI: "ossa:text/echo@1", Version: "1.0.2", Caller: "agent-7", Binding: "native",
+		Attempts: []invoke.Attempt{{Binding: "native", Attempt: 1, DurationMS: 0.25}}, DurationMS: 0.5}
+	l.RecordInvocation(ctx, rec)
+	events, err := l.List(t.Context(), audit.Filter{Kind: audit.KindInvocation})
+	if err != nil || len(events) != 1 {
+		t.Fatalf("List = %v, %v; want one invocation event", events, err)
+	}
+	e := events[0]
+	var data invoke.Record
+	if err := json.Unmarshal(e.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if e.Actor != "agent-7" || e.Capability != "ossa:text/echo@1" || data.Version != "1.0.2" || data.Binding != "native" || len(data.Attempts) != 1 {
+		t.Errorf("invocation event = %+v, data %s", e, e.Data)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("logged on success: %s", logged.String())
+	}
+
+	st.Close()
+	l.RecordInvocation(t.Context(), rec)
+	if !strings.Contains(logged.String(), "the audit chain misses an invocation") || !strings.Contains(logged.String(), "closed") {
+		t.Errorf("a failed append logged %q, want the error", logged.String())
+	}
+}
+
+func definition(name, version string) capability.Definition {
+	v := capability.MustParseVersion(version)
+	return capability.Definition{
+		URI: capability.NewURI("ossa", "text", name, v).String(), Name: name, Domain: "text", Version: version,
+		Title: name, Description: "Test capability " + name + ".", Stability: capability.StabilityStable,
+		Input: capability.Schema{"type": "object"}, Output: capability.Schema{}, Bindings: capability.Bindings{Native: &capability.NativeBinding{Handler: name}},
+	}
+}
+
+// TestAPI checks that the registry wrapper records registrations that
+// created a version, and deprecations, by the actor of the context.
+func TestAPI(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t)
+	l := audit.New(st)
+	type actorKey struct{}
+	api := l.API(registry.NewService(st), func(ctx context.Context) string { s, _ := ctx.Value(actorKey{}).(string); return s })
+	ctx = context.WithValue(ctx, actorKey{}, "alice")
+
+	if _, err := api.RegisterBatch(ctx, []capability.Definition{definition("echo", "1.0.0"), definition("upper", "1.2.0")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.RegisterBatch(ctx, []capability.Definition{definition("echo", "1.0.0")}); err != nil { // unchanged
+		t.Fatal(err)
+	}
+	if _, err := api.RegisterBatch(ctx, []capability.Definition{{URI: "not a uri"}}); err == nil { // refused
+		t.Fatal("registering an invalid definition succeeded")
+	}
+	if _, err := api.Deprecate(ctx, "ossa", "text", "echo", "1.0", registry.DeprecateRequest{MigrationGuide: "use upper"}); err != nil {
+		t.Fatal(err)
+	}
+	events, err := l.List(ctx, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ kind, actor, capability, data string }
+	var got []row
+	for _, e := range events {
+		got = append(got, row{e.Kind, e.Actor, e.Capability, string(e.Data)})
+	}
+	want := []row{
+		{"registered", "alice", "ossa:text/echo@1.0", `{"digest":"` + digest(t, events[0]) + `","version":"1.0.0"}`},
+		{"registered", "alice", "ossa:text/upper@1.2", `{"digest":"` + digest(t, events[1]) + `","version":"1.2.0"}`},
+		{"deprecated", "alice", "ossa:text/echo@1.0.0", `{"migration_guide":"use upper"}`},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d = %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+	if res, err := l.Verify(ctx); err != nil || !res.OK || res.Count != 3 {
+		t.Errorf("Verify = %+v, %v", res, err)
+	}
+}
+
+func digest(t *testing.T, e audit.Event) string {
+	t.Helper()
+	var d struct{ Digest string }
+	if err := json.Unmarshal(e.Data, &d); err != nil || len(d.Digest) != 64 {
+		t.Fatalf("event %d: data %s has no digest", e.Seq, e.Data)
+	}
+	return d.Digest
+}

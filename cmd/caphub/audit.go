@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caphub/caphub/audit"
+	"github.com/spf13/cobra"
+)
+
+// auditPageSize is how many events audit list reads at a time.
+const auditPageSize = 1000
+
+func newAuditCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "List and verify the audit chain of the local database",
+		Long: `The audit chain records every registration, deprecation, policy decision, approval and
+invocation as an event whose hash covers the previous event's hash, so that altering, removing
+or reordering a stored event breaks the chain where it happened. These commands read the
+local database (--db, $CAPHUB_DB), not a server.`,
+		Example: "  caphub audit list --since 24h --kind invocation\n  caphub audit verify",
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newAuditListCmd(), newAuditVerifyCmd())
+	return cmd
+}
+
+func newAuditListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List audit events, oldest first",
+		Example: "  caphub audit list --since 2h\n  caphub audit list --capability ossa:security/scan_vulnerabilities --kind invocation\n" +
+			"  caphub audit list --since 2025-06-01 --limit 100 --format json",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
+			f := audit.Filter{}
+			f.Capability, _ = cmd.Flags().GetString("capability")
+			f.Kind, _ = cmd.Flags().GetString("kind")
+			f.AfterSeq, _ = cmd.Flags().GetInt64("after-seq")
+			limit, _ := cmd.Flags().GetInt("limit")
+			if limit < 0 {
+				return &usageError{fmt.Errorf("--limit %d: give 0 (every event) or more", limit)}
+			}
+			if f.AfterSeq < 0 {
+				return &usageError{fmt.Errorf("--after-seq %d: give 0 (from the first event) or more", f.AfterSeq)}
+			}
+			if since, _ := cmd.Flags().GetString("since"); since != "" {
+				if f.Since, err = parseSince(since, time.Now()); err != nil {
+					return &usageError{err}
+				}
+			}
+			return withAuditLog(cmd, func(l *audit.Log) error {
+				events, err := collectEvents(cmd, l, f, limit)
+				if err != nil {
+					return err
+				}
+				return printEvents(cmd, format, events)
+			})
+		},
+	}
+	cmd.Flags().String("since", "", "events at or after TIME (RFC 3339, or a date 2006-01-02 in UTC) or DURATION ago (90m, 24h, 7d)")
+	cmd.Flags().String("capability", "", "events about a capability URI; without @version, about any version of it")
+	cmd.Flags().String("kind", "", "events of one kind: registered, deprecated, policy_decision, approval, invocation, …")
+	cmd.Flags().Int("limit", 0, "print at most N events (default: every match)")
+	cmd.Flags().Int64("after-seq", 0, "events after this sequence number (to continue a listing)")
+	addFormatFlag(cmd)
+	return cmd
+}
+
+// collectEvents pages through the events the filter selects, up to limit
+// (0: all).
+func collectEvents(cmd *cobra.Command, l *audit.Log, f audit.Filter, limit int) ([]audit.Event, error) {
+	out := []audit.Event{}
+	for {
+		f.Limit = auditPageSize
+		if limit > 0 {
+			f.Limit = min(auditPageSize, limit-len(out))
+		}
+		page, err := l.List(cmd.Context(), f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < f.Limit || limit > 0 && len(out) >= limit {
+			return out, nil
+		}
+		f.AfterSeq = page[len(page)-1].Seq
+	}
+}
+
+func printEvents(cmd *cobra.Command, format string, events []audit.Event) error {
+	out := cmd.OutOrStdout()
+	if format == "json" {
+		return writeJSON(out, map[string]any{"items": events})
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tACTOR\tCAPABILITY\tDATA")
+	for _, e := range events {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.UTC().Format("2006-01-02T15:04:05.000000Z"), e.Kind,
+			orDash(e.Actor), orDash(e.Capability), firstLine(string(e.Data), 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(events) == 1 {
+		fmt.Fprintln(out, "1 event")
+	} else {
+		fmt.Fprintf(out, "%d events\n", len(events))
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newAuditVerifyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check the whole audit chain; exit 1 and name the first broken link if it is broken",
+		Long: `verify walks the audit chain from its first event and checks that no event is missing, that
+each links to the one before it, and that each one's hash matches its content. It prints the
+event count and the head hash when the chain is intact (exit 0), or the first broken link
+(exit 1). Keep the head hash elsewhere: removing the newest events leaves a shorter chain that
+still verifies, with another head.`,
+		Example: "  caphub audit verify\n  caphub audit verify --db postgres://caphub@db/caphub --format json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
+			return withAuditLog(cmd, func(l *audit.Log) error {
+				res, err := l.Verify(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), res.String())
+				}
+				if !res.OK {
+					return &silentError{"the audit chain is broken"}
+				}
+				return nil
+			})
+		},
+	}
+	addFormatFlag(cmd)
+	return cmd
+}
+
+// withAuditLog runs fn on the audit chain of the local database and closes
+// it. The audit commands refuse --server: a server's chain is read where
+// its database is.
+func withAuditLog(cmd *cobra.Command, fn func(l *audit.Log) error) error {
+	server, _ := cmd.Flags().GetString("server")
+	if server == "" {
+		server = os.Getenv("CAPHUB_SERVER")
+	}
+	if server != "" {
+		return &usageError{fmt.Errorf("%s reads the audit chain of a local database (--db or $CAPHUB_DB), not of a server (%s, from --server or $CAPHUB_SERVER): run it with the server's database, and unset CAPHUB_SERVER", cmd.CommandPath(), server)}
+	}
+	db := dbFlag(cmd)
+	st, err := openStore(cmd.Context(), db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	chain, ok := st.(audit.Store)
+	if !ok {
+		return fmt.Errorf("the store at %s (%T) does not keep an audit chain: use a SQLite file or a postgres:// database with --db", db, st)
+	}
+	return fn(audit.New(chain))
+}
+
+// parseSince reads --since: an RFC 3339 time, a date (midnight UTC), or a
+// duration before now (Go syntax, plus "d" for days: 7d, 1d12h).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	d, err := parseAgo(s)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("--since %q: give a time (2025-06-01T12:00:00Z), a date (2025-06-01) or how long ago (90m, 24h, 7d)", s)
+	}
+	return now.Add(-d), nil
+}
+
+// parseAgo reads a Go duration that may start with a number of days ("7d",
+// "1d12h").
+func parseAgo(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.Atoi(days)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad day count %q", days)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, err
+		}
+		d += r
+	}
+	return d, nil
+}

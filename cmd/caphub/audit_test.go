@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/store/sqlite"
+)
+
+// caphubAudit runs the CLI in-process like caphub, adding the audit command
+// to the command tree when root.go does not wire it yet.
+func caphubAudit(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	root := newRootCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "audit" {
+			return caphub(t, args...)
+		}
+	}
+	root.AddCommand(newAuditCmd())
+	var out, errOut bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err := root.Execute()
+	if err == nil {
+		return exitOK, out.String(), errOut.String()
+	}
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintln(&errOut, "caphub:", err)
+	}
+	return exitCode(err), out.String(), errOut.String()
+}
+
+// tamperSQL runs one statement on the database file directly, past the
+// store, as someone altering the chain would.
+func tamperSQL(t *testing.T, path, query string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(query); err != nil {
+		t.Fatalf("tamper with %q: %v", query, err)
+	}
+}
+
+func TestAuditCommands(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "caphub.db")
+	st, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := audit.New(st)
+	for i, e := range []audit.Event{
+		{Kind: audit.KindRegistered, Actor: "alice", Capability: "ossa:text/echo@1.0", Data: json.RawMessage(`{"version":"1.0.0"}`)},
+		{Kind: audit.KindInvocation, Actor: "agent-7", Capability: "ossa:text/echo@1", Data: json.RawMessage(`{"code":""}`)},
+		{Kind: audit.KindRegistered, Actor: "alice", Capability: "ossa:text/upper@1.0", Data: json.RawMessage(`{"version":"1.0.0"}`)},
+		{Kind: audit.KindInvocation, Actor: "agent-7", Capability: "ossa:text/upper@1.0", Data: json.RawMessage(`{"code":"TIMEOUT"}`)},
+		{Kind: audit.KindDeprecated, Actor: "bob", Capability: "ossa:text/echo@1.0.0", Data: json.RawMessage(`{"migration_guide":"use upper"}`)},
+	} {
+		if _, err := l.Append(t.Context(), e); err != nil {
+			t.Fatalf("append event %d: %v", i+1, err)
+		}
+	}
+	st.Close()
+	db := []string{"--db", path}
+	cli := func(args ...string) (int, string, string) { return caphubAudit(t, append(args, db...)...) }
+
+	code, out, errOut := cli("audit", "verify")
+	if code != 0 || !strings.Contains(out, "audit chain intact: 5 events, head event 5, hash ") {
+		t.Fatalf("verify an intact chain: exit %d\n%s%s", code, out, errOut)
+	}
+
+	code, out, errOut = cli("audit", "list")
+	if code != 0 || !strings.Contains(out, "SEQ  TIME") || !strings.Contains(out, "agent-7") || !strings.HasSuffix(out, "5 events\n") {
+		t.Errorf("list: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, tt := range []struct {
+		args []string
+		want []int64
+	}{
+		{[]string{"--kind", "invocation"}, []int64{2, 4}},
+		{[]string{"--capability", "ossa:text/echo"}, []int64{1, 2, 5}},
+		{[]string{"--capability", "ossa:text/echo@1.0"}, []int64{1}},
+		{[]string{"--limit", "2", "--after-seq", "2"}, []int64{3, 4}},
+		{[]string{"--since", "1h"}, []int64{1, 2, 3, 4, 5}},
+		{[]string{"--since", "2d"}, []int64{1, 2, 3, 4, 5}},
+		{[]string{"--since", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, []int64{}},
+	} {
+		code, out, errOut := cli(append([]string{"audit", "list", "--format", "json"}, tt.args...)...)
+		var got struct{ Items []audit.Event }
+		if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
+			t.Errorf("list %v: exit %d\n%s%s", tt.args, code, out, errOut)
+			continue
+		}
+		var seqs []int64
+		for _, e := range got.Items {
+			seqs = append(seqs, e.Seq)
+		}
+		if fmt.Sprint(seqs) != fmt.Sprint(tt.want) {
+			t.Errorf("list %v: events %v, want %v", tt.args, seqs, tt.want)
+		}
+	}
+
+	// Tampering with the database directly breaks the chain where it
+	// happened.
+	tamperSQL(t, path, `UPDATE audit_events SET data = '{"code":"OK"}' WHERE seq = 4`)
+	code, out, errOut = cli("audit", "verify")
+	if code != 1 || !strings.Contains(out, "audit chain broken at event 4: event 4 was altered: its hash does not match its content") || !strings.Contains(out, "; the 3 events before it are intact") {
+		t.Errorf("verify after altering event 4: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	tamperSQL(t, path, `DELETE FROM audit_events WHERE seq = 2`)
+	code, out, errOut = cli("audit", "verify", "--format", "json")
+	var res audit.VerifyResult
+	if code != 1 || json.Unmarshal([]byte(out), &res) != nil || res.OK || res.Break == nil || res.Break.Seq != 2 ||
+		res.Break.Message != "event 2 is missing (the chain jumps from 1 to 3)" {
+		t.Errorf("verify after deleting event 2: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+
+	for _, args := range [][]string{
+		{"audit", "list", "--since", "yesterday"},
+		{"audit", "list", "--limit", "-1"},
+		{"audit", "verify", "--server", "http://127.0.0.1:1"},
+		{"audit", "verify", "extra"},
+	} {
+		if code, out, errOut := cli(args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (usage)\n%s%s", args, code, out, errOut)
+		}
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2025, 6, 10, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"2025-06-01T08:30:00Z":      time.Date(2025, 6, 1, 8, 30, 0, 0, time.UTC),
+		"2025-06-01T08:30:00+02:00": time.Date(2025, 6, 1, 6, 30, 0, 0, time.UTC),
+		"2025-06-01":                time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC),
+		"90m":                       now.Add(-90 * time.Minute),
+		"24h":                       now.Add(-24 * time.Hour),
+		"7d":                        now.Add(-7 * 24 * time.Hour),
+		"1d12h":                     now.Add(-36 * time.Hour),
+	} {
+		got, err := parseSince(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "yesterday", "-5m", "d", "xd", "1d-", "2025-13-01"} {
+		if _, err := parseSince(in, now); err == nil || !strings.Contains(err.Error(), "--since") {
+			t.Errorf("parseSince(%q): %v, want an error naming --since", in, err)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// AuditEvent is one event of the audit chain (the CCOS causal chain): a
+// registration, deprecation, policy decision, approval or invocation. Package
+// audit assigns Seq, Time, PrevHash and Hash and checks the chain; a store
+// only keeps events, exactly as given. It lives here, not in package audit,
+// so that the stores can implement AuditStore without importing audit (and
+// what audit imports); audit.Event is an alias of it.
+type AuditEvent struct {
+	// Seq numbers the events 1, 2, 3, … without gaps.
+	Seq int64 `json:"seq"`
+	// Time is when the event was appended, UTC. Stores keep microseconds
+	// and refuse a time with finer digits, which would not read back as
+	// hashed.
+	Time time.Time `json:"time"`
+	// Kind says what happened: "registered", "deprecated",
+	// "policy_decision", "approval", "invocation", …
+	Kind string `json:"kind"`
+	// Actor is who did it (a caller, a token's subject, a user); may be "".
+	Actor string `json:"actor"`
+	// Capability is the URI of the capability the event is about; may be "".
+	Capability string `json:"capability"`
+	// Data is the event's details, a JSON object in canonical form (RFC
+	// 8785), kept byte for byte.
+	Data json.RawMessage `json:"data"`
+	// PrevHash is the previous event's Hash (64 zeros for the first event);
+	// Hash covers this event's fields and PrevHash. Both are hex SHA-256.
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+}
+
+// AuditFilter selects audit events. Empty fields do not filter; the events
+// come in ascending Seq.
+type AuditFilter struct {
+	// Since keeps events whose Time is at or after it.
+	Since time.Time
+	// Capability keeps the events about a capability: equal to it, or, when
+	// it carries no version ("ossa:security/scan"), about any version of it
+	// ("ossa:security/scan@1.0").
+	Capability string
+	// Kind keeps the events of one kind.
+	Kind string
+	// Limit is the most events to return; 0 means no limit.
+	Limit int
+	// AfterSeq keeps events whose Seq is greater: the Seq of the last event
+	// of the previous page continues a listing.
+	AfterSeq int64
+}
+
+// AuditStore keeps the audit chain. Both stores implement it (store/storetest
+// runs one behaviour suite, RunAudit, against both). All methods are safe
+// for concurrent use, across processes and replicas too.
+type AuditStore interface {
+	// AppendAudit appends one event atomically: in one write transaction
+	// that holds the chain's lock (SQLite: the single writer of BEGIN
+	// IMMEDIATE; PostgreSQL: a transaction-scoped advisory lock of the
+	// schema), it reads the last event (nil when the chain is empty), calls
+	// next with it, and inserts the event next returns, which must have Seq
+	// last.Seq+1 (1 for the first). So concurrent appenders, in one process
+	// or on several replicas, never fork the chain. next may be called more
+	// than once (when the transaction is retried) and must not call the
+	// store; an error from it aborts the append and is returned wrapped.
+	AppendAudit(ctx context.Context, next func(last *AuditEvent) (AuditEvent, error)) (AuditEvent, error)
+	// ListAudit returns the events the filter selects in ascending Seq; an
+	// empty slice, not an error, when there are none.
+	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
+	// ScanAudit calls fn with every event in ascending Seq, reading a page at
+	// a time (memory stays bounded however long the chain is) and calling fn
+	// outside of any database transaction. An error from fn stops the scan
+	// and is returned as it is.
+	ScanAudit(ctx context.Context, fn func(AuditEvent) error) error
+}

@@ -1,0 +1,232 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/caphub/caphub/registry"
+)
+
+var _ registry.AuditStore = (*Store)(nil)
+
+// auditColumns are the columns scanAudit reads.
+const auditColumns = `seq, time, kind, actor, capability, data::text, prev_hash, hash`
+
+// auditPage is how many events ScanAudit reads at a time.
+const auditPage = 500
+
+// AppendAudit appends one event to the audit chain; see
+// registry.AuditStore. The transaction first takes the chain's advisory lock
+// (one per schema, released at commit), so appenders on every replica
+// queue: each reads the last event only once the previous append has
+// committed (in READ COMMITTED every statement sees what committed before
+// it), and none can insert a second event with the same seq. The primary
+// key on seq refuses a fork even if the lock were bypassed.
+func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditEvent) (registry.AuditEvent, error)) (registry.AuditEvent, error) {
+	if err := s.checkOpen(); err != nil {
+		return registry.AuditEvent{}, err
+	}
+	var ev registry.AuditEvent
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
+			return fmt.Errorf("take the audit chain lock: %w", err)
+		}
+		var last *registry.AuditEvent
+		e, err := scanAudit(tx.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
+		switch {
+		case err == nil:
+			last = &e
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("read the last event: %w", err)
+		}
+		ev, err = next(last)
+		if err != nil {
+			return err
+		}
+		if err := checkAuditEvent(ev, last); err != nil {
+			return fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
+			VALUES ($1, $2, $3, $4, $5, $6::text::json, $7, $8)`,
+			ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
+		if err != nil {
+			return fmt.Errorf("insert event %d: %w", ev.Seq, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return registry.AuditEvent{}, fmt.Errorf("append audit event to postgres %s: %w: nothing was written", s.where, err)
+	}
+	ev.Time = ev.Time.UTC()
+	return ev, nil
+}
+
+// ListAudit returns the events the filter selects, in ascending seq; see
+// registry.AuditStore.
+func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]registry.AuditEvent, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := checkAuditFilter(f); err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	query, args := listAuditSQL(f)
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
+	}
+	defer rows.Close()
+	out := []registry.AuditEvent{}
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
+	}
+	return out, nil
+}
+
+// listAuditSQL returns the query of ListAudit and its arguments. A
+// capability without a version matches itself and the range of its
+// versioned URIs, [uri@, uriA) in byte order ('A' follows '@'; the column is
+// COLLATE "C", which the parameters take on), which the (capability, seq)
+// index serves.
+func listAuditSQL(f registry.AuditFilter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.AfterSeq > 0 {
+		where = append(where, `seq > `+arg(f.AfterSeq))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, `time >= `+arg(ceilMicro(f.Since)))
+	}
+	if f.Kind != "" {
+		where = append(where, `kind = `+arg(f.Kind))
+	}
+	if f.Capability != "" {
+		if strings.Contains(f.Capability, "@") {
+			where = append(where, `capability = `+arg(f.Capability))
+		} else {
+			where = append(where, `(capability = `+arg(f.Capability)+` OR (capability >= `+arg(f.Capability+"@")+` AND capability < `+arg(f.Capability+"A")+`))`)
+		}
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit_events`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	query += ` ORDER BY seq`
+	if f.Limit > 0 {
+		query += ` LIMIT ` + arg(f.Limit)
+	}
+	return query, args
+}
+
+// ScanAudit calls fn with every event in ascending seq, a page at a time;
+// see registry.AuditStore.
+func (s *Store) ScanAudit(ctx context.Context, fn func(registry.AuditEvent) error) error {
+	var after int64
+	for {
+		page, err := s.ListAudit(ctx, registry.AuditFilter{AfterSeq: after, Limit: auditPage})
+		if err != nil {
+			return fmt.Errorf("scan the audit chain after event %d: %w", after, err)
+		}
+		for _, e := range page {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(page) < auditPage {
+			return nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// scanAudit reads one row of auditColumns.
+func scanAudit(row pgx.Row) (registry.AuditEvent, error) {
+	var (
+		e    registry.AuditEvent
+		data string
+	)
+	if err := row.Scan(&e.Seq, &e.Time, &e.Kind, &e.Actor, &e.Capability, &data, &e.PrevHash, &e.Hash); err != nil {
+		return registry.AuditEvent{}, err
+	}
+	e.Time = e.Time.UTC()
+	e.Data = json.RawMessage(data)
+	return e, nil
+}
+
+// ceilMicro rounds t up to the microsecond the store keeps, so that a
+// filter's bound includes no event before it.
+func ceilMicro(t time.Time) time.Time {
+	t = t.UTC()
+	if c := t.Truncate(time.Microsecond); c.Before(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
+}
+
+// checkAuditFilter refuses negative bounds.
+func checkAuditFilter(f registry.AuditFilter) error {
+	switch {
+	case f.Limit < 0:
+		return fmt.Errorf("the limit %d is negative: give 0 (no limit) or more", f.Limit)
+	case f.AfterSeq < 0:
+		return fmt.Errorf("after_seq %d is negative: give 0 (from the first event) or more", f.AfterSeq)
+	}
+	return nil
+}
+
+// checkAuditEvent checks an event to be appended after last: the next seq,
+// a time in microseconds, a kind, text PostgreSQL can hold (valid UTF-8, no
+// NUL; both stores refuse alike), and one JSON text as data.
+func checkAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
+	want := int64(1)
+	if last != nil {
+		want = last.Seq + 1
+	}
+	if e.Seq != want {
+		return fmt.Errorf("its seq is %d, but the next one is %d: build the event from the last one AppendAudit gives (a bug in the caller)", e.Seq, want)
+	}
+	if e.Time.IsZero() {
+		return errors.New("its time is zero: set the time it was appended")
+	}
+	if e.Time.Nanosecond()%1000 != 0 {
+		return errors.New("its time has sub-microsecond digits, which the stores do not keep: truncate it to the microsecond before hashing the event")
+	}
+	if e.Kind == "" {
+		return errors.New("its kind is empty: say what happened (registered, invocation, …)")
+	}
+	for _, f := range []struct{ name, value string }{
+		{"kind", e.Kind}, {"actor", e.Actor}, {"capability", e.Capability}, {"prev_hash", e.PrevHash}, {"hash", e.Hash},
+	} {
+		switch {
+		case !utf8.ValidString(f.value):
+			return fmt.Errorf("its %s is not valid UTF-8", f.name)
+		case strings.IndexByte(f.value, 0) >= 0:
+			return fmt.Errorf("its %s contains a NUL byte, which the stores cannot hold", f.name)
+		}
+	}
+	if !utf8.Valid(e.Data) || !json.Valid(e.Data) {
+		return errors.New("its data is not one valid JSON text: encode it with encoding/json")
+	}
+	return nil
+}

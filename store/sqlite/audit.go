@@ -1,0 +1,229 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caphub/caphub/registry"
+)
+
+var _ registry.AuditStore = (*Store)(nil)
+
+// auditColumns are the columns scanAudit reads.
+const auditColumns = `seq, time, kind, actor, capability, data, prev_hash, hash`
+
+// auditPage is how many events ScanAudit reads at a time.
+const auditPage = 500
+
+// AppendAudit appends one event to the audit chain; see
+// registry.AuditStore. The read of the last event and the insert run in one
+// BEGIN IMMEDIATE transaction on the single writer connection: writers in
+// this process queue for that connection, writers in other processes wait
+// for SQLite's write lock, so no two appends ever see the same last event.
+func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditEvent) (registry.AuditEvent, error)) (registry.AuditEvent, error) {
+	if err := s.checkOpen(); err != nil {
+		return registry.AuditEvent{}, err
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
+	}
+	defer tx.Rollback()
+	var last *registry.AuditEvent
+	e, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
+	switch {
+	case err == nil:
+		last = &e
+	case !errors.Is(err, sql.ErrNoRows):
+		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: read the last event: %w", s.path, err)
+	}
+	ev, err := next(last)
+	if err != nil {
+		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: %w: nothing was written", s.path, err)
+	}
+	if err := checkAuditEvent(ev, last); err != nil {
+		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
+		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: commit: %w: nothing was written", ev.Seq, s.path, err)
+	}
+	ev.Time = ev.Time.UTC()
+	return ev, nil
+}
+
+// ListAudit returns the events the filter selects, in ascending seq; see
+// registry.AuditStore.
+func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]registry.AuditEvent, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := checkAuditFilter(f); err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	query, args := listAuditSQL(f)
+	rows, err := s.reader.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
+	}
+	defer rows.Close()
+	out := []registry.AuditEvent{}
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
+	}
+	return out, nil
+}
+
+// listAuditSQL returns the query of ListAudit and its arguments. A
+// capability without a version matches itself and the range of its
+// versioned URIs, [uri@, uriA) in byte order ('A' follows '@'), which the
+// (capability, seq) index serves.
+func listAuditSQL(f registry.AuditFilter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.AfterSeq > 0 {
+		where = append(where, `seq > ?`)
+		args = append(args, f.AfterSeq)
+	}
+	if !f.Since.IsZero() {
+		where = append(where, `time >= ?`)
+		args = append(args, formatTime(ceilMicro(f.Since)))
+	}
+	if f.Kind != "" {
+		where = append(where, `kind = ?`)
+		args = append(args, f.Kind)
+	}
+	if f.Capability != "" {
+		if strings.Contains(f.Capability, "@") {
+			where = append(where, `capability = ?`)
+			args = append(args, f.Capability)
+		} else {
+			where = append(where, `(capability = ? OR (capability >= ? AND capability < ?))`)
+			args = append(args, f.Capability, f.Capability+"@", f.Capability+"A")
+		}
+	}
+	query := `SELECT ` + auditColumns + ` FROM audit_events`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	query += ` ORDER BY seq`
+	if f.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	return query, args
+}
+
+// ScanAudit calls fn with every event in ascending seq, a page at a time;
+// see registry.AuditStore.
+func (s *Store) ScanAudit(ctx context.Context, fn func(registry.AuditEvent) error) error {
+	var after int64
+	for {
+		page, err := s.ListAudit(ctx, registry.AuditFilter{AfterSeq: after, Limit: auditPage})
+		if err != nil {
+			return fmt.Errorf("scan the audit chain after event %d: %w", after, err)
+		}
+		for _, e := range page {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(page) < auditPage {
+			return nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// scanAudit reads one row of auditColumns.
+func scanAudit(sc scanner) (registry.AuditEvent, error) {
+	var (
+		e        registry.AuditEvent
+		at, data string
+	)
+	if err := sc.Scan(&e.Seq, &at, &e.Kind, &e.Actor, &e.Capability, &data, &e.PrevHash, &e.Hash); err != nil {
+		return registry.AuditEvent{}, err
+	}
+	t, err := parseTime(at)
+	if err != nil {
+		return registry.AuditEvent{}, fmt.Errorf("decode the time of audit event %d: %w: the database is damaged (run caphub audit verify)", e.Seq, err)
+	}
+	e.Time = t
+	e.Data = json.RawMessage(data)
+	return e, nil
+}
+
+// ceilMicro rounds t up to the microsecond the store keeps, so that a
+// filter's bound includes no event before it.
+func ceilMicro(t time.Time) time.Time {
+	t = t.UTC()
+	if c := t.Truncate(time.Microsecond); c.Before(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
+}
+
+// checkAuditFilter refuses negative bounds.
+func checkAuditFilter(f registry.AuditFilter) error {
+	switch {
+	case f.Limit < 0:
+		return fmt.Errorf("the limit %d is negative: give 0 (no limit) or more", f.Limit)
+	case f.AfterSeq < 0:
+		return fmt.Errorf("after_seq %d is negative: give 0 (from the first event) or more", f.AfterSeq)
+	}
+	return nil
+}
+
+// checkAuditEvent checks an event to be appended after last: the next seq,
+// a time, a kind, text PostgreSQL can hold too (valid UTF-8, no NUL; both
+// stores refuse alike), and one JSON text as data.
+func checkAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
+	want := int64(1)
+	if last != nil {
+		want = last.Seq + 1
+	}
+	if e.Seq != want {
+		return fmt.Errorf("its seq is %d, but the next one is %d: build the event from the last one AppendAudit gives (a bug in the caller)", e.Seq, want)
+	}
+	if e.Time.IsZero() {
+		return errors.New("its time is zero: set the time it was appended")
+	}
+	if e.Time.Nanosecond()%1000 != 0 {
+		return errors.New("its time has sub-microsecond digits, which the stores do not keep: truncate it to the microsecond before hashing the event")
+	}
+	if e.Kind == "" {
+		return errors.New("its kind is empty: say what happened (registered, invocation, …)")
+	}
+	for _, f := range []struct{ name, value string }{
+		{"kind", e.Kind}, {"actor", e.Actor}, {"capability", e.Capability}, {"prev_hash", e.PrevHash}, {"hash", e.Hash},
+	} {
+		switch {
+		case !utf8.ValidString(f.value):
+			return fmt.Errorf("its %s is not valid UTF-8", f.name)
+		case strings.IndexByte(f.value, 0) >= 0:
+			return fmt.Errorf("its %s contains a NUL byte, which the stores cannot hold", f.name)
+		}
+	}
+	if !utf8.Valid(e.Data) || !json.Valid(e.Data) {
+		return errors.New("its data is not one valid JSON text: encode it with encoding/json")
+	}
+	return nil
+}

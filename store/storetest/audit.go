@@ -1,0 +1,592 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/registry"
+)
+
+// AuditTarget is a store under test for RunAudit.
+type AuditTarget struct {
+	// Store is a new store with an empty audit chain.
+	Store registry.AuditStore
+	// Exec runs one SQL statement on the store's database directly, past
+	// the store, as someone tampering with the chain would. The suite
+	// writes statements both SQLite and PostgreSQL accept.
+	Exec func(ctx context.Context, query string) error
+	// Replica opens another store on the same database, as another replica
+	// (or process) would, closed when the test ends; nil when the database
+	// cannot be shared (SQLite :memory:).
+	Replica func(t *testing.T) registry.AuditStore
+}
+
+// RunAudit runs the behaviour suite of registry.AuditStore, with package
+// audit's Log on top: appends, filters, paging, the tamper tests (rows
+// altered, removed and reordered with SQL, each reported by Verify as the
+// first broken link) and concurrent appenders, in one process and across
+// replicas. open must return a new target and arrange for its store to be
+// closed when the test ends (t.Cleanup).
+func RunAudit(t *testing.T, open func(t *testing.T) AuditTarget) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, tg AuditTarget)
+	}{
+		{"AuditEmpty", testAuditEmpty},
+		{"AuditAppend", testAuditAppend},
+		{"AuditDataExact", testAuditDataExact},
+		{"AuditAppendContract", testAuditAppendContract},
+		{"AuditListFilters", testAuditListFilters},
+		{"AuditScanPages", testAuditScanPages},
+		{"AuditVerifyIntact", testAuditVerifyIntact},
+		{"AuditTamperAltered", testAuditTamperAltered},
+		{"AuditTamperDeleted", testAuditTamperDeleted},
+		{"AuditTamperReordered", testAuditTamperReordered},
+		{"AuditTamperRewritten", testAuditTamperRewritten},
+		{"AuditTamperTruncated", testAuditTamperTruncated},
+		{"AuditConcurrent", testAuditConcurrent},
+		{"AuditReplicas", testAuditReplicas},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
+	}
+}
+
+// auditEpoch is the clock of the suite's logs: event i is stamped
+// auditEpoch + i minutes (plus a fraction, to check that microseconds
+// survive).
+var auditEpoch = time.Date(2025, 3, 4, 5, 6, 7, 123456000, time.UTC)
+
+// steppingClock returns a clock that advances a minute at every call.
+func steppingClock() func() time.Time {
+	var mu sync.Mutex
+	next := auditEpoch
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t := next
+		next = next.Add(time.Minute)
+		return t
+	}
+}
+
+// appendEvents appends n events to l: kinds alternate registered and
+// invocation, data {"i":i}.
+func appendEvents(t *testing.T, l *audit.Log, n int) []audit.Event {
+	t.Helper()
+	out := make([]audit.Event, n)
+	for i := range n {
+		kind := audit.KindRegistered
+		if i%2 == 1 {
+			kind = audit.KindInvocation
+		}
+		e, err := l.Append(t.Context(), audit.Event{Kind: kind, Actor: "tester", Capability: fmt.Sprintf("ossa:test/cap_%d@1.0", i%3),
+			Data: json.RawMessage(fmt.Sprintf(`{"i": %d, "note": "event %d"}`, i+1, i+1))})
+		if err != nil {
+			t.Fatalf("Append event %d: %v", i+1, err)
+		}
+		out[i] = e
+	}
+	return out
+}
+
+func verify(t *testing.T, l *audit.Log) *audit.VerifyResult {
+	t.Helper()
+	res, err := l.Verify(t.Context())
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	return res
+}
+
+// checkIntact checks that Verify finds an intact chain of n events.
+func checkIntact(t *testing.T, what string, l *audit.Log, n int64) *audit.VerifyResult {
+	t.Helper()
+	res := verify(t, l)
+	if !res.OK || res.Break != nil || res.Count != n || res.HeadSeq != n {
+		t.Fatalf("%s: Verify = %s (%+v), want an intact chain of %d events", what, res, res, n)
+	}
+	return res
+}
+
+// checkBreak checks that Verify reports the first broken link at seq, with
+// the problem and a message containing want.
+func checkBreak(t *testing.T, what string, l *audit.Log, seq int64, problem, want string) {
+	t.Helper()
+	res := verify(t, l)
+	if res.OK || res.Break == nil {
+		t.Fatalf("%s: Verify = %s, want a break at event %d", what, res, seq)
+	}
+	if res.Break.Seq != seq || res.Break.Problem != problem || !strings.Contains(res.Break.Message, want) {
+		t.Errorf("%s: Verify break = %+v, want event %d, problem %q, message containing %q", what, *res.Break, seq, problem, want)
+	}
+	if !strings.Contains(res.String(), fmt.Sprintf("broken at event %d", seq)) {
+		t.Errorf("%s: VerifyResult.String() = %q, want it to name event %d", what, res.String(), seq)
+	}
+}
+
+func tamper(t *testing.T, tg AuditTarget, query string) {
+	t.Helper()
+	if err := tg.Exec(t.Context(), query); err != nil {
+		t.Fatalf("tamper with SQL %q: %v", query, err)
+	}
+}
+
+func listAudit(t *testing.T, s registry.AuditStore, f registry.AuditFilter) []registry.AuditEvent {
+	t.Helper()
+	got, err := s.ListAudit(t.Context(), f)
+	if err != nil {
+		t.Fatalf("ListAudit(%+v): %v", f, err)
+	}
+	return got
+}
+
+func seqs(events []registry.AuditEvent) []int64 {
+	out := make([]int64, len(events))
+	for i, e := range events {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+func seqRange(from, to int64) []int64 {
+	out := []int64{}
+	for s := from; s <= to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+func testAuditEmpty(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store)
+	res := checkIntact(t, "empty chain", l, 0)
+	if res.HeadHash != "" {
+		t.Errorf("empty chain: HeadHash = %q, want \"\"", res.HeadHash)
+	}
+	got := listAudit(t, tg.Store, registry.AuditFilter{})
+	if got == nil || len(got) != 0 {
+		t.Errorf("ListAudit on an empty chain = %#v, want an empty, non-nil slice", got)
+	}
+}
+
+func testAuditAppend(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store, audit.WithClock(steppingClock()))
+	appended := appendEvents(t, l, 5)
+	got := listAudit(t, tg.Store, registry.AuditFilter{})
+	if len(got) != 5 {
+		t.Fatalf("ListAudit returned %d events, want 5", len(got))
+	}
+	prev := audit.GenesisHash
+	for i, e := range got {
+		want := appended[i]
+		if e.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d", i+1, e.Seq)
+		}
+		if e.PrevHash != prev {
+			t.Errorf("event %d: PrevHash %s, want the previous hash %s", e.Seq, e.PrevHash, prev)
+		}
+		if e.Hash != audit.Hash(e) {
+			t.Errorf("event %d: stored hash %s does not match its content (%s)", e.Seq, e.Hash, audit.Hash(e))
+		}
+		if e.Time.Location() != time.UTC || !e.Time.Equal(auditEpoch.Add(time.Duration(i)*time.Minute)) {
+			t.Errorf("event %d: time %v, want %v in UTC (microseconds kept)", e.Seq, e.Time, auditEpoch.Add(time.Duration(i)*time.Minute))
+		}
+		if wantData := fmt.Sprintf(`{"i":%d,"note":"event %d"}`, i+1, i+1); string(e.Data) != wantData {
+			t.Errorf("event %d: data %s, want the canonical %s", e.Seq, e.Data, wantData)
+		}
+		if e.Kind != want.Kind || e.Actor != "tester" || e.Capability != want.Capability || e.Hash != want.Hash || !e.Time.Equal(want.Time) || !bytes.Equal(e.Data, want.Data) {
+			t.Errorf("event %d as listed %+v differs from the one Append returned %+v", e.Seq, e, want)
+		}
+		prev = e.Hash
+	}
+}
+
+// testAuditDataExact checks that a store keeps data byte for byte, even
+// when it is not canonical: whitespace, key order, escapes and numbers
+// beyond float64 as written (the hash covers the stored bytes).
+func testAuditDataExact(t *testing.T, tg AuditTarget) {
+	values := []string{
+		`{}`,
+		` { "b" : 1 ,"a":[ 1,2 ] } `,
+		`{"s":"\u0000 \ud83d\ude00 \u00e9 é \/ \"\\","n":12345678901234567890123456789,"m":-0,"x":1E400}`,
+		`{"unicode":"ünï cödé ✓ 😀 ` + "\u2028\u007f" + `"}`,
+		`{"blob":"` + strings.Repeat("0123456789abcdef", 1<<12) + `"}`,
+	}
+	at := time.Date(2025, 1, 2, 3, 4, 5, 6000, time.UTC)
+	for i, v := range values {
+		_, err := tg.Store.AppendAudit(t.Context(), func(last *registry.AuditEvent) (registry.AuditEvent, error) {
+			e := registry.AuditEvent{Seq: 1, Time: at, Kind: "test", Data: json.RawMessage(v), PrevHash: audit.GenesisHash, Hash: "h"}
+			if last != nil {
+				e.Seq, e.PrevHash = last.Seq+1, last.Hash
+			}
+			return e, nil
+		})
+		if err != nil {
+			t.Fatalf("AppendAudit with data %d: %v", i, err)
+		}
+	}
+	got := listAudit(t, tg.Store, registry.AuditFilter{})
+	if len(got) != len(values) {
+		t.Fatalf("ListAudit returned %d events, want %d", len(got), len(values))
+	}
+	for i, e := range got {
+		if string(e.Data) != values[i] {
+			t.Errorf("data %d came back as %.80q, want %.80q byte for byte", i, e.Data, values[i])
+		}
+		if !e.Time.Equal(at) || e.Time.Location() != time.UTC {
+			t.Errorf("event %d: time %v, want %v", e.Seq, e.Time, at)
+		}
+	}
+}
+
+// testAuditAppendContract checks AppendAudit's contract: next sees the
+// last event (nil at first), a wrong seq or an error from next writes
+// nothing, and events the other store could not keep are refused.
+func testAuditAppendContract(t *testing.T, tg AuditTarget) {
+	ctx := t.Context()
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	event := func(last *registry.AuditEvent) registry.AuditEvent {
+		e := registry.AuditEvent{Seq: 1, Time: at, Kind: "test", Actor: "a", Capability: "ossa:t/c@1.0", Data: json.RawMessage(`{}`), PrevHash: audit.GenesisHash, Hash: "h1"}
+		if last != nil {
+			e.Seq, e.PrevHash, e.Hash = last.Seq+1, last.Hash, fmt.Sprintf("h%d", last.Seq+1)
+		}
+		return e
+	}
+	var sawNil bool
+	first, err := tg.Store.AppendAudit(ctx, func(last *registry.AuditEvent) (registry.AuditEvent, error) {
+		sawNil = last == nil
+		return event(last), nil
+	})
+	if err != nil || !sawNil || first.Seq != 1 || first.Hash != "h1" {
+		t.Fatalf("first AppendAudit = %+v, %v (next saw nil: %v); want event 1, next called with nil", first, err, sawNil)
+	}
+	var seen *registry.AuditEvent
+	second, err := tg.Store.AppendAudit(ctx, func(last *registry.AuditEvent) (registry.AuditEvent, error) {
+		seen = last
+		return event(last), nil
+	})
+	if err != nil || second.Seq != 2 || seen == nil || seen.Seq != 1 || seen.Hash != "h1" || string(seen.Data) != "{}" || seen.Capability != "ossa:t/c@1.0" {
+		t.Fatalf("second AppendAudit = %+v, %v; next saw %+v, want event 1 as stored", second, err, seen)
+	}
+
+	boom := errors.New("boom")
+	refused := []struct {
+		name   string
+		modify func(e *registry.AuditEvent) error
+		want   string
+	}{
+		{"error from next", func(e *registry.AuditEvent) error { return boom }, "boom"},
+		{"seq reused", func(e *registry.AuditEvent) error { e.Seq = 2; return nil }, "seq"},
+		{"seq skipped", func(e *registry.AuditEvent) error { e.Seq = 4; return nil }, "seq"},
+		{"zero time", func(e *registry.AuditEvent) error { e.Time = time.Time{}; return nil }, "time"},
+		{"nanoseconds", func(e *registry.AuditEvent) error { e.Time = e.Time.Add(1); return nil }, "microsecond"},
+		{"empty kind", func(e *registry.AuditEvent) error { e.Kind = ""; return nil }, "kind"},
+		{"NUL in actor", func(e *registry.AuditEvent) error { e.Actor = "a\x00b"; return nil }, "actor"},
+		{"invalid UTF-8 capability", func(e *registry.AuditEvent) error { e.Capability = "ossa:\xff"; return nil }, "capability"},
+		{"invalid JSON data", func(e *registry.AuditEvent) error { e.Data = json.RawMessage(`{"a":`); return nil }, "JSON"},
+		{"empty data", func(e *registry.AuditEvent) error { e.Data = nil; return nil }, "JSON"},
+	}
+	for _, tt := range refused {
+		_, err := tg.Store.AppendAudit(ctx, func(last *registry.AuditEvent) (registry.AuditEvent, error) {
+			e := event(last)
+			return e, tt.modify(&e)
+		})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("AppendAudit with %s: error %v, want one mentioning %q", tt.name, err, tt.want)
+		}
+		if tt.name == "error from next" && !errors.Is(err, boom) {
+			t.Errorf("AppendAudit with an error from next: %v does not wrap it", err)
+		}
+	}
+	if got := seqs(listAudit(t, tg.Store, registry.AuditFilter{})); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("after refused appends the chain holds events %v, want [1 2]", got)
+	}
+}
+
+func testAuditListFilters(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store, audit.WithClock(steppingClock()))
+	caps := []string{"ossa:a/x@1.0", "ossa:a/x@1.1", "ossa:a/x", "ossa:a/xy@1.0", "ossa:a/x-y@1.0", "ossa:b/y@1.0", "", "ossa:a/x@1.0.3", "ossa:b/y@2.0", "ossa:a/x@1.0"}
+	for i, c := range caps {
+		kind := audit.KindRegistered
+		if i%2 == 1 {
+			kind = audit.KindInvocation
+		}
+		if _, err := l.Append(t.Context(), audit.Event{Kind: kind, Capability: c, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i+1))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	minute := func(i int) time.Time { return auditEpoch.Add(time.Duration(i) * time.Minute) } // event i+1's time
+	tests := []struct {
+		name string
+		f    registry.AuditFilter
+		want []int64
+	}{
+		{"all", registry.AuditFilter{}, seqRange(1, 10)},
+		{"kind", registry.AuditFilter{Kind: audit.KindInvocation}, []int64{2, 4, 6, 8, 10}},
+		{"unknown kind", registry.AuditFilter{Kind: "nothing"}, []int64{}},
+		{"capability, any version", registry.AuditFilter{Capability: "ossa:a/x"}, []int64{1, 2, 3, 8, 10}},
+		{"capability, one version", registry.AuditFilter{Capability: "ossa:a/x@1.0"}, []int64{1, 10}},
+		{"capability, full version", registry.AuditFilter{Capability: "ossa:a/x@1.0.3"}, []int64{8}},
+		{"capability, other", registry.AuditFilter{Capability: "ossa:b/y"}, []int64{6, 9}},
+		{"since", registry.AuditFilter{Since: minute(5)}, seqRange(6, 10)},
+		{"since, nanoseconds after", registry.AuditFilter{Since: minute(5).Add(1)}, seqRange(7, 10)},
+		{"since, other zone", registry.AuditFilter{Since: minute(5).In(time.FixedZone("UTC+2", 7200))}, seqRange(6, 10)},
+		{"since, before all", registry.AuditFilter{Since: auditEpoch.Add(-time.Hour)}, seqRange(1, 10)},
+		{"since, after all", registry.AuditFilter{Since: minute(20)}, []int64{}},
+		{"limit", registry.AuditFilter{Limit: 3}, []int64{1, 2, 3}},
+		{"after_seq", registry.AuditFilter{AfterSeq: 7}, []int64{8, 9, 10}},
+		{"after_seq past the end", registry.AuditFilter{AfterSeq: 10}, []int64{}},
+		{"page", registry.AuditFilter{AfterSeq: 3, Limit: 4}, []int64{4, 5, 6, 7}},
+		{"combined", registry.AuditFilter{Kind: audit.KindRegistered, Capability: "ossa:a/x", Since: minute(1), Limit: 1}, []int64{3}},
+		{"combined, next page", registry.AuditFilter{Kind: audit.KindRegistered, Capability: "ossa:a/x", Since: minute(1), AfterSeq: 3}, []int64{}},
+		{"combined, invocations", registry.AuditFilter{Kind: audit.KindInvocation, Capability: "ossa:a/x", AfterSeq: 2}, []int64{8, 10}},
+	}
+	for _, tt := range tests {
+		got := listAudit(t, tg.Store, tt.f)
+		if got == nil || !slices.Equal(seqs(got), tt.want) {
+			t.Errorf("%s: ListAudit(%+v) = events %v, want %v", tt.name, tt.f, seqs(got), tt.want)
+		}
+	}
+	for _, f := range []registry.AuditFilter{{Limit: -1}, {AfterSeq: -1}} {
+		if _, err := tg.Store.ListAudit(t.Context(), f); err == nil || !strings.Contains(err.Error(), "negative") {
+			t.Errorf("ListAudit(%+v): error %v, want one saying it is negative", f, err)
+		}
+	}
+}
+
+// testAuditScanPages checks that ScanAudit and Verify cross page
+// boundaries, and that ScanAudit stops at fn's error.
+func testAuditScanPages(t *testing.T, tg AuditTarget) {
+	const n = 1100
+	l := audit.New(tg.Store)
+	appendEvents(t, l, n)
+	var got []int64
+	if err := tg.Store.ScanAudit(t.Context(), func(e registry.AuditEvent) error {
+		got = append(got, e.Seq)
+		return nil
+	}); err != nil {
+		t.Fatalf("ScanAudit: %v", err)
+	}
+	if !slices.Equal(got, seqRange(1, n)) {
+		t.Errorf("ScanAudit saw %d events, want 1..%d in order", len(got), n)
+	}
+	checkIntact(t, "1100 events", l, n)
+
+	stop := errors.New("stop here")
+	calls := 0
+	err := tg.Store.ScanAudit(t.Context(), func(e registry.AuditEvent) error {
+		calls++
+		if e.Seq == 3 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || calls != 3 {
+		t.Errorf("ScanAudit with fn failing at event 3: %v after %d calls, want fn's error as it is after 3 calls", err, calls)
+	}
+}
+
+func testAuditVerifyIntact(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store)
+	events := appendEvents(t, l, 20)
+	res := checkIntact(t, "20 events", l, 20)
+	if res.HeadHash != events[19].Hash {
+		t.Errorf("HeadHash = %s, want the last event's hash %s", res.HeadHash, events[19].Hash)
+	}
+	if !strings.Contains(res.String(), "intact: 20 events") {
+		t.Errorf("VerifyResult.String() = %q", res.String())
+	}
+	// Appending after a verification extends the same chain.
+	appendEvents(t, l, 1)
+	checkIntact(t, "21 events", l, 21)
+}
+
+// testAuditTamperAltered changes one column of one row with SQL, each time
+// in an earlier row than before: Verify names that row, the first broken
+// link, as altered, and every event before it as intact.
+func testAuditTamperAltered(t *testing.T, tg AuditTarget) {
+	tampers := []struct{ column, value string }{
+		{"hash", `'` + strings.Repeat("ab", 32) + `'`},
+		{"time", `'2001-02-03T04:05:06.000000Z'`},
+		{"capability", `'ossa:test/other@1.0'`},
+		{"kind", `'approval'`},
+		{"actor", `'mallory'`},
+		{"data", `'{"i": 5, "note": "event 5"}'`}, // the same JSON, not the stored bytes
+		{"data", `'{"i":999,"note":"event 4"}'`},
+	}
+	l := audit.New(tg.Store)
+	appendEvents(t, l, 10)
+	checkIntact(t, "before tampering", l, 10)
+	for i, tm := range tampers {
+		seq := int64(10 - i)
+		tamper(t, tg, fmt.Sprintf(`UPDATE audit_events SET %s = %s WHERE seq = %d`, tm.column, tm.value, seq))
+		what := fmt.Sprintf("event %d's %s altered", seq, tm.column)
+		checkBreak(t, what, l, seq, audit.ProblemAltered, fmt.Sprintf("event %d was altered: its hash does not match its content", seq))
+		if res := verify(t, l); res.Count != seq-1 || res.HeadSeq != seq-1 {
+			t.Errorf("%s: Verify = %+v, want %d intact events before the break", what, res, seq-1)
+		}
+	}
+}
+
+// testAuditTamperDeleted removes rows with SQL: Verify names the first
+// missing event.
+func testAuditTamperDeleted(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store)
+	appendEvents(t, l, 10)
+	tamper(t, tg, `DELETE FROM audit_events WHERE seq = 9`)
+	tamper(t, tg, `DELETE FROM audit_events WHERE seq = 5`)
+	checkBreak(t, "event 5 deleted", l, 5, audit.ProblemMissing, "event 5 is missing (the chain jumps from 4 to 6)")
+	tamper(t, tg, `DELETE FROM audit_events WHERE seq = 6`)
+	checkBreak(t, "events 5 and 6 deleted", l, 5, audit.ProblemMissing, "events 5 to 6 are missing (the chain jumps from 4 to 7)")
+	tamper(t, tg, `DELETE FROM audit_events WHERE seq = 1`)
+	checkBreak(t, "event 1 deleted", l, 1, audit.ProblemMissing, "event 1 is missing (the chain starts at event 2)")
+}
+
+// testAuditTamperReordered swaps two rows' seq values with SQL (through a
+// free seq, since seq is unique): Verify names the first of them, which no
+// longer links to the event before it.
+func testAuditTamperReordered(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store)
+	appendEvents(t, l, 10)
+	tamper(t, tg, `UPDATE audit_events SET seq = 1000000 WHERE seq = 4`)
+	tamper(t, tg, `UPDATE audit_events SET seq = 4 WHERE seq = 5`)
+	tamper(t, tg, `UPDATE audit_events SET seq = 5 WHERE seq = 1000000`)
+	checkBreak(t, "events 4 and 5 swapped", l, 4, audit.ProblemRelinked, "event 4 does not link to event 3")
+}
+
+// testAuditTamperRewritten alters an event and recomputes its hash, as
+// someone who knows the format would: the event itself checks out, but the
+// next one no longer links to it.
+func testAuditTamperRewritten(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store)
+	events := appendEvents(t, l, 10)
+	forged := events[4]
+	forged.Data = json.RawMessage(`{"i":5,"note":"forged"}`)
+	forged.Hash = audit.Hash(forged)
+	tamper(t, tg, `UPDATE audit_events SET data = '`+string(forged.Data)+`', hash = '`+forged.Hash+`' WHERE seq = 5`)
+	checkBreak(t, "event 5 rewritten with a valid hash", l, 6, audit.ProblemRelinked, "event 6 does not link to event 5")
+
+	// Re-linking the rest of the chain too makes it verify again: only a
+	// head kept elsewhere shows the difference.
+	prev := forged.Hash
+	for _, e := range events[5:] {
+		e.PrevHash = prev
+		e.Hash = audit.Hash(e)
+		tamper(t, tg, fmt.Sprintf(`UPDATE audit_events SET prev_hash = '%s', hash = '%s' WHERE seq = %d`, e.PrevHash, e.Hash, e.Seq))
+		prev = e.Hash
+	}
+	res := checkIntact(t, "whole chain rewritten", l, 10)
+	if res.HeadHash == events[9].Hash {
+		t.Errorf("a rewritten chain kept its head hash %s", res.HeadHash)
+	}
+}
+
+// testAuditTamperTruncated removes the newest events: the chain verifies,
+// shorter, and its head says so.
+func testAuditTamperTruncated(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store)
+	events := appendEvents(t, l, 10)
+	tamper(t, tg, `DELETE FROM audit_events WHERE seq > 8`)
+	res := checkIntact(t, "last two events deleted", l, 8)
+	if res.HeadHash != events[7].Hash {
+		t.Errorf("HeadHash = %s, want event 8's %s", res.HeadHash, events[7].Hash)
+	}
+}
+
+// appendConcurrently runs workers goroutines, spread over logs, each
+// appending per events, and fails the test on any error.
+func appendConcurrently(t *testing.T, logs []*audit.Log, workers, per int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*per)
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			<-start
+			l := logs[w%len(logs)]
+			for i := range per {
+				_, err := l.Append(context.Background(), audit.Event{Kind: audit.KindInvocation, Actor: fmt.Sprintf("worker-%d", w),
+					Capability: "ossa:race/append@1.0", Data: json.RawMessage(fmt.Sprintf(`{"worker":%d,"i":%d}`, w, i))})
+				if err != nil {
+					errs <- fmt.Errorf("worker %d, append %d: %w", w, i, err)
+					return
+				}
+			}
+		}(w)
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// checkOneChain checks that the store holds exactly n events, 1..n, each
+// linked to the one before, times never going back, and every worker's
+// appends in its own order.
+func checkOneChain(t *testing.T, s registry.AuditStore, n int) {
+	t.Helper()
+	events := listAudit(t, s, registry.AuditFilter{})
+	if !slices.Equal(seqs(events), seqRange(1, int64(n))) {
+		t.Fatalf("the chain holds %d events (%v…), want 1..%d", len(events), seqs(events)[:min(len(events), 10)], n)
+	}
+	last := map[string]int{}
+	for i, e := range events {
+		if i > 0 {
+			if e.PrevHash != events[i-1].Hash {
+				t.Fatalf("event %d does not link to event %d: the chain forked", e.Seq, events[i-1].Seq)
+			}
+			if e.Time.Before(events[i-1].Time) {
+				t.Errorf("event %d's time %v is before event %d's %v", e.Seq, e.Time, events[i-1].Seq, events[i-1].Time)
+			}
+		}
+		var d struct{ Worker, I int }
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatalf("event %d: data %s: %v", e.Seq, e.Data, err)
+		}
+		if prev, ok := last[e.Actor]; ok && d.I != prev+1 {
+			t.Errorf("event %d: %s's append %d follows its append %d", e.Seq, e.Actor, d.I, prev)
+		}
+		last[e.Actor] = d.I
+	}
+}
+
+// testAuditConcurrent: 8 goroutines × 50 appends on one store make one
+// unbroken chain of 400 events.
+func testAuditConcurrent(t *testing.T, tg AuditTarget) {
+	l := audit.New(tg.Store)
+	appendConcurrently(t, []*audit.Log{l}, 8, 50)
+	checkOneChain(t, tg.Store, 400)
+	checkIntact(t, "400 concurrent appends", l, 400)
+}
+
+// testAuditReplicas: two separately opened stores on one database (two
+// replicas), each with 4 goroutines × 25 appends, make one unbroken chain
+// of 200 events that both see.
+func testAuditReplicas(t *testing.T, tg AuditTarget) {
+	if tg.Replica == nil {
+		t.Skip("this database cannot be opened twice")
+	}
+	other := tg.Replica(t)
+	logs := []*audit.Log{audit.New(tg.Store), audit.New(other)}
+	appendConcurrently(t, logs, 8, 25)
+	checkOneChain(t, tg.Store, 200)
+	for i, l := range logs {
+		checkIntact(t, fmt.Sprintf("replica %d", i+1), l, 200)
+	}
+}
