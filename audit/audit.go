@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/caphub/caphub/registry"
@@ -55,6 +56,10 @@ type Log struct {
 	store Store
 	log   *slog.Logger
 	now   func() time.Time
+
+	startOnce, closeOnce sync.Once
+	queue                chan *pending
+	stop, stopped        chan struct{}
 }
 
 // Option configures a Log.
@@ -97,9 +102,80 @@ func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
 			return Event{}, fmt.Errorf("append %s audit event: data is %s, not a JSON object: put the details in an object", e.Kind, kindOfJSON(data[0]))
 		}
 	}
-	ev, err := l.store.AppendAudit(ctx, func(last *Event) (Event, error) {
+	e.Data = data
+	l.startOnce.Do(l.start)
+	r := &pending{e: e, done: make(chan appended, 1)}
+	select {
+	case l.queue <- r:
+	case <-ctx.Done():
+		return Event{}, fmt.Errorf("%s event: %w", e.Kind, ctx.Err())
+	case <-l.stop:
+		return Event{}, fmt.Errorf("%s event: the audit log is closed", e.Kind)
+	}
+	select {
+	case res := <-r.done:
+		if res.err != nil {
+			return Event{}, fmt.Errorf("%s event: %w", e.Kind, res.err)
+		}
+		return res.ev, nil
+	case <-ctx.Done():
+		return Event{}, fmt.Errorf("%s event: %w (it may still be appended)", e.Kind, ctx.Err())
+	}
+}
+
+// pending is an event waiting for the writer; appended is its outcome.
+type pending struct {
+	e    Event
+	done chan appended
+}
+
+type appended struct {
+	ev  Event
+	err error
+}
+
+// maxBatch bounds how many waiting events one transaction appends.
+const maxBatch = 256
+
+// start runs the writer: it takes the waiting events and appends them in
+// one transaction (a group commit), so concurrent appenders share a commit
+// instead of queueing for one each. Every appender still waits until its
+// event is committed.
+func (l *Log) start() {
+	l.queue = make(chan *pending, 4*maxBatch)
+	l.stop = make(chan struct{})
+	l.stopped = make(chan struct{})
+	go func() {
+		defer close(l.stopped)
+		for {
+			var first *pending
+			select {
+			case first = <-l.queue:
+			case <-l.stop:
+				return
+			}
+			batch := []*pending{first}
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-l.queue:
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			l.write(batch)
+		}
+	}()
+}
+
+func (l *Log) write(batch []*pending) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	evs, err := l.store.AppendAuditBatch(ctx, len(batch), func(last *Event, i int) (Event, error) {
+		e := batch[i].e
 		next := Event{Seq: 1, Time: l.now().UTC().Truncate(time.Microsecond), Kind: e.Kind, Actor: e.Actor,
-			Capability: e.Capability, Data: data, PrevHash: GenesisHash}
+			Capability: e.Capability, Data: e.Data, PrevHash: GenesisHash}
 		if last != nil {
 			next.Seq = last.Seq + 1
 			next.PrevHash = last.Hash
@@ -110,10 +186,33 @@ func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
 		next.Hash = Hash(next)
 		return next, nil
 	})
-	if err != nil {
-		return Event{}, fmt.Errorf("%s event: %w", e.Kind, err)
+	for i, r := range batch {
+		if err != nil {
+			r.done <- appended{err: err}
+		} else {
+			r.done <- appended{ev: evs[i]}
+		}
 	}
-	return ev, nil
+}
+
+// Close stops the writer once the events already handed to it are
+// appended. Appends after Close fail.
+func (l *Log) Close() error {
+	l.startOnce.Do(l.start)
+	l.closeOnce.Do(func() {
+		close(l.stop)
+		<-l.stopped
+		// Events that were queued but not taken fail rather than hang.
+		for {
+			select {
+			case r := <-l.queue:
+				r.done <- appended{err: errors.New("the audit log closed before the event was written")}
+			default:
+				return
+			}
+		}
+	})
+	return nil
 }
 
 // kindOfJSON names the kind of JSON value that starts with c.

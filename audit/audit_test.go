@@ -142,6 +142,18 @@ func (s *sliceStore) AppendAudit(ctx context.Context, next func(last *audit.Even
 	return e, nil
 }
 
+func (s *sliceStore) AppendAuditBatch(ctx context.Context, n int, next func(last *audit.Event, i int) (audit.Event, error)) ([]audit.Event, error) {
+	var out []audit.Event
+	for i := 0; i < n; i++ {
+		e, err := s.AppendAudit(ctx, func(last *audit.Event) (audit.Event, error) { return next(last, i) })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 func (s *sliceStore) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Event, error) {
 	return s.events, nil
 }

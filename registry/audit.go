@@ -67,6 +67,11 @@ type AuditStore interface {
 	// than once (when the transaction is retried) and must not call the
 	// store; an error from it aborts the append and is returned wrapped.
 	AppendAudit(ctx context.Context, next func(last *AuditEvent) (AuditEvent, error)) (AuditEvent, error)
+	// AppendAuditBatch appends n events in one such transaction (a group
+	// commit): next is called for i = 0..n-1, each time with the event
+	// before it (the chain's last event, then the one just made); a retried
+	// transaction calls it again from i = 0.
+	AppendAuditBatch(ctx context.Context, n int, next func(last *AuditEvent, i int) (AuditEvent, error)) ([]AuditEvent, error)
 	// ListAudit returns the events the filter selects in ascending Seq; an
 	// empty slice, not an error, when there are none.
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, error)

@@ -102,6 +102,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, fmt.Errorf("the store at %s cannot keep the audit chain", c.db)
 	}
 	a.audit = audit.New(chain, audit.WithLogger(c.log))
+	a.closers = append(a.closers, a.audit.Close)
 	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache(), registry.WithRecorder(a.audit))
 	a.servers = discover.NewServers(docs)
 	a.metrics = metrics.New()

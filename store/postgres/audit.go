@@ -69,6 +69,50 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 	return ev, nil
 }
 
+// AppendAuditBatch appends n events in one transaction; see
+// registry.AuditStore.
+func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *registry.AuditEvent, i int) (registry.AuditEvent, error)) ([]registry.AuditEvent, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []registry.AuditEvent
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = out[:0]
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
+			return fmt.Errorf("take the audit chain lock: %w", err)
+		}
+		var last *registry.AuditEvent
+		e, err := scanAudit(tx.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
+		switch {
+		case err == nil:
+			last = &e
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("read the last event: %w", err)
+		}
+		batch := &pgx.Batch{}
+		for i := 0; i < n; i++ {
+			ev, err := next(last, i)
+			if err != nil {
+				return err
+			}
+			if err := checkAuditEvent(ev, last); err != nil {
+				return fmt.Errorf("event %d: %w", ev.Seq, err)
+			}
+			batch.Queue(`INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
+				VALUES ($1, $2, $3, $4, $5, $6::text::json, $7, $8)`,
+				ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
+			ev.Time = ev.Time.UTC()
+			out = append(out, ev)
+			last = &out[len(out)-1]
+		}
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append audit events to postgres %s: %w: nothing was written", s.where, err)
+	}
+	return out, nil
+}
+
 // ListAudit returns the events the filter selects, in ascending seq; see
 // registry.AuditStore.
 func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]registry.AuditEvent, error) {

@@ -61,6 +61,52 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 	return ev, nil
 }
 
+// AppendAuditBatch appends n events in one transaction; see
+// registry.AuditStore.
+func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *registry.AuditEvent, i int) (registry.AuditEvent, error)) ([]registry.AuditEvent, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("append audit events to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
+	}
+	defer tx.Rollback()
+	var last *registry.AuditEvent
+	e, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
+	switch {
+	case err == nil:
+		last = &e
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("append audit events to sqlite database %s: read the last event: %w", s.path, err)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, fmt.Errorf("append audit events to sqlite database %s: %w", s.path, err)
+	}
+	defer stmt.Close()
+	out := make([]registry.AuditEvent, 0, n)
+	for i := 0; i < n; i++ {
+		ev, err := next(last, i)
+		if err != nil {
+			return nil, fmt.Errorf("append audit events to sqlite database %s: %w: nothing was written", s.path, err)
+		}
+		if err := checkAuditEvent(ev, last); err != nil {
+			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
+		}
+		if _, err := stmt.ExecContext(ctx, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
+			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
+		}
+		ev.Time = ev.Time.UTC()
+		out = append(out, ev)
+		last = &out[len(out)-1]
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("append audit events to sqlite database %s: commit: %w: nothing was written", s.path, err)
+	}
+	return out, nil
+}
+
 // ListAudit returns the events the filter selects, in ascending seq; see
 // registry.AuditStore.
 func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]registry.AuditEvent, error) {

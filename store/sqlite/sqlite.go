@@ -86,7 +86,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		name := "file:" + (&url.URL{Path: abs}).EscapedPath()
 		common := "_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)&_pragma=cache_size(-8192)&_pragma=mmap_size(67108864)&_pragma=temp_store(MEMORY)"
-		writer, err := sql.Open("sqlite", name+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
+		// WAL with synchronous=NORMAL: a committed transaction is in the WAL
+		// before Commit returns, so it survives the process being killed
+		// (tested with kill -9); only a power loss can drop the last
+		// commits. FULL would fsync every commit and cap writes (and so the
+		// audit chain, written on every invocation) at the disk's sync rate.
+		writer, err := sql.Open("sqlite", name+"?"+common+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
 		}
