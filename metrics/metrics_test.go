@@ -1,0 +1,73 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, _ := io.ReadAll(rec.Body)
+	return string(b)
+}
+
+func TestInvocationMetrics(t *testing.T) {
+	m := New()
+	m.ObserveInvocation("native", "", 2*time.Millisecond)
+	m.ObserveInvocation("mcp", "TIMEOUT", time.Second)
+	m.ObserveInvocation("", "NOT_FOUND", time.Millisecond)
+	out := scrape(t, m)
+	for _, want := range []string{
+		`caphub_invocations_total{binding="native",outcome="ok"} 1`,
+		`caphub_invocations_total{binding="mcp",outcome="error"} 1`,
+		`caphub_invocations_total{binding="none",outcome="error"} 1`,
+		`caphub_invocation_errors_total{code="TIMEOUT"} 1`,
+		`caphub_invocation_duration_seconds_count{binding="mcp"} 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+}
+
+func TestAgentMetrics(t *testing.T) {
+	m := New()
+	if err := m.Record("jobs_done", Counter, 2, map[string]string{"queue": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Record("jobs_done", Counter, 3, map[string]string{"queue": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Record("temperature", Gauge, 21.5, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := scrape(t, m)
+	if !strings.Contains(out, `jobs_done{queue="a"} 5`) || !strings.Contains(out, "temperature 21.5") {
+		t.Errorf("exposition:\n%s", out)
+	}
+	cases := []struct {
+		name, kind string
+		value      float64
+		labels     map[string]string
+		err        string
+	}{
+		{"9bad", Counter, 1, nil, "must match"},
+		{"caphub_x", Counter, 1, nil, "reserved"},
+		{"ok", "summary", 1, nil, "use counter, gauge or histogram"},
+		{"jobs_done", Gauge, 1, map[string]string{"queue": "a"}, "is a counter"},
+		{"jobs_done", Counter, 1, map[string]string{"other": "a"}, "has the labels"},
+		{"jobs_done", Counter, -1, map[string]string{"queue": "a"}, "can only increase"},
+		{"x", Counter, 1, map[string]string{"__l": "a"}, "label name"},
+	}
+	for _, c := range cases {
+		if err := m.Record(c.name, c.kind, c.value, c.labels); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("Record(%s, %s): %v, want %q", c.name, c.kind, err, c.err)
+		}
+	}
+}
