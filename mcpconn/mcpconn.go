@@ -181,15 +181,39 @@ func Connect(ctx context.Context, s *Server, clientVersion string) (*mcp.ClientS
 // group, and lets the caller set client options (handlers for
 // server-to-client requests).
 func ConnectProcess(ctx context.Context, s *Server, clientVersion string, opts *mcp.ClientOptions) (*mcp.ClientSession, *exec.Cmd, error) {
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: clientVersion}, opts)
+	return ConnectClient(ctx, s, client, nil)
+}
+
+// ConnectOptions tune ConnectClient.
+type ConnectOptions struct {
+	// Session configures the session: the protocol version to offer, for
+	// one (nil offers the SDK's latest).
+	Session *mcp.ClientSessionOptions
+	// WrapTransport, when set, wraps the transport before the session
+	// connects over it, to observe or order the session's messages.
+	WrapTransport func(mcp.Transport) mcp.Transport
+}
+
+// ConnectClient is ConnectProcess for a client the caller built, so that it
+// may carry middleware (a relay that forwards every server-to-client
+// message, for one), with options for the session and its transport.
+func ConnectClient(ctx context.Context, s *Server, client *mcp.Client, opts *ConnectOptions) (*mcp.ClientSession, *exec.Cmd, error) {
 	if err := s.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if opts == nil {
+		opts = &ConnectOptions{}
 	}
 	// The session lives as long as the context it was connected with (the SSE
 	// transport's stream is bound to it), so the timeout cancels only a
 	// connection that has not finished in time.
 	ctx, cancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(ConnectTimeout, cancel)
-	cs, cmd, err := connect(ctx, s, clientVersion, opts)
+	cs, cmd, err := connect(ctx, s, client, opts)
 	if !timer.Stop() && err != nil {
 		err = fmt.Errorf("%w (no answer within %s)", err, ConnectTimeout)
 	}
@@ -199,18 +223,20 @@ func ConnectProcess(ctx context.Context, s *Server, clientVersion string, opts *
 	return cs, cmd, err
 }
 
-func connect(ctx context.Context, s *Server, clientVersion string, opts *mcp.ClientOptions) (*mcp.ClientSession, *exec.Cmd, error) {
-	if opts == nil {
-		opts = &mcp.ClientOptions{}
+func connect(ctx context.Context, s *Server, client *mcp.Client, opts *ConnectOptions) (*mcp.ClientSession, *exec.Cmd, error) {
+	dial := func(t mcp.Transport) (*mcp.ClientSession, error) {
+		if opts.WrapTransport != nil {
+			t = opts.WrapTransport(t)
+		}
+		return client.Connect(ctx, t, opts.Session)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: clientVersion}, opts)
 	switch s.Transport {
 	case TransportStdio:
 		cmd, err := s.command()
 		if err != nil {
 			return nil, nil, err
 		}
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+		cs, err := dial(&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second})
 		if err != nil {
 			_ = KillGroup(cmd)
 			return nil, nil, fmt.Errorf("start MCP server %q (%s): %w (check the command runs and speaks MCP on stdio)", s.Name, s.Source(), err)
@@ -222,7 +248,7 @@ func connect(ctx context.Context, s *Server, clientVersion string, opts *mcp.Cli
 			return nil, nil, err
 		}
 		if s.Transport == TransportHTTP {
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: 1}, nil)
+			cs, err := dial(&mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: 1})
 			if err == nil {
 				// An SSE-only server can let the initialisation through and fail
 				// the next request: a ping tells.
@@ -232,13 +258,13 @@ func connect(ctx context.Context, s *Server, clientVersion string, opts *mcp.Cli
 				cs.Close()
 			}
 			streamErr := err
-			cs, err = client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
+			cs, err = dial(&mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc})
 			if err == nil {
 				return cs, nil, nil
 			}
 			return nil, nil, fmt.Errorf("connect to MCP server %q at %s: streamable HTTP failed (%v), and so did SSE (%v)", s.Name, s.URL, streamErr, err)
 		}
-		cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
+		cs, err := dial(&mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc})
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to MCP server %q at %s over SSE: %w", s.Name, s.URL, err)
 		}

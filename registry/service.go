@@ -29,6 +29,7 @@ type Service struct {
 	stopWatch   context.CancelFunc
 	cacheActive bool
 	recorder    ChangeRecorder
+	verify      func(*capability.Definition) (string, error)
 }
 
 // Option configures a Service.
@@ -49,6 +50,16 @@ type ChangeRecorder interface {
 
 // WithRecorder reports registrations and deprecations to r.
 func WithRecorder(r ChangeRecorder) Option { return func(s *Service) { s.recorder = r } }
+
+// WithVerifier sets the trust check of registration: check is called on
+// every definition of a batch once it is validated and completed (the
+// content that will be stored) and returns its trust tier, which is stored
+// in Record.TrustTier, or an error that refuses the definition with that
+// reason, e.g. an attestation that does not verify
+// (governance/sign.Verifier.Check). Without it, TrustTier stays "".
+func WithVerifier(check func(*capability.Definition) (tier string, err error)) Option {
+	return func(s *Service) { s.verify = check }
+}
 
 type actorKey struct{}
 
@@ -220,6 +231,7 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 		ver      capability.Version
 		warnings []capability.Issue
 		digest   string
+		tier     string
 	}
 	items := make([]*item, len(defs))
 	var failures []BatchFailure
@@ -235,9 +247,18 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 			continue
 		}
 		d.ApplyInference(inferenceSource(&d))
+		tier := ""
+		if s.verify != nil {
+			t, err := s.verify(&d)
+			if err != nil {
+				failures = append(failures, BatchFailure{Index: i, URI: d.URI, Err: fmt.Errorf("%w: %w", ErrInvalid, err)})
+				continue
+			}
+			tier = t
+		}
 		u, _ := capability.ParseURI(d.URI)
 		ver, _ := capability.ParseVersion(d.Version)
-		it := &item{def: d, ver: ver, key: Key{Scheme: u.Scheme, Domain: d.Domain, Name: d.Name, Version: ver.Full()}}
+		it := &item{def: d, ver: ver, tier: tier, key: Key{Scheme: u.Scheme, Domain: d.Domain, Name: d.Name, Version: ver.Full()}}
 		for _, iss := range issues {
 			if iss.Severity == capability.SeverityWarning {
 				it.warnings = append(it.warnings, iss)
@@ -305,7 +326,7 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 	recs := make([]Record, len(items))
 	now := s.now().UTC()
 	for i, it := range items {
-		recs[i] = Record{Key: it.key, Definition: it.def, Digest: it.digest, RegisteredAt: now}
+		recs[i] = Record{Key: it.key, Definition: it.def, Digest: it.digest, TrustTier: it.tier, RegisteredAt: now}
 	}
 	put, err := s.store.Put(ctx, recs)
 	for _, r := range recs {

@@ -26,6 +26,7 @@ func newAgentCmd() *cobra.Command {
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newAgentValidateCmd())
+	cmd.AddCommand(newAgentApplyCmd(), newAgentListCmd(), newAgentShowCmd(), newAgentConfigCmd())
 	return cmd
 }
 

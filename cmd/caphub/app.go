@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/builtin"
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/governance/sign"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/clibind"
 	"github.com/caphub/caphub/invoke/binding/delegation"
@@ -103,7 +106,12 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	}
 	a.audit = audit.New(chain, audit.WithLogger(c.log))
 	a.closers = append(a.closers, a.audit.Close)
-	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache(), registry.WithRecorder(a.audit))
+	verifier, err := trustVerifier()
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache(), registry.WithRecorder(a.audit), registry.WithVerifier(verifier))
 	a.servers = discover.NewServers(docs)
 	a.metrics = metrics.New()
 	if _, err := a.svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions()); err != nil {
@@ -130,6 +138,21 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	a.pipeline.SetObserver(a.metrics)
 	a.pipeline.SetRecorder(recorders{logRecorder{c.log}, a.audit})
 	return a, nil
+}
+
+// trustVerifier checks attestations against the trusted keys of
+// $CAPHUB_TRUSTED_KEYS (files of PUBLIC KEY blocks or directories of *.pub,
+// separated like PATH) and gives each definition its trust tier. A signed
+// definition whose signature does not verify is refused.
+func trustVerifier() (func(*capability.Definition) (string, error), error) {
+	keys := sign.NewKeyRing()
+	if v := os.Getenv("CAPHUB_TRUSTED_KEYS"); v != "" {
+		var err error
+		if keys, err = sign.LoadKeyRing(filepath.SplitList(v)...); err != nil {
+			return nil, fmt.Errorf("CAPHUB_TRUSTED_KEYS: %w", err)
+		}
+	}
+	return (&sign.Verifier{Keys: keys}).Check, nil
 }
 
 // Close releases everything, bindings first (they kill their servers).

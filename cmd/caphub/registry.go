@@ -16,6 +16,7 @@ import (
 	"github.com/caphub/caphub/client"
 	"github.com/caphub/caphub/format/ossa"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/caphub/caphub/store/postgres"
 	"github.com/caphub/caphub/store/sqlite"
 	"github.com/spf13/cobra"
@@ -68,6 +69,12 @@ func openRegistry(cmd *cobra.Command) (registry.API, error) {
 	if chain, ok := st.(audit.Store); ok {
 		opts = append(opts, registry.WithRecorder(audit.New(chain, audit.WithLogger(log))))
 	}
+	verifier, err := trustVerifier()
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	opts = append(opts, registry.WithVerifier(verifier))
 	return registry.NewService(st, opts...), nil
 }
 
@@ -322,7 +329,7 @@ func newShowCmd() *cobra.Command {
 					for i, r := range versions {
 						defs[i] = r.Definition
 					}
-					out := map[string]any{"capability": u.Base(), "versions": defs}
+					out := map[string]any{"capability": u.Base(), "tool_name": mcpgw.ToolName(u.Base()), "versions": defs}
 					if rerr == nil {
 						out["resolved"] = resolved
 					} else {
@@ -349,6 +356,7 @@ func printShow(w io.Writer, u capability.URI, versions []registry.Record, res re
 	if latest.Description != "" {
 		fmt.Fprintf(w, "  %s\n", firstLine(latest.Description, 100))
 	}
+	fmt.Fprintf(w, "  MCP tool name: %s\n", mcpgw.ToolName(u.Base()))
 	if rerr == nil {
 		fmt.Fprintf(w, "  resolves to: %s (%s)\n", res.URI, res.Version)
 		for _, wr := range res.Warnings {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/caphub/caphub/server/rest"
 	"github.com/spf13/cobra"
 )
@@ -25,7 +26,9 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the registry over HTTP",
 		Long: `Serve runs the REST API (OSSA registry API, registration, negotiation, search, the
-everruns /v1/capabilities shape, /openapi.json and /healthz) on the local database
+everruns /v1/capabilities shape, /openapi.json and /healthz) and the registry as one MCP
+server (streamable HTTP at /mcp, HTTP+SSE at /mcp/sse; --tool-mode tools serves one tool
+per capability, --tool-mode search only find_capabilities and invoke_capability) on the local database
 (--db, default ./caphub.db, created on first use) or a PostgreSQL database (--db postgres://…).
 It binds to loopback unless --addr says otherwise, and stops gracefully on SIGINT or SIGTERM.`,
 		Example: "  caphub serve\n  caphub serve --addr 127.0.0.1:9000 --db /var/lib/caphub/caphub.db\n  caphub serve --db postgres://caphub@127.0.0.1:5432/caphub",
@@ -34,6 +37,10 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 			addr, _ := cmd.Flags().GetString("addr")
 			if err := checkLoopback(addr); err != nil {
 				return &usageError{err}
+			}
+			mode, _ := cmd.Flags().GetString("tool-mode")
+			if err := mcpgw.CheckMode(mode); err != nil {
+				return &usageError{fmt.Errorf("--tool-mode: %w", err)}
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -47,18 +54,31 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 				return err
 			}
 			defer a.Close()
+			gw := mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{
+				Mode: mode, Version: buildVersion(), Log: log,
+				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
+				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
+			})
+			defer gw.Close() // before a.Close: the gateway watches the store
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", gw.Handler())     // streamable HTTP
+			mux.Handle("/mcp/sse", gw.Handler()) // HTTP+SSE (GET opens, POST ?sessionid=… sends)
+			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler())))
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)
 			}
 			srv := &http.Server{
-				Handler:           rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler())),
+				Handler:           mux,
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       60 * time.Second,
 				WriteTimeout:      60 * time.Second,
 				IdleTimeout:       120 * time.Second,
 			}
-			log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "db", dbFlag(cmd), "version", buildVersion())
+			// Shutdown waits for open connections: end the MCP sessions
+			// (long-lived SSE streams) as it starts.
+			srv.RegisterOnShutdown(func() { gw.Close() })
+			log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", gw.Mode(), "db", dbFlag(cmd), "version", buildVersion())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
 			select {
@@ -76,6 +96,9 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 		},
 	}
 	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port)")
+	addToolModeFlag(cmd)
+	cmd.Flags().StringArray("mcp-allow-host", nil, "Host header value /mcp accepts besides loopback names (host, host:port or *); repeatable; default $CAPHUB_MCP_ALLOW_HOSTS")
+	cmd.Flags().StringArray("mcp-allow-origin", nil, "browser Origin /mcp accepts besides loopback ones (scheme://host[:port], scheme://host:* or *); repeatable; default $CAPHUB_MCP_ALLOW_ORIGINS")
 	addInvokeFlags(cmd)
 	return cmd
 }

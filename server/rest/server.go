@@ -119,6 +119,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
 	routes = append(routes, s.serverRoutes()...)
+	routes = append(routes, s.agentRoutes(s.newAgents())...)
 	return append(routes, s.invokeRoutes()...)
 }
 

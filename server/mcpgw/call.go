@@ -1,0 +1,169 @@
+package mcpgw
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/invoke"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// CodeInternal is the error code of a call that failed for a reason the
+// invocation pipeline did not classify (the registry's store unreachable,
+// say); retrying may help.
+const CodeInternal = "INTERNAL_ERROR"
+
+// ToolError is the structured content of a failed call (a result with
+// isError true): the capability's declared error code or one of the
+// pipeline's (invoke.Code*), the message, whether retrying may help, and
+// every attempt made (binding, attempt number, duration, error).
+type ToolError struct {
+	Code      string           `json:"code"`
+	Message   string           `json:"message"`
+	Retryable bool             `json:"retryable"`
+	Binding   string           `json:"binding,omitempty"`
+	Attempts  []invoke.Attempt `json:"attempts"`
+	// Details are the error's other details (e.g. deprecated_by for a sunset
+	// version).
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// callerKey keys the calling agent in the context of SSE sessions (taken
+// from the GET that opened them).
+type callerKey struct{}
+
+// callerOf is the calling agent: the X-Caphub-Agent header of the HTTP
+// request that carried the call, else of the request that opened the
+// session, else "" (stdio, anonymous).
+func callerOf(ctx context.Context, req *mcp.CallToolRequest) string {
+	if req != nil && req.Extra != nil && req.Extra.Header != nil {
+		if v := req.Extra.Header.Get(AgentHeader); v != "" {
+			return v
+		}
+	}
+	v, _ := ctx.Value(callerKey{}).(string)
+	return v
+}
+
+// toolHandler runs the capability of e with the call's arguments.
+func (g *Gateway) toolHandler(e *toolEntry) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := decodeArguments(req.Params.Arguments)
+		if err != nil {
+			return g.errorResult(ctx, req, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured), nil
+		}
+		res, err := g.inv.Invoke(ctx, invoke.Request{URI: e.uri, Input: args, Caller: callerOf(ctx, req)})
+		if err != nil {
+			return g.errorResult(ctx, req, e.uri, err, e.errStructured), nil
+		}
+		return successResult(res, res.Output, e.structured), nil
+	}
+}
+
+// decodeArguments reads tools/call arguments: a JSON object (absent or
+// null means {}), numbers kept exact.
+func decodeArguments(raw json.RawMessage) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return map[string]any{}, nil
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("the arguments must be a JSON object of the capability's input fields, got %s", truncate(string(raw), 60))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("the arguments are not valid JSON: %v", err)
+	}
+	return capability.Normalize(m).(map[string]any), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// successResult is a tool result carrying value: as JSON text, and as
+// structured content too when structured (an object output schema was
+// advertised) and value is a JSON object. The version and binding that ran
+// and any warnings (deprecation) go in _meta.
+func successResult(res *invoke.Result, value any, structured bool) *mcp.CallToolResult {
+	b, err := json.Marshal(value)
+	if err != nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: CodeInternal + ": the output cannot be encoded as JSON: " + err.Error()}},
+			StructuredContent: ToolError{Code: CodeInternal, Message: "the output cannot be encoded as JSON: " + err.Error(), Attempts: res.Attempts}}
+	}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+	if _, isObject := value.(map[string]any); structured && isObject {
+		out.StructuredContent = json.RawMessage(b)
+	}
+	if res.URI != "" {
+		meta := mcp.Meta{MetaURI: res.URI, MetaVersion: res.Version, MetaBinding: res.Binding}
+		if len(res.Warnings) > 0 {
+			meta[MetaWarnings] = res.Warnings
+		}
+		out.Meta = meta
+	}
+	return out
+}
+
+// errorResult is the tool error for a failed call of uri: "CODE: message"
+// as text, and the ToolError as structured content when structured (the
+// tool's output schema admits it), else in _meta under MetaError. It is
+// also sent to the session as a warning log message, when the client asked
+// for logs.
+func (g *Gateway) errorResult(ctx context.Context, req *mcp.CallToolRequest, uri string, err error, structured bool) *mcp.CallToolResult {
+	te := toolErrorOf(ctx, err)
+	g.log.Debug("mcp gateway: call failed", "uri", uri, "code", te.Code, "message", te.Message)
+	if req != nil && req.Session != nil {
+		// Session logging is deprecated from protocol 2026-07-28 on but
+		// still served; Log sends nothing unless the client set a level.
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "caphub",
+			Data: map[string]any{"uri": uri, "code": te.Code, "message": te.Message}})
+	}
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: te.Code + ": " + te.Message}}}
+	if structured {
+		res.StructuredContent = te
+	} else {
+		res.Meta = mcp.Meta{MetaError: te}
+	}
+	return res
+}
+
+// toolErrorOf classifies err: an *invoke.Error keeps its code; a cancelled
+// or timed-out context is TIMEOUT; anything else is CodeInternal.
+func toolErrorOf(ctx context.Context, err error) ToolError {
+	var e *invoke.Error
+	switch {
+	case errors.As(err, &e):
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		e = invoke.AsError(err, "")
+		e.Code, e.Retryable = invoke.CodeTimeout, true
+	default:
+		e = &invoke.Error{Code: CodeInternal, Retryable: true, Message: "caphub could not run the call: " + err.Error()}
+	}
+	te := ToolError{Code: e.Code, Message: e.Message, Retryable: e.Retryable, Binding: e.Binding, Attempts: []invoke.Attempt{}}
+	for k, v := range e.Details {
+		if k == "attempts" {
+			if a, ok := v.([]invoke.Attempt); ok {
+				te.Attempts = a
+			}
+			continue
+		}
+		if _, err := json.Marshal(v); err != nil {
+			continue // keep the result encodable
+		}
+		if te.Details == nil {
+			te.Details = map[string]any{}
+		}
+		te.Details[k] = v
+	}
+	return te
+}
