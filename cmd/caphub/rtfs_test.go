@@ -71,15 +71,15 @@ func TestImportExportRTFS(t *testing.T) {
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "caphub.db")
 
-	// 50 files: one is not valid RTFS (unescaped quotes in a description),
-	// and demo.hello has no binding caphub can execute.
+	// 50 files: demo.hello has no binding caphub can execute (one file has
+	// unescaped quotes in a description, which the lenient reading keeps).
 	code, out, errOut := rtfsCLI(t, "import", "rtfs", rtfsCorpus, "--db", db)
 	for _, want := range []string{
-		"48 imported, 2 failed",
+		"49 imported, 1 failed",
 		"registered mcp:github/list_issues@1.0 (1.0.0)",
 		"registered mcp:github-github-mcp/list_issues@1.0 (1.0.0)",
 		"registered ossa:openweather-api/get_forecast@2.5 (2.5.0)",
-		"failed: " + rtfsCorpus + "/mcp/github/pull_request_review_write.rtfs:12:54: capability \"mcp.github.pull_request_review_write\": expected a keyword",
+		"registered mcp:github/pull_request_review_write@1.0 (1.0.0)",
 		"failed: ossa:demo/hello@1.0: invalid capability definition: error: bindings: no binding",
 	} {
 		if !strings.Contains(out, want) {
@@ -87,12 +87,12 @@ func TestImportExportRTFS(t *testing.T) {
 		}
 	}
 	if code != 1 {
-		t.Fatalf("import: exit %d, want 1 (two items failed)\n%s%s", code, out, errOut)
+		t.Fatalf("import: exit %d, want 1 (one item failed)\n%s%s", code, out, errOut)
 	}
 
 	export := filepath.Join(tmp, "export")
 	code, out, errOut = rtfsCLI(t, "export", "rtfs", export, "--db", db)
-	if code != 0 || !strings.Contains(out, "48 capability versions exported to 48 files under "+export+", 0 failed") {
+	if code != 0 || !strings.Contains(out, "49 capability versions exported to 49 files under "+export+", 0 failed") {
 		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, p := range []string{
@@ -112,9 +112,9 @@ func TestImportExportRTFS(t *testing.T) {
 
 	// Re-importing the export registers nothing new.
 	code, out, errOut = rtfsCLI(t, "import", "rtfs", export, "--db", db)
-	if code != 0 || !strings.Contains(out, "48 imported, 0 failed") || strings.Contains(out, "registered ") ||
-		strings.Count(out, "unchanged  ") != 48 {
-		t.Fatalf("re-import of the export: exit %d, want 48 unchanged and nothing registered\n%s%s", code, out, errOut)
+	if code != 0 || !strings.Contains(out, "49 imported, 0 failed") || strings.Contains(out, "registered ") ||
+		strings.Count(out, "unchanged  ") != 49 {
+		t.Fatalf("re-import of the export: exit %d, want 49 unchanged and nothing registered\n%s%s", code, out, errOut)
 	}
 
 	// A second export writes the same bytes.

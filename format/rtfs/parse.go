@@ -142,7 +142,24 @@ const MaxDepth = 512
 // true, false and nil; timestamps and UUIDs; lists, vectors and maps; and the
 // reader macros 'x `x ~x ~@x @x #(…) and ^meta x.
 func Parse(name string, data []byte) ([]Value, error) {
-	p := &parser{name: name, data: data, line: 1, col: 1}
+	out, err := parse(name, data, false)
+	if err == nil {
+		return out, nil
+	}
+	// Some CCOS-generated files hold descriptions with unescaped quotes
+	// ("… If "event" parameter is …"). When the strict reading fails, read
+	// again taking a quote inside a :description string as closing it only
+	// when what follows can come after a string (a keyword, a closing
+	// bracket, another string, a comment or the end); if that reading
+	// succeeds, use it.
+	if lenient, lerr := parse(name, data, true); lerr == nil {
+		return lenient, nil
+	}
+	return nil, err
+}
+
+func parse(name string, data []byte, lenient bool) ([]Value, error) {
+	p := &parser{name: name, data: data, line: 1, col: 1, lenient: lenient}
 	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
 		p.pos = 3 // a UTF-8 byte order mark
 	}
@@ -174,6 +191,33 @@ type parser struct {
 	line, col int
 	depth     int
 	stack     []Value // items of the collections being read
+	lenient   bool    // quotes inside description strings need not be escaped (see Parse)
+	base      int     // where the innermost collection's items start on stack
+}
+
+// closesString reports whether the quote at p.pos ends the string being
+// read: always in strict reading; in lenient reading only when the next
+// thing after it can follow a string.
+func (p *parser) closesString() bool {
+	if !p.lenient || len(p.stack) <= p.base {
+		return true
+	}
+	// Only a :description value is read this way: code strings such as
+	// (str "Bearer " token) end at their first quote.
+	if prev := p.stack[len(p.stack)-1]; prev.Kind != KindKeyword || prev.Str != "description" {
+		return true
+	}
+	for i := p.pos + 1; i < len(p.data); i++ {
+		switch c := p.data[i]; c {
+		case ' ', '\t', '\n', '\r', ',':
+			continue
+		case ':', ')', ']', '}', '"', ';':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (p *parser) errorf(line, col int, format string, args ...any) error {
@@ -380,6 +424,9 @@ func (p *parser) collection(open byte) (Value, error) {
 	p.advance()
 	v := Value{Kind: kind, Line: line, Column: col, Offset: start}
 	base := len(p.stack)
+	outer := p.base
+	p.base = base
+	defer func() { p.base = outer }()
 	for {
 		if err := p.skip(); err != nil {
 			return Value{}, err
@@ -425,7 +472,7 @@ func (p *parser) stringLit() (Value, error) {
 			return Value{}, p.errorf(line, col, "string opened here is never closed: add the closing \"")
 		}
 		c := p.data[p.pos]
-		if c == '"' {
+		if c == '"' && p.closesString() {
 			p.advance()
 			break
 		}

@@ -29,6 +29,20 @@ func ReadCapabilities(name string, data []byte) ([]capability.Definition, []capa
 	for _, f := range forms {
 		r.top(f, 0)
 	}
+	if len(r.failures) > 0 {
+		// A failure may come from a string that holds unescaped quotes and so
+		// ended too early (CCOS writes such descriptions): read the file the
+		// lenient way (see Parse) and keep that reading if it fails less.
+		if lforms, lerr := parse(name, data, true); lerr == nil {
+			l := &reader{file: name, data: data}
+			for _, f := range lforms {
+				l.top(f, 0)
+			}
+			if len(l.failures) < len(r.failures) {
+				return l.defs, l.failures, nil
+			}
+		}
+	}
 	return r.defs, r.failures, nil
 }
 

@@ -79,7 +79,7 @@ func TestCorpusReads(t *testing.T) {
 		"brace-map/openapi/openweather/get_current_weather.rtfs":      {1, 0},
 		"brace-map/openapi/openweather/get_forecast.rtfs":             {1, 0},
 		// CCOS wrote the tool's description with unescaped quotes.
-		"brace-map/mcp/github/pull_request_review_write.rtfs": {0, 1},
+		"brace-map/mcp/github/pull_request_review_write.rtfs": {1, 0},
 	}
 	// Validation errors the sources cannot avoid: demo.hello has only RTFS
 	// code, no binding caphub can execute.
@@ -124,8 +124,8 @@ func TestCorpusReads(t *testing.T) {
 			}
 		}
 	}
-	if braceMap != 50 || total != 129 || failed != 1 {
-		t.Errorf("%d brace-map files, %d capabilities, %d failures; want 50, 129, 1", braceMap, total, failed)
+	if braceMap != 50 || total != 130 || failed != 0 {
+		t.Errorf("%d brace-map files, %d capabilities, %d failures; want 50, 130, 0", braceMap, total, failed)
 	}
 }
 
@@ -274,24 +274,40 @@ func TestCorpusModule(t *testing.T) {
 	}
 }
 
+// CCOS wrote this description with unescaped quotes; the lenient second
+// reading (see Parse) keeps them in the description instead of failing.
 func TestCorpusUnescapedQuotes(t *testing.T) {
 	files := readCorpus(t)
 	for _, f := range files {
 		if f.rel != "brace-map/mcp/github/pull_request_review_write.rtfs" {
 			continue
 		}
-		want := capability.ImportFailure{
-			Item: `capability "mcp.github.pull_request_review_write"`,
-			File: f.rel, Line: 12, Column: 54,
-			Reason: "expected a keyword such as :name here, found symbol event: a (capability …) form holds :key value pairs; " +
-				"the string at 9:16 seems to end too early, at a quote inside it: escape such quotes as \\\"",
+		if len(f.failures) != 0 || len(f.defs) != 1 {
+			t.Fatalf("failures %#v, %d definitions", f.failures, len(f.defs))
 		}
-		if len(f.failures) != 1 || f.failures[0] != want {
-			t.Errorf("failures %#v\nwant %#v", f.failures, want)
+		d := f.defs[0]
+		if !strings.Contains(d.Description, `If "event" parameter is provided`) || !strings.HasSuffix(strings.TrimSpace(d.Description), "on the specified pull request.") {
+			t.Errorf("description %q", d.Description)
+		}
+		if d.URI != "mcp:github/pull_request_review_write@1.0" || d.Input == nil {
+			t.Errorf("definition %+v", d)
 		}
 		return
 	}
 	t.Error("pull_request_review_write.rtfs not read")
+}
+
+// Only :description strings are read leniently: a quote in code ends its
+// string, and a file that is still broken keeps its strict error.
+func TestLenientReadingIsNarrow(t *testing.T) {
+	src := `(capability "x.y" :description "say "hi" to them" :implementation (fn [i] (str "Bearer " i)))`
+	defs, failures, err := ReadCapabilities("x.rtfs", []byte(src))
+	if err != nil || len(failures) != 0 || len(defs) != 1 || defs[0].Description != `say "hi" to them` {
+		t.Fatalf("%v %v %+v", err, failures, defs)
+	}
+	if _, _, err := ReadCapabilities("x.rtfs", []byte(`(capability "x.y" :description "unclosed`)); err == nil {
+		t.Error("an unclosed string was accepted")
+	}
 }
 
 func readOne(t *testing.T, src string) ([]capability.Definition, []capability.ImportFailure) {

@@ -112,8 +112,8 @@ func TestRoundTripCorpus(t *testing.T) {
 			n++
 		}
 	}
-	if n != 129 {
-		t.Errorf("%d capabilities round-tripped, want 129", n)
+	if n != 130 {
+		t.Errorf("%d capabilities round-tripped, want 130", n)
 	}
 }
 
