@@ -55,7 +55,7 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 			}
 			defer a.Close()
 			gw := mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{
-				Mode: mode, Version: buildVersion(), Log: log,
+				Mode: mode, Version: buildVersion(), Log: log, Lazy: true,
 				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
 				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
 			})

@@ -85,10 +85,16 @@ type Options struct {
 	// and addresses: "host" (any port), "host:port", or "*" for any. A
 	// request with another Host gets 403 (DNS-rebinding protection).
 	AllowedHosts []string
+	// Lazy defers building the tool table to the first MCP request, so a
+	// server that holds a large registry but serves few MCP clients pays for
+	// the table (memory, start-up time) only when one comes.
+	Lazy bool
 }
 
 // Gateway is the registry as one MCP server. It is safe for concurrent use.
 type Gateway struct {
+	active       atomic.Bool // the tool table is built and kept up to date
+	activateOnce sync.Once
 	reg   registry.API
 	store registry.Store
 	inv   Invoker
@@ -188,12 +194,9 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 	if store != nil {
 		events, werr = store.Watch(g.ctx)
 	}
-	ctx, cancel := context.WithTimeout(g.ctx, initialBuildTimeout)
-	if err := g.Refresh(ctx); err != nil {
-		log.Error(err.Error() + "; the gateway serves no capability tools until a retry succeeds")
-		g.requestRefresh()
+	if !opts.Lazy {
+		g.activate()
 	}
-	cancel()
 	g.wg.Add(2)
 	go func() { defer g.wg.Done(); g.watch(g.ctx, events, werr) }()
 	go func() { defer g.wg.Done(); g.rebuildLoop(g.ctx) }()
@@ -229,6 +232,7 @@ func (g *Gateway) Close() error {
 // or ctx ends; both are normal ends and return nil. in and out are closed
 // when they are io.Closers, so that a blocked read ends with the session.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	g.activate()
 	rc, ok := in.(io.ReadCloser)
 	if !ok {
 		rc = io.NopCloser(in)
@@ -247,6 +251,19 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// activate builds the tool table once and from then on keeps it up to date.
+func (g *Gateway) activate() {
+	g.activateOnce.Do(func() {
+		g.active.Store(true)
+		ctx, cancel := context.WithTimeout(g.ctx, initialBuildTimeout)
+		defer cancel()
+		if err := g.Refresh(ctx); err != nil {
+			g.log.Error(err.Error() + "; the gateway serves no capability tools until a retry succeeds")
+			g.requestRefresh()
+		}
+	})
+}
 
 // requestRefresh asks the rebuild loop for a rebuild.
 func (g *Gateway) requestRefresh() {
@@ -313,6 +330,9 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 			case <-t.C:
 				break quiet
 			}
+		}
+		if !g.active.Load() {
+			continue // not built yet: the first request builds it from scratch
 		}
 		if err := g.Refresh(ctx); err != nil {
 			if ctx.Err() != nil {

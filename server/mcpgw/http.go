@@ -48,6 +48,7 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	g.activate()
 	rc := http.NewResponseController(w)
 	switch r.Method {
 	case http.MethodGet:
