@@ -85,7 +85,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("open sqlite database %s: create its directory: %w: check that the parent directory is writable", path, err)
 		}
 		name := "file:" + (&url.URL{Path: abs}).EscapedPath()
-		common := "_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)&_pragma=cache_size(-8192)&_pragma=mmap_size(67108864)&_pragma=temp_store(MEMORY)"
+		common := "_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)&_pragma=cache_size(-8192)&_pragma=mmap_size(33554432)&_pragma=temp_store(MEMORY)"
 		// WAL with synchronous=NORMAL: a committed transaction is in the WAL
 		// before Commit returns, so it survives the process being killed
 		// (tested with kill -9); only a power loss can drop the last
