@@ -55,6 +55,7 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "HTTP load duration")
 	reuse := flag.String("sqlite", "", "SQLite file to use; when it already holds the capabilities, loading is skipped (for repeated runs)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measured queries")
+	pgSchema := flag.String("pg-schema", "", "PostgreSQL schema to use and keep (loading is skipped when it holds the capabilities); default: a fresh one, dropped at the end")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -90,10 +91,17 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-			log.Fatal(err)
+		if *pgSchema != "" {
+			schema = *pgSchema
+			if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
+				log.Fatal(err)
+			}
+		} else {
+			if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+				log.Fatal(err)
+			}
+			defer conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
 		}
-		defer conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
 		sep := "?"
 		if strings.Contains(*pgURL, "?") {
 			sep = "&"

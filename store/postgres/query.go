@@ -255,7 +255,13 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 	}
 	var a args
 	query := a.add(tsq)
-	from := ` FROM capabilities c, to_tsquery('english', ` + query + `) AS q WHERE c.search @@ q AND ` + filterSQL(f, &a)
+	where := filterSQL(f, &a)
+	table := "capabilities"
+	if where == "true AND c.is_latest" {
+		// Only the latest-version filter: rank from the narrow copy.
+		table, where = "search_latest", "true"
+	}
+	from := ` FROM ` + table + ` c, to_tsquery('english', ` + query + `) AS q WHERE c.search @@ q AND ` + where
 	countArgs := slices.Clone(a)
 	// Rank and count the matches in one pass, sorting only their keys; then
 	// read the definitions of the page's rows.

@@ -50,6 +50,15 @@ FROM (
 ) AS l
 WHERE c.scheme = l.scheme AND c.domain = l.domain AND c.name = l.name AND c.is_latest <> (c.id = l.id)`
 
+// searchLatestDeleteSQL and searchLatestInsertSQL keep search_latest equal
+// to the latest rows of the capabilities named by three parallel arrays.
+const searchLatestDeleteSQL = `DELETE FROM search_latest
+WHERE (scheme, domain, name) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
+
+const searchLatestInsertSQL = `INSERT INTO search_latest (id, scheme, domain, name, version_key, version, search)
+SELECT id, scheme, domain, name, version_key, version, search FROM capabilities
+WHERE is_latest AND (scheme, domain, name) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
+
 // notification is the payload of a NOTIFY.
 type notification struct {
 	Kind    string `json:"k"`
@@ -264,6 +273,8 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 			}
 		}
 		b.Queue(latestSQL, capCols[0], capCols[1], capCols[2])
+		b.Queue(searchLatestDeleteSQL, capCols[0], capCols[1], capCols[2])
+		b.Queue(searchLatestInsertSQL, capCols[0], capCols[1], capCols[2])
 		b.Queue(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.channel, notes)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("index: %w", err)
