@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caphub/caphub/server/mcpfront"
 	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/caphub/caphub/server/rest"
 	"github.com/spf13/cobra"
@@ -28,7 +29,8 @@ func newServeCmd() *cobra.Command {
 		Long: `Serve runs the REST API (OSSA registry API, registration, negotiation, search, the
 everruns /v1/capabilities shape, /openapi.json and /healthz) and the registry as one MCP
 server (streamable HTTP at /mcp, HTTP+SSE at /mcp/sse; --tool-mode tools serves one tool
-per capability, --tool-mode search only find_capabilities and invoke_capability) on the local database
+per capability, --tool-mode search only find_capabilities and invoke_capability), and each
+saved MCP server fronted transparently at /mcp/servers/{name}, on the local database
 (--db, default ./caphub.db, created on first use) or a PostgreSQL database (--db postgres://…).
 It binds to loopback unless --addr says otherwise, and stops gracefully on SIGINT or SIGTERM.`,
 		Example: "  caphub serve\n  caphub serve --addr 127.0.0.1:9000 --db /var/lib/caphub/caphub.db\n  caphub serve --db postgres://caphub@127.0.0.1:5432/caphub",
@@ -60,9 +62,16 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
 			})
 			defer gw.Close() // before a.Close: the gateway watches the store
+			front := mcpfront.New(a.servers, a.pipeline, mcpfront.Options{
+				Version: buildVersion(), Log: log,
+				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
+				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
+			})
+			defer front.Close() // before a.Close: ends sessions, kills the stdio servers it started
 			mux := http.NewServeMux()
-			mux.Handle("/mcp", gw.Handler())     // streamable HTTP
-			mux.Handle("/mcp/sse", gw.Handler()) // HTTP+SSE (GET opens, POST ?sessionid=… sends)
+			mux.Handle("/mcp", gw.Handler())             // streamable HTTP
+			mux.Handle("/mcp/sse", gw.Handler())         // HTTP+SSE (GET opens, POST ?sessionid=… sends)
+			mux.Handle("/mcp/servers/", front.Handler()) // saved upstreams fronted: /mcp/servers/{name}[/sse]
 			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler())))
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -77,7 +86,7 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 			}
 			// Shutdown waits for open connections: end the MCP sessions
 			// (long-lived SSE streams) as it starts.
-			srv.RegisterOnShutdown(func() { gw.Close() })
+			srv.RegisterOnShutdown(func() { gw.Close(); _ = front.Close() })
 			log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", gw.Mode(), "db", dbFlag(cmd), "version", buildVersion())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
