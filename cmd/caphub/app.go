@@ -112,6 +112,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, err
 	}
 	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache(), registry.WithRecorder(a.audit), registry.WithVerifier(verifier))
+	a.closers[0] = a.svc.Close // stops the cache's watch, then closes the store
 	a.servers = discover.NewServers(docs)
 	a.metrics = metrics.New()
 	if _, err := a.svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions()); err != nil {
