@@ -95,11 +95,11 @@ type Options struct {
 type Gateway struct {
 	active       atomic.Bool // the tool table is built and kept up to date
 	activateOnce sync.Once
-	reg   registry.API
-	store registry.Store
-	inv   Invoker
-	opts  Options
-	log   *slog.Logger
+	reg          registry.API
+	store        registry.Store
+	inv          Invoker
+	opts         Options
+	log          *slog.Logger
 
 	server     *mcp.Server
 	streamable *mcp.StreamableHTTPHandler

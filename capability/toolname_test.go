@@ -1,4 +1,4 @@
-package mcpgw_test
+package capability_test
 
 import (
 	"crypto/sha256"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caphub/caphub/server/mcpgw"
+	"github.com/caphub/caphub/capability"
 )
 
 var strictNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -33,19 +33,19 @@ func TestToolName(t *testing.T) {
 		{"", "cap_" + hash8("")},
 	}
 	for _, tc := range cases {
-		got := mcpgw.ToolName(tc.uri)
+		got := capability.ToolName(tc.uri)
 		if got != tc.want {
 			t.Errorf("ToolName(%q) = %q, want %q", tc.uri, got, tc.want)
 		}
 		if !strictNameRE.MatchString(got) {
 			t.Errorf("ToolName(%q) = %q does not match %s", tc.uri, got, strictNameRE)
 		}
-		if again := mcpgw.ToolName(tc.uri); again != got {
+		if again := capability.ToolName(tc.uri); again != got {
 			t.Errorf("ToolName(%q) is not stable: %q then %q", tc.uri, got, again)
 		}
 	}
-	if n := len(mcpgw.ToolName(long)); n != mcpgw.MaxToolNameLen {
-		t.Errorf("long name has %d characters, want %d", n, mcpgw.MaxToolNameLen)
+	if n := len(capability.ToolName(long)); n != capability.MaxToolNameLen {
+		t.Errorf("long name has %d characters, want %d", n, capability.MaxToolNameLen)
 	}
 }
 
@@ -53,7 +53,7 @@ func TestToolNames(t *testing.T) {
 	// ossa:mcp/x_y and mcp:x/y both map to mcp_x_y; mcp:a_b/c and
 	// mcp:a/b_c both to mcp_a_b_c.
 	uris := []string{"ossa:mcp/x_y@1.0", "mcp:x/y@1.0", "ossa:everruns/add@1.0", "mcp:a_b/c@1.0", "mcp:a/b_c@1.0", "ossa:mcp/x_y@1.1"}
-	got := mcpgw.ToolNames(uris)
+	got := capability.ToolNames(uris)
 	if got["ossa:everruns/add@1.0"] != "everruns_add" {
 		t.Errorf("a name without collision changed: %q", got["ossa:everruns/add@1.0"])
 	}
@@ -74,7 +74,7 @@ func TestToolNames(t *testing.T) {
 	for i, u := range uris {
 		rev[len(uris)-1-i] = u
 	}
-	for uri, name := range mcpgw.ToolNames(rev) {
+	for uri, name := range capability.ToolNames(rev) {
 		if got[uri] != name {
 			t.Errorf("ToolNames depends on order: %s → %q, then %q", uri, got[uri], name)
 		}
@@ -97,7 +97,7 @@ func TestToolNamesManyLong(t *testing.T) {
 	for i := range 2000 {
 		uris = append(uris, fmt.Sprintf("mcp:server/%s_%d@1.0", strings.Repeat("x", 80), i))
 	}
-	names := mcpgw.ToolNames(uris)
+	names := capability.ToolNames(uris)
 	seen := map[string]bool{}
 	for _, u := range uris {
 		n := names[u]
@@ -108,8 +108,8 @@ func TestToolNamesManyLong(t *testing.T) {
 		if !strictNameRE.MatchString(n) {
 			t.Fatalf("name %q does not match %s", n, strictNameRE)
 		}
-		if n != mcpgw.ToolName(u) {
-			t.Fatalf("%s: ToolNames %q, ToolName %q (no collision, so they must agree)", u, n, mcpgw.ToolName(u))
+		if n != capability.ToolName(u) {
+			t.Fatalf("%s: ToolNames %q, ToolName %q (no collision, so they must agree)", u, n, capability.ToolName(u))
 		}
 	}
 }
@@ -119,7 +119,7 @@ func FuzzToolName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, uri string) {
-		n := mcpgw.ToolName(uri)
+		n := capability.ToolName(uri)
 		if !strictNameRE.MatchString(n) {
 			t.Fatalf("ToolName(%q) = %q does not match %s", uri, n, strictNameRE)
 		}
