@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -23,8 +24,9 @@ import (
 
 // Client talks to one caphub server.
 type Client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	token string // bearer token sent on every request; "" for none
 }
 
 var _ registry.API = (*Client)(nil)
@@ -35,7 +37,9 @@ func New(baseURL string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server URL %q must be an absolute http(s) URL, e.g. http://127.0.0.1:8750", baseURL)
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 60 * time.Second}}, nil
+	// $CAPHUB_TOKEN authenticates to a server that enforces API tokens
+	// (caphub token create); it is sent only as a header, never logged.
+	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 60 * time.Second}, token: strings.TrimSpace(os.Getenv("CAPHUB_TOKEN"))}, nil
 }
 
 // Close releases nothing; it satisfies registry.API.
@@ -110,6 +114,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("caphub server %s: %w (is `caphub serve` running there?)", c.base, err)

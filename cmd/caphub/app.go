@@ -13,6 +13,7 @@ import (
 	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/governance/sign"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/clibind"
@@ -29,13 +30,15 @@ import (
 // app is caphub assembled: the store, the registry, saved servers, the
 // built-ins, every binding and the invocation pipeline.
 type app struct {
-	store    registry.Store
-	svc      *registry.Service
-	servers  *discover.Servers
-	audit    *audit.Log
-	metrics  *metrics.Metrics
-	pipeline *invoke.Pipeline
-	closers  []func() error
+	store   registry.Store
+	svc     *registry.Service
+	servers *discover.Servers
+	audit   *audit.Log
+	// governance enforces per-agent policies and human approval.
+	governance *policy.Engine
+	metrics    *metrics.Metrics
+	pipeline   *invoke.Pipeline
+	closers    []func() error
 }
 
 // appConfig is what serve and invoke take from flags and the environment.
@@ -138,6 +141,13 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	a.pipeline.SetLogger(c.log)
 	a.pipeline.SetObserver(a.metrics)
 	a.pipeline.SetRecorder(recorders{logRecorder{c.log}, a.audit})
+	humanApproval, err := policy.HumanApprovalFromEnv()
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.governance = policy.NewEngine(docs, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: humanApproval, Log: c.log})
+	a.pipeline.SetPolicy(a.governance)
 	return a, nil
 }
 

@@ -35,7 +35,7 @@ checks their compatibility and breaking changes, and serves them to agents.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	addRegistryFlags(root)
-	root.AddCommand(newCapabilityCmd(), newDiscoverCmd(), newServerCmd(), newImportCmd(), newExportCmd(), newInvokeCmd(), newAgentCmd(), newAuditCmd(), newKeyCmd(), newServeCmd(), newMCPCmd(), newVersionCmd())
+	root.AddCommand(newCapabilityCmd(), newDiscoverCmd(), newServerCmd(), newImportCmd(), newExportCmd(), newInvokeCmd(), newAgentCmd(), newAuditCmd(), newApprovalCmd(), newPolicyCmd(), newKeyCmd(), newTokenCmd(), newServeCmd(), newMCPCmd(), newVersionCmd())
 	return root
 }
 

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caphub/caphub/auth"
+	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/mcpfront"
 	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/caphub/caphub/server/rest"
@@ -32,14 +34,21 @@ server (streamable HTTP at /mcp, HTTP+SSE at /mcp/sse; --tool-mode tools serves 
 per capability, --tool-mode search only find_capabilities and invoke_capability), and each
 saved MCP server fronted transparently at /mcp/servers/{name}, on the local database
 (--db, default ./caphub.db, created on first use) or a PostgreSQL database (--db postgres://…).
-It binds to loopback unless --addr says otherwise, and stops gracefully on SIGINT or SIGTERM.`,
-		Example: "  caphub serve\n  caphub serve --addr 127.0.0.1:9000 --db /var/lib/caphub/caphub.db\n  caphub serve --db postgres://caphub@127.0.0.1:5432/caphub",
+It binds to loopback unless --addr says otherwise, and stops gracefully on SIGINT or SIGTERM.
+
+Authentication: as soon as one active API token exists (caphub token create), every route
+but /healthz and /openapi.json needs Authorization: Bearer <token> with the right scope
+(read, publish, invoke or admin). Without a token caphub serves openly on loopback only:
+a non-loopback --addr, or --auth, is refused until a token exists.`,
+		Example: "  caphub serve\n  caphub token create admin --scope admin && caphub serve --addr 0.0.0.0:8750\n  caphub serve --auth\n  caphub serve --addr 127.0.0.1:9000 --db /var/lib/caphub/caphub.db\n  caphub serve --db postgres://caphub@127.0.0.1:5432/caphub",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			addr, _ := cmd.Flags().GetString("addr")
-			if err := checkLoopback(addr); err != nil {
+			loopback, err := isLoopback(addr)
+			if err != nil {
 				return &usageError{err}
 			}
+			forceAuth, _ := cmd.Flags().GetBool("auth")
 			mode, _ := cmd.Flags().GetString("tool-mode")
 			if err := mcpgw.CheckMode(mode); err != nil {
 				return &usageError{fmt.Errorf("--tool-mode: %w", err)}
@@ -56,6 +65,19 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 				return err
 			}
 			defer a.Close()
+			docs, ok := a.store.(registry.DocStore)
+			if !ok {
+				return fmt.Errorf("database %s keeps no documents, so it cannot hold API tokens", dbFlag(cmd))
+			}
+			tokens := auth.New(docs)
+			exist, err := tokens.Exist(ctx)
+			if err != nil {
+				return err
+			}
+			enforce, err := auth.Required(loopback, exist, forceAuth)
+			if err != nil {
+				return fmt.Errorf("caphub serve on %s %w", addr, err)
+			}
 			gw := mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{
 				Mode: mode, Version: buildVersion(), Log: log, Lazy: true,
 				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
@@ -72,13 +94,17 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 			mux.Handle("/mcp", gw.Handler())             // streamable HTTP
 			mux.Handle("/mcp/sse", gw.Handler())         // HTTP+SSE (GET opens, POST ?sessionid=… sends)
 			mux.Handle("/mcp/servers/", front.Handler()) // saved upstreams fronted: /mcp/servers/{name}[/sse]
-			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler())))
+			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals())))
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)
 			}
+			var handler http.Handler = mux
+			if enforce {
+				handler = tokens.Middleware(auth.ScopeFor, mux)
+			}
 			srv := &http.Server{
-				Handler:           mux,
+				Handler:           handler,
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       60 * time.Second,
 				WriteTimeout:      60 * time.Second,
@@ -87,7 +113,7 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 			// Shutdown waits for open connections: end the MCP sessions
 			// (long-lived SSE streams) as it starts.
 			srv.RegisterOnShutdown(func() { gw.Close(); _ = front.Close() })
-			log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", gw.Mode(), "db", dbFlag(cmd), "version", buildVersion())
+			log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", gw.Mode(), "auth", enforce, "db", dbFlag(cmd), "version", buildVersion())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
 			select {
@@ -104,7 +130,8 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 			return nil
 		},
 	}
-	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port)")
+	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port); beyond loopback it needs an API token (caphub token create)")
+	cmd.Flags().Bool("auth", false, "require API tokens on loopback too (always on when a token exists or --addr is not loopback)")
 	addToolModeFlag(cmd)
 	cmd.Flags().StringArray("mcp-allow-host", nil, "Host header value /mcp accepts besides loopback names (host, host:port or *); repeatable; default $CAPHUB_MCP_ALLOW_HOSTS")
 	cmd.Flags().StringArray("mcp-allow-origin", nil, "browser Origin /mcp accepts besides loopback ones (scheme://host[:port], scheme://host:* or *); repeatable; default $CAPHUB_MCP_ALLOW_ORIGINS")
@@ -112,18 +139,16 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 	return cmd
 }
 
-// checkLoopback refuses non-loopback addresses: the API has no
-// authentication yet, so it must not be reachable from other machines.
-func checkLoopback(addr string) error {
+// isLoopback reports whether addr (host:port) listens on loopback only,
+// where caphub may serve without authentication when no token exists.
+func isLoopback(addr string) (bool, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--addr %q: %v (write host:port, e.g. %s)", addr, err, defaultAddr)
+		return false, fmt.Errorf("--addr %q: %v (write host:port, e.g. %s)", addr, err, defaultAddr)
 	}
 	if host == "localhost" {
-		return nil
+		return true, nil
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return fmt.Errorf("--addr %q is not a loopback address: caphub serves without authentication, so it binds to loopback only (e.g. %s)", addr, defaultAddr)
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/format/ossa"
+	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -30,13 +31,14 @@ const MaxBodySize = 32 << 20
 
 // Server is the REST API over a registry.Service.
 type Server struct {
-	svc     *registry.Service
-	servers discover.ServerAPI // saved MCP servers; nil when the store keeps no documents
-	invoker Invoker            // POST /v1/invoke when set
-	metrics http.Handler       // GET /metrics when set
-	mux     *http.ServeMux
-	log     *slog.Logger
-	version string
+	svc       *registry.Service
+	servers   discover.ServerAPI // saved MCP servers; nil when the store keeps no documents
+	invoker   Invoker            // POST /v1/invoke when set
+	approvals *policy.Approvals  // /v1/approvals when set
+	metrics   http.Handler       // GET /metrics when set
+	mux       *http.ServeMux
+	log       *slog.Logger
+	version   string
 }
 
 // Option configures a Server.
@@ -44,6 +46,9 @@ type Option func(*Server)
 
 // WithVersion sets caphub's version, reported by discoveries.
 func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
+
+// WithApprovals adds the human-approval endpoints under /v1/approvals.
+func WithApprovals(a *policy.Approvals) Option { return func(s *Server) { s.approvals = a } }
 
 // New returns the REST API handler.
 func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
@@ -68,7 +73,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if actor == "" {
 		actor = "rest:" + r.RemoteAddr
 	}
-	s.mux.ServeHTTP(w, r.WithContext(registry.WithActor(r.Context(), actor)))
+	s.mux.ServeHTTP(w, r.WithContext(registry.WithActor(ApprovalContext(r), actor)))
 }
 
 // route is one endpoint; the list feeds both the mux and the OpenAPI document.
@@ -120,6 +125,7 @@ func (s *Server) routeTable() []route {
 	}
 	routes = append(routes, s.serverRoutes()...)
 	routes = append(routes, s.agentRoutes(s.newAgents())...)
+	routes = append(routes, s.approvalRoutes(s.approvals)...)
 	return append(routes, s.invokeRoutes()...)
 }
 

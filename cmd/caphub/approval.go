@@ -1,0 +1,288 @@
+package main
+
+// The governance commands: approval (list and decide the calls waiting for
+// a human) and policy (set and show an agent's policy). They work on a
+// local database (--db, $CAPHUB_DB), the one `caphub serve` uses, not
+// against a server.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/registry"
+	"github.com/spf13/cobra"
+)
+
+// withGovernance runs fn on the policies and approvals of the local
+// database, with decisions recorded in its audit chain.
+func withGovernance(cmd *cobra.Command, fn func(*policy.Policies, *policy.Approvals) error) error {
+	server, _ := cmd.Flags().GetString("server")
+	if server == "" {
+		server = os.Getenv("CAPHUB_SERVER")
+	}
+	if server != "" {
+		s := strings.TrimRight(server, "/")
+		return &usageError{fmt.Errorf("%s works on a local database (--db FILE), not against a server (%s): use the server's REST API instead (GET %s/v1/approvals, POST %s/v1/approvals/ID/approve), or unset --server/$CAPHUB_SERVER",
+			cmd.CommandPath(), server, s, s)}
+	}
+	db := dbFlag(cmd)
+	st, err := openStore(cmd.Context(), db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	docs, ok := st.(registry.DocStore)
+	if !ok {
+		return fmt.Errorf("the database %s cannot keep policies or approvals (its store keeps no documents): use a SQLite file or a postgres:// database with --db", db)
+	}
+	var log *audit.Log
+	if chain, ok := st.(audit.Store); ok {
+		log = audit.New(chain)
+		defer log.Close()
+	}
+	return fn(policy.NewPolicies(docs), policy.NewApprovals(docs, log, nil, 0))
+}
+
+func newApprovalCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "approval",
+		Short: "List and decide the calls that wait for a human's approval",
+		Long: `A call needs a human's approval when $CAPHUB_HUMAN_APPROVAL_REQUIRED is true, or when the
+caller's policy lists the capability under require_approval (caphub policy set AGENT
+--require-approval PATTERN). The call is then answered APPROVAL_REQUIRED with an approval id,
+and waits here as pending for 15 minutes. Once approved, the caller may make the same call
+(same agent, capability and input) once, within 15 minutes, by retrying with the id
+(REST header X-Caphub-Approval). Decisions are recorded in the audit chain.`,
+		Example: "  caphub approval list\n  caphub approval approve apr_4f1c2a9e0b7d6c5a4f3e2d1c\n" +
+			"  caphub approval deny apr_4f1c2a9e0b7d6c5a4f3e2d1c --reason \"not on production\"",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newApprovalListCmd(), newApprovalDecideCmd(true), newApprovalDecideCmd(false))
+	return cmd
+}
+
+func newApprovalListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List approvals, oldest first (pending ones by default)",
+		Example: "  caphub approval list\n  caphub approval list --status all --format json\n  caphub approval list --status denied",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
+			status, _ := cmd.Flags().GetString("status")
+			switch status {
+			case "all":
+				status = ""
+			case policy.StatusPending, policy.StatusApproved, policy.StatusDenied, policy.StatusExpired:
+			default:
+				return &usageError{fmt.Errorf("--status %q: use pending, approved, denied, expired or all", status)}
+			}
+			return withGovernance(cmd, func(_ *policy.Policies, a *policy.Approvals) error {
+				items, err := a.List(cmd.Context(), status)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if format == "json" {
+					return writeJSON(out, map[string]any{"items": items, "total": len(items)})
+				}
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSTATUS\tAGENT\tCAPABILITY\tCREATED\tEXPIRES\tDECIDED BY\tINPUT")
+				for _, ap := range items {
+					in, _ := jsonCompact(ap.Input)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ap.ID, statusOf(ap), orDash(ap.Agent), ap.URI,
+						ap.CreatedAt.Local().Format(time.DateTime), ap.ExpiresAt.Local().Format(time.DateTime), orDash(ap.DecidedBy), firstLine(in, 60))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "%d approval(s)\n", len(items))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("status", policy.StatusPending, "pending, approved, denied, expired or all")
+	addFormatFlag(cmd)
+	return cmd
+}
+
+func statusOf(ap *policy.Approval) string {
+	if ap.Status == policy.StatusApproved && ap.UsedAt != nil {
+		return "approved (used)"
+	}
+	return ap.Status
+}
+
+func jsonCompact(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// newApprovalDecideCmd is approval approve (approve true) or approval deny.
+func newApprovalDecideCmd(approve bool) *cobra.Command {
+	verb, short, example := "deny", "Deny a pending call: the caller's retry is refused",
+		"  caphub approval deny apr_4f1c2a9e0b7d6c5a4f3e2d1c --reason \"not on production\""
+	if approve {
+		verb, short, example = "approve", "Approve a pending call: the caller may then make it once, within 15 minutes",
+			"  caphub approval approve apr_4f1c2a9e0b7d6c5a4f3e2d1c\n  caphub approval approve apr_4f1c2a9e0b7d6c5a4f3e2d1c --by alice"
+	}
+	cmd := &cobra.Command{
+		Use:     verb + " ID",
+		Short:   short,
+		Example: example,
+		Args:    exactArgs(1, "the approval id (see caphub approval list)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
+			by, _ := cmd.Flags().GetString("by")
+			if by == "" {
+				by = "cli:unknown"
+				if u, err := user.Current(); err == nil && u.Username != "" {
+					by = "cli:" + u.Username
+				}
+			}
+			return withGovernance(cmd, func(_ *policy.Policies, a *policy.Approvals) error {
+				var ap *policy.Approval
+				if approve {
+					ap, err = a.Approve(cmd.Context(), args[0], by)
+				} else {
+					reason, _ := cmd.Flags().GetString("reason")
+					ap, err = a.Deny(cmd.Context(), args[0], by, reason)
+				}
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return writeJSON(cmd.OutOrStdout(), ap)
+				}
+				if approve {
+					fmt.Fprintf(cmd.OutOrStdout(), "approved %s: agent %s may call %s once, until %s, retrying with this approval id\n",
+						ap.ID, orDash(ap.Agent), ap.URI, ap.ExpiresAt.Local().Format(time.DateTime))
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "denied %s: agent %s may not call %s\n", ap.ID, orDash(ap.Agent), ap.URI)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("by", "", "who decides, recorded in the approval and the audit chain (default cli:$USER)")
+	if !approve {
+		cmd.Flags().String("reason", "", "why, shown to the caller when it retries")
+	}
+	addFormatFlag(cmd)
+	return cmd
+}
+
+func newPolicyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Set and show the policies that govern what agents may invoke",
+		Long: `A policy governs one agent's calls (the agent is the caller: the X-Caphub-Agent header of
+REST and MCP requests). The policy of agent "*" is the default for callers without one. With
+no policy at all, every call is allowed.
+
+A capability's declared permissions must all be granted (--permission) and its declared
+effects all allowed (--effect): an empty list grants nothing, "*" grants everything, and
+"network.*" everything under network. --min-tier refuses capabilities registered with a lower
+trust tier (verified > trusted > community > untrusted). --require-approval makes calls of
+matching capabilities wait for a human (see caphub approval).`,
+		Example: "  caphub policy set security-scanner --permission network.http --effect network --min-tier community\n" +
+			"  caphub policy set '*' --permission '*' --effect '*' --require-approval 'ossa:github/*'\n  caphub policy show security-scanner",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newPolicySetCmd(), newPolicyShowCmd())
+	return cmd
+}
+
+func newPolicySetCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set AGENT",
+		Short: "Create or replace an agent's policy (\"*\": the default policy)",
+		Long: `set replaces the whole policy of AGENT with the flags given: a flag left out grants
+nothing (permissions, effects) or sets nothing (minimum tier, approval patterns).`,
+		Example: "  caphub policy set security-scanner --permission network.http --permission contacts --effect network\n" +
+			"  caphub policy set deployer --permission '*' --effect '*' --min-tier trusted --require-approval ossa:k8s/delete_deployment\n" +
+			"  caphub policy set '*' --permission '*' --effect '*' --min-tier community",
+		Args: exactArgs(1, "the agent id (or \"*\" for the default policy)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := policy.Policy{Agent: args[0]}
+			p.GrantedPermissions, _ = cmd.Flags().GetStringArray("permission")
+			p.AllowedEffects, _ = cmd.Flags().GetStringArray("effect")
+			p.MinTrustTier, _ = cmd.Flags().GetString("min-tier")
+			p.RequireApproval, _ = cmd.Flags().GetStringArray("require-approval")
+			if err := p.Validate(); err != nil {
+				return &usageError{err}
+			}
+			return withGovernance(cmd, func(s *policy.Policies, _ *policy.Approvals) error {
+				if err := s.Put(cmd.Context(), p); err != nil {
+					return err
+				}
+				return printPolicy(cmd, &p)
+			})
+		},
+	}
+	cmd.Flags().StringArray("permission", nil, "permission granted (exact, prefix.* or *); repeatable")
+	cmd.Flags().StringArray("effect", nil, "effect allowed (exact, prefix.* or *); repeatable")
+	cmd.Flags().String("min-tier", "", "minimum trust tier: verified, trusted, community or untrusted")
+	cmd.Flags().StringArray("require-approval", nil, "capability URI pattern whose calls need approval (ossa:github/create_issue, ossa:github/*, …@1); repeatable")
+	addFormatFlag(cmd)
+	return cmd
+}
+
+func newPolicyShowCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "show AGENT",
+		Short:   "Show an agent's own policy (\"*\": the default policy)",
+		Example: "  caphub policy show security-scanner\n  caphub policy show '*' --format json",
+		Args:    exactArgs(1, "the agent id (or \"*\" for the default policy)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := outputFormat(cmd); err != nil {
+				return err
+			}
+			return withGovernance(cmd, func(s *policy.Policies, _ *policy.Approvals) error {
+				p, err := s.Get(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return printPolicy(cmd, p)
+			})
+		},
+	}
+	addFormatFlag(cmd)
+	return cmd
+}
+
+func printPolicy(cmd *cobra.Command, p *policy.Policy) error {
+	format, _ := outputFormat(cmd)
+	out := cmd.OutOrStdout()
+	if format == "json" {
+		return writeJSON(out, p)
+	}
+	list := func(l []string) string {
+		if len(l) == 0 {
+			return "(none)"
+		}
+		return strings.Join(l, ", ")
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "agent:\t%s\n", p.Agent)
+	fmt.Fprintf(tw, "granted permissions:\t%s\n", list(p.GrantedPermissions))
+	fmt.Fprintf(tw, "allowed effects:\t%s\n", list(p.AllowedEffects))
+	fmt.Fprintf(tw, "minimum trust tier:\t%s\n", orDash(p.MinTrustTier))
+	fmt.Fprintf(tw, "require approval:\t%s\n", list(p.RequireApproval))
+	return tw.Flush()
+}

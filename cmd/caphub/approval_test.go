@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/store/sqlite"
+)
+
+// caphubGov runs the CLI in-process, adding the approval and policy
+// commands to the tree when root.go does not wire them yet.
+func caphubGov(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	root := newRootCmd()
+	have := map[string]bool{}
+	for _, c := range root.Commands() {
+		have[c.Name()] = true
+	}
+	if have["approval"] && have["policy"] {
+		return caphub(t, args...)
+	}
+	root.AddCommand(newApprovalCmd(), newPolicyCmd())
+	var out, errOut bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err := root.Execute()
+	if err == nil {
+		return exitOK, out.String(), errOut.String()
+	}
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintln(&errOut, "caphub:", err)
+	}
+	return exitCode(err), out.String(), errOut.String()
+}
+
+func TestPolicyAndApprovalCLI(t *testing.T) {
+	t.Setenv("CAPHUB_SERVER", "")
+	db := filepath.Join(t.TempDir(), "caphub.db")
+
+	code, out, errOut := caphubGov(t, "policy", "set", "ops", "--db", db, "--permission", "network.http", "--effect", "network",
+		"--min-tier", "community", "--require-approval", "ossa:test/*")
+	if code != exitOK || !strings.Contains(out, "network.http") {
+		t.Fatalf("policy set: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = caphubGov(t, "policy", "show", "ops", "--db", db, "--format", "json")
+	if code != exitOK || !strings.Contains(out, `"min_trust_tier": "community"`) || !strings.Contains(out, `"ossa:test/*"`) {
+		t.Fatalf("policy show: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut = caphubGov(t, "policy", "set", "ops", "--db", db, "--min-tier", "gold"); code != exitUsage || !strings.Contains(errOut, "verified, trusted, community, untrusted") {
+		t.Errorf("bad tier: %d %s", code, errOut)
+	}
+	if code, _, errOut = caphubGov(t, "policy", "show", "nobody", "--db", db); code == exitOK || !strings.Contains(errOut, "has no policy") {
+		t.Errorf("show missing: %d %s", code, errOut)
+	}
+
+	// Two pending approvals, made by the engine as a call would.
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := policy.NewEngine(st, policy.Options{ApprovalRequired: true})
+	var ids []string
+	for range 2 {
+		err := engine.Check(ctx, &invoke.Call{URI: "ossa:test/wipe@1.0", Caller: "dev", Definition: &capability.Definition{}, Input: map[string]any{"path": "/x"}})
+		var ie *invoke.Error
+		if !errors.As(err, &ie) || ie.Code != invoke.CodeApprovalNeeded {
+			t.Fatalf("check: %v", err)
+		}
+		ids = append(ids, ie.Details["approval_id"].(string))
+	}
+	st.Close()
+
+	code, out, errOut = caphubGov(t, "approval", "list", "--db", db)
+	if code != exitOK || !strings.Contains(out, ids[0]) || !strings.Contains(out, "2 approval(s)") || !strings.Contains(out, `{"path":"/x"}`) {
+		t.Fatalf("approval list: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = caphubGov(t, "approval", "approve", ids[0], "--db", db, "--by", "alice")
+	if code != exitOK || !strings.Contains(out, "approved "+ids[0]) {
+		t.Fatalf("approve: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = caphubGov(t, "approval", "deny", ids[1], "--db", db, "--reason", "no")
+	if code != exitOK || !strings.Contains(out, "denied "+ids[1]) {
+		t.Fatalf("deny: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut = caphubGov(t, "approval", "deny", ids[0], "--db", db); code == exitOK || !strings.Contains(errOut, "is approved") {
+		t.Errorf("deny approved: %d %s", code, errOut)
+	}
+	code, out, _ = caphubGov(t, "approval", "list", "--db", db, "--status", "all", "--format", "json")
+	if code != exitOK || !strings.Contains(out, `"decided_by": "alice"`) || !strings.Contains(out, `"reason": "no"`) {
+		t.Errorf("list all: %d %s", code, out)
+	}
+	if code, _, _ = caphubGov(t, "approval", "list", "--db", db, "--status", "maybe"); code != exitUsage {
+		t.Errorf("bad status: exit %d", code)
+	}
+	if code, out, _ = caphubGov(t, "approval", "--help"); code != exitOK || !strings.Contains(out, "Examples:") {
+		t.Errorf("help: %d %s", code, out)
+	}
+}

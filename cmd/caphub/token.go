@@ -1,0 +1,205 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caphub/caphub/auth"
+	"github.com/caphub/caphub/registry"
+	"github.com/spf13/cobra"
+)
+
+// newTokenCmd manages API tokens. It works on the local database only
+// (--db): tokens are administered on the server's machine, never over the
+// API, so a leaked token cannot mint others.
+func newTokenCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Create, list and revoke API tokens",
+		Long: `Token manages the bearer tokens caphub serve's HTTP API accepts (Authorization: Bearer chp_…).
+A token has scopes: read (list, search, resolve, negotiate, metrics), publish (register,
+deprecate, save servers and agents, discover), invoke (POST /v1/invoke and the MCP endpoints)
+and admin (everything). Its secret is printed once, at creation; caphub keeps only its hash.
+
+caphub serve enforces authentication as soon as one active token exists, and refuses to
+listen beyond loopback without one. Tokens live in the database (--db); this command does
+not work with --server.`,
+		Example: "  caphub token create ci-bot --scope read --scope invoke --expires 720h\n  caphub token list\n  caphub token revoke 3f9a1c2b7d4e",
+	}
+	cmd.AddCommand(newTokenCreateCmd(), newTokenListCmd(), newTokenRevokeCmd())
+	return cmd
+}
+
+// openTokens opens the token store of the local database; the caller
+// closes the returned store.
+func openTokens(cmd *cobra.Command) (*auth.Tokens, func() error, error) {
+	if server, _ := cmd.Flags().GetString("server"); server != "" {
+		return nil, nil, &usageError{errors.New("caphub token works on the local database only (--db): run it on the server's machine, tokens cannot be managed over the API")}
+	}
+	db := dbFlag(cmd)
+	st, err := openStore(cmd.Context(), db)
+	if err != nil {
+		return nil, nil, err
+	}
+	docs, ok := st.(registry.DocStore)
+	if !ok {
+		_ = st.Close()
+		return nil, nil, fmt.Errorf("database %s keeps no documents, so it cannot hold tokens", db)
+	}
+	return auth.New(docs), st.Close, nil
+}
+
+func newTokenCreateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a token and print its secret (shown only once)",
+		Long: `Create makes a token named NAME with the scopes given by --scope (repeatable: read, publish,
+invoke, admin) and prints its secret on standard output, alone on a line, so that scripts can
+capture it; the details go to standard error. The secret cannot be shown again: store it now.
+--expires sets a lifetime (e.g. 720h); without it the token does not expire.`,
+		Example: "  caphub token create admin --scope admin\n  caphub token create ci-bot --scope read --scope invoke --expires 720h\n  export CAPHUB_TOKEN=$(caphub token create reader --scope read)",
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
+			raw, _ := cmd.Flags().GetStringArray("scope")
+			if len(raw) == 0 {
+				return &usageError{errors.New("give at least one --scope: read, publish, invoke or admin")}
+			}
+			var scopes []auth.Scope
+			for _, r := range raw {
+				for _, s := range strings.Split(r, ",") {
+					sc, err := auth.ParseScope(s)
+					if err != nil {
+						return &usageError{fmt.Errorf("--scope: %w", err)}
+					}
+					scopes = append(scopes, sc)
+				}
+			}
+			ttl, _ := cmd.Flags().GetDuration("expires")
+			if ttl < 0 {
+				return &usageError{fmt.Errorf("--expires %s: give a positive duration such as 720h, or leave it out for no expiry", ttl)}
+			}
+			toks, closeStore, err := openTokens(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			tok, secret, err := toks.Create(cmd.Context(), args[0], scopes, ttl)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					*auth.Token
+					Secret string `json:"token"`
+				}{tok, secret})
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Created token %s (id %s), scopes %s, %s. Store the secret now: it is not shown again.\n",
+				tok.Name, tok.ID, joinScopes(tok.Scopes), expiry(tok))
+			fmt.Fprintln(cmd.OutOrStdout(), secret)
+			return nil
+		},
+	}
+	cmd.Flags().StringArray("scope", nil, "scope the token grants: read, publish, invoke or admin; repeatable")
+	cmd.Flags().Duration("expires", 0, "lifetime, e.g. 720h (default: no expiry)")
+	addFormatFlag(cmd)
+	return cmd
+}
+
+func newTokenListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List tokens (never their secrets)",
+		Example: "  caphub token list\n  caphub token list --format json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
+			toks, closeStore, err := openTokens(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			all, err := toks.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if format == "json" {
+				type row struct {
+					auth.Token
+					State string `json:"state"`
+				}
+				rows := make([]row, len(all))
+				for i, t := range all {
+					rows[i] = row{t, t.State(now)}
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"items": rows, "total": len(rows)})
+			}
+			if len(all) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "No tokens. Create one with: caphub token create NAME --scope admin")
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tCREATED\tEXPIRES\tSTATE")
+			for _, t := range all {
+				exp := "never"
+				if t.ExpiresAt != nil {
+					exp = t.ExpiresAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, joinScopes(t.Scopes), t.CreatedAt.Format(time.RFC3339), exp, t.State(now))
+			}
+			return tw.Flush()
+		},
+	}
+	addFormatFlag(cmd)
+	return cmd
+}
+
+func newTokenRevokeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a token; it stops authenticating at once",
+		Long: `Revoke marks the token with this ID (see caphub token list) revoked. The record stays, so
+the audit trail's "token:NAME" actors remain explainable. A running caphub serve refuses
+the token from its next request.`,
+		Example: "  caphub token revoke 3f9a1c2b7d4e",
+		Args:    exactArgs(1, "the token ID (see caphub token list)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			toks, closeStore, err := openTokens(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			tok, err := toks.Revoke(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Revoked token %s (%s)\n", tok.ID, tok.Name)
+			return nil
+		},
+	}
+}
+
+func joinScopes(s []auth.Scope) string {
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = string(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func expiry(t *auth.Token) string {
+	if t.ExpiresAt == nil {
+		return "no expiry"
+	}
+	return "expires " + t.ExpiresAt.Format(time.RFC3339)
+}

@@ -1,0 +1,222 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/governance/sign"
+	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/registry"
+)
+
+// TierFunc returns the trust tier a capability version was registered with
+// (registry.Record.TrustTier; "" for one registered before tiers existed).
+type TierFunc func(ctx context.Context, uri string) (string, error)
+
+// ResolverTiers reads trust tiers from the registry: the pipeline hands
+// Check a resolved URI, so Resolve finds exactly the version being called
+// (through the registry's cache when it has one).
+func ResolverTiers(r invoke.Resolver) TierFunc {
+	return func(ctx context.Context, uri string) (string, error) {
+		res, err := r.Resolve(ctx, uri)
+		if err != nil {
+			return "", err
+		}
+		return res.Record.TrustTier, nil
+	}
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Tiers looks up trust tiers, for policies with a MinTrustTier. Without
+	// it such policies refuse every call (the tier cannot be shown to be
+	// high enough).
+	Tiers TierFunc
+	// Audit, when set, receives a policy_decision event per Check and an
+	// approval event per decision.
+	Audit *audit.Log
+	// ApprovalRequired makes every call need a human's approval
+	// (CAPHUB_HUMAN_APPROVAL_REQUIRED; see HumanApprovalFromEnv).
+	ApprovalRequired bool
+	// ApprovalTTL is how long an approval waits, and an approved call stays
+	// allowed (default DefaultApprovalTTL).
+	ApprovalTTL time.Duration
+	// Now is the clock (default time.Now); tests inject one.
+	Now func() time.Time
+	// Log receives failures to append audit events (default slog.Default()).
+	Log *slog.Logger
+}
+
+// Engine is the invoke.Policy that enforces the stored per-agent policies
+// and human approval. It is safe for concurrent use.
+type Engine struct {
+	policies  *Policies
+	approvals *Approvals
+	opts      Options
+}
+
+var _ invoke.Policy = (*Engine)(nil)
+
+// NewEngine returns the engine over the policies and approvals in docs.
+func NewEngine(docs registry.DocStore, opts Options) *Engine {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Engine{policies: NewPolicies(docs), approvals: NewApprovals(docs, opts.Audit, opts.Now, opts.ApprovalTTL), opts: opts}
+}
+
+// Policies returns the stored policies the engine enforces.
+func (e *Engine) Policies() *Policies { return e.policies }
+
+// Approvals returns the approvals the engine creates and honours.
+func (e *Engine) Approvals() *Approvals { return e.approvals }
+
+// decision is the outcome of Check, as the audit chain records it.
+type decision struct {
+	Decision   string `json:"decision"` // allow, deny or approval_required
+	Rule       string `json:"rule,omitempty"`
+	Policy     string `json:"policy,omitempty"` // the key of the policy applied
+	Message    string `json:"message,omitempty"`
+	ApprovalID string `json:"approval_id,omitempty"`
+}
+
+// Check allows call, or refuses it with an *invoke.Error whose message
+// names the rule that failed: DENIED for a permission not granted, an
+// effect not allowed, a trust tier below the minimum, or an approval that
+// is denied, expired, used or for another call; APPROVAL_REQUIRED, with
+// details.approval_id, when the call needs a human's approval (a pending
+// approval is then created: approve it and retry with WithApproval).
+func (e *Engine) Check(ctx context.Context, call *invoke.Call) error {
+	d, err := e.check(ctx, call)
+	// A call no policy governs (no policy for the agent, no default, no
+	// approval rule) is allowed without a decision event: its invocation
+	// record is in the audit chain anyway.
+	if e.opts.Audit != nil && !(d.Decision == "allow" && d.Policy == "" && d.Rule == "") {
+		if _, aerr := e.opts.Audit.Record(ctx, audit.KindPolicyDecision, call.Caller, call.URI, d); aerr != nil {
+			e.opts.Log.Error("record policy decision", "uri", call.URI, "caller", call.Caller, "decision", d.Decision, "err", aerr)
+		}
+	}
+	return err
+}
+
+func (e *Engine) check(ctx context.Context, call *invoke.Call) (decision, error) {
+	p, err := e.policies.Effective(ctx, call.Caller)
+	if err != nil {
+		return e.deny("policy", "", fmt.Sprintf("cannot read the policy of agent %q: %v", call.Caller, err), err)
+	}
+	var who, key string
+	if p != nil {
+		key = p.Agent
+		who = fmt.Sprintf("policy of agent %q", call.Caller)
+		if p.Agent == DefaultAgent {
+			who = fmt.Sprintf("default policy \"*\" (agent %q has none of its own)", call.Caller)
+		}
+		def := call.Definition
+		for _, perm := range def.Permissions {
+			if !grants(p.GrantedPermissions, perm) {
+				return e.deny("permission", key, fmt.Sprintf("%s: capability needs permission %q, which is not granted (granted: %s); grant it with caphub policy set %s --permission %s",
+					who, perm, listOrNone(p.GrantedPermissions), p.Agent, perm), nil)
+			}
+		}
+		for _, eff := range def.Effects {
+			if !grants(p.AllowedEffects, eff) {
+				return e.deny("effect", key, fmt.Sprintf("%s: effect %q is not allowed (allowed: %s); allow it with caphub policy set %s --effect %s",
+					who, eff, listOrNone(p.AllowedEffects), p.Agent, eff), nil)
+			}
+		}
+		if p.MinTrustTier != "" {
+			if e.opts.Tiers == nil {
+				return e.deny("min_trust_tier", key, fmt.Sprintf("%s: a minimum trust tier %q is set but caphub has no way to look tiers up (a configuration error: give policy.Options.Tiers)", who, p.MinTrustTier), nil)
+			}
+			tier, err := e.opts.Tiers(ctx, call.URI)
+			if err != nil {
+				return e.deny("min_trust_tier", key, fmt.Sprintf("%s: cannot read the trust tier of %s: %v", who, call.URI, err), err)
+			}
+			if !sign.AtLeast(tier, p.MinTrustTier) {
+				shown := tier
+				if shown == "" {
+					shown = "none (registered before trust tiers)"
+				}
+				return e.deny("min_trust_tier", key, fmt.Sprintf("%s: trust tier %q is below the minimum %q; sign the definition or register it as an administrator, or lower the minimum",
+					who, shown, p.MinTrustTier), nil)
+			}
+		}
+	}
+	rule := ""
+	if e.opts.ApprovalRequired {
+		rule = EnvHumanApproval + "=true"
+	} else if p != nil {
+		for _, pat := range p.RequireApproval {
+			if MatchURI(pat, call.URI) {
+				rule = fmt.Sprintf("%s: require_approval %q", who, pat)
+				break
+			}
+		}
+	}
+	if rule == "" {
+		return decision{Decision: "allow", Policy: key}, nil
+	}
+	return e.approval(ctx, call, key, rule)
+}
+
+func (e *Engine) deny(rule, key, msg string, cause error) (decision, error) {
+	return decision{Decision: "deny", Rule: rule, Policy: key, Message: msg},
+		&invoke.Error{Code: invoke.CodeDenied, Message: msg, Cause: cause, Details: map[string]any{"rule": rule}}
+}
+
+// approval lets the call through when it carries an approved, unused,
+// unexpired approval for the same caller, URI and input; refuses it when
+// the approval cannot be used; and otherwise creates a pending approval.
+func (e *Engine) approval(ctx context.Context, call *invoke.Call, key, rule string) (decision, error) {
+	id := ApprovalFrom(ctx)
+	if id == "" {
+		ap, err := e.approvals.create(ctx, call.Caller, call.URI, call.Input, rule)
+		if err != nil {
+			return e.deny("approval", key, fmt.Sprintf("%s needs human approval (%s), but the approval request could not be stored: %v", call.URI, rule, err), err)
+		}
+		msg := fmt.Sprintf("%s needs human approval (%s): approval %s is pending until %s; once approved (caphub approval approve %s, or POST /v1/approvals/%s/approve), call again with the approval id",
+			call.URI, rule, ap.ID, ap.ExpiresAt.Format(time.RFC3339), ap.ID, ap.ID)
+		return decision{Decision: "approval_required", Rule: "approval", Policy: key, Message: msg, ApprovalID: ap.ID},
+			&invoke.Error{Code: invoke.CodeApprovalNeeded, Message: msg, Details: map[string]any{"approval_id": ap.ID, "expires_at": ap.ExpiresAt, "rule": rule}}
+	}
+	dg, err := digest(call.Input)
+	if err != nil {
+		return e.deny("approval", key, fmt.Sprintf("approval %s: %v", id, err), err)
+	}
+	pending := false
+	_, err = e.approvals.use(ctx, id, func(ap *Approval) error {
+		switch {
+		case ap.Agent != call.Caller || ap.URI != call.URI:
+			return fmt.Errorf("approval %s is for agent %q calling %s, not for agent %q calling %s: retry without it to request an approval for this call", id, ap.Agent, ap.URI, call.Caller, call.URI)
+		case ap.InputDigest != dg:
+			return fmt.Errorf("approval %s was given for another input of %s: retry with the input that was approved, or without the id to request a new approval", id, call.URI)
+		case ap.Status == StatusPending:
+			pending = true
+			return fmt.Errorf("approval %s is still pending (until %s): wait for a decision, then retry", id, ap.ExpiresAt.Format(time.RFC3339))
+		case ap.Status == StatusDenied:
+			return fmt.Errorf("approval %s was denied%s: the call may not run", id, decidedBy(ap))
+		case ap.Status == StatusExpired:
+			return fmt.Errorf("approval %s expired at %s: call again without it to request a new approval", id, ap.ExpiresAt.Format(time.RFC3339))
+		case ap.UsedAt != nil:
+			return fmt.Errorf("approval %s was already used at %s; an approval allows one call: call again without it to request a new approval", id, ap.UsedAt.Format(time.RFC3339))
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return decision{Decision: "allow", Rule: "approval", Policy: key, ApprovalID: id}, nil
+	case pending:
+		return decision{Decision: "approval_required", Rule: "approval", Policy: key, Message: err.Error(), ApprovalID: id},
+			&invoke.Error{Code: invoke.CodeApprovalNeeded, Message: err.Error(), Details: map[string]any{"approval_id": id, "rule": rule}}
+	case errors.Is(err, registry.ErrNotFound):
+		err = fmt.Errorf("approval %s does not exist: call again without it to request an approval", id)
+	}
+	d, derr := e.deny("approval", key, err.Error(), nil)
+	d.ApprovalID = id
+	derr.(*invoke.Error).Details["approval_id"] = id
+	return d, derr
+}

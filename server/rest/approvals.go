@@ -1,0 +1,124 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/registry"
+)
+
+// ApprovalHeader carries the ID of the approval a call is retried with
+// (POST /v1/invoke after an APPROVAL_REQUIRED answer was approved).
+const ApprovalHeader = "X-Caphub-Approval"
+
+// ApprovalContext returns the request's context carrying the approval ID of
+// its X-Caphub-Approval header (see policy.WithApproval), for the policy
+// engine to honour when the call is checked.
+func ApprovalContext(r *http.Request) context.Context {
+	return policy.WithApproval(r.Context(), r.Header.Get(ApprovalHeader))
+}
+
+// ApprovalList is the answer of GET /v1/approvals.
+type ApprovalList struct {
+	Items []*policy.Approval `json:"items"`
+	Total int                `json:"total"`
+}
+
+// DenyApproval is the body of POST /v1/approvals/{id}/deny.
+type DenyApproval struct {
+	Reason string `json:"reason"`
+}
+
+// approvalRoutes are the human-approval endpoints: list and read approvals
+// and decide pending ones. The decider is the request's actor
+// (X-Caphub-Agent, else the remote address). None when a is nil.
+func (s *Server) approvalRoutes(a *policy.Approvals) []route {
+	if a == nil {
+		return nil
+	}
+	h := approvalHandlers{s: s, a: a}
+	id := []param{{name: "id", in: "path", required: true, desc: "approval id (details.approval_id of an APPROVAL_REQUIRED answer)"}}
+	return []route{
+		{method: "GET", path: "/v1/approvals", summary: "List approvals, oldest first", params: []param{{name: "status", in: "query", desc: "pending, approved, denied or expired (default: all)"}},
+			handler: h.list, responses: map[int]string{200: "items and total", 400: "unknown status"}},
+		{method: "GET", path: "/v1/approvals/{id}", summary: "An approval: caller, capability, input, status, decision", params: id, handler: h.get, responses: map[int]string{200: "approval", 404: "no such approval"}},
+		{method: "POST", path: "/v1/approvals/{id}/approve", summary: "Approve a pending call: the caller may then run it once, retrying with header X-Caphub-Approval: {id}", params: id,
+			handler: h.approve, responses: map[int]string{200: "approval", 404: "no such approval", 409: "not pending (decided or expired)"}},
+		{method: "POST", path: "/v1/approvals/{id}/deny", summary: "Deny a pending call", params: id, body: "{\"reason\": \"...\"} (optional)",
+			handler: h.deny, responses: map[int]string{200: "approval", 404: "no such approval", 409: "not pending (decided or expired)"}},
+	}
+}
+
+type approvalHandlers struct {
+	s *Server
+	a *policy.Approvals
+}
+
+func (h approvalHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	items, err := h.a.List(r.Context(), r.URL.Query().Get("status"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ApprovalList{Items: items, Total: len(items)}, h.s.log)
+	return nil
+}
+
+func (h approvalHandlers) get(w http.ResponseWriter, r *http.Request) error {
+	ap, err := h.a.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ap, h.s.log)
+	return nil
+}
+
+func (h approvalHandlers) approve(w http.ResponseWriter, r *http.Request) error {
+	ap, err := h.a.Approve(r.Context(), r.PathValue("id"), decider(r))
+	return h.decided(w, r, ap, err)
+}
+
+func (h approvalHandlers) deny(w http.ResponseWriter, r *http.Request) error {
+	var body DenyApproval
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &body); err != nil {
+			return err
+		}
+	}
+	ap, err := h.a.Deny(r.Context(), r.PathValue("id"), decider(r), body.Reason)
+	return h.decided(w, r, ap, err)
+}
+
+// decided answers a decision: the approval, or 409 when it was not pending.
+func (h approvalHandlers) decided(w http.ResponseWriter, r *http.Request, ap *policy.Approval, err error) error {
+	if errors.Is(err, policy.ErrDecided) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusConflict)
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&Problem{Type: problemBase + "approval-decided", Title: "The approval is not pending", Status: http.StatusConflict,
+			Detail: err.Error(), Instance: r.URL.Path}); err != nil {
+			h.s.log.Debug("write problem", "err", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ap, h.s.log)
+	return nil
+}
+
+// decider names who decides: the request's actor (set by ServeHTTP from
+// X-Caphub-Agent or the remote address).
+func decider(r *http.Request) string {
+	if a := registry.ActorFrom(r.Context()); a != "anonymous" {
+		return a
+	}
+	if a := r.Header.Get("X-Caphub-Agent"); a != "" {
+		return a
+	}
+	return "rest:" + r.RemoteAddr
+}
