@@ -21,7 +21,7 @@ func newCapabilityCmd() *cobra.Command {
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newValidateCmd(), newCompatCmd(), newDiffCmd(),
-		newListCmd(), newShowCmd(), newRegisterCmd(), newDeprecateCmd(), newSearchCmd(), newSignCmd(), newVerifyCmd())
+		newListCmd(), newShowCmd(), newRegisterCmd(), newDeprecateCmd(), newSearchCmd(), newSignCmd(), newVerifyCmd(), newResolveCmd())
 	return cmd
 }
 
