@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/mcpfront"
@@ -90,10 +91,17 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
 			})
 			defer front.Close() // before a.Close: ends sessions, kills the stdio servers it started
+			agentGW := mcpgw.NewAgentGateways(agent.NewAgents(docs, a.svc), a.pipeline, a.store, mcpgw.Options{
+				Version: buildVersion(), Log: log,
+				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
+				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
+			})
+			defer agentGW.Close() // before a.Close: it watches the store
 			mux := http.NewServeMux()
-			mux.Handle("/mcp", gw.Handler())             // streamable HTTP
-			mux.Handle("/mcp/sse", gw.Handler())         // HTTP+SSE (GET opens, POST ?sessionid=… sends)
-			mux.Handle("/mcp/servers/", front.Handler()) // saved upstreams fronted: /mcp/servers/{name}[/sse]
+			mux.Handle("/mcp/agents/", agentGW.Handler()) // one agent's tools: /mcp/agents/{id}
+			mux.Handle("/mcp", gw.Handler())              // streamable HTTP
+			mux.Handle("/mcp/sse", gw.Handler())          // HTTP+SSE (GET opens, POST ?sessionid=… sends)
+			mux.Handle("/mcp/servers/", front.Handler())  // saved upstreams fronted: /mcp/servers/{name}[/sse]
 			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals())))
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -112,7 +120,7 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 			}
 			// Shutdown waits for open connections: end the MCP sessions
 			// (long-lived SSE streams) as it starts.
-			srv.RegisterOnShutdown(func() { gw.Close(); _ = front.Close() })
+			srv.RegisterOnShutdown(func() { gw.Close(); _ = front.Close(); _ = agentGW.Close() })
 			log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", gw.Mode(), "auth", enforce, "db", dbFlag(cmd), "version", buildVersion())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
