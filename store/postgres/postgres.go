@@ -1,7 +1,8 @@
 // Package postgres is the registry.Store for a shared PostgreSQL database
 // (pgx), for any number of caphub replicas: versions are unique through a
-// constraint, search ranks a weighted tsvector with ts_rank_cd, and replicas
-// learn of each other's changes through LISTEN/NOTIFY.
+// constraint, search ranks a weighted tsvector with ts_rank (cheaper than
+// ts_rank_cd over thousands of matches), and replicas learn of each other's
+// changes through LISTEN/NOTIFY.
 //
 // The store lives in the current schema (the first of search_path), so one
 // database can hold several registries, or a test its own schema: add

@@ -24,7 +24,7 @@ import (
 const orderBy = `c.scheme, c.domain, c.name, c.version_key, c.version`
 
 // rankWeights weight the tsvector classes D, C, B, A (description; domains
-// and categories; keywords and intents; name and title) for ts_rank_cd: a
+// and categories; keywords and intents; name and title) for ts_rank: a
 // word in the name or title counts ten times one in the description.
 const rankWeights = `'{0.1, 0.2, 0.4, 1.0}'::float4[]`
 
@@ -265,7 +265,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 	countArgs := slices.Clone(a)
 	// Rank and count the matches in one pass, sorting only their keys; then
 	// read the definitions of the page's rows.
-	pageSQL := `WITH m AS (SELECT c.id, ` + fmt.Sprintf(`ts_rank_cd(%s, c.search, q, %d)`, rankWeights, rankNormalization) + ` AS rank,
+	pageSQL := `WITH m AS (SELECT c.id, ` + fmt.Sprintf(`ts_rank(%s, c.search, q, %d)`, rankWeights, rankNormalization) + ` AS rank,
 			c.scheme, c.domain, c.name, c.version_key, c.version, count(*) OVER () AS total` + from + `
 		ORDER BY rank DESC, ` + orderBy + ` LIMIT ` + a.add(sqlLimit(f.Limit)) + ` OFFSET ` + a.add(cur.Offset) + `)
 		SELECT ` + recordColumns + `, m.total FROM m JOIN capabilities c ON c.id = m.id
