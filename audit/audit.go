@@ -123,10 +123,66 @@ func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
 	}
 }
 
+// Enqueue hands an event to the writer without waiting for its commit and
+// returns at once; a failure is logged. The writer appends in order, so an
+// event enqueued before another that is waited for (an invocation record
+// after its policy decision) is committed by the time that one returns:
+// the two share a commit instead of costing one each.
+func (l *Log) Enqueue(kind, actor, capability string, data any) {
+	b, err := json.Marshal(data)
+	if err == nil && string(b) == "null" {
+		b = nil
+	}
+	if err == nil && len(b) > 0 {
+		b, err = Canonicalize(b)
+	}
+	if err != nil {
+		l.log.Error("audit event not recorded: its data cannot be encoded", "kind", kind, "capability", capability, "err", err)
+		return
+	}
+	if len(b) == 0 {
+		b = []byte("{}")
+	}
+	l.startOnce.Do(l.start)
+	r := &pending{e: Event{Kind: kind, Actor: actor, Capability: capability, Data: b}, done: make(chan appended, 1)}
+	select {
+	case l.queue <- r:
+	case <-l.stop:
+		l.log.Error("audit event not recorded: the audit log is closed", "kind", kind, "capability", capability)
+		return
+	}
+	go func() {
+		if res := <-r.done; res.err != nil {
+			l.log.Error("audit event not recorded", "kind", kind, "capability", capability, "err", res.err)
+		}
+	}()
+}
+
+// Flush returns once every event handed to the writer before it (Enqueue
+// included) is committed, or ctx ends.
+func (l *Log) Flush(ctx context.Context) error {
+	l.startOnce.Do(l.start)
+	r := &pending{flush: true, done: make(chan appended, 1)}
+	select {
+	case l.queue <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.stop:
+		return errors.New("the audit log is closed")
+	}
+	select {
+	case res := <-r.done:
+		return res.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // pending is an event waiting for the writer; appended is its outcome.
 type pending struct {
-	e    Event
-	done chan appended
+	e     Event
+	flush bool // a Flush marker: no event, answered once what precedes it is committed
+	done  chan appended
 }
 
 type appended struct {
@@ -169,7 +225,27 @@ func (l *Log) start() {
 	}()
 }
 
-func (l *Log) write(batch []*pending) {
+func (l *Log) write(all []*pending) {
+	// Flush markers carry no event: they are answered with the batch.
+	var batch, markers []*pending
+	for _, r := range all {
+		if r.flush {
+			markers = append(markers, r)
+		} else {
+			batch = append(batch, r)
+		}
+	}
+	if len(batch) == 0 {
+		for _, m := range markers {
+			m.done <- appended{}
+		}
+		return
+	}
+	defer func(markers []*pending) {
+		for _, m := range markers {
+			m.done <- appended{}
+		}
+	}(markers)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	evs, err := l.store.AppendAuditBatch(ctx, len(batch), func(last *Event, i int) (Event, error) {

@@ -96,9 +96,9 @@ func (e *Engine) Check(ctx context.Context, call *invoke.Call) error {
 	// approval rule) is allowed without a decision event: its invocation
 	// record is in the audit chain anyway.
 	if e.opts.Audit != nil && !(d.Decision == "allow" && d.Policy == "" && d.Rule == "") {
-		if _, aerr := e.opts.Audit.Record(ctx, audit.KindPolicyDecision, call.Caller, call.URI, d); aerr != nil {
-			e.opts.Log.Error("record policy decision", "uri", call.URI, "caller", call.Caller, "decision", d.Decision, "err", aerr)
-		}
+		// Not waited for: the invocation record that follows (and is waited
+		// for) shares its commit.
+		e.opts.Audit.Enqueue(audit.KindPolicyDecision, call.Caller, call.URI, d)
 	}
 	return err
 }

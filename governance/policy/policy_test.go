@@ -184,6 +184,9 @@ func TestAllowAndAudit(t *testing.T) {
 	if e.ran("fetch") != 1 || e.ran("wipe") != 0 {
 		t.Errorf("runs %v", e.runs)
 	}
+	if err := e.audit.Flush(ctx); err != nil { // decisions are enqueued, not waited for
+		t.Fatal(err)
+	}
 	evs, err := e.audit.List(ctx, audit.Filter{Kind: audit.KindPolicyDecision})
 	if err != nil {
 		t.Fatal(err)
