@@ -20,7 +20,7 @@ import (
 func newAgentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "agent",
-		Short:   "Check OSSA agent manifests (kind: Agent)",
+		Short:   "Manage OSSA agents: validate, apply, list, show and compose their configuration",
 		Example: "  caphub agent validate agent.ossa.yaml\n  caphub agent validate --db ./caphub.db agents/*.yaml",
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },

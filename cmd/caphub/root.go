@@ -28,8 +28,9 @@ func newRootCmd() *cobra.Command {
 		Use:   "caphub",
 		Short: "Capability registry and broker for AI agents",
 		Long: `caphub stores versioned capability definitions (OSSA, MCP, OpenAPI, RTFS, Agent OS),
-checks their compatibility and breaking changes, and serves them to agents.`,
-		Example:       "  caphub capability validate ./my-capability.yaml\n  caphub version",
+checks their compatibility and breaking changes, invokes them through their bindings under
+per-agent policy, and serves them to agents over REST and MCP.`,
+		Example:       "  caphub serve\n  caphub capability validate ./my-capability.yaml\n  caphub invoke ossa:everruns/add@1.0 --input '{\"a\": 2, \"b\": 3}'",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
