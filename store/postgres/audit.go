@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 var _ registry.AuditStore = (*Store)(nil)
@@ -51,7 +50,7 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 		if err != nil {
 			return err
 		}
-		if err := checkAuditEvent(ev, last); err != nil {
+		if err := contract.CheckAuditEvent(ev, last); err != nil {
 			return fmt.Errorf("event %d: %w", ev.Seq, err)
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
@@ -95,7 +94,7 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 			if err != nil {
 				return err
 			}
-			if err := checkAuditEvent(ev, last); err != nil {
+			if err := contract.CheckAuditEvent(ev, last); err != nil {
 				return fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
 			batch.Queue(`INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
@@ -119,7 +118,7 @@ func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]regist
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := checkAuditFilter(f); err != nil {
+	if err := contract.CheckAuditFilter(f); err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
 	query, args := listAuditSQL(f)
@@ -160,7 +159,7 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 		where = append(where, `seq > `+arg(f.AfterSeq))
 	}
 	if !f.Since.IsZero() {
-		where = append(where, `time >= `+arg(ceilMicro(f.Since)))
+		where = append(where, `time >= `+arg(contract.CeilMicro(f.Since)))
 	}
 	if f.Kind != "" {
 		where = append(where, `kind = `+arg(f.Kind))
@@ -216,61 +215,4 @@ func scanAudit(row pgx.Row) (registry.AuditEvent, error) {
 	e.Time = e.Time.UTC()
 	e.Data = json.RawMessage(data)
 	return e, nil
-}
-
-// ceilMicro rounds t up to the microsecond the store keeps, so that a
-// filter's bound includes no event before it.
-func ceilMicro(t time.Time) time.Time {
-	t = t.UTC()
-	if c := t.Truncate(time.Microsecond); c.Before(t) {
-		return c.Add(time.Microsecond)
-	}
-	return t
-}
-
-// checkAuditFilter refuses negative bounds.
-func checkAuditFilter(f registry.AuditFilter) error {
-	switch {
-	case f.Limit < 0:
-		return fmt.Errorf("the limit %d is negative: give 0 (no limit) or more", f.Limit)
-	case f.AfterSeq < 0:
-		return fmt.Errorf("after_seq %d is negative: give 0 (from the first event) or more", f.AfterSeq)
-	}
-	return nil
-}
-
-// checkAuditEvent checks an event to be appended after last: the next seq,
-// a time in microseconds, a kind, text PostgreSQL can hold (valid UTF-8, no
-// NUL; both stores refuse alike), and one JSON text as data.
-func checkAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
-	want := int64(1)
-	if last != nil {
-		want = last.Seq + 1
-	}
-	if e.Seq != want {
-		return fmt.Errorf("its seq is %d, but the next one is %d: build the event from the last one AppendAudit gives (a bug in the caller)", e.Seq, want)
-	}
-	if e.Time.IsZero() {
-		return errors.New("its time is zero: set the time it was appended")
-	}
-	if e.Time.Nanosecond()%1000 != 0 {
-		return errors.New("its time has sub-microsecond digits, which the stores do not keep: truncate it to the microsecond before hashing the event")
-	}
-	if e.Kind == "" {
-		return errors.New("its kind is empty: say what happened (registered, invocation, …)")
-	}
-	for _, f := range []struct{ name, value string }{
-		{"kind", e.Kind}, {"actor", e.Actor}, {"capability", e.Capability}, {"prev_hash", e.PrevHash}, {"hash", e.Hash},
-	} {
-		switch {
-		case !utf8.ValidString(f.value):
-			return fmt.Errorf("its %s is not valid UTF-8", f.name)
-		case strings.IndexByte(f.value, 0) >= 0:
-			return fmt.Errorf("its %s contains a NUL byte, which the stores cannot hold", f.name)
-		}
-	}
-	if !utf8.Valid(e.Data) || !json.Valid(e.Data) {
-		return errors.New("its data is not one valid JSON text: encode it with encoding/json")
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 // TestDocsMigration checks that a schema made before the docs table existed
@@ -132,12 +133,12 @@ func TestPrefixEnd(t *testing.T) {
 		{"\U0010ffff", "", false},
 		{"\U0010ffff\U0010ffff", "", false},
 	} {
-		end, ok := prefixEnd(tt.prefix)
+		end, ok := contract.PrefixEnd(tt.prefix)
 		if end != tt.end || ok != tt.ok {
-			t.Errorf("prefixEnd(%+q) = %+q, %v; want %+q, %v", tt.prefix, end, ok, tt.end, tt.ok)
+			t.Errorf("contract.PrefixEnd(%+q) = %+q, %v; want %+q, %v", tt.prefix, end, ok, tt.end, tt.ok)
 		}
 		if ok && (!utf8.ValidString(end) || end <= tt.prefix) {
-			t.Errorf("prefixEnd(%+q) = %+q: not valid UTF-8 above the prefix", tt.prefix, end)
+			t.Errorf("contract.PrefixEnd(%+q) = %+q: not valid UTF-8 above the prefix", tt.prefix, end)
 		}
 	}
 }

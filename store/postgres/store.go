@@ -14,6 +14,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 // maxAttempts bounds how often a write transaction is retried after a
@@ -109,13 +110,16 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 		return results, nil
 	}
 	now := time.Now()
-	preps := make([]prepared, len(recs))
+	preps := make([]contract.Prepared, len(recs))
 	first := map[registry.Key]int{} // key → index of its first record
 	var unique []int
 	for i, r := range recs {
-		p, err := prepare(r, now)
+		p, err := contract.Prepare(r, now)
 		if err != nil {
 			return nil, err
+		}
+		for f := range p.FTS {
+			p.FTS[f] = clean(p.FTS[f]) // text PostgreSQL can hold
 		}
 		preps[i] = p
 		results[i].Key = r.Key
@@ -150,13 +154,13 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 		var times []time.Time
 		for _, i := range unique {
 			p, k := preps[i], recs[i].Key
-			for c, v := range []string{k.Scheme, k.Domain, k.Name, k.Version, p.versionKey, p.stability, p.source, p.definition, p.rec.Digest, p.rec.TrustTier} {
+			for c, v := range []string{k.Scheme, k.Domain, k.Name, k.Version, p.VersionKey, p.Stability, p.Source, p.Definition, p.Rec.Digest, p.Rec.TrustTier} {
 				cols[c] = append(cols[c], v)
 			}
-			for c, v := range p.fts {
+			for c, v := range p.FTS {
 				cols[11+c] = append(cols[11+c], v)
 			}
-			times = append(times, p.registeredAt)
+			times = append(times, p.RegisteredAt)
 		}
 		args := make([]any, 0, 18)
 		for c := 0; c < 10; c++ {
@@ -247,7 +251,7 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 			if !ok {
 				continue
 			}
-			for t, vals := range [][]string{preps[i].domains, preps[i].categories, preps[i].intents, preps[i].bindings} {
+			for t, vals := range [][]string{preps[i].Domains, preps[i].Categories, preps[i].Intents, preps[i].Bindings} {
 				for _, v := range vals {
 					sideIDs[t] = append(sideIDs[t], id)
 					sideVals[t] = append(sideVals[t], v)
@@ -374,7 +378,7 @@ func (s *Store) Deprecate(ctx context.Context, k registry.Key, d registry.Deprec
 		r.Definition.SunsetDate = d.SunsetDate
 		r.Definition.MigrationGuide = d.MigrationGuide
 		r.DeprecatedAt = &at
-		def, err := marshalDefinition(r.Definition)
+		def, err := contract.MarshalDefinition(r.Definition)
 		if err != nil {
 			return err
 		}

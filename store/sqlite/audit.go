@@ -7,10 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 var _ registry.AuditStore = (*Store)(nil)
@@ -47,7 +46,7 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 	if err != nil {
 		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: %w: nothing was written", s.path, err)
 	}
-	if err := checkAuditEvent(ev, last); err != nil {
+	if err := contract.CheckAuditEvent(ev, last); err != nil {
 		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -91,7 +90,7 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 		if err != nil {
 			return nil, fmt.Errorf("append audit events to sqlite database %s: %w: nothing was written", s.path, err)
 		}
-		if err := checkAuditEvent(ev, last); err != nil {
+		if err := contract.CheckAuditEvent(ev, last); err != nil {
 			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 		}
 		if _, err := stmt.ExecContext(ctx, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
@@ -113,7 +112,7 @@ func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]regist
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := checkAuditFilter(f); err != nil {
+	if err := contract.CheckAuditFilter(f); err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
 	query, args := listAuditSQL(f)
@@ -151,7 +150,7 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 	}
 	if !f.Since.IsZero() {
 		where = append(where, `time >= ?`)
-		args = append(args, formatTime(ceilMicro(f.Since)))
+		args = append(args, formatTime(contract.CeilMicro(f.Since)))
 	}
 	if f.Kind != "" {
 		where = append(where, `kind = ?`)
@@ -215,61 +214,4 @@ func scanAudit(sc scanner) (registry.AuditEvent, error) {
 	e.Time = t
 	e.Data = json.RawMessage(data)
 	return e, nil
-}
-
-// ceilMicro rounds t up to the microsecond the store keeps, so that a
-// filter's bound includes no event before it.
-func ceilMicro(t time.Time) time.Time {
-	t = t.UTC()
-	if c := t.Truncate(time.Microsecond); c.Before(t) {
-		return c.Add(time.Microsecond)
-	}
-	return t
-}
-
-// checkAuditFilter refuses negative bounds.
-func checkAuditFilter(f registry.AuditFilter) error {
-	switch {
-	case f.Limit < 0:
-		return fmt.Errorf("the limit %d is negative: give 0 (no limit) or more", f.Limit)
-	case f.AfterSeq < 0:
-		return fmt.Errorf("after_seq %d is negative: give 0 (from the first event) or more", f.AfterSeq)
-	}
-	return nil
-}
-
-// checkAuditEvent checks an event to be appended after last: the next seq,
-// a time, a kind, text PostgreSQL can hold too (valid UTF-8, no NUL; both
-// stores refuse alike), and one JSON text as data.
-func checkAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
-	want := int64(1)
-	if last != nil {
-		want = last.Seq + 1
-	}
-	if e.Seq != want {
-		return fmt.Errorf("its seq is %d, but the next one is %d: build the event from the last one AppendAudit gives (a bug in the caller)", e.Seq, want)
-	}
-	if e.Time.IsZero() {
-		return errors.New("its time is zero: set the time it was appended")
-	}
-	if e.Time.Nanosecond()%1000 != 0 {
-		return errors.New("its time has sub-microsecond digits, which the stores do not keep: truncate it to the microsecond before hashing the event")
-	}
-	if e.Kind == "" {
-		return errors.New("its kind is empty: say what happened (registered, invocation, …)")
-	}
-	for _, f := range []struct{ name, value string }{
-		{"kind", e.Kind}, {"actor", e.Actor}, {"capability", e.Capability}, {"prev_hash", e.PrevHash}, {"hash", e.Hash},
-	} {
-		switch {
-		case !utf8.ValidString(f.value):
-			return fmt.Errorf("its %s is not valid UTF-8", f.name)
-		case strings.IndexByte(f.value, 0) >= 0:
-			return fmt.Errorf("its %s contains a NUL byte, which the stores cannot hold", f.name)
-		}
-	}
-	if !utf8.Valid(e.Data) || !json.Valid(e.Data) {
-		return errors.New("its data is not one valid JSON text: encode it with encoding/json")
-	}
-	return nil
 }

@@ -3,14 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 var _ registry.DocStore = (*Store)(nil)
@@ -23,11 +21,11 @@ func (s *Store) PutDoc(ctx context.Context, kind, key string, value []byte) erro
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if err := checkDoc(kind, key, value); err != nil {
-		return fmt.Errorf("put %s: %w", docName(kind, key), err)
+	if err := contract.CheckDoc(kind, key, value); err != nil {
+		return fmt.Errorf("put %s: %w", contract.DocName(kind, key), err)
 	}
 	if _, err := s.writer.ExecContext(ctx, putDocSQL, kind, key, string(value), formatTime(time.Now())); err != nil {
-		return fmt.Errorf("put %s into sqlite database %s: %w", docName(kind, key), s.path, err)
+		return fmt.Errorf("put %s into sqlite database %s: %w", contract.DocName(kind, key), s.path, err)
 	}
 	return nil
 }
@@ -42,15 +40,15 @@ func (s *Store) GetDoc(ctx context.Context, kind, key string) (registry.Doc, err
 	if err := s.checkOpen(); err != nil {
 		return registry.Doc{}, err
 	}
-	if err := checkDocName(kind, key); err != nil {
-		return registry.Doc{}, fmt.Errorf("get %s: %w", docName(kind, key), err)
+	if err := contract.CheckDocName(kind, key); err != nil {
+		return registry.Doc{}, fmt.Errorf("get %s: %w", contract.DocName(kind, key), err)
 	}
 	d, err := scanDoc(s.reader.QueryRowContext(ctx, `SELECT `+docColumns+` FROM docs WHERE kind = ? AND key = ?`, kind, key))
 	if errors.Is(err, sql.ErrNoRows) {
-		return registry.Doc{}, fmt.Errorf("%s: %w", docName(kind, key), registry.ErrNotFound)
+		return registry.Doc{}, fmt.Errorf("%s: %w", contract.DocName(kind, key), registry.ErrNotFound)
 	}
 	if err != nil {
-		return registry.Doc{}, fmt.Errorf("get %s from sqlite database %s: %w", docName(kind, key), s.path, err)
+		return registry.Doc{}, fmt.Errorf("get %s from sqlite database %s: %w", contract.DocName(kind, key), s.path, err)
 	}
 	return d, nil
 }
@@ -64,7 +62,7 @@ func (s *Store) ListDocs(ctx context.Context, kind, prefix string) ([]registry.D
 		return nil, err
 	}
 	what := fmt.Sprintf("list documents of kind %q with key prefix %q", kind, prefix)
-	if err := checkDocPrefix(kind, prefix); err != nil {
+	if err := contract.CheckDocPrefix(kind, prefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	query, args := listDocsSQL(kind, prefix)
@@ -95,7 +93,7 @@ func listDocsSQL(kind, prefix string) (string, []any) {
 	if prefix != "" {
 		query += ` AND key >= ?`
 		args = append(args, prefix)
-		if end, ok := prefixEnd(prefix); ok {
+		if end, ok := contract.PrefixEnd(prefix); ok {
 			query += ` AND key < ?`
 			args = append(args, end)
 		}
@@ -108,19 +106,19 @@ func (s *Store) DeleteDoc(ctx context.Context, kind, key string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if err := checkDocName(kind, key); err != nil {
-		return fmt.Errorf("delete %s: %w", docName(kind, key), err)
+	if err := contract.CheckDocName(kind, key); err != nil {
+		return fmt.Errorf("delete %s: %w", contract.DocName(kind, key), err)
 	}
 	res, err := s.writer.ExecContext(ctx, deleteDocSQL, kind, key)
 	if err != nil {
-		return fmt.Errorf("delete %s from sqlite database %s: %w", docName(kind, key), s.path, err)
+		return fmt.Errorf("delete %s from sqlite database %s: %w", contract.DocName(kind, key), s.path, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("delete %s from sqlite database %s: %w", docName(kind, key), s.path, err)
+		return fmt.Errorf("delete %s from sqlite database %s: %w", contract.DocName(kind, key), s.path, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("delete %s: %w", docName(kind, key), registry.ErrNotFound)
+		return fmt.Errorf("delete %s: %w", contract.DocName(kind, key), registry.ErrNotFound)
 	}
 	return nil
 }
@@ -136,8 +134,8 @@ func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
 		return err
 	}
 	for i, op := range ops {
-		if err := checkDocOp(op); err != nil {
-			return fmt.Errorf("apply %d document ops: op %d (%s): %w: nothing was written", len(ops), i, opName(op), err)
+		if err := contract.CheckDocOp(op); err != nil {
+			return fmt.Errorf("apply %d document ops: op %d (%s): %w: nothing was written", len(ops), i, contract.OpName(op), err)
 		}
 	}
 	if len(ops) == 0 {
@@ -166,7 +164,7 @@ func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
 			_, err = put.ExecContext(ctx, op.Kind, op.Key, string(op.Value), now)
 		}
 		if err != nil {
-			return fmt.Errorf("apply %d document ops to sqlite database %s: op %d (%s): %w: nothing was written", len(ops), s.path, i, opName(op), err)
+			return fmt.Errorf("apply %d document ops to sqlite database %s: op %d (%s): %w: nothing was written", len(ops), s.path, i, contract.OpName(op), err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -197,104 +195,8 @@ func scanDoc(sc scanner) (registry.Doc, error) {
 	d.Value = []byte(value)
 	t, err := parseTime(updatedAt)
 	if err != nil {
-		return registry.Doc{}, fmt.Errorf("decode updated_at of %s: %w: the database is damaged", docName(d.Kind, d.Key), err)
+		return registry.Doc{}, fmt.Errorf("decode updated_at of %s: %w: the database is damaged", contract.DocName(d.Kind, d.Key), err)
 	}
 	d.UpdatedAt = t
 	return d, nil
-}
-
-// docName names a document in messages.
-func docName(kind, key string) string {
-	return fmt.Sprintf("document %q of kind %q", key, kind)
-}
-
-func opName(op registry.DocOp) string {
-	if op.Delete {
-		return "delete " + docName(op.Kind, op.Key)
-	}
-	return "put " + docName(op.Kind, op.Key)
-}
-
-func checkDocOp(op registry.DocOp) error {
-	if op.Delete {
-		return checkDocName(op.Kind, op.Key)
-	}
-	return checkDoc(op.Kind, op.Key, op.Value)
-}
-
-// checkDoc checks a document to be written: its kind and key, and that its
-// value is one JSON text.
-func checkDoc(kind, key string, value []byte) error {
-	if err := checkDocName(kind, key); err != nil {
-		return err
-	}
-	if !utf8.Valid(value) {
-		return errors.New("the value is not valid UTF-8: a JSON text is UTF-8 (RFC 8259); encode it with encoding/json")
-	}
-	if !json.Valid(value) {
-		// Unmarshal into a RawMessage only checks the syntax, and says where
-		// it breaks.
-		err := json.Unmarshal(value, new(json.RawMessage))
-		if err == nil {
-			err = errors.New("not one JSON value")
-		}
-		return fmt.Errorf("the value is not valid JSON: %w: store one JSON text (encode it with encoding/json)", err)
-	}
-	return nil
-}
-
-// checkDocName checks a document's kind and key: not empty, valid UTF-8,
-// no NUL (which PostgreSQL text cannot hold; both stores refuse it alike).
-func checkDocName(kind, key string) error {
-	if err := checkDocText("kind", kind); err != nil {
-		return err
-	}
-	return checkDocText("key", key)
-}
-
-// checkDocPrefix checks the kind and key prefix of ListDocs; an empty
-// prefix lists the whole kind.
-func checkDocPrefix(kind, prefix string) error {
-	if err := checkDocText("kind", kind); err != nil {
-		return err
-	}
-	if prefix == "" {
-		return nil
-	}
-	return checkDocText("key prefix", prefix)
-}
-
-func checkDocText(what, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("the %s is empty: give a non-empty %s", what, what)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("the %s is not valid UTF-8: document kinds and keys are UTF-8 text", what)
-	case strings.IndexByte(s, 0) >= 0:
-		return fmt.Errorf("the %s contains a NUL byte: document kinds and keys cannot hold one", what)
-	}
-	return nil
-}
-
-// prefixEnd returns the least valid UTF-8 string greater than every string
-// that starts with prefix, the exclusive upper bound of a range scan for the
-// prefix in byte order; false when there is none (the prefix is all
-// U+10FFFF). prefix must be valid UTF-8: the successor of its last rune
-// replaces it (skipping the surrogates, which UTF-8 cannot encode), so the
-// bound is valid UTF-8 too. UTF-8's byte order is code point order, so a
-// valid string is in [prefix, end) exactly when it starts with prefix.
-func prefixEnd(prefix string) (string, bool) {
-	for prefix != "" {
-		r, size := utf8.DecodeLastRuneInString(prefix)
-		prefix = prefix[:len(prefix)-size]
-		if r == utf8.MaxRune {
-			continue
-		}
-		r++
-		if r >= 0xD800 && r <= 0xDFFF {
-			r = 0xE000
-		}
-		return prefix + string(r), true
-	}
-	return "", false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 // Put stores the records in one transaction; see registry.Store.
@@ -18,9 +19,9 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 		return results, nil
 	}
 	now := time.Now()
-	preps := make([]prepared, len(recs))
+	preps := make([]contract.Prepared, len(recs))
 	for i, r := range recs {
-		p, err := prepare(r, now)
+		p, err := contract.Prepare(r, now)
 		if err != nil {
 			return nil, err
 		}
@@ -42,11 +43,11 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 	touched := map[capKey]bool{}
 	var events []registry.Event
 	for i, p := range preps {
-		k := p.rec.Key
+		k := p.Rec.Key
 		results[i].Key = k
 		var id int64
-		err := st.insert.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version, p.versionKey, p.stability, p.source,
-			p.definition, p.rec.Digest, p.rec.TrustTier, p.registeredAt).Scan(&id)
+		err := st.insert.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version, p.VersionKey, p.Stability, p.Source,
+			p.Definition, p.Rec.Digest, p.Rec.TrustTier, formatTime(p.RegisteredAt)).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			// The key exists: identical content is a no-op, other content a
 			// conflict that rolls back the whole batch.
@@ -54,8 +55,8 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 			if err := st.digest.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version).Scan(&existing); err != nil {
 				return nil, fmt.Errorf("put %s: read the stored digest: %w", k, err)
 			}
-			if existing != p.rec.Digest {
-				return nil, &registry.ConflictError{Key: k, ExistingDigest: existing, NewDigest: p.rec.Digest}
+			if existing != p.Rec.Digest {
+				return nil, &registry.ConflictError{Key: k, ExistingDigest: existing, NewDigest: p.Rec.Digest}
 			}
 			continue
 		}
@@ -65,14 +66,14 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 		for _, side := range []struct {
 			stmt   *sql.Stmt
 			values []string
-		}{{st.domain, p.domains}, {st.category, p.categories}, {st.intent, p.intents}, {st.binding, p.bindings}} {
+		}{{st.domain, p.Domains}, {st.category, p.Categories}, {st.intent, p.Intents}, {st.binding, p.Bindings}} {
 			for _, v := range side.values {
 				if _, err := side.stmt.ExecContext(ctx, id, v); err != nil {
 					return nil, fmt.Errorf("put %s: index %q: %w", k, v, err)
 				}
 			}
 		}
-		f := p.fts
+		f := p.FTS
 		if _, err := st.fts.ExecContext(ctx, id, f[0], f[1], f[2], f[3], f[4], f[5], f[6]); err != nil {
 			return nil, fmt.Errorf("put %s: full-text index: %w", k, err)
 		}
@@ -224,7 +225,7 @@ func (s *Store) Deprecate(ctx context.Context, k registry.Key, d registry.Deprec
 	r.Definition.SunsetDate = d.SunsetDate
 	r.Definition.MigrationGuide = d.MigrationGuide
 	r.DeprecatedAt = &at
-	b, err := marshalDefinition(r.Definition)
+	b, err := contract.MarshalDefinition(r.Definition)
 	if err != nil {
 		return registry.Record{}, fmt.Errorf("deprecate %s: %w", k, err)
 	}

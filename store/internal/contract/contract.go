@@ -1,0 +1,294 @@
+// Package contract holds what both stores check and derive alike: the
+// checks of a record, a document and an audit event before they are
+// written, the values a record is indexed by, and the bound of a prefix
+// range scan. Keeping them here makes the two stores refuse and index the
+// same things the same way; only their SQL differs.
+package contract
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
+)
+
+// Prepared is a record checked and encoded for storage, with the values
+// the side tables and the full-text index hold.
+type Prepared struct {
+	Rec          registry.Record
+	VersionKey   string
+	Definition   string // JSON
+	Stability    string
+	Source       string
+	RegisteredAt time.Time
+	Domains      []string
+	Categories   []string
+	Intents      []string
+	Bindings     []string
+	FTS          [7]string // name, title, description, keywords, intents, domains, categories
+}
+
+// Prepare checks a record's key and encodes it. It does no I/O, so a batch
+// with a bad record fails before anything is written.
+func Prepare(r registry.Record, now time.Time) (Prepared, error) {
+	k := r.Key
+	if k.Scheme == "" || k.Domain == "" || k.Name == "" {
+		return Prepared{}, fmt.Errorf("put %s: the key needs a scheme, a domain and a name", k)
+	}
+	v, err := capability.ParseVersion(k.Version)
+	if err != nil {
+		return Prepared{}, fmt.Errorf("put %s: %w", k, err)
+	}
+	if full := v.Full(); full != k.Version {
+		return Prepared{}, fmt.Errorf("put %s: the key's version %q is not written in full: use %q (capability.Version.Full)", k, k.Version, full)
+	}
+	if r.Digest == "" {
+		return Prepared{}, fmt.Errorf("put %s: the record has no content digest: the registry service computes it before storing", k)
+	}
+	def, err := MarshalDefinition(r.Definition)
+	if err != nil {
+		return Prepared{}, fmt.Errorf("put %s: %w", k, err)
+	}
+	at := r.RegisteredAt
+	if at.IsZero() {
+		at = now
+	}
+	d := r.Definition
+	p := Prepared{
+		Rec:          r,
+		VersionKey:   registry.VersionKey(v),
+		Definition:   def,
+		Stability:    d.Stability,
+		Source:       SourceOf(d),
+		RegisteredAt: at.UTC().Truncate(time.Microsecond),
+		Categories:   Uniq(d.Categories),
+		Intents:      Uniq(d.Intents),
+		Bindings:     Uniq(d.Bindings.Types()),
+	}
+	primary := d.Domain
+	if primary == "" {
+		primary = k.Domain
+	}
+	p.Domains = Uniq(append([]string{primary}, d.Domains...))
+	p.FTS = [7]string{
+		Words(k.Name),
+		d.Title,
+		d.Description,
+		strings.Join(d.Keywords, " "),
+		WordsOf(d.Intents),
+		WordsOf(p.Domains),
+		WordsOf(d.Categories),
+	}
+	return p, nil
+}
+
+// MarshalDefinition encodes a definition for the definition column.
+func MarshalDefinition(d capability.Definition) (string, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return "", fmt.Errorf("encode the definition as JSON: %w: a definition holds only JSON values", err)
+	}
+	return string(b), nil
+}
+
+// SourceOf returns what ListFilter.Source matches: the provenance method, or
+// "manual".
+func SourceOf(d capability.Definition) string {
+	if d.Provenance != nil && d.Provenance.Method != "" {
+		return d.Provenance.Method
+	}
+	return registry.SourceManual
+}
+
+// Uniq returns the non-empty values of list, sorted, without duplicates.
+func Uniq(list []string) []string {
+	out := make([]string, 0, len(list))
+	for _, s := range list {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Words turns an identifier such as scan_vulnerabilities, github.issues or
+// messaging/send-text into space-separated words, so that each part is a
+// token of the full-text index whatever the tokenizer makes of "_" and ".".
+func Words(id string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '.', '/', '-', ':':
+			return ' '
+		}
+		return r
+	}, id)
+}
+
+func WordsOf(ids []string) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = Words(id)
+	}
+	return strings.Join(parts, " ")
+}
+
+// DocName names a document in messages.
+func DocName(kind, key string) string {
+	return fmt.Sprintf("document %q of kind %q", key, kind)
+}
+
+func OpName(op registry.DocOp) string {
+	if op.Delete {
+		return "delete " + DocName(op.Kind, op.Key)
+	}
+	return "put " + DocName(op.Kind, op.Key)
+}
+
+func CheckDocOp(op registry.DocOp) error {
+	if op.Delete {
+		return CheckDocName(op.Kind, op.Key)
+	}
+	return CheckDoc(op.Kind, op.Key, op.Value)
+}
+
+// CheckDoc checks a document to be written: its kind and key, and that its
+// value is one JSON text.
+func CheckDoc(kind, key string, value []byte) error {
+	if err := CheckDocName(kind, key); err != nil {
+		return err
+	}
+	if !utf8.Valid(value) {
+		return errors.New("the value is not valid UTF-8: a JSON text is UTF-8 (RFC 8259); encode it with encoding/json")
+	}
+	if !json.Valid(value) {
+		// Unmarshal into a RawMessage only checks the syntax, and says where
+		// it breaks.
+		err := json.Unmarshal(value, new(json.RawMessage))
+		if err == nil {
+			err = errors.New("not one JSON value")
+		}
+		return fmt.Errorf("the value is not valid JSON: %w: store one JSON text (encode it with encoding/json)", err)
+	}
+	return nil
+}
+
+// CheckDocName checks a document's kind and key: not empty, valid UTF-8,
+// no NUL (which PostgreSQL text cannot hold; both stores refuse it alike).
+func CheckDocName(kind, key string) error {
+	if err := checkDocText("kind", kind); err != nil {
+		return err
+	}
+	return checkDocText("key", key)
+}
+
+// CheckDocPrefix checks the kind and key prefix of ListDocs; an empty
+// prefix lists the whole kind.
+func CheckDocPrefix(kind, prefix string) error {
+	if err := checkDocText("kind", kind); err != nil {
+		return err
+	}
+	if prefix == "" {
+		return nil
+	}
+	return checkDocText("key prefix", prefix)
+}
+
+func checkDocText(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("the %s is empty: give a non-empty %s", what, what)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("the %s is not valid UTF-8: document kinds and keys are UTF-8 text", what)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("the %s contains a NUL byte: document kinds and keys cannot hold one", what)
+	}
+	return nil
+}
+
+// PrefixEnd returns the least valid UTF-8 string greater than every string
+// that starts with prefix, the exclusive upper bound of a range scan for the
+// prefix in byte order; false when there is none (the prefix is all
+// U+10FFFF). prefix must be valid UTF-8: the successor of its last rune
+// replaces it (skipping the surrogates, which UTF-8 cannot encode), so the
+// bound is valid UTF-8 too, as a PostgreSQL text parameter must be. UTF-8's
+// byte order is code point order, so a valid string is in [prefix, end)
+// exactly when it starts with prefix.
+func PrefixEnd(prefix string) (string, bool) {
+	for prefix != "" {
+		r, size := utf8.DecodeLastRuneInString(prefix)
+		prefix = prefix[:len(prefix)-size]
+		if r == utf8.MaxRune {
+			continue
+		}
+		r++
+		if r >= 0xD800 && r <= 0xDFFF {
+			r = 0xE000
+		}
+		return prefix + string(r), true
+	}
+	return "", false
+}
+
+// CeilMicro rounds t up to the microsecond the store keeps, so that a
+// filter's bound includes no event before it.
+func CeilMicro(t time.Time) time.Time {
+	t = t.UTC()
+	if c := t.Truncate(time.Microsecond); c.Before(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
+}
+
+// CheckAuditFilter refuses negative bounds.
+func CheckAuditFilter(f registry.AuditFilter) error {
+	switch {
+	case f.Limit < 0:
+		return fmt.Errorf("the limit %d is negative: give 0 (no limit) or more", f.Limit)
+	case f.AfterSeq < 0:
+		return fmt.Errorf("after_seq %d is negative: give 0 (from the first event) or more", f.AfterSeq)
+	}
+	return nil
+}
+
+// CheckAuditEvent checks an event to be appended after last: the next seq,
+// a time in microseconds, a kind, text PostgreSQL can hold (valid UTF-8, no
+// NUL; both stores refuse alike), and one JSON text as data.
+func CheckAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
+	want := int64(1)
+	if last != nil {
+		want = last.Seq + 1
+	}
+	if e.Seq != want {
+		return fmt.Errorf("its seq is %d, but the next one is %d: build the event from the last one AppendAudit gives (a bug in the caller)", e.Seq, want)
+	}
+	if e.Time.IsZero() {
+		return errors.New("its time is zero: set the time it was appended")
+	}
+	if e.Time.Nanosecond()%1000 != 0 {
+		return errors.New("its time has sub-microsecond digits, which the stores do not keep: truncate it to the microsecond before hashing the event")
+	}
+	if e.Kind == "" {
+		return errors.New("its kind is empty: say what happened (registered, invocation, …)")
+	}
+	for _, f := range []struct{ name, value string }{
+		{"kind", e.Kind}, {"actor", e.Actor}, {"capability", e.Capability}, {"prev_hash", e.PrevHash}, {"hash", e.Hash},
+	} {
+		switch {
+		case !utf8.ValidString(f.value):
+			return fmt.Errorf("its %s is not valid UTF-8", f.name)
+		case strings.IndexByte(f.value, 0) >= 0:
+			return fmt.Errorf("its %s contains a NUL byte, which the stores cannot hold", f.name)
+		}
+	}
+	if !utf8.Valid(e.Data) || !json.Valid(e.Data) {
+		return errors.New("its data is not one valid JSON text: encode it with encoding/json")
+	}
+	return nil
+}
