@@ -2,6 +2,7 @@ package grpcbind
 
 import (
 	"fmt"
+	"github.com/caphub/caphub/invoke/binding/allowlist"
 	"net"
 	"strconv"
 	"strings"
@@ -79,62 +80,7 @@ func (b *Binding) checkTarget(raw string) (string, error) {
 }
 
 // targetAllowed reports whether host:port matches one of patterns (see
-// Options.AllowedTargets); no patterns means loopback only.
+// allowlist.Allowed); no patterns means loopback only.
 func targetAllowed(patterns []string, host, port string) bool {
-	if len(patterns) == 0 {
-		return isLoopback(host)
-	}
-	for _, p := range patterns {
-		if matchTarget(p, host, port) {
-			return true
-		}
-	}
-	return false
-}
-
-func matchTarget(pattern, host, port string) bool {
-	p := strings.ToLower(strings.TrimSpace(pattern))
-	switch p {
-	case "":
-		return false
-	case "*":
-		return true
-	case "loopback":
-		return isLoopback(host)
-	}
-	ph, pp := p, ""
-	if h, pt, err := net.SplitHostPort(p); err == nil {
-		ph, pp = h, pt
-	}
-	if pp != "" && pp != "*" && pp != port {
-		return false
-	}
-	ph = strings.TrimSuffix(ph, ".")
-	switch {
-	case ph == "loopback":
-		return isLoopback(host)
-	case ph == "*":
-		return true
-	case strings.HasPrefix(ph, "*."):
-		suffix := ph[1:] // ".example.com"
-		return len(host) > len(suffix) && strings.HasSuffix(host, suffix)
-	}
-	if _, cidr, err := net.ParseCIDR(ph); err == nil {
-		ip := net.ParseIP(host)
-		return ip != nil && cidr.Contains(ip)
-	}
-	if pip := net.ParseIP(ph); pip != nil {
-		ip := net.ParseIP(host)
-		return ip != nil && ip.Equal(pip)
-	}
-	return ph == host
-}
-
-// isLoopback reports whether host is "localhost" or a loopback IP literal.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return allowlist.Allowed(patterns, host, port)
 }

@@ -2,6 +2,7 @@ package httpbind
 
 import (
 	"fmt"
+	"github.com/caphub/caphub/invoke/binding/allowlist"
 	"net"
 	"net/http"
 	"net/url"
@@ -51,66 +52,9 @@ func (b *Binding) checkRedirect(secretHeader string) func(*http.Request, []*http
 }
 
 // hostAllowed reports whether host:port matches one of patterns (see
-// Options.AllowedHosts); no patterns means loopback only.
+// allowlist.Allowed); no patterns means loopback only.
 func hostAllowed(patterns []string, host, port string) bool {
-	if len(patterns) == 0 {
-		return isLoopback(host)
-	}
-	for _, p := range patterns {
-		if matchHost(p, host, port) {
-			return true
-		}
-	}
-	return false
-}
-
-// matchHost reports whether host (lower case, no trailing dot) on port
-// matches one AllowedHosts entry.
-func matchHost(pattern, host, port string) bool {
-	p := strings.ToLower(strings.TrimSpace(pattern))
-	switch p {
-	case "":
-		return false
-	case "*":
-		return true
-	case "loopback":
-		return isLoopback(host)
-	}
-	ph, pp := p, ""
-	if h, pt, err := net.SplitHostPort(p); err == nil {
-		ph, pp = h, pt
-	}
-	if pp != "" && pp != "*" && pp != port {
-		return false
-	}
-	ph = strings.TrimSuffix(ph, ".")
-	switch {
-	case ph == "loopback":
-		return isLoopback(host)
-	case ph == "*":
-		return true
-	case strings.HasPrefix(ph, "*."):
-		suffix := ph[1:] // ".example.com"
-		return len(host) > len(suffix) && strings.HasSuffix(host, suffix)
-	}
-	if _, cidr, err := net.ParseCIDR(ph); err == nil {
-		ip := net.ParseIP(host)
-		return ip != nil && cidr.Contains(ip)
-	}
-	if pip := net.ParseIP(ph); pip != nil {
-		ip := net.ParseIP(host)
-		return ip != nil && ip.Equal(pip)
-	}
-	return ph == host
-}
-
-// isLoopback reports whether host is "localhost" or a loopback IP literal.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return allowlist.Allowed(patterns, host, port)
 }
 
 // redact returns u without its query, fragment and user info, for messages:
