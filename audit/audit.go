@@ -144,18 +144,12 @@ func (l *Log) Enqueue(kind, actor, capability string, data any) {
 		b = []byte("{}")
 	}
 	l.startOnce.Do(l.start)
-	r := &pending{e: Event{Kind: kind, Actor: actor, Capability: capability, Data: b}, done: make(chan appended, 1)}
+	r := &pending{e: Event{Kind: kind, Actor: actor, Capability: capability, Data: b}, async: true, done: make(chan appended, 1)}
 	select {
 	case l.queue <- r:
 	case <-l.stop:
 		l.log.Error("audit event not recorded: the audit log is closed", "kind", kind, "capability", capability)
-		return
 	}
-	go func() {
-		if res := <-r.done; res.err != nil {
-			l.log.Error("audit event not recorded", "kind", kind, "capability", capability, "err", res.err)
-		}
-	}()
 }
 
 // Flush returns once every event handed to the writer before it (Enqueue
@@ -182,6 +176,7 @@ func (l *Log) Flush(ctx context.Context) error {
 type pending struct {
 	e     Event
 	flush bool // a Flush marker: no event, answered once what precedes it is committed
+	async bool // enqueued: nobody waits, so the writer logs a failure itself
 	done  chan appended
 }
 
@@ -264,6 +259,9 @@ func (l *Log) write(all []*pending) {
 	})
 	for i, r := range batch {
 		if err != nil {
+			if r.async {
+				l.log.Error("audit event not recorded", "kind", r.e.Kind, "capability", r.e.Capability, "err", err)
+			}
 			r.done <- appended{err: err}
 		} else {
 			r.done <- appended{ev: evs[i]}
