@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -293,7 +295,7 @@ func (c *checker) bindings(spec map[string]any) {
 			"is %s: write a mapping from declared capability URIs to bindings (OSSA §10.1), e.g. \"ossa:security/scan_vulnerabilities@1.0\": {mcp: {server: trivy, tool: scan}}", describe(raw))
 		c.checks = append(c.checks, ch)
 	}
-	for _, key := range sortedKeys(overrides) {
+	for _, key := range slices.Sorted(maps.Keys(overrides)) {
 		path := keyPath("spec.capability_bindings", key)
 		idx, declared := c.declByID[canonical(key)]
 		var target *CapabilityCheck

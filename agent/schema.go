@@ -3,10 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -246,7 +248,7 @@ func (v *validator) checkObject(r *rule, obj map[string]any, path, ptr string) {
 			v.check(p.rule, x, keyPath(path, p.name), ptr+"/properties/"+escapePointer(p.name))
 		}
 	}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if _, known := r.byName[k]; known {
 			continue
 		}

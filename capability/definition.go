@@ -8,6 +8,11 @@
 // into a Definition and every output is written from one.
 package capability
 
+import (
+	"maps"
+	"slices"
+)
+
 // Stability values of a Definition (OSSA §3.1).
 const (
 	StabilityExperimental = "experimental"
@@ -124,7 +129,7 @@ func (b Bindings) Types() []string {
 	if b.Delegation != nil {
 		out = append(out, BindingDelegation)
 	}
-	return append(out, sortedKeys(b.Extra)...)
+	return append(out, slices.Sorted(maps.Keys(b.Extra))...)
 }
 
 // Empty reports whether no binding at all is declared.

@@ -3,9 +3,10 @@ package capability
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +47,7 @@ func marshalWithExtra(v any, extra map[string]any) ([]byte, error) {
 	buf.Write(b[:len(b)-1]) // drop the closing brace
 	known := jsonKeys(reflect.TypeOf(v))
 	first := len(b) == 2
-	for _, k := range sortedKeys(extra) {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		if known[k] {
 			continue
 		}
@@ -165,15 +166,6 @@ func toString(k any) string {
 	}
 	b, _ := json.Marshal(k)
 	return strings.Trim(string(b), `"`)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Normalize puts every free-form value of d (schemas, metadata, examples,

@@ -3,8 +3,10 @@ package capability
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -370,7 +372,7 @@ func (v *validator) inputFields() map[string]bool {
 }
 
 func (v *validator) inputFieldList() string {
-	names := sortedKeys(v.inputFields())
+	names := slices.Sorted(maps.Keys(v.inputFields()))
 	if len(names) == 0 {
 		return "the input schema declares no properties"
 	}
@@ -392,7 +394,7 @@ func (v *validator) checkPlaceholders(path, template string) {
 // checkMapping reports mapping keys that are not input fields.
 func (v *validator) checkMapping(path string, mapping map[string]string) {
 	fields := v.inputFields()
-	for _, k := range sortedKeys(mapping) {
+	for _, k := range slices.Sorted(maps.Keys(mapping)) {
 		if !fields[k] {
 			v.errorf(path+"."+k, RuleCaphub, "mapping key %q does not name an input field (%s)", k, v.inputFieldList())
 		}
@@ -422,7 +424,7 @@ func (v *validator) bindings() {
 		if len(m.Mapping) == 0 && hasInput {
 			v.warnf("bindings.mcp.mapping", RuleMappings, "no field mapping: input fields are passed to the tool under their own names")
 		}
-		for _, k := range sortedKeys(m.ErrorMapping) {
+		for _, k := range slices.Sorted(maps.Keys(m.ErrorMapping)) {
 			if !v.declaresError(m.ErrorMapping[k]) {
 				v.errorf("bindings.mcp.error_mapping."+k, RuleCaphub, "maps to %q, which is not a declared error code: add it to errors", m.ErrorMapping[k])
 			}
@@ -442,7 +444,7 @@ func (v *validator) bindings() {
 			v.checkPlaceholders("bindings.http.url", h.URL)
 		}
 		v.checkPlaceholders("bindings.http.body_template", h.BodyTemplate)
-		for _, k := range sortedKeys(h.Headers) {
+		for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
 			v.checkPlaceholders("bindings.http.headers."+k, h.Headers[k])
 		}
 		if a := h.Auth; a != nil {
@@ -507,7 +509,7 @@ func (v *validator) bindings() {
 			}
 		}
 	}
-	for _, k := range sortedKeys(b.Extra) {
+	for _, k := range slices.Sorted(maps.Keys(b.Extra)) {
 		if !strings.HasPrefix(k, "x-") {
 			v.warnf("bindings."+k, RuleCaphub, "unknown binding type %q: caphub keeps it but cannot execute it (known: %s)", k, strings.Join(BindingOrder, ", "))
 		}
@@ -582,7 +584,7 @@ func extraOf(x any) map[string]any {
 // unknown warns about each field caphub does not model ("x-" extensions are
 // expected and not reported). The field is kept, never dropped.
 func (v *validator) unknown(path string, extra map[string]any) {
-	for _, k := range sortedKeys(extra) {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		if strings.HasPrefix(k, "x-") {
 			continue
 		}

@@ -11,11 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,12 +84,12 @@ func (s *Server) Validate() error {
 	default:
 		problems = append(problems, "give a command (stdio) or a url (streamable HTTP or SSE)")
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if err := checkNoSecret("env "+k, k, s.Env[k]); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
-	for _, k := range sortedKeys(s.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		if err := checkNoSecret("header "+k, k, s.Headers[k]); err != nil {
 			problems = append(problems, err.Error())
 		}
@@ -289,7 +290,7 @@ func (s *Server) command() (*exec.Cmd, error) {
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Dir = s.Dir
 	env := baseEnv()
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		v, err := expand("env "+k, s.Env[k])
 		if err != nil {
 			return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
@@ -319,7 +320,7 @@ func baseEnv() []string {
 // httpClient returns a client that adds the saved headers, expanded.
 func (s *Server) httpClient() (*http.Client, error) {
 	headers := http.Header{}
-	for _, k := range sortedKeys(s.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		v, err := expand("header "+k, s.Headers[k])
 		if err != nil {
 			return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
@@ -359,13 +360,4 @@ func ListTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 		tools = append(tools, t)
 	}
 	return tools, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

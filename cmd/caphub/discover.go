@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/caphub/caphub/capability"
@@ -289,10 +290,10 @@ func newServerCmd() *cobra.Command {
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintf(w, "%s (%s): %s\n", s.Server.Name, s.Server.Transport, s.Server.Source())
-				for _, k := range sortedKeys(s.Server.Env) {
+				for _, k := range slices.Sorted(maps.Keys(s.Server.Env)) {
 					fmt.Fprintf(w, "  env %s=%s\n", k, s.Server.Env[k])
 				}
-				for _, k := range sortedKeys(s.Server.Headers) {
+				for _, k := range slices.Sorted(maps.Keys(s.Server.Headers)) {
 					fmt.Fprintf(w, "  header %s: %s\n", k, s.Server.Headers[k])
 				}
 				if s.Listing == nil {
@@ -335,15 +336,6 @@ func withServers(cmd *cobra.Command, fn func(discover.ServerAPI) error) error {
 		}
 		return fn(servers)
 	})
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // rtfsExporter writes what a discovery registered as RTFS files under dir

@@ -3,7 +3,9 @@ package openapi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
@@ -119,7 +121,7 @@ func (im *importer) securitySchemes() {
 	im.envs = map[string]string{}
 	suffixes := map[string]string{}
 	count := map[string]int{}
-	for _, name := range sortedKeys(defs) {
+	for _, name := range slices.Sorted(maps.Keys(defs)) {
 		s, err := im.conv.resolve(defs[name], "security scheme "+name)
 		if err != nil {
 			im.warnf("security scheme %s ignored: %v", name, err)
@@ -182,7 +184,7 @@ func (im *importer) auth(o *operation) (*capability.HTTPAuth, map[string]any) {
 	reqs, _ := sec.([]any)
 	for _, r := range reqs {
 		m, _ := r.(map[string]any)
-		for _, name := range sortedKeys(m) {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
 			s, ok := im.schemes[name]
 			if !ok {
 				continue

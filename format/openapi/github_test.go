@@ -3,9 +3,11 @@ package openapi
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +144,7 @@ func findRef(v any, path string) string {
 
 func keysOf(v any) []string {
 	m, _ := v.(map[string]any)
-	return sortedKeys(m)
+	return slices.Sorted(maps.Keys(m))
 }
 
 func find(t *testing.T, defs []capability.Definition, name string) *capability.Definition {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -294,7 +296,7 @@ func (im *importer) run(ctx context.Context) (*Result, error) {
 	if !ok && im.root["paths"] != nil {
 		im.fail(&operation{path: "paths"}, "paths is not an object: it must map each path (/pets) to its operations")
 	}
-	for _, p := range sortedKeys(paths) {
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
 		if strings.HasPrefix(p, "x-") {
 			continue
 		}
@@ -453,7 +455,7 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 		}
 		if props, req, ok := mergeable(b, fields); ok {
 			var names []any
-			for _, pn := range sortedKeys(props) {
+			for _, pn := range slices.Sorted(maps.Keys(props)) {
 				add(&field{name: pn, in: "body", param: pn, schema: props[pn], required: req[pn]})
 				names = append(names, pn)
 			}

@@ -2,6 +2,8 @@ package openapi
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
@@ -260,7 +262,7 @@ func (im *importer) body(o *operation, params []map[string]any) (*requestBody, e
 		}
 		ct, media := pickMedia(content)
 		b := &requestBody{contentType: ct, required: rb["required"] == true, description: str(rb["description"])}
-		for _, k := range sortedKeys(content) {
+		for _, k := range slices.Sorted(maps.Keys(content)) {
 			if k != ct {
 				b.alternatives = append(b.alternatives, k)
 			}
@@ -384,7 +386,7 @@ func mergeable(b *requestBody, fields map[string]*field) (map[string]any, map[st
 // application/x-www-form-urlencoded, else multipart/form-data, else the
 // first type in sorted order.
 func pickMedia(content map[string]any) (string, map[string]any) {
-	keys := sortedKeys(content)
+	keys := slices.Sorted(maps.Keys(content))
 	pick := ""
 	if _, ok := content["application/json"]; ok {
 		pick = "application/json"

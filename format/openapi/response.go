@@ -2,6 +2,8 @@ package openapi
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,7 +26,7 @@ func (im *importer) responses(o *operation) (map[string]any, int, string, []capa
 	resps, _ := o.op["responses"].(map[string]any)
 	var success []string
 	var failures []string
-	for _, k := range sortedKeys(resps) {
+	for _, k := range slices.Sorted(maps.Keys(resps)) {
 		u := strings.ToUpper(k)
 		switch {
 		case len(k) == 3 && k[0] == '2' && isDigits(k), u == "2XX":

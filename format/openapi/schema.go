@@ -3,10 +3,11 @@ package openapi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -386,7 +387,7 @@ func (c *converter) object(x map[string]any, nest int) (map[string]any, int, int
 				continue
 			}
 			pm := make(map[string]any, len(m))
-			for _, pk := range sortedKeys(m) {
+			for _, pk := range slices.Sorted(maps.Keys(m)) {
 				if pk == "$ref" || (k == "patternProperties" && !c.regexOK(pk)) {
 					continue // a property named $ref is ambiguous (some tools read a reference): dropped
 				}
@@ -483,7 +484,7 @@ func (c *converter) object(x map[string]any, nest int) (map[string]any, int, int
 			}
 		case "dependencies": // draft-07: split into dependentRequired and dependentSchemas
 			if m, ok := v.(map[string]any); ok {
-				for _, dk := range sortedKeys(m) {
+				for _, dk := range slices.Sorted(maps.Keys(m)) {
 					dv := m[dk]
 					if dk == "$ref" {
 						continue
@@ -856,13 +857,4 @@ func clone(v any) any {
 		return s
 	}
 	return v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

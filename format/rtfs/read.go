@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -426,7 +428,7 @@ func (b *builder) build() (capability.Definition, error) {
 						meta[name] = data
 						break
 					}
-					for _, mk := range sortedKeys(m) {
+					for _, mk := range slices.Sorted(maps.Keys(m)) {
 						mcpMetadata = append(mcpMetadata, flatEntry{ns: nsMCP, key: mk, value: m[mk], from: name})
 					}
 				case isFlat:
@@ -448,7 +450,7 @@ func (b *builder) build() (capability.Definition, error) {
 			}
 			if f.key == "mcp_metadata" {
 				if m, ok := data.(map[string]any); ok {
-					for _, mk := range sortedKeys(m) {
+					for _, mk := range slices.Sorted(maps.Keys(m)) {
 						mcpMetadata = append(mcpMetadata, flatEntry{ns: nsMCP, key: mk, value: m[mk], from: f.key, top: true})
 					}
 					break

@@ -2,8 +2,10 @@ package rtfs
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -820,7 +822,7 @@ func writeObjectType(b *strings.Builder, s map[string]any, depth int) {
 		}
 	}
 	b.WriteString("[:map")
-	for _, name := range sortedKeys(props) {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		b.WriteString(" [")
 		if name != "*" && isKeywordName(name) {
 			b.WriteString(":" + name)
@@ -842,15 +844,6 @@ func writeObjectType(b *strings.Builder, s map[string]any, depth int) {
 		b.WriteString("]")
 	}
 	b.WriteString("]")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // EquivalentSchemas compares two input schemas the way CCOS's conversion of
@@ -929,7 +922,7 @@ func equivalent(path string, a, b map[string]any, diffs *[]string, depth int) {
 		for k := range pb {
 			names[k] = true
 		}
-		for _, k := range sortedKeys(names) {
+		for _, k := range slices.Sorted(maps.Keys(names)) {
 			xa, inA := pa[k]
 			xb, inB := pb[k]
 			switch {

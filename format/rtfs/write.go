@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -124,7 +126,7 @@ func formatCapability(d capability.Definition) (string, error) {
 	if _, ok := rtfsNS["verbatim"]; ok && verbatim == nil {
 		return fail("metadata.rtfs.verbatim must map keys to RTFS source text")
 	}
-	for _, k := range sortedKeys(rtfsNS) {
+	for _, k := range slices.Sorted(maps.Keys(rtfsNS)) {
 		if k == "id" || k == keyImpl || k == "verbatim" {
 			continue
 		}
@@ -220,7 +222,7 @@ func formatCapability(d capability.Definition) (string, error) {
 		kv(keyOutput, outText)
 	}
 
-	for _, k := range sortedKeys(verbatim) {
+	for _, k := range slices.Sorted(maps.Keys(verbatim)) {
 		text, ok := verbatim[k].(string)
 		if !ok || isReservedKey(k) || !isTokenName(k) || !isOneForm(text, false) {
 			return fail("metadata.rtfs.verbatim.%s must be the source text of one RTFS form that is not plain data, under a keyword name", k)
@@ -312,7 +314,7 @@ func metadataText(meta map[string]any) (string, error) {
 			keys = append(keys, k)
 		}
 	}
-	for _, k := range sortedKeys(meta) {
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
 		if k != nsMCP && k != nsOpenAPI && k != nsDiscovery && k != nsJSONSchema {
 			keys = append(keys, k)
 		}
@@ -348,7 +350,7 @@ func dataText(v any, indent int) (string, error) {
 	case map[string]any:
 		var b strings.Builder
 		b.WriteString("{")
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			text, err := dataText(x[k], indent+2)
 			if err != nil {
 				return "", err
@@ -380,7 +382,7 @@ func inlineData(v any) (string, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		parts := make([]string, 0, len(x))
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			text, err := inlineData(x[k])
 			if err != nil {
 				return "", err

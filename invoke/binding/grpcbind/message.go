@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,7 +25,7 @@ import (
 func buildRequest(md protoreflect.MessageDescriptor, input map[string]any, mapping map[string]string, types *dynamicpb.Types) (*dynamicpb.Message, error) {
 	mapped := make(map[string]any, len(input))
 	from := make(map[string]string, len(input)) // request field → input field
-	for _, k := range sortedKeys(input) {
+	for _, k := range slices.Sorted(maps.Keys(input)) {
 		name := k
 		if m := mapping[k]; m != "" {
 			name = m
@@ -106,7 +107,7 @@ func (c inputChecker) message(md protoreflect.MessageDescriptor, v any, path str
 		return problem(path, "expected an object (message %s), got %s", md.FullName(), describe(v))
 	}
 	fields := md.Fields()
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		p := joinPath(path, k)
 		fd := fields.ByJSONName(k)
 		if fd == nil {
@@ -125,7 +126,7 @@ func (c inputChecker) message(md protoreflect.MessageDescriptor, v any, path str
 			if !ok {
 				return problem(p, "expected an object (map<%s, %s>), got %s", kindName(fd.MapKey()), kindName(fd.MapValue()), describe(val))
 			}
-			for _, mk := range sortedKeys(m) {
+			for _, mk := range slices.Sorted(maps.Keys(m)) {
 				kp := p + "." + mk
 				if r := checkMapKey(fd.MapKey(), mk); r != "" {
 					return problem(kp, "%s", r)
@@ -396,15 +397,6 @@ func enumNames(ed protoreflect.EnumDescriptor) string {
 
 func isWellKnown(md protoreflect.MessageDescriptor) bool {
 	return md.ParentFile() != nil && md.ParentFile().Package() == "google.protobuf"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // outputOptions: proto field names, default values present (see the

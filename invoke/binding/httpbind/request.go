@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
@@ -94,7 +95,7 @@ func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*requ
 	}
 
 	// Header templates.
-	for _, name := range sortedKeys(hb.Headers) {
+	for _, name := range slices.Sorted(maps.Keys(hb.Headers)) {
 		if !isToken(name) {
 			return nil, fmt.Errorf("http binding: header name %q is not a valid HTTP header name: fix bindings.http.headers", name)
 		}
@@ -130,7 +131,7 @@ func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*requ
 		whole      any
 		wholeSet   bool
 	)
-	for _, field := range sortedKeys(input) {
+	for _, field := range slices.Sorted(maps.Keys(input)) {
 		if consumed[field] {
 			continue
 		}
@@ -188,7 +189,7 @@ func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*requ
 	}
 	switch {
 	case wholeSet && len(bodyFields) > 0:
-		return nil, fmt.Errorf("http binding: bindings.http.%s.field makes %s the whole body, but fields %s are placed in the body too: give them another location in %s", ExtraBody, bodyField, strings.Join(sortedKeys(bodyFields), ", "), ExtraParameters)
+		return nil, fmt.Errorf("http binding: bindings.http.%s.field makes %s the whole body, but fields %s are placed in the body too: give them another location in %s", ExtraBody, bodyField, strings.Join(slices.Sorted(maps.Keys(bodyFields)), ", "), ExtraParameters)
 	case wholeSet:
 		r.body, err = encodeWhole(whole, b.contentType(r, bodyType))
 		if err != nil {
@@ -417,7 +418,7 @@ func styleItems(v any, explode bool, esc func(string) string) ([]string, error) 
 		return out, nil
 	case map[string]any:
 		var out []string
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			t, err := valueText(x[k])
 			if err != nil {
 				return nil, err
@@ -477,7 +478,7 @@ func appendQuery(query []string, loc location, v any) []string {
 		}
 		return append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
 	case map[string]any:
-		keys := sortedKeys(x)
+		keys := slices.Sorted(maps.Keys(x))
 		switch {
 		case style == "deepObject":
 			for _, k := range keys {
@@ -547,14 +548,14 @@ func encodeFields(fields map[string]any, ct string) ([]byte, string, error) {
 		return b, ct, err
 	case mt == "application/x-www-form-urlencoded":
 		var q []string
-		for _, k := range sortedKeys(fields) {
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
 			q = appendQuery(q, location{name: k, style: "form", explode: true}, fields[k])
 		}
 		return []byte(strings.Join(q, "&")), ct, nil
 	case mt == "multipart/form-data":
 		var buf bytes.Buffer
 		w := multipart.NewWriter(&buf)
-		for _, k := range sortedKeys(fields) {
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
 			vals := []any{fields[k]}
 			if arr, ok := fields[k].([]any); ok {
 				vals = arr
@@ -577,7 +578,7 @@ func encodeFields(fields map[string]any, ct string) ([]byte, string, error) {
 		}
 		return buf.Bytes(), w.FormDataContentType(), nil
 	}
-	return nil, "", fmt.Errorf("content type %s cannot carry separate fields (%s): use JSON, form-urlencoded or multipart, or make one field the whole body (x-body.field)", ct, strings.Join(sortedKeys(fields), ", "))
+	return nil, "", fmt.Errorf("content type %s cannot carry separate fields (%s): use JSON, form-urlencoded or multipart, or make one field the whole body (x-body.field)", ct, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 }
 
 // parseLocations reads bindings.http.x-parameters.
@@ -795,13 +796,4 @@ func typeName(v any) string {
 		return "a number"
 	}
 	return fmt.Sprintf("a %T", v)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
