@@ -562,4 +562,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
