@@ -197,14 +197,20 @@ func (rs recorders) RecordInvocation(ctx context.Context, rec invoke.Record) {
 	}
 }
 
-// logRecorder writes one structured log line per invocation (the audit
-// chain will take these records too).
+// logRecorder writes a structured log line per invocation: failures as
+// warnings, successes at debug level.
 type logRecorder struct{ log *slog.Logger }
 
 func (r logRecorder) RecordInvocation(ctx context.Context, rec invoke.Record) {
-	level := slog.LevelInfo
+	// Successes are debug lines: the audit chain and /metrics already hold
+	// every call, and a line per call at thousands of calls a second is
+	// work on the hot path. Failures stay visible.
+	level := slog.LevelDebug
 	if rec.Code != "" {
 		level = slog.LevelWarn
+	}
+	if !r.log.Enabled(ctx, level) {
+		return
 	}
 	r.log.Log(ctx, level, "invocation", "uri", rec.URI, "version", rec.Version, "caller", rec.Caller, "binding", rec.Binding,
 		"attempts", len(rec.Attempts), "duration_ms", rec.DurationMS, "code", rec.Code)
