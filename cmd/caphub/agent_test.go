@@ -8,49 +8,7 @@ import (
 	"testing"
 
 	"github.com/caphub/caphub/internal/testpeers"
-	"github.com/spf13/cobra"
 )
-
-// agentCLI runs the CLI with `agent` available: through caphub (and so
-// root.go) when the root command has it, else on a root with it added.
-func agentCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	if hasSubcommand(newRootCmd(), "agent") {
-		return caphub(t, args...)
-	}
-	var out, errOut strings.Builder
-	root := newRootCmd()
-	root.AddCommand(newAgentCmd())
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.Execute()
-	if err == nil {
-		return exitOK, out.String(), errOut.String()
-	}
-	var silent *silentError
-	if !asSilent(err, &silent) {
-		errOut.WriteString("caphub: " + err.Error() + "\n")
-	}
-	return exitCode(err), out.String(), errOut.String()
-}
-
-func hasSubcommand(root *cobra.Command, name string) bool {
-	for _, c := range root.Commands() {
-		if c.Name() == name {
-			return true
-		}
-	}
-	return false
-}
-
-func asSilent(err error, target **silentError) bool {
-	s, ok := err.(*silentError)
-	if ok {
-		*target = s
-	}
-	return ok
-}
 
 func example(t *testing.T, rel string) string {
 	t.Helper()
@@ -63,12 +21,12 @@ func TestAgentValidateCorpus(t *testing.T) {
 	multi := example(t, "migration-guides/from-langchain-to-ossa.yaml")
 	broken := example(t, "extensions/kagent-v1.yml")
 
-	code, out, errOut := agentCLI(t, "agent", "validate", valid)
+	code, out, errOut := caphub(t, "agent", "validate", valid)
 	if code != 0 || !strings.Contains(out, valid+": ok, agent ") || !strings.Contains(out, ", 0 errors, 0 warnings") {
 		t.Errorf("valid: exit %d\n%s%s", code, out, errOut)
 	}
 
-	code, out, _ = agentCLI(t, "agent", "validate", valid, invalid)
+	code, out, _ = caphub(t, "agent", "validate", valid, invalid)
 	if code != 1 {
 		t.Errorf("invalid: exit %d, want 1", code)
 	}
@@ -83,7 +41,7 @@ func TestAgentValidateCorpus(t *testing.T) {
 		}
 	}
 
-	code, out, _ = agentCLI(t, "agent", "validate", multi, broken)
+	code, out, _ = caphub(t, "agent", "validate", multi, broken)
 	if code != 1 {
 		t.Errorf("multi-document and unparseable: exit %d, want 1", code)
 	}
@@ -98,7 +56,7 @@ func TestAgentValidateCorpus(t *testing.T) {
 		}
 	}
 
-	code, out, _ = agentCLI(t, "agent", "validate", "--format", "json", valid, invalid, multi)
+	code, out, _ = caphub(t, "agent", "validate", "--format", "json", valid, invalid, multi)
 	if code != 1 {
 		t.Errorf("json: exit %d", code)
 	}
@@ -127,15 +85,15 @@ func TestAgentValidateCorpus(t *testing.T) {
 }
 
 func TestAgentValidateUsage(t *testing.T) {
-	code, _, errOut := agentCLI(t, "agent", "validate")
+	code, _, errOut := caphub(t, "agent", "validate")
 	if code != 2 || !strings.Contains(errOut, "needs at least one manifest FILE") {
 		t.Errorf("no file: exit %d\n%s", code, errOut)
 	}
-	code, _, errOut = agentCLI(t, "agent", "validate", "--format", "xml", "a.yaml")
+	code, _, errOut = caphub(t, "agent", "validate", "--format", "xml", "a.yaml")
 	if code != 2 || !strings.Contains(errOut, `--format "xml": use text or json`) {
 		t.Errorf("bad format: exit %d\n%s", code, errOut)
 	}
-	code, out, _ := agentCLI(t, "agent", "validate", filepath.Join(t.TempDir(), "nope.yaml"))
+	code, out, _ := caphub(t, "agent", "validate", filepath.Join(t.TempDir(), "nope.yaml"))
 	if code != 1 || !strings.Contains(out, "no such file") {
 		t.Errorf("missing file: exit %d\n%s", code, out)
 	}
@@ -172,12 +130,12 @@ func TestAgentValidateWithRegistry(t *testing.T) {
 	manifest := writeFile(t, "agent.yaml", section10Manifest)
 
 	// Without a registry: the schema checks alone, and a note.
-	code, out, _ := agentCLI(t, "agent", "validate", manifest)
+	code, out, _ := caphub(t, "agent", "validate", manifest)
 	if code != 0 || !strings.Contains(out, "note: capability URIs were not resolved: no registry given (use --db FILE or --server URL") {
 		t.Errorf("no registry: exit %d\n%s", code, out)
 	}
 
-	code, out, errOut := agentCLI(t, "agent", "validate", "--db", db, manifest)
+	code, out, errOut := caphub(t, "agent", "validate", "--db", db, manifest)
 	if code != 1 {
 		t.Errorf("missing capabilities: exit %d, want 1\n%s%s", code, out, errOut)
 	}
@@ -198,7 +156,7 @@ func TestAgentValidateWithRegistry(t *testing.T) {
 		}
 	}
 
-	code, out, _ = agentCLI(t, "agent", "validate", "--db", db, "--format", "json", manifest)
+	code, out, _ = caphub(t, "agent", "validate", "--db", db, "--format", "json", manifest)
 	var report struct {
 		Registry string
 		Files    []struct {
@@ -219,7 +177,7 @@ func TestAgentValidateWithRegistry(t *testing.T) {
 
 	// A database that does not exist is not created, and the checks are skipped.
 	absent := filepath.Join(t.TempDir(), "absent.db")
-	code, out, _ = agentCLI(t, "agent", "validate", "--db", absent, manifest)
+	code, out, _ = caphub(t, "agent", "validate", "--db", absent, manifest)
 	if code != 0 || !strings.Contains(out, "note: capability checks skipped: database "+absent+" does not exist") {
 		t.Errorf("absent db: exit %d\n%s", code, out)
 	}
@@ -227,7 +185,7 @@ func TestAgentValidateWithRegistry(t *testing.T) {
 		t.Error("validate created the database")
 	}
 	// An unreachable server: skipped with a note, not a failure.
-	code, out, _ = agentCLI(t, "agent", "validate", "--server", "http://127.0.0.1:1", manifest)
+	code, out, _ = caphub(t, "agent", "validate", "--server", "http://127.0.0.1:1", manifest)
 	if code != 0 || !strings.Contains(out, "note: capability checks skipped: the registry http://127.0.0.1:1 does not answer") {
 		t.Errorf("unreachable server: exit %d\n%s", code, out)
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,51 +13,23 @@ import (
 	"github.com/caphub/caphub/store/sqlite"
 )
 
-// caphubGov runs the CLI in-process, adding the approval and policy
-// commands to the tree when root.go does not wire them yet.
-func caphubGov(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	root := newRootCmd()
-	have := map[string]bool{}
-	for _, c := range root.Commands() {
-		have[c.Name()] = true
-	}
-	if have["approval"] && have["policy"] {
-		return caphub(t, args...)
-	}
-	root.AddCommand(newApprovalCmd(), newPolicyCmd())
-	var out, errOut bytes.Buffer
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.Execute()
-	if err == nil {
-		return exitOK, out.String(), errOut.String()
-	}
-	var silent *silentError
-	if !errors.As(err, &silent) {
-		fmt.Fprintln(&errOut, "caphub:", err)
-	}
-	return exitCode(err), out.String(), errOut.String()
-}
-
 func TestPolicyAndApprovalCLI(t *testing.T) {
 	t.Setenv("CAPHUB_SERVER", "")
 	db := filepath.Join(t.TempDir(), "caphub.db")
 
-	code, out, errOut := caphubGov(t, "policy", "set", "ops", "--db", db, "--permission", "network.http", "--effect", "network",
+	code, out, errOut := caphub(t, "policy", "set", "ops", "--db", db, "--permission", "network.http", "--effect", "network",
 		"--min-tier", "community", "--require-approval", "ossa:test/*")
 	if code != exitOK || !strings.Contains(out, "network.http") {
 		t.Fatalf("policy set: %d %s %s", code, out, errOut)
 	}
-	code, out, errOut = caphubGov(t, "policy", "show", "ops", "--db", db, "--format", "json")
+	code, out, errOut = caphub(t, "policy", "show", "ops", "--db", db, "--format", "json")
 	if code != exitOK || !strings.Contains(out, `"min_trust_tier": "community"`) || !strings.Contains(out, `"ossa:test/*"`) {
 		t.Fatalf("policy show: %d %s %s", code, out, errOut)
 	}
-	if code, _, errOut = caphubGov(t, "policy", "set", "ops", "--db", db, "--min-tier", "gold"); code != exitUsage || !strings.Contains(errOut, "verified, trusted, community, untrusted") {
+	if code, _, errOut = caphub(t, "policy", "set", "ops", "--db", db, "--min-tier", "gold"); code != exitUsage || !strings.Contains(errOut, "verified, trusted, community, untrusted") {
 		t.Errorf("bad tier: %d %s", code, errOut)
 	}
-	if code, _, errOut = caphubGov(t, "policy", "show", "nobody", "--db", db); code == exitOK || !strings.Contains(errOut, "has no policy") {
+	if code, _, errOut = caphub(t, "policy", "show", "nobody", "--db", db); code == exitOK || !strings.Contains(errOut, "has no policy") {
 		t.Errorf("show missing: %d %s", code, errOut)
 	}
 
@@ -81,29 +51,29 @@ func TestPolicyAndApprovalCLI(t *testing.T) {
 	}
 	st.Close()
 
-	code, out, errOut = caphubGov(t, "approval", "list", "--db", db)
+	code, out, errOut = caphub(t, "approval", "list", "--db", db)
 	if code != exitOK || !strings.Contains(out, ids[0]) || !strings.Contains(out, "2 approval(s)") || !strings.Contains(out, `{"path":"/x"}`) {
 		t.Fatalf("approval list: %d %s %s", code, out, errOut)
 	}
-	code, out, errOut = caphubGov(t, "approval", "approve", ids[0], "--db", db, "--by", "alice")
+	code, out, errOut = caphub(t, "approval", "approve", ids[0], "--db", db, "--by", "alice")
 	if code != exitOK || !strings.Contains(out, "approved "+ids[0]) {
 		t.Fatalf("approve: %d %s %s", code, out, errOut)
 	}
-	code, out, errOut = caphubGov(t, "approval", "deny", ids[1], "--db", db, "--reason", "no")
+	code, out, errOut = caphub(t, "approval", "deny", ids[1], "--db", db, "--reason", "no")
 	if code != exitOK || !strings.Contains(out, "denied "+ids[1]) {
 		t.Fatalf("deny: %d %s %s", code, out, errOut)
 	}
-	if code, _, errOut = caphubGov(t, "approval", "deny", ids[0], "--db", db); code == exitOK || !strings.Contains(errOut, "is approved") {
+	if code, _, errOut = caphub(t, "approval", "deny", ids[0], "--db", db); code == exitOK || !strings.Contains(errOut, "is approved") {
 		t.Errorf("deny approved: %d %s", code, errOut)
 	}
-	code, out, _ = caphubGov(t, "approval", "list", "--db", db, "--status", "all", "--format", "json")
+	code, out, _ = caphub(t, "approval", "list", "--db", db, "--status", "all", "--format", "json")
 	if code != exitOK || !strings.Contains(out, `"decided_by": "alice"`) || !strings.Contains(out, `"reason": "no"`) {
 		t.Errorf("list all: %d %s", code, out)
 	}
-	if code, _, _ = caphubGov(t, "approval", "list", "--db", db, "--status", "maybe"); code != exitUsage {
+	if code, _, _ = caphub(t, "approval", "list", "--db", db, "--status", "maybe"); code != exitUsage {
 		t.Errorf("bad status: exit %d", code)
 	}
-	if code, out, _ = caphubGov(t, "approval", "--help"); code != exitOK || !strings.Contains(out, "Examples:") {
+	if code, out, _ = caphub(t, "approval", "--help"); code != exitOK || !strings.Contains(out, "Examples:") {
 		t.Errorf("help: %d %s", code, out)
 	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,32 +12,6 @@ import (
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/store/sqlite"
 )
-
-// caphubAudit runs the CLI in-process like caphub, adding the audit command
-// to the command tree when root.go does not wire it yet.
-func caphubAudit(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	root := newRootCmd()
-	for _, c := range root.Commands() {
-		if c.Name() == "audit" {
-			return caphub(t, args...)
-		}
-	}
-	root.AddCommand(newAuditCmd())
-	var out, errOut bytes.Buffer
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.Execute()
-	if err == nil {
-		return exitOK, out.String(), errOut.String()
-	}
-	var silent *silentError
-	if !errors.As(err, &silent) {
-		fmt.Fprintln(&errOut, "caphub:", err)
-	}
-	return exitCode(err), out.String(), errOut.String()
-}
 
 // tamperSQL runs one statement on the database file directly, past the
 // store, as someone altering the chain would.
@@ -75,7 +47,7 @@ func TestAuditCommands(t *testing.T) {
 	}
 	st.Close()
 	db := []string{"--db", path}
-	cli := func(args ...string) (int, string, string) { return caphubAudit(t, append(args, db...)...) }
+	cli := func(args ...string) (int, string, string) { return caphub(t, append(args, db...)...) }
 
 	code, out, errOut := cli("audit", "verify")
 	if code != 0 || !strings.Contains(out, "audit chain intact: 5 events, head event 5, hash ") {

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,45 +11,10 @@ import (
 
 const openapiTestdata = "../../format/openapi/testdata/"
 
-// caphubOpenAPI runs the CLI in-process like caphub, adding `import openapi`
-// to the command tree when root.go/import.go do not wire it yet.
-func caphubOpenAPI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	root := newRootCmd()
-	wired := false
-	for _, c := range root.Commands() {
-		if c.Name() != "import" {
-			continue
-		}
-		for _, sub := range c.Commands() {
-			wired = wired || sub.Name() == "openapi"
-		}
-		if !wired {
-			c.AddCommand(newImportOpenAPICmd())
-		}
-	}
-	if wired {
-		return caphub(t, args...)
-	}
-	var out, errOut bytes.Buffer
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.Execute()
-	if err == nil {
-		return exitOK, out.String(), errOut.String()
-	}
-	var silent *silentError
-	if !errors.As(err, &silent) {
-		fmt.Fprintln(&errOut, "caphub:", err)
-	}
-	return exitCode(err), out.String(), errOut.String()
-}
-
 func TestImportOpenAPICommand(t *testing.T) {
 	db := []string{"--db", filepath.Join(t.TempDir(), "caphub.db")}
 	cli := func(args ...string) (int, string, string) {
-		return caphubOpenAPI(t, append(args, db...)...)
+		return caphub(t, append(args, db...)...)
 	}
 
 	code, out, errOut := cli("import", "openapi", openapiTestdata+"petstore30.yaml", "--domain", "pets")
@@ -115,7 +77,7 @@ func TestImportOpenAPICommand(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, `domain "Not Valid" is not valid`) {
 		t.Errorf("bad --domain: exit %d\n%s", code, errOut)
 	}
-	code, out, _ = caphubOpenAPI(t, "import", "openapi", "--help")
+	code, out, _ = caphub(t, "import", "openapi", "--help")
 	if code != 0 || !strings.Contains(out, "caphub import openapi ./petstore.yaml --domain pets") {
 		t.Errorf("--help: exit %d\n%s", code, out)
 	}

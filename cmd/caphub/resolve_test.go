@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -9,29 +8,6 @@ import (
 
 	"github.com/caphub/caphub/resolve"
 )
-
-// resolveCLI runs the CLI with `capability resolve` wired in (whether or
-// not capability.go wires it yet).
-func resolveCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	root := newRootCmd()
-	capCmd, _, err := root.Find([]string{"capability"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _, err := capCmd.Find([]string{"resolve"}); err != nil || c == capCmd {
-		capCmd.AddCommand(newResolveCmd())
-	}
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	code := 0
-	if err := root.Execute(); err != nil {
-		code = exitCode(err)
-	}
-	return code, out.String(), errOut.String()
-}
 
 func TestResolveCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "c.db")
@@ -41,24 +17,24 @@ func TestResolveCommand(t *testing.T) {
 	// Off by default: just missing.
 	t.Setenv(resolve.EnvEnabled, "")
 	t.Setenv(resolve.EnvAuto, "")
-	code, out, _ := resolveCLI(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--openapi", spec)
+	code, out, _ := caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--openapi", spec)
 	if code != 1 || !strings.Contains(out, "resolution is off") {
 		t.Fatalf("off: %d %q", code, out)
 	}
-	if code, _, _ := resolveCLI(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--auto"); code != 2 {
+	if code, _, _ := caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--auto"); code != 2 {
 		t.Fatalf("--auto while off: exit %d", code)
 	}
 	t.Setenv(resolve.EnvEnabled, "maybe")
-	if code, _, _ := resolveCLI(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets"); code != 2 {
+	if code, _, _ := caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets"); code != 2 {
 		t.Fatalf("bad flag: exit %d", code)
 	}
 
 	t.Setenv(resolve.EnvEnabled, "true")
-	code, out, _ = resolveCLI(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--openapi", spec)
+	code, out, _ = caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--openapi", spec)
 	if code != 1 || !strings.Contains(out, "ossa:tracker/list_tickets@1.0  [openapi:") {
 		t.Fatalf("proposal: %d %q", code, out)
 	}
-	code, out, errOut := resolveCLI(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--openapi", spec, "--auto", "--format", "json")
+	code, out, errOut := caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--openapi", spec, "--auto", "--format", "json")
 	if code != 0 {
 		t.Fatalf("auto: %d %q %q", code, out, errOut)
 	}
@@ -68,7 +44,7 @@ func TestResolveCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Result.Registered) != 1 {
 		t.Fatalf("auto json: %v %q", err, out)
 	}
-	code, out, _ = resolveCLI(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets")
+	code, out, _ = caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets")
 	if code != 0 || !strings.Contains(out, "resolves to ossa:tracker/list_tickets@1.0") {
 		t.Fatalf("found: %d %q", code, out)
 	}

@@ -2,65 +2,13 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 )
 
 const rtfsCorpus = "../../../shared/corpus/ccos/brace-map"
-
-// rtfsCLI runs the CLI in-process like caphub(), with `import rtfs` and
-// `export rtfs` attached to the command tree where root.go does not wire
-// them (yet).
-func rtfsCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	root := newRootCmd()
-	attached := false
-	for _, c := range []struct {
-		parent string
-		sub    func() *cobra.Command
-	}{{"import", newImportRTFSCmd}, {"export", newExportRTFSCmd}} {
-		var parent *cobra.Command
-		for _, p := range root.Commands() {
-			if p.Name() == c.parent {
-				parent = p
-			}
-		}
-		if parent == nil {
-			parent = &cobra.Command{Use: c.parent, Args: noArgs, RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
-			root.AddCommand(parent)
-		}
-		found := false
-		for _, s := range parent.Commands() {
-			found = found || s.Name() == "rtfs"
-		}
-		if !found {
-			parent.AddCommand(c.sub())
-			attached = true
-		}
-	}
-	if !attached {
-		return caphub(t, args...)
-	}
-	var out, errOut bytes.Buffer
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.Execute()
-	if err == nil {
-		return exitOK, out.String(), errOut.String()
-	}
-	var silent *silentError
-	if !errors.As(err, &silent) {
-		fmt.Fprintln(&errOut, "caphub:", err)
-	}
-	return exitCode(err), out.String(), errOut.String()
-}
 
 // TestImportExportRTFS imports the CCOS brace-map corpus, exports the
 // registry as RTFS, and re-imports the export: nothing changes.
@@ -73,7 +21,7 @@ func TestImportExportRTFS(t *testing.T) {
 
 	// 50 files: demo.hello has no binding caphub can execute (one file has
 	// unescaped quotes in a description, which the lenient reading keeps).
-	code, out, errOut := rtfsCLI(t, "import", "rtfs", rtfsCorpus, "--db", db)
+	code, out, errOut := caphub(t, "import", "rtfs", rtfsCorpus, "--db", db)
 	for _, want := range []string{
 		"49 imported, 1 failed",
 		"registered mcp:github/list_issues@1.0 (1.0.0)",
@@ -91,7 +39,7 @@ func TestImportExportRTFS(t *testing.T) {
 	}
 
 	export := filepath.Join(tmp, "export")
-	code, out, errOut = rtfsCLI(t, "export", "rtfs", export, "--db", db)
+	code, out, errOut = caphub(t, "export", "rtfs", export, "--db", db)
 	if code != 0 || !strings.Contains(out, "49 capability versions exported to 49 files under "+export+", 0 failed") {
 		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
 	}
@@ -111,7 +59,7 @@ func TestImportExportRTFS(t *testing.T) {
 	}
 
 	// Re-importing the export registers nothing new.
-	code, out, errOut = rtfsCLI(t, "import", "rtfs", export, "--db", db)
+	code, out, errOut = caphub(t, "import", "rtfs", export, "--db", db)
 	if code != 0 || !strings.Contains(out, "49 imported, 0 failed") || strings.Contains(out, "registered ") ||
 		strings.Count(out, "unchanged  ") != 49 {
 		t.Fatalf("re-import of the export: exit %d, want 49 unchanged and nothing registered\n%s%s", code, out, errOut)
@@ -119,7 +67,7 @@ func TestImportExportRTFS(t *testing.T) {
 
 	// A second export writes the same bytes.
 	again := filepath.Join(tmp, "again")
-	if code, out, errOut = rtfsCLI(t, "export", "rtfs", again, "--db", db); code != 0 {
+	if code, out, errOut = caphub(t, "export", "rtfs", again, "--db", db); code != 0 {
 		t.Fatalf("second export: exit %d\n%s%s", code, out, errOut)
 	}
 	err := filepath.WalkDir(export, func(p string, e os.DirEntry, err error) error {
@@ -150,7 +98,7 @@ func TestImportRTFSErrors(t *testing.T) {
 	if err := os.WriteFile(good, []byte(`(capability "demo.echo" :input-schema {:text :string} :output-schema :any :bindings {:cli {:command "echo {text}"}})`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := rtfsCLI(t, "import", "rtfs", bad, good, "--db", db)
+	code, out, errOut := caphub(t, "import", "rtfs", bad, good, "--db", db)
 	if code != 1 || !strings.Contains(out, "1 imported, 1 failed") || !strings.Contains(out, "registered ossa:demo/echo@1.0 (1.0.0)") ||
 		!strings.Contains(out, "failed: "+bad+":1:1: RTFS syntax: \"(\" opened here is never closed (the file ends at 3:1): add \")\"") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
@@ -165,27 +113,27 @@ func TestImportRTFSErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, out, errOut = rtfsCLI(t, "import", "rtfs", dir, "--db", db)
+	code, out, errOut = caphub(t, "import", "rtfs", dir, "--db", db)
 	wantDup := "failed: " + filepath.Join(dir, "c.rtfs") + ": ossa:demo/say@1.0 (1.0.0): this version is also defined, with other content, in " + filepath.Join(dir, "a.rtfs")
 	if code != 1 || !strings.Contains(out, "1 imported, 1 failed") || !strings.Contains(out, wantDup) {
 		t.Errorf("duplicates: exit %d, want 1 with %q\n%s%s", code, wantDup, out, errOut)
 	}
 
 	empty := t.TempDir()
-	code, _, errOut = rtfsCLI(t, "import", "rtfs", empty, "--db", db)
+	code, _, errOut = caphub(t, "import", "rtfs", empty, "--db", db)
 	if code != 2 || !strings.Contains(errOut, "no .rtfs file under "+empty) {
 		t.Errorf("empty dir: exit %d, want 2\n%s", code, errOut)
 	}
-	code, _, errOut = rtfsCLI(t, "import", "rtfs", filepath.Join(tmp, "missing"), "--db", db)
+	code, _, errOut = caphub(t, "import", "rtfs", filepath.Join(tmp, "missing"), "--db", db)
 	if code != 1 || !strings.Contains(errOut, "cannot read "+filepath.Join(tmp, "missing")) {
 		t.Errorf("missing file: exit %d, want 1\n%s", code, errOut)
 	}
-	code, _, errOut = rtfsCLI(t, "export", "rtfs", "--db", db)
+	code, _, errOut = caphub(t, "export", "rtfs", "--db", db)
 	if code != 2 || !strings.Contains(errOut, "needs the output DIR") {
 		t.Errorf("export without DIR: exit %d, want 2\n%s", code, errOut)
 	}
 	for _, cmd := range [][]string{{"import", "rtfs", "--help"}, {"export", "rtfs", "--help"}} {
-		code, out, _ := rtfsCLI(t, cmd...)
+		code, out, _ := caphub(t, cmd...)
 		if code != 0 || !strings.Contains(out, "Examples:\n  caphub "+cmd[0]+" rtfs ") {
 			t.Errorf("%v: exit %d, no example:\n%s", cmd, code, out)
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,29 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 )
-
-// caphubSigning runs the CLI in-process, as caphub does, with the key, sign
-// and verify commands attached when root.go and capability.go do not wire
-// them yet.
-func caphubSigning(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	root := newRootCmd()
-	attachSigning(root)
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.Execute()
-	if err == nil {
-		return exitOK, out.String(), errOut.String()
-	}
-	var silent *silentError
-	var exit *exitError
-	if !errors.As(err, &silent) && !errors.As(err, &exit) {
-		fmt.Fprintln(&errOut, "caphub:", err)
-	}
-	return exitCode(err), out.String(), errOut.String()
-}
 
 func attachSigning(root *cobra.Command) {
 	has := func(parent *cobra.Command, name string) bool {
@@ -83,7 +58,7 @@ capability:
 func keygen(t *testing.T, name string) (string, string, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "keys")
-	code, out, errOut := caphubSigning(t, "key", "generate", "--out", dir, "--name", name, "--format", "json")
+	code, out, errOut := caphub(t, "key", "generate", "--out", dir, "--name", name, "--format", "json")
 	if code != 0 {
 		t.Fatalf("key generate: exit %d\n%s%s", code, out, errOut)
 	}
@@ -99,7 +74,7 @@ func keygen(t *testing.T, name string) (string, string, string) {
 
 func TestKeyGenerate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
-	code, out, errOut := caphubSigning(t, "key", "generate", "--out", dir)
+	code, out, errOut := caphub(t, "key", "generate", "--out", dir)
 	if code != 0 || !strings.Contains(out, "key id:      ed25519:") || !strings.Contains(out, filepath.Join(dir, "signing.key")) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -108,11 +83,11 @@ func TestKeyGenerate(t *testing.T) {
 			t.Errorf("private key mode: %v %v", st.Mode(), err)
 		}
 	}
-	code, _, errOut = caphubSigning(t, "key", "generate", "--out", dir)
+	code, _, errOut = caphub(t, "key", "generate", "--out", dir)
 	if code != 1 || !strings.Contains(errOut, "already exists") {
 		t.Errorf("second generate: exit %d, %s", code, errOut)
 	}
-	code, _, errOut = caphubSigning(t, "key", "generate")
+	code, _, errOut = caphub(t, "key", "generate")
 	if code != 2 || !strings.Contains(errOut, "--out DIR is required") {
 		t.Errorf("generate without --out: exit %d, %s", code, errOut)
 	}
@@ -123,7 +98,7 @@ func TestSignAndVerify(t *testing.T) {
 	_, otherPub, _ := keygen(t, "mallory")
 	file := writeFile(t, "echo.yaml", echoYAML)
 
-	code, out, errOut := caphubSigning(t, "capability", "sign", file, "--key", key)
+	code, out, errOut := caphub(t, "capability", "sign", file, "--key", key)
 	if code != 0 || !strings.Contains(out, "signed    ossa:test/echo@1.0 (1.0.0) with key "+id) || !strings.Contains(out, "wrote "+file+" (1 capability, yaml)") {
 		t.Fatalf("sign: exit %d\n%s%s", code, out, errOut)
 	}
@@ -132,19 +107,19 @@ func TestSignAndVerify(t *testing.T) {
 		t.Errorf("signed file:\n%s", data)
 	}
 
-	code, out, errOut = caphubSigning(t, "capability", "verify", file, "--trusted", pub)
+	code, out, errOut = caphub(t, "capability", "verify", file, "--trusted", pub)
 	if code != 0 || !strings.Contains(out, file+": ok: ossa:test/echo@1.0 (1.0.0) verified with key "+id) || !strings.Contains(out, "1 verified, 0 failed") {
 		t.Fatalf("verify: exit %d\n%s%s", code, out, errOut)
 	}
 	// A trusted-keys directory, and the environment variable.
 	t.Setenv(trustedKeysEnv, filepath.Dir(pub))
-	if code, out, _ = caphubSigning(t, "capability", "verify", file); code != 0 {
+	if code, out, _ = caphub(t, "capability", "verify", file); code != 0 {
 		t.Errorf("verify with $%s: exit %d\n%s", trustedKeysEnv, code, out)
 	}
 	t.Setenv(trustedKeysEnv, "")
 
 	// Not a trusted key.
-	code, out, _ = caphubSigning(t, "capability", "verify", file, "--trusted", otherPub)
+	code, out, _ = caphub(t, "capability", "verify", file, "--trusted", otherPub)
 	if code != 1 || !strings.Contains(out, "FAILED: ossa:test/echo@1.0 (version 1.0.0) is signed by key "+id+", which is not among the trusted keys") {
 		t.Errorf("verify with another key: exit %d\n%s", code, out)
 	}
@@ -152,7 +127,7 @@ func TestSignAndVerify(t *testing.T) {
 	// Lifecycle fields may change; anything else may not.
 	deprecated := strings.Replace(string(data), "  version: 1.0.0\n", "  version: 1.0.0\n  stability: deprecated\n  deprecated_by: ossa:test/echo@2.0\n  sunset_date: \"2027-01-01\"\n", 1)
 	dep := writeFile(t, "deprecated.yaml", deprecated)
-	if code, out, _ = caphubSigning(t, "capability", "verify", dep, "--trusted", pub); code != 0 {
+	if code, out, _ = caphub(t, "capability", "verify", dep, "--trusted", pub); code != 0 {
 		t.Errorf("verify deprecated: exit %d\n%s", code, out)
 	}
 	for name, edit := range map[string][2]string{
@@ -166,7 +141,7 @@ func TestSignAndVerify(t *testing.T) {
 			t.Fatalf("%s: %q not found in\n%s", name, edit[0], data)
 		}
 		p := writeFile(t, "tampered.yaml", tampered)
-		code, out, _ = caphubSigning(t, "capability", "verify", p, "--trusted", pub)
+		code, out, _ = caphub(t, "capability", "verify", p, "--trusted", pub)
 		if code != 1 || !strings.Contains(out, "does not match the definition: it was changed after it was signed") || !strings.Contains(out, "0 verified, 1 failed") {
 			t.Errorf("verify after changing the %s: exit %d\n%s", name, code, out)
 		}
@@ -174,7 +149,7 @@ func TestSignAndVerify(t *testing.T) {
 
 	// Unsigned, in JSON.
 	unsigned := writeFile(t, "unsigned.yaml", echoYAML)
-	code, out, _ = caphubSigning(t, "capability", "verify", "--format", "json", file, unsigned, "--trusted", pub)
+	code, out, _ = caphub(t, "capability", "verify", "--format", "json", file, unsigned, "--trusted", pub)
 	var res struct {
 		OK          bool
 		TrustedKeys []string `json:"trusted_keys"`
@@ -186,10 +161,10 @@ func TestSignAndVerify(t *testing.T) {
 	}
 
 	// Usage errors.
-	if code, _, errOut = caphubSigning(t, "capability", "verify", file); code != 2 || !strings.Contains(errOut, "--trusted DIR|FILE is required") {
+	if code, _, errOut = caphub(t, "capability", "verify", file); code != 2 || !strings.Contains(errOut, "--trusted DIR|FILE is required") {
 		t.Errorf("verify without --trusted: exit %d %s", code, errOut)
 	}
-	if code, _, errOut = caphubSigning(t, "capability", "sign", file); code != 2 || !strings.Contains(errOut, "--key PRIVATE.key is required") {
+	if code, _, errOut = caphub(t, "capability", "sign", file); code != 2 || !strings.Contains(errOut, "--key PRIVATE.key is required") {
 		t.Errorf("sign without --key: exit %d %s", code, errOut)
 	}
 }
@@ -201,7 +176,7 @@ func TestSignOutAndResign(t *testing.T) {
 	key2, pub2, id2 := keygen(t, "bob")
 	file := writeFile(t, "echo.yaml", echoYAML)
 	outJSON := filepath.Join(t.TempDir(), "echo.json")
-	code, out, errOut := caphubSigning(t, "capability", "sign", file, "--key", key, "--out", outJSON)
+	code, out, errOut := caphub(t, "capability", "sign", file, "--key", key, "--out", outJSON)
 	if code != 0 || !strings.Contains(out, "(1 capability, json)") {
 		t.Fatalf("sign --out: exit %d\n%s%s", code, out, errOut)
 	}
@@ -212,7 +187,7 @@ func TestSignOutAndResign(t *testing.T) {
 	if !bytes.HasPrefix(data, []byte("{")) {
 		t.Fatalf("not JSON:\n%s", data)
 	}
-	code, out, errOut = caphubSigning(t, "capability", "sign", outJSON, "--key", key2, "--format", "json")
+	code, out, errOut = caphub(t, "capability", "sign", outJSON, "--key", key2, "--format", "json")
 	var res struct {
 		File   string
 		KeyID  string `json:"key_id"`
@@ -224,10 +199,10 @@ func TestSignOutAndResign(t *testing.T) {
 	if data, _ := os.ReadFile(outJSON); !bytes.HasPrefix(data, []byte("{")) {
 		t.Errorf("a JSON file was not rewritten as JSON:\n%s", data)
 	}
-	if code, out, _ = caphubSigning(t, "capability", "verify", outJSON, "--trusted", pub2); code != 0 {
+	if code, out, _ = caphub(t, "capability", "verify", outJSON, "--trusted", pub2); code != 0 {
 		t.Errorf("verify with the new key: exit %d\n%s", code, out)
 	}
-	if code, _, _ = caphubSigning(t, "capability", "verify", outJSON, "--trusted", pub); code != 1 {
+	if code, _, _ = caphub(t, "capability", "verify", outJSON, "--trusted", pub); code != 1 {
 		t.Errorf("verify with the replaced key: exit %d", code)
 	}
 }
@@ -240,7 +215,7 @@ func TestSignRefusesWhatItCannotWriteBack(t *testing.T) {
 		"index":      {"registry:\n  version: '1'\n  capabilities:\n    - uri: ossa:test/echo@1.0\n", "registry index"},
 	} {
 		p := writeFile(t, name+".yaml", c.content)
-		code, _, errOut := caphubSigning(t, "capability", "sign", p, "--key", key)
+		code, _, errOut := caphub(t, "capability", "sign", p, "--key", key)
 		if code != 1 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: exit %d\n%s", name, code, errOut)
 		}
@@ -251,13 +226,13 @@ func TestSignRefusesWhatItCannotWriteBack(t *testing.T) {
 	// A public key is not a signing key.
 	_, pub, _ := keygen(t, "bob")
 	p := writeFile(t, "echo.yaml", echoYAML)
-	if code, _, errOut := caphubSigning(t, "capability", "sign", p, "--key", pub); code != 1 || !strings.Contains(errOut, "is a public key") {
+	if code, _, errOut := caphub(t, "capability", "sign", p, "--key", pub); code != 1 || !strings.Contains(errOut, "is a public key") {
 		t.Errorf("sign with a .pub: exit %d %s", code, errOut)
 	}
 	// A world-readable key signs, with a warning.
 	if runtime.GOOS != "windows" {
 		os.Chmod(key, 0o644)
-		if code, _, errOut := caphubSigning(t, "capability", "sign", p, "--key", key); code != 0 || !strings.Contains(errOut, "chmod 600 "+key) {
+		if code, _, errOut := caphub(t, "capability", "sign", p, "--key", key); code != 0 || !strings.Contains(errOut, "chmod 600 "+key) {
 			t.Errorf("sign with an open key: exit %d %s", code, errOut)
 		}
 	}
@@ -273,32 +248,32 @@ func TestSignCorpusAndRegister(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := writeFile(t, "memory.yaml", string(data))
-	code, out, errOut := caphubSigning(t, "capability", "sign", file, "--key", key)
+	code, out, errOut := caphub(t, "capability", "sign", file, "--key", key)
 	if code != 0 || strings.Count(out, "signed ") != 4 {
 		t.Fatalf("sign memory.yaml: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, _ = caphubSigning(t, "capability", "verify", file, "--trusted", pub); code != 0 || !strings.Contains(out, "4 verified, 0 failed") {
+	if code, out, _ = caphub(t, "capability", "verify", file, "--trusted", pub); code != 0 || !strings.Contains(out, "4 verified, 0 failed") {
 		t.Fatalf("verify memory.yaml: exit %d\n%s", code, out)
 	}
 	db := filepath.Join(t.TempDir(), "caphub.db")
 	// Registration verifies attestations: an untrusted signer is refused,
 	// a trusted one registers.
-	if code, _, errOut = caphubSigning(t, "capability", "register", file, "--db", db); code != 1 || !strings.Contains(errOut, "not among the trusted keys") {
+	if code, _, errOut = caphub(t, "capability", "register", file, "--db", db); code != 1 || !strings.Contains(errOut, "not among the trusted keys") {
 		t.Fatalf("register with an untrusted signer: exit %d\n%s", code, errOut)
 	}
 	t.Setenv("CAPHUB_TRUSTED_KEYS", pub)
-	if code, out, errOut = caphubSigning(t, "capability", "register", file, "--db", db); code != 0 || strings.Count(out, "registered ") != 4 {
+	if code, out, errOut = caphub(t, "capability", "register", file, "--db", db); code != 0 || strings.Count(out, "registered ") != 4 {
 		t.Fatalf("register: exit %d\n%s%s", code, out, errOut)
 	}
 	// A signed definition changed after signing is refused.
 	tampered := writeFile(t, "tampered.yaml", strings.Replace(mustRead(t, file), "Query the knowledge graph", "Query the knowledge GRAPH", 1))
-	if code, _, errOut = caphubSigning(t, "capability", "register", tampered, "--db", filepath.Join(t.TempDir(), "other.db")); code != 1 || !strings.Contains(errOut, "kg_query") {
+	if code, _, errOut = caphub(t, "capability", "register", tampered, "--db", filepath.Join(t.TempDir(), "other.db")); code != 1 || !strings.Contains(errOut, "kg_query") {
 		t.Fatalf("register a tampered signed definition: exit %d\n%s", code, errOut)
 	}
-	if code, out, errOut = caphubSigning(t, "capability", "deprecate", "ossa:memory/kg_query@1.0", "--by", "ossa:memory/context_fusion@1.0", "--guide", "use context_fusion", "--db", db); code != 0 {
+	if code, out, errOut = caphub(t, "capability", "deprecate", "ossa:memory/kg_query@1.0", "--by", "ossa:memory/context_fusion@1.0", "--guide", "use context_fusion", "--db", db); code != 0 {
 		t.Fatalf("deprecate: exit %d\n%s%s", code, out, errOut)
 	}
-	code, out, _ = caphubSigning(t, "capability", "show", "ossa:memory/kg_query@1.0", "--format", "json", "--db", db)
+	code, out, _ = caphub(t, "capability", "show", "ossa:memory/kg_query@1.0", "--format", "json", "--db", db)
 	if code != 0 {
 		t.Fatalf("show: exit %d\n%s", code, out)
 	}
@@ -312,7 +287,7 @@ func TestSignCorpusAndRegister(t *testing.T) {
 	}
 	b, _ := json.Marshal(map[string]any{"capability": def})
 	exported := writeFile(t, "exported.json", string(b))
-	if code, out, _ = caphubSigning(t, "capability", "verify", exported, "--trusted", pub); code != 0 {
+	if code, out, _ = caphub(t, "capability", "verify", exported, "--trusted", pub); code != 0 {
 		t.Errorf("verify the deprecated, registered version: exit %d\n%s", code, out)
 	}
 }
@@ -341,7 +316,7 @@ func findDefinition(v any) map[string]any {
 
 func TestSigningHelp(t *testing.T) {
 	for _, args := range [][]string{{"key"}, {"key", "generate"}, {"capability", "sign"}, {"capability", "verify"}} {
-		code, out, _ := caphubSigning(t, append(args, "--help")...)
+		code, out, _ := caphub(t, append(args, "--help")...)
 		if code != 0 || !strings.Contains(out, "Examples:\n  caphub "+strings.Join(args, " ")) {
 			t.Errorf("%v --help: exit %d\n%s", args, code, out)
 		}

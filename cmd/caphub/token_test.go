@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -16,29 +14,9 @@ import (
 	"github.com/caphub/caphub/registry"
 )
 
-// tokenCLI runs caphub like the caphub helper, with the token command
-// attached to the root when root.go does not wire it yet.
-func tokenCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	root := newRootCmd()
-	if c, _, err := root.Find([]string{"token"}); err != nil || c == root {
-		root.AddCommand(newTokenCmd())
-	}
-	var out, errOut bytes.Buffer
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.Execute()
-	if err == nil {
-		return exitOK, out.String(), errOut.String()
-	}
-	fmt.Fprintln(&errOut, "caphub:", err)
-	return exitCode(err), out.String(), errOut.String()
-}
-
 func TestTokenCLI(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "caphub.db")
-	code, out, errOut := tokenCLI(t, "token", "create", "ci-bot", "--scope", "read", "--scope", "invoke", "--expires", "720h", "--db", db)
+	code, out, errOut := caphub(t, "token", "create", "ci-bot", "--scope", "read", "--scope", "invoke", "--expires", "720h", "--db", db)
 	if code != 0 {
 		t.Fatalf("create: exit %d\n%s", code, errOut)
 	}
@@ -50,11 +28,11 @@ func TestTokenCLI(t *testing.T) {
 		t.Fatalf("create details: %s", errOut)
 	}
 
-	code, out, _ = tokenCLI(t, "token", "list", "--db", db)
+	code, out, _ = caphub(t, "token", "list", "--db", db)
 	if code != 0 || !strings.Contains(out, "ci-bot") || !strings.Contains(out, "active") || strings.Contains(out, secret) {
 		t.Fatalf("list: exit %d\n%s", code, out)
 	}
-	code, out, _ = tokenCLI(t, "token", "list", "--db", db, "--format", "json")
+	code, out, _ = caphub(t, "token", "list", "--db", db, "--format", "json")
 	var listed struct {
 		Items []struct {
 			ID    string `json:"id"`
@@ -78,11 +56,11 @@ func TestTokenCLI(t *testing.T) {
 		t.Fatalf("Authenticate = %+v, %v", tok, err)
 	}
 
-	code, out, _ = tokenCLI(t, "token", "revoke", id, "--db", db)
+	code, out, _ = caphub(t, "token", "revoke", id, "--db", db)
 	if code != 0 || !strings.Contains(out, "Revoked token "+id) {
 		t.Fatalf("revoke: exit %d\n%s", code, out)
 	}
-	_, out, _ = tokenCLI(t, "token", "list", "--db", db)
+	_, out, _ = caphub(t, "token", "list", "--db", db)
 	if !strings.Contains(out, "revoked") {
 		t.Fatalf("list after revoke:\n%s", out)
 	}
@@ -97,7 +75,7 @@ func TestTokenCLI(t *testing.T) {
 	}
 
 	// JSON create carries the secret once.
-	code, out, _ = tokenCLI(t, "token", "create", "admin", "--scope", "admin", "--db", db, "--format", "json")
+	code, out, _ = caphub(t, "token", "create", "admin", "--scope", "admin", "--db", db, "--format", "json")
 	var created struct {
 		ID     string `json:"id"`
 		Secret string `json:"token"`
@@ -122,29 +100,24 @@ func TestTokenCLIErrors(t *testing.T) {
 		{[]string{"token", "revoke", "abcdef012345"}, exitFailure, "caphub token list"},
 		{[]string{"token", "list", "--server", "http://127.0.0.1:1"}, exitUsage, "local database only"},
 	} {
-		code, _, errOut := tokenCLI(t, append(c.args, "--db", db)...)
+		code, _, errOut := caphub(t, append(c.args, "--db", db)...)
 		if code != c.code || !strings.Contains(errOut, c.msg) {
 			t.Errorf("%v: exit %d, want %d with %q\n%s", c.args, code, c.code, c.msg, errOut)
 		}
 	}
-	code, out, _ := tokenCLI(t, "token", "create", "--help")
+	code, out, _ := caphub(t, "token", "create", "--help")
 	if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--expires 720h") {
 		t.Errorf("create --help: exit %d\n%s", code, out)
 	}
 }
 
 // TestServeAuth runs the real binary: without a token caphub serve refuses
-// a non-loopback address; with one it enforces tokens on loopback too. It
-// skips until serve.go carries the --auth wiring.
+// a non-loopback address; with one it enforces tokens on loopback too.
 func TestServeAuth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the caphub binary")
 	}
 	bin := caphubBinary(t)
-	help, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
-	if !strings.Contains(string(help), "--auth") {
-		t.Skip("caphub serve has no --auth flag yet: apply the auth wiring to serve.go")
-	}
 	db := filepath.Join(t.TempDir(), "caphub.db")
 	out, err := exec.Command(bin, "serve", "--addr", "0.0.0.0:0", "--db", db).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "caphub serve on 0.0.0.0:0 needs API authentication: create a token with `caphub token create NAME --scope admin` first") {
