@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -53,9 +55,10 @@ const recordTimeout = 5 * time.Second
 // Log appends to and checks the audit chain of a store. It is safe for
 // concurrent use.
 type Log struct {
-	store Store
-	log   *slog.Logger
-	now   func() time.Time
+	store           Store
+	log             *slog.Logger
+	now             func() time.Time
+	syncInvocations bool
 
 	startOnce, closeOnce sync.Once
 	queue                chan *pending
@@ -71,6 +74,11 @@ func WithLogger(l *slog.Logger) Option { return func(g *Log) { g.log = l } }
 
 // WithClock replaces the clock that stamps events (for tests).
 func WithClock(now func() time.Time) Option { return func(g *Log) { g.now = now } }
+
+// WithSyncInvocations makes RecordInvocation wait until the invocation's
+// event is committed (CAPHUB_AUDIT_SYNC): no call returns before the chain
+// holds it, at the price of a commit's latency on every call.
+func WithSyncInvocations() Option { return func(g *Log) { g.syncInvocations = true } }
 
 // New returns the Log of a store's audit chain.
 func New(store Store, opts ...Option) *Log {
@@ -124,32 +132,45 @@ func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
 }
 
 // Enqueue hands an event to the writer without waiting for its commit and
-// returns at once; a failure is logged. The writer appends in order, so an
-// event enqueued before another that is waited for (an invocation record
-// after its policy decision) is committed by the time that one returns:
-// the two share a commit instead of costing one each.
+// returns at once: the caller pays for a channel send, and the writer
+// encodes data (a struct or map that encodes as a JSON object, and that
+// the caller does not change afterwards), hashes and commits it, in order,
+// together with whatever else is waiting (a group commit). A failure is
+// logged. When the writer falls behind by more than the queue holds,
+// Enqueue blocks: events are delayed, never dropped. Close writes what is
+// queued before it returns; Flush waits for it.
 func (l *Log) Enqueue(kind, actor, capability string, data any) {
-	b, err := json.Marshal(data)
-	if err == nil && string(b) == "null" {
-		b = nil
-	}
-	if err == nil && len(b) > 0 {
-		b, err = Canonicalize(b)
-	}
-	if err != nil {
-		l.log.Error("audit event not recorded: its data cannot be encoded", "kind", kind, "capability", capability, "err", err)
-		return
-	}
-	if len(b) == 0 {
-		b = []byte("{}")
-	}
 	l.startOnce.Do(l.start)
-	r := &pending{e: Event{Kind: kind, Actor: actor, Capability: capability, Data: b}, async: true, done: make(chan appended, 1)}
+	r := &pending{e: Event{Kind: kind, Actor: actor, Capability: capability}, data: data, async: true}
 	select {
 	case l.queue <- r:
 	case <-l.stop:
 		l.log.Error("audit event not recorded: the audit log is closed", "kind", kind, "capability", capability)
 	}
+}
+
+// encode sets an enqueued event's Data from the value it was given, as
+// Append would have checked it.
+func (r *pending) encode() error {
+	if r.e.Kind == "" {
+		return errors.New("the kind is empty: say what happened (registered, invocation, …)")
+	}
+	b, err := json.Marshal(r.data)
+	if err != nil {
+		return fmt.Errorf("its data cannot be encoded: %w", err)
+	}
+	if string(b) == "null" {
+		r.e.Data = []byte("{}")
+		return nil
+	}
+	if b, err = Canonicalize(b); err != nil {
+		return fmt.Errorf("its data cannot be encoded: %w", err)
+	}
+	if b[0] != '{' {
+		return fmt.Errorf("its data is %s, not a JSON object", kindOfJSON(b[0]))
+	}
+	r.e.Data = b
+	return nil
 }
 
 // Flush returns once every event handed to the writer before it (Enqueue
@@ -175,8 +196,9 @@ func (l *Log) Flush(ctx context.Context) error {
 // pending is an event waiting for the writer; appended is its outcome.
 type pending struct {
 	e     Event
+	data  any  // enqueued: the value Data is encoded from, by the writer
 	flush bool // a Flush marker: no event, answered once what precedes it is committed
-	async bool // enqueued: nobody waits, so the writer logs a failure itself
+	async bool // enqueued: nobody waits (done is nil), so the writer logs a failure itself
 	done  chan appended
 }
 
@@ -190,8 +212,9 @@ const maxBatch = 256
 
 // start runs the writer: it takes the waiting events and appends them in
 // one transaction (a group commit), so concurrent appenders share a commit
-// instead of queueing for one each. Every appender still waits until its
-// event is committed.
+// instead of queueing for one each. Appenders wait until their event is
+// committed; enqueued events are not waited for. When the log is closed,
+// the writer first writes everything still queued.
 func (l *Log) start() {
 	l.queue = make(chan *pending, 4*maxBatch)
 	l.stop = make(chan struct{})
@@ -200,12 +223,16 @@ func (l *Log) start() {
 		defer close(l.stopped)
 		for {
 			var first *pending
+			stopping := false
 			select {
 			case first = <-l.queue:
 			case <-l.stop:
-				return
+				stopping = true
 			}
-			batch := []*pending{first}
+			var batch []*pending
+			if first != nil {
+				batch = append(batch, first)
+			}
 		drain:
 			for len(batch) < maxBatch {
 				select {
@@ -215,7 +242,12 @@ func (l *Log) start() {
 					break drain
 				}
 			}
-			l.write(batch)
+			if len(batch) > 0 {
+				l.write(batch)
+			}
+			if stopping && len(batch) == 0 {
+				return
+			}
 		}
 	}()
 }
@@ -224,9 +256,16 @@ func (l *Log) write(all []*pending) {
 	// Flush markers carry no event: they are answered with the batch.
 	var batch, markers []*pending
 	for _, r := range all {
-		if r.flush {
+		switch {
+		case r.flush:
 			markers = append(markers, r)
-		} else {
+		case r.async && r.e.Data == nil:
+			if err := r.encode(); err != nil {
+				l.log.Error("audit event not recorded", "kind", r.e.Kind, "capability", r.e.Capability, "err", err)
+				continue
+			}
+			batch = append(batch, r)
+		default:
 			batch = append(batch, r)
 		}
 	}
@@ -258,29 +297,36 @@ func (l *Log) write(all []*pending) {
 		return next, nil
 	})
 	for i, r := range batch {
-		if err != nil {
-			if r.async {
+		switch {
+		case r.async:
+			if err != nil {
 				l.log.Error("audit event not recorded", "kind", r.e.Kind, "capability", r.e.Capability, "err", err)
 			}
+		case err != nil:
 			r.done <- appended{err: err}
-		} else {
+		default:
 			r.done <- appended{ev: evs[i]}
 		}
 	}
 }
 
-// Close stops the writer once the events already handed to it are
-// appended. Appends after Close fail.
+// Close stops the writer once the events already handed to it (enqueued
+// ones included) are appended. Appends after Close fail.
 func (l *Log) Close() error {
 	l.startOnce.Do(l.start)
 	l.closeOnce.Do(func() {
 		close(l.stop)
 		<-l.stopped
-		// Events that were queued but not taken fail rather than hang.
+		// An append that raced with Close and was queued after the writer's
+		// last look fails rather than hangs (an enqueued one is logged).
 		for {
 			select {
 			case r := <-l.queue:
-				r.done <- appended{err: errors.New("the audit log closed before the event was written")}
+				if r.async {
+					l.log.Error("audit event not recorded: the audit log closed before it was written", "kind", r.e.Kind, "capability", r.e.Capability)
+				} else {
+					r.done <- appended{err: errors.New("the audit log closed before the event was written")}
+				}
 			default:
 				return
 			}
@@ -467,4 +513,24 @@ func short(h string) string {
 		return `""`
 	}
 	return h
+}
+
+// EnvSync names the environment variable that, set to true, makes caphub
+// wait for each invocation's audit event to be committed before the call
+// returns (WithSyncInvocations).
+const EnvSync = "CAPHUB_AUDIT_SYNC"
+
+// SyncFromEnv reports whether CAPHUB_AUDIT_SYNC is set to a true value (1,
+// t, true, …); a value that is not a boolean is an error, so that a typo
+// does not silently change what a crash may lose.
+func SyncFromEnv() (bool, error) {
+	v := os.Getenv(EnvSync)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: use true or false", EnvSync, v)
+	}
+	return b, nil
 }

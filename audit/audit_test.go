@@ -218,38 +218,92 @@ func s16(h string) string { return h[:16] }
 
 // TestRecordInvocation checks the pipeline adapter: an event with the
 // caller, the URI and the whole record, appended even when the call's
-// context is already cancelled; a failure is logged, not returned.
+// context is already cancelled; a failure is logged, not returned. By
+// default the event is enqueued (Flush makes it visible, Close writes it);
+// WithSyncInvocations appends it before RecordInvocation returns.
 func TestRecordInvocation(t *testing.T) {
-	st := openStore(t)
-	var logged bytes.Buffer
-	l := audit.New(st, audit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
-	var _ invoke.Recorder = l
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
 	rec := invoke.Record{Time: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), URI: "ossa:text/echo@1", Version: "1.0.2", Caller: "agent-7", Binding: "native",
 		Attempts: []invoke.Attempt{{Binding: "native", Attempt: 1, DurationMS: 0.25}}, DurationMS: 0.5}
-	l.RecordInvocation(ctx, rec)
-	events, err := l.List(t.Context(), audit.Filter{Kind: audit.KindInvocation})
-	if err != nil || len(events) != 1 {
-		t.Fatalf("List = %v, %v; want one invocation event", events, err)
+	check := func(t *testing.T, l *audit.Log, want int) {
+		t.Helper()
+		events, err := l.List(t.Context(), audit.Filter{Kind: audit.KindInvocation})
+		if err != nil || len(events) != want {
+			t.Fatalf("List = %v, %v; want %d invocation events", events, err, want)
+		}
+		e := events[0]
+		var data invoke.Record
+		if err := json.Unmarshal(e.Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		if e.Actor != "agent-7" || e.Capability != "ossa:text/echo@1" || data.Version != "1.0.2" || data.Binding != "native" || len(data.Attempts) != 1 {
+			t.Errorf("invocation event = %+v, data %s", e, e.Data)
+		}
 	}
-	e := events[0]
-	var data invoke.Record
-	if err := json.Unmarshal(e.Data, &data); err != nil {
-		t.Fatal(err)
-	}
-	if e.Actor != "agent-7" || e.Capability != "ossa:text/echo@1" || data.Version != "1.0.2" || data.Binding != "native" || len(data.Attempts) != 1 {
-		t.Errorf("invocation event = %+v, data %s", e, e.Data)
-	}
-	if logged.Len() > 0 {
-		t.Errorf("logged on success: %s", logged.String())
-	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
 
-	st.Close()
-	l.RecordInvocation(t.Context(), rec)
-	if !strings.Contains(logged.String(), "the audit chain misses an invocation") || !strings.Contains(logged.String(), "closed") {
-		t.Errorf("a failed append logged %q, want the error", logged.String())
-	}
+	t.Run("sync", func(t *testing.T) {
+		st := openStore(t)
+		var logged bytes.Buffer
+		l := audit.New(st, audit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))), audit.WithSyncInvocations())
+		var _ invoke.Recorder = l
+		l.RecordInvocation(cancelled, rec)
+		check(t, l, 1) // no Flush: it is committed already
+		if logged.Len() > 0 {
+			t.Errorf("logged on success: %s", logged.String())
+		}
+		st.Close()
+		l.RecordInvocation(t.Context(), rec)
+		if !strings.Contains(logged.String(), "the audit chain misses an invocation") || !strings.Contains(logged.String(), "closed") {
+			t.Errorf("a failed append logged %q, want the error", logged.String())
+		}
+	})
+
+	t.Run("enqueued", func(t *testing.T) {
+		st := openStore(t)
+		var logged bytes.Buffer
+		l := audit.New(st, audit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+		l.RecordInvocation(cancelled, rec)
+		if err := l.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		check(t, l, 1)
+		// Close writes what is still queued: nothing enqueued is lost by a
+		// clean shutdown.
+		for range 500 {
+			l.RecordInvocation(cancelled, rec)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		check(t, audit.New(st), 501)
+		if v, err := audit.New(st).Verify(t.Context()); err != nil || !v.OK || v.Count != 501 {
+			t.Errorf("Verify = %v, %v; want 501 intact events", v, err)
+		}
+		if logged.Len() > 0 {
+			t.Errorf("logged on success: %s", logged.String())
+		}
+		// Data that is not an object is refused by the writer, and logged.
+		l2 := audit.New(st, audit.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+		l2.Enqueue(audit.KindInvocation, "a", "u", []int{1})
+		l2.Enqueue(audit.KindInvocation, "a", "u", func() {})
+		l2.Enqueue("", "a", "u", nil)
+		if err := l2.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"not a JSON object", "cannot be encoded", "kind is empty"} {
+			if !strings.Contains(logged.String(), want) {
+				t.Errorf("log %q lacks %q", logged.String(), want)
+			}
+		}
+		check(t, l2, 501)
+		st.Close()
+		l2.Enqueue(audit.KindInvocation, "a", "u", nil)
+		_ = l2.Flush(t.Context())
+		if !strings.Contains(logged.String(), "audit event not recorded") {
+			t.Errorf("a failed enqueued append logged %q, want the error", logged.String())
+		}
+	})
 }
 
 func definition(name, version string) capability.Definition {

@@ -13,11 +13,21 @@ var _ invoke.Recorder = (*Log)(nil)
 // RecordInvocation appends an "invocation" event for a finished call, so
 // that a Log can be the invoke.Pipeline's Recorder: Actor is the caller,
 // Capability the URI the call asked for, Data the whole invoke.Record (with
-// the resolved version, the bindings tried and the outcome). It appends
-// before it returns, so the event exists when the call does, but gives up
-// after a few seconds, and even when ctx is already cancelled it still
-// tries: a failure is logged, never returned, and never fails the call.
+// the resolved version, the bindings tried and the outcome).
+//
+// By default the event is enqueued (see Enqueue): the call does not wait
+// for the commit, which the writer makes within a moment, shared with the
+// other events waiting. The price is that the last moment's events die
+// with the process if it is killed (a clean shutdown writes them). With
+// WithSyncInvocations it appends before it returns, so the event exists
+// when the call does; it then gives up after a few seconds, and even when
+// ctx is already cancelled it still tries: a failure is logged, never
+// returned, and never fails the call.
 func (l *Log) RecordInvocation(ctx context.Context, rec invoke.Record) {
+	if !l.syncInvocations {
+		l.Enqueue(KindInvocation, rec.Caller, rec.URI, rec)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if _, err := l.Record(ctx, KindInvocation, rec.Caller, rec.URI, rec); err != nil {

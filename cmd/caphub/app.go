@@ -107,7 +107,14 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		a.Close()
 		return nil, fmt.Errorf("the store at %s cannot keep the audit chain", c.db)
 	}
-	a.audit = audit.New(chain, audit.WithLogger(c.log))
+	auditOpts := []audit.Option{audit.WithLogger(c.log)}
+	if sync, err := audit.SyncFromEnv(); err != nil {
+		a.Close()
+		return nil, err
+	} else if sync {
+		auditOpts = append(auditOpts, audit.WithSyncInvocations())
+	}
+	a.audit = audit.New(chain, auditOpts...)
 	a.closers = append(a.closers, a.audit.Close)
 	verifier, err := trustVerifier()
 	if err != nil {

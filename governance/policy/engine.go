@@ -96,8 +96,8 @@ func (e *Engine) Check(ctx context.Context, call *invoke.Call) error {
 	// approval rule) is allowed without a decision event: its invocation
 	// record is in the audit chain anyway.
 	if e.opts.Audit != nil && !(d.Decision == "allow" && d.Policy == "" && d.Rule == "") {
-		// Not waited for: the invocation record that follows (and is waited
-		// for) shares its commit.
+		// Not waited for: it shares a commit with the invocation record
+		// that follows it (and with whatever else is waiting).
 		e.opts.Audit.Enqueue(audit.KindPolicyDecision, call.Caller, call.URI, d)
 	}
 	return err
