@@ -29,7 +29,7 @@ type Service struct {
 	stopWatch   context.CancelFunc
 	cacheActive bool
 	recorder    ChangeRecorder
-	verify      func(*capability.Definition) (string, error)
+	verify      func(context.Context, *capability.Definition) (string, error)
 }
 
 // Option configures a Service.
@@ -51,13 +51,14 @@ type ChangeRecorder interface {
 // WithRecorder reports registrations and deprecations to r.
 func WithRecorder(r ChangeRecorder) Option { return func(s *Service) { s.recorder = r } }
 
-// WithVerifier sets the trust check of registration: check is called on
-// every definition of a batch once it is validated and completed (the
-// content that will be stored) and returns its trust tier, which is stored
-// in Record.TrustTier, or an error that refuses the definition with that
-// reason, e.g. an attestation that does not verify
+// WithVerifier sets the trust check of registration: check is called, with
+// the registration's context (which says who registers: an API token, for
+// one), on every definition of a batch once it is validated and completed
+// (the content that will be stored) and returns its trust tier, which is
+// stored in Record.TrustTier, or an error that refuses the definition with
+// that reason, e.g. an attestation that does not verify
 // (governance/sign.Verifier.Check). Without it, TrustTier stays "".
-func WithVerifier(check func(*capability.Definition) (tier string, err error)) Option {
+func WithVerifier(check func(ctx context.Context, d *capability.Definition) (tier string, err error)) Option {
 	return func(s *Service) { s.verify = check }
 }
 
@@ -165,12 +166,16 @@ type Warning struct {
 
 // RegisterResult reports one registration.
 type RegisterResult struct {
-	URI      string             `json:"uri"`     // with @MAJOR.MINOR
-	Version  string             `json:"version"` // full
-	Created  bool               `json:"created"` // false: identical content was already registered
-	Digest   string             `json:"digest"`
-	Warnings []capability.Issue `json:"warnings,omitempty"`
-	Record   Record             `json:"-"`
+	URI     string `json:"uri"`     // with @MAJOR.MINOR
+	Version string `json:"version"` // full
+	Created bool   `json:"created"` // false: identical content was already registered
+	Digest  string `json:"digest"`
+	// TrustTier is the tier the version was stored with (see WithVerifier);
+	// empty when it was already registered (Created false) or no verifier
+	// is set.
+	TrustTier string             `json:"trust_tier,omitempty"`
+	Warnings  []capability.Issue `json:"warnings,omitempty"`
+	Record    Record             `json:"-"`
 }
 
 // BatchError lists the definitions of a batch that were refused; nothing of
@@ -249,7 +254,7 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 		d.ApplyInference(inferenceSource(&d))
 		tier := ""
 		if s.verify != nil {
-			t, err := s.verify(&d)
+			t, err := s.verify(ctx, &d)
 			if err != nil {
 				failures = append(failures, BatchFailure{Index: i, URI: d.URI, Err: fmt.Errorf("%w: %w", ErrInvalid, err)})
 				continue
@@ -340,6 +345,7 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 		out[i] = RegisterResult{URI: capability.NewURI(it.key.Scheme, it.key.Domain, it.key.Name, it.ver).String(),
 			Version: it.key.Version, Created: put[i].Created, Digest: it.digest, Warnings: it.warnings, Record: recs[i]}
 		if put[i].Created {
+			out[i].TrustTier = it.tier
 			s.log.Info("capability registered", "uri", out[i].URI, "version", out[i].Version)
 		}
 	}

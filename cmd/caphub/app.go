@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
@@ -162,7 +163,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 // $CAPHUB_TRUSTED_KEYS (files of PUBLIC KEY blocks or directories of *.pub,
 // separated like PATH) and gives each definition its trust tier. A signed
 // definition whose signature does not verify is refused.
-func trustVerifier() (func(*capability.Definition) (string, error), error) {
+func trustVerifier() (func(context.Context, *capability.Definition) (string, error), error) {
 	keys := sign.NewKeyRing()
 	if v := os.Getenv("CAPHUB_TRUSTED_KEYS"); v != "" {
 		var err error
@@ -170,7 +171,14 @@ func trustVerifier() (func(*capability.Definition) (string, error), error) {
 			return nil, fmt.Errorf("CAPHUB_TRUSTED_KEYS: %w", err)
 		}
 	}
-	return (&sign.Verifier{Keys: keys}).Check, nil
+	return (&sign.Verifier{Keys: keys, Admin: byAdminToken}).Check, nil
+}
+
+// byAdminToken reports whether a request was authenticated with a token
+// that has the admin scope: what it registers is TierTrusted.
+func byAdminToken(ctx context.Context) bool {
+	t, ok := auth.FromContext(ctx)
+	return ok && t.Has(auth.ScopeAdmin)
 }
 
 // Close releases everything, bindings first (they kill their servers).

@@ -83,7 +83,7 @@ func registerImported(cmd *cobra.Command, reg registry.API, defs []capability.De
 		}
 		for _, r := range res {
 			if r.Created {
-				fmt.Fprintf(out, "registered %s (%s)\n", r.URI, r.Version)
+				fmt.Fprintf(out, "registered %s (%s)%s\n", r.URI, r.Version, tierNote(r))
 			} else {
 				fmt.Fprintf(out, "unchanged  %s (%s)\n", r.URI, r.Version)
 			}

@@ -275,13 +275,21 @@ other content is a conflict.`,
 					if !r.Created {
 						verb = "unchanged "
 					}
-					fmt.Fprintf(out, "%s %s (%s)\n", verb, r.URI, r.Version)
+					fmt.Fprintf(out, "%s %s (%s)%s\n", verb, r.URI, r.Version, tierNote(r))
 				}
 				return nil
 			})
 		},
 	}
 	return cmd
+}
+
+// tierNote says which trust tier a registration created a version with.
+func tierNote(r registry.RegisterResult) string {
+	if r.TrustTier == "" {
+		return ""
+	}
+	return ", trust tier " + r.TrustTier
 }
 
 // splitVersioned splits "ossa:d/n@1.0.3" into the capability URI and the

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -160,5 +162,26 @@ func TestServeAuth(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("invoke with a read token: %d, want 403", resp.StatusCode)
+	}
+
+	// What an admin token registers is trusted; what a publish token
+	// registers is community; a signature would make either verified.
+	newToken := func(name, scope string) string {
+		secret, err := exec.Command(bin, "token", "create", name, "--scope", scope, "--db", db).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(secret))
+	}
+	admin, publisher := newToken("ops", "admin"), newToken("ci", "publish")
+	for _, c := range []struct{ token, name, tier string }{{admin, "by_admin", "trusted"}, {publisher, "by_publisher", "community"}} {
+		file := writeFile(t, c.name+".yaml", strings.ReplaceAll(strings.ReplaceAll(echoYAML, "echo@", c.name+"@"), "name: echo", "name: "+c.name))
+		cmd := exec.Command(bin, "capability", "register", file, "--server", p.url)
+		cmd.Env = append(os.Environ(), "CAPHUB_TOKEN="+c.token)
+		out, err := cmd.CombinedOutput()
+		want := fmt.Sprintf("registered ossa:test/%s@1.0 (1.0.0), trust tier %s\n", c.name, c.tier)
+		if err != nil || string(out) != want {
+			t.Errorf("register with the %s token: %v\n%s\nwant %q", c.name, err, out, want)
+		}
 	}
 }

@@ -53,7 +53,7 @@ func newEnv(t *testing.T, opts policy.Options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := registry.NewService(st, registry.WithVerifier(func(d *capability.Definition) (string, error) {
+	svc := registry.NewService(st, registry.WithVerifier(func(_ context.Context, d *capability.Definition) (string, error) {
 		if d.Name == "sketchy" {
 			return "untrusted", nil
 		}

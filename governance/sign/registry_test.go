@@ -73,7 +73,7 @@ func TestStoredRecordVerifies(t *testing.T) {
 		if err := sign.Verify(&rec.Definition, s.ring); err != nil {
 			t.Errorf("stored %s (stability %s): %v", k, rec.Definition.Stability, err)
 		}
-		if tier, err := (&sign.Verifier{Keys: s.ring}).Check(&rec.Definition); err != nil || tier != sign.TierVerified {
+		if tier, err := (&sign.Verifier{Keys: s.ring}).Check(t.Context(), &rec.Definition); err != nil || tier != sign.TierVerified {
 			t.Errorf("stored %s: tier %q, %v", k, tier, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"context"
 	"slices"
 
 	"github.com/caphub/caphub/capability"
@@ -78,15 +79,20 @@ type Verifier struct {
 	// Keys are the trusted public keys. Nil trusts none: every signed
 	// definition is then refused with an *UnknownKeyError.
 	Keys KeyRing
+	// Admin reports whether the registration ctx belongs to is made by an
+	// administrator (caphub serve: a request with an admin token). Nil:
+	// nobody is, and no registration is TierTrusted.
+	Admin func(ctx context.Context) bool
 }
 
-// Check returns the tier d is registered with (see Tier; registrations are
-// not by an administrator until admin tokens exist), or the reason to
+// Check returns the tier d is registered with (see Tier), or the reason to
 // refuse it.
-func (v *Verifier) Check(d *capability.Definition) (tier string, err error) {
+func (v *Verifier) Check(ctx context.Context, d *capability.Definition) (tier string, err error) {
 	var keys KeyRing
+	byAdmin := false
 	if v != nil {
 		keys = v.Keys
+		byAdmin = v.Admin != nil && v.Admin(ctx)
 	}
-	return Tier(d, keys, false)
+	return Tier(d, keys, byAdmin)
 }

@@ -1,6 +1,7 @@
 package sign_test
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"testing"
@@ -75,15 +76,26 @@ func TestTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := &sign.Verifier{Keys: s.ring}
-	if tier, err := v.Check(&d); err != nil || tier != sign.TierVerified {
+	if tier, err := v.Check(t.Context(), &d); err != nil || tier != sign.TierVerified {
 		t.Errorf("Verifier.Check(signed discovered) = %q, %v", tier, err)
 	}
-	if tier, err := v.Check(&unsigned); err != nil || tier != sign.TierCommunity {
+	if tier, err := v.Check(t.Context(), &unsigned); err != nil || tier != sign.TierCommunity {
 		t.Errorf("Verifier.Check(unsigned) = %q, %v", tier, err)
 	}
 	var none *sign.Verifier
-	if _, err := none.Check(&d); !errors.As(err, new(*sign.UnknownKeyError)) {
+	if _, err := none.Check(t.Context(), &d); !errors.As(err, new(*sign.UnknownKeyError)) {
 		t.Errorf("a nil Verifier trusts no key, got %v", err)
+	}
+
+	// Admin decides from the registration's context: an unsigned definition
+	// registered by an administrator is trusted, by anyone else community.
+	type adminKey struct{}
+	admin := &sign.Verifier{Keys: s.ring, Admin: func(ctx context.Context) bool { return ctx.Value(adminKey{}) != nil }}
+	if tier, err := admin.Check(context.WithValue(t.Context(), adminKey{}, true), &unsigned); err != nil || tier != sign.TierTrusted {
+		t.Errorf("Verifier.Check(unsigned, by an admin) = %q, %v; want trusted", tier, err)
+	}
+	if tier, err := admin.Check(t.Context(), &unsigned); err != nil || tier != sign.TierCommunity {
+		t.Errorf("Verifier.Check(unsigned, not by an admin) = %q, %v; want community", tier, err)
 	}
 }
 
