@@ -84,12 +84,16 @@ type Agents struct {
 	reg  registry.API
 	now  func() time.Time
 	mu   sync.Mutex
+
+	overrides *BindingOverrides // see Overrides
 }
 
 // NewAgents returns the agents kept in docs, whose capabilities reg resolves
 // (a *registry.Service, or a client of a running caphub).
 func NewAgents(docs registry.DocStore, reg registry.API) *Agents {
-	return &Agents{docs: docs, reg: reg, now: time.Now}
+	a := &Agents{docs: docs, reg: reg, now: time.Now}
+	a.overrides = &BindingOverrides{agents: a, now: time.Now, cache: map[string]cachedBindings{}}
+	return a
 }
 
 // ManifestError is a manifest Apply refuses: it breaks the OSSA v0.2.9
@@ -266,6 +270,7 @@ func (a *Agents) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	err := a.docs.DeleteDoc(ctx, DocKind, id)
+	a.overrides.forget(id)
 	if errors.Is(err, registry.ErrNotFound) {
 		return fmt.Errorf("agent %s does not exist, so there is nothing to delete: %w", id, registry.ErrNotFound)
 	}
@@ -342,6 +347,7 @@ func (a *Agents) put(ctx context.Context, ag *Agent) error {
 	if err := a.docs.PutDoc(ctx, DocKind, ag.ID, data); err != nil {
 		return fmt.Errorf("store agent %s: %w", ag.ID, err)
 	}
+	a.overrides.forget(ag.ID)
 	return nil
 }
 

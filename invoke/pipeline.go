@@ -50,6 +50,18 @@ type Record struct {
 	DurationMS float64   `json:"duration_ms"`
 	Code       string    `json:"code,omitempty"` // "" on success
 	Message    string    `json:"message,omitempty"`
+	// BindingsFrom says whose bindings ran when they are not the registered
+	// ones: "agent:<id>" for an agent's capability_bindings.
+	BindingsFrom string `json:"bindings_from,omitempty"`
+}
+
+// BindingOverrides gives the bindings that replace a capability's
+// registered ones when a given caller invokes it: an agent's
+// capability_bindings (OSSA §10.1). It returns nil bindings when the
+// caller has none for the capability; from names whose bindings they are
+// (recorded as Record.BindingsFrom).
+type BindingOverrides interface {
+	BindingsFor(ctx context.Context, caller, uri, version string) (b *capability.Bindings, from string, err error)
 }
 
 // Observer receives invocation measurements (metrics.Metrics is one).
@@ -79,6 +91,7 @@ type Pipeline struct {
 	policy   Policy
 	recorder Recorder
 	observer Observer
+	override BindingOverrides
 	log      *slog.Logger
 	opts     Options
 
@@ -116,6 +129,10 @@ func (p *Pipeline) SetPolicy(policy Policy) { p.policy = policy }
 
 // SetRecorder installs the invocation record sink.
 func (p *Pipeline) SetRecorder(r Recorder) { p.recorder = r }
+
+// SetBindingOverrides installs the lookup of per-caller bindings (agents'
+// capability_bindings); a request's own Bindings still win.
+func (p *Pipeline) SetBindingOverrides(o BindingOverrides) { p.override = o }
 
 // SetObserver installs the metrics sink.
 func (p *Pipeline) SetObserver(o Observer) { p.observer = o }
@@ -229,8 +246,17 @@ func (p *Pipeline) invoke(ctx context.Context, req Request) (*Result, Record, er
 		}
 	}
 	call := &Call{URI: resolution.URI, Definition: &def, Input: input, Caller: req.Caller}
-	if req.Bindings != nil {
+	switch {
+	case req.Bindings != nil:
 		def.Bindings = *req.Bindings
+	case p.override != nil && req.Caller != "":
+		b, from, err := p.override.BindingsFor(ctx, req.Caller, resolution.URI, resolution.Version)
+		if err != nil {
+			return nil, rec, &Error{Code: CodeBindingFailed, Message: fmt.Sprintf("cannot read the bindings caller %q has for %s: %v", req.Caller, resolution.URI, err), Cause: err}
+		}
+		if b != nil {
+			def.Bindings, rec.BindingsFrom = *b, from
+		}
 	}
 	if err := p.policy.Check(ctx, call); err != nil {
 		return nil, rec, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/builtin"
@@ -39,7 +40,10 @@ type app struct {
 	governance *policy.Engine
 	metrics    *metrics.Metrics
 	pipeline   *invoke.Pipeline
-	closers    []func() error
+	// agents are the agents kept in the store; their capability_bindings
+	// apply when they invoke.
+	agents  *agent.Agents
+	closers []func() error
 }
 
 // appConfig is what serve and invoke take from flags and the environment.
@@ -156,6 +160,8 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	}
 	a.governance = policy.NewEngine(docs, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: humanApproval, Log: c.log})
 	a.pipeline.SetPolicy(a.governance)
+	a.agents = agent.NewAgents(docs, a.svc)
+	a.pipeline.SetBindingOverrides(a.agents.Overrides())
 	return a, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/mcpfront"
@@ -91,7 +90,7 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
 			})
 			defer front.Close() // before a.Close: ends sessions, kills the stdio servers it started
-			agentGW := mcpgw.NewAgentGateways(agent.NewAgents(docs, a.svc), a.pipeline, a.store, mcpgw.Options{
+			agentGW := mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
 				Version: buildVersion(), Log: log,
 				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
 				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
@@ -102,7 +101,7 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 			mux.Handle("/mcp", gw.Handler())              // streamable HTTP
 			mux.Handle("/mcp/sse", gw.Handler())          // HTTP+SSE (GET opens, POST ?sessionid=… sends)
 			mux.Handle("/mcp/servers/", front.Handler())  // saved upstreams fronted: /mcp/servers/{name}[/sse]
-			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals())))
+			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents)))
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)

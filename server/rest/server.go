@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/format/ossa"
@@ -35,6 +36,7 @@ type Server struct {
 	servers   discover.ServerAPI // saved MCP servers; nil when the store keeps no documents
 	invoker   Invoker            // POST /v1/invoke when set
 	approvals *policy.Approvals  // /v1/approvals when set
+	agents    *agent.Agents      // /v1/agents; from the store's documents when not given
 	metrics   http.Handler       // GET /metrics when set
 	mux       *http.ServeMux
 	log       *slog.Logger
@@ -49,6 +51,12 @@ func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
 
 // WithApprovals adds the human-approval endpoints under /v1/approvals.
 func WithApprovals(a *policy.Approvals) Option { return func(s *Server) { s.approvals = a } }
+
+// WithAgents serves these agents under /v1/agents (the same Agents the
+// invocation pipeline reads capability_bindings from, so that a change
+// applies to the next call). Without it the server keeps its own over the
+// registry's store.
+func WithAgents(a *agent.Agents) Option { return func(s *Server) { s.agents = a } }
 
 // New returns the REST API handler.
 func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
@@ -124,7 +132,11 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
 	routes = append(routes, s.serverRoutes()...)
-	routes = append(routes, s.agentRoutes(s.newAgents())...)
+	agents := s.agents
+	if agents == nil {
+		agents = s.newAgents()
+	}
+	routes = append(routes, s.agentRoutes(agents)...)
 	routes = append(routes, s.approvalRoutes(s.approvals)...)
 	return append(routes, s.invokeRoutes()...)
 }
