@@ -86,11 +86,29 @@ func (e *ProblemError) Unwrap() []error {
 	return out
 }
 
-// Invoke runs a capability on the server (POST /v1/invoke).
+// Invoke runs a capability on the server (POST /v1/invoke) for req.Caller
+// (sent as X-Caphub-Agent), retrying with the approval invoke.WithApproval
+// put in ctx (sent as X-Caphub-Approval). A call held for a human's
+// approval (202) is an error too: an *invoke.Error APPROVAL_REQUIRED whose
+// details carry the approval id.
 func (c *Client) Invoke(ctx context.Context, req invoke.Request) (*invoke.Result, error) {
+	hdr := http.Header{}
+	if req.Caller != "" {
+		hdr.Set("X-Caphub-Agent", req.Caller)
+	}
+	if id := invoke.ApprovalFrom(ctx); id != "" {
+		hdr.Set("X-Caphub-Approval", id)
+	}
 	var res invoke.Result
-	if _, err := c.do(ctx, http.MethodPost, "/v1/invoke", req, &res); err != nil {
+	status, data, err := c.send(ctx, http.MethodPost, "/v1/invoke", req, hdr)
+	if err != nil {
 		return nil, err
+	}
+	if status == http.StatusAccepted {
+		return nil, problemOf(status, data)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("decode answer of POST /v1/invoke: %w", err)
 	}
 	return &res, nil
 }
@@ -98,17 +116,45 @@ func (c *Client) Invoke(ctx context.Context, req invoke.Request) (*invoke.Result
 // do sends a request and decodes a JSON answer into out; any status >= 400
 // becomes a *ProblemError.
 func (c *Client) do(ctx context.Context, method, path string, body any, out any) (int, error) {
+	status, data, err := c.send(ctx, method, path, body, nil)
+	if err != nil {
+		return status, err
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return status, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+		}
+	}
+	return status, nil
+}
+
+// problemOf reads a problem document answered with status.
+func problemOf(status int, data []byte) *ProblemError {
+	p := &ProblemError{Status: status}
+	if json.Unmarshal(data, p) != nil || p.Title == "" {
+		p.Title = http.StatusText(status)
+		p.Detail = strings.TrimSpace(string(data))
+	}
+	return p
+}
+
+// send sends a request with extra headers and returns the answer's status
+// and body; any status >= 400 becomes a *ProblemError.
+func (c *Client) send(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -119,27 +165,17 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("caphub server %s: %w (is `caphub serve` running there?)", c.base, err)
+		return 0, nil, fmt.Errorf("caphub server %s: %w (is `caphub serve` running there?)", c.base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("read answer of %s %s: %w", method, path, err)
+		return resp.StatusCode, nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 400 {
-		p := &ProblemError{Status: resp.StatusCode}
-		if json.Unmarshal(data, p) != nil || p.Title == "" {
-			p.Title = http.StatusText(resp.StatusCode)
-			p.Detail = strings.TrimSpace(string(data))
-		}
-		return resp.StatusCode, p
+		return resp.StatusCode, data, problemOf(resp.StatusCode, data)
 	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
-		}
-	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, data, nil
 }
 
 func recordOf(d capability.Definition) registry.Record {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -76,4 +77,61 @@ func TestPolicyAndApprovalCLI(t *testing.T) {
 	if code, out, _ = caphub(t, "approval", "--help"); code != exitOK || !strings.Contains(out, "Examples:") {
 		t.Errorf("help: %d %s", code, out)
 	}
+}
+
+// TestInvokeApprovalRetry runs the approval flow with `caphub invoke`: in
+// this process (--db) and through a running caphub (--server), a call that
+// needs approval exits 5 with its approval id, and once approved the same
+// call with --approval runs, once.
+func TestInvokeApprovalRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the caphub binary")
+	}
+	t.Setenv("CAPHUB_SERVER", "")
+	db := filepath.Join(t.TempDir(), "caphub.db")
+	if code, out, errOut := caphub(t, "policy", "set", "clerk", "--db", db, "--permission", "*", "--effect", "*", "--require-approval", "ossa:everruns/add"); code != exitOK {
+		t.Fatalf("policy set: %d %s %s", code, out, errOut)
+	}
+	approvalID := func(errOut string) string {
+		t.Helper()
+		var e struct {
+			Error struct {
+				Code    string         `json:"code"`
+				Details map[string]any `json:"details"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(errOut), &e); err != nil || e.Error.Code != invoke.CodeApprovalNeeded {
+			t.Fatalf("want APPROVAL_REQUIRED on stderr, got %v: %s", err, errOut)
+		}
+		id, _ := e.Error.Details["approval_id"].(string)
+		if id == "" {
+			t.Fatalf("no approval id: %s", errOut)
+		}
+		return id
+	}
+	flow := func(t *testing.T, where ...string) {
+		args := append([]string{"invoke", "ossa:everruns/add@1.0", "--caller", "clerk", "--input", `{"a": 20, "b": 22}`}, where...)
+		code, out, errOut := caphub(t, args...)
+		if code != exitDenied {
+			t.Fatalf("first call: exit %d, want %d\n%s%s", code, exitDenied, out, errOut)
+		}
+		id := approvalID(errOut)
+		if code, out, errOut = caphub(t, append(args, "--approval", id)...); code != exitDenied || !strings.Contains(errOut, "still pending") {
+			t.Errorf("retry before approval: exit %d %s%s", code, out, errOut)
+		}
+		if code, out, errOut = caphub(t, "approval", "approve", id, "--db", db, "--by", "alice"); code != exitOK {
+			t.Fatalf("approve: %d %s %s", code, out, errOut)
+		}
+		if code, out, errOut = caphub(t, append(args, "--approval", id)...); code != exitOK || !strings.Contains(out, "42") {
+			t.Fatalf("approved retry: exit %d\n%s%s", code, out, errOut)
+		}
+		if code, _, errOut = caphub(t, append(args, "--approval", id)...); code != exitDenied || !strings.Contains(errOut, "DENIED") {
+			t.Errorf("second retry: exit %d %s, want DENIED (an approval is used once)", code, errOut)
+		}
+	}
+	t.Run("local", func(t *testing.T) { flow(t, "--db", db) })
+	t.Run("server", func(t *testing.T) {
+		p := startServe(t, db)
+		flow(t, "--server", p.url)
+	})
 }

@@ -32,8 +32,12 @@ func newInvokeCmd() *cobra.Command {
 order (native, mcp, http, grpc, cli, delegation), retrying retryable errors and falling through
 to the next binding. It prints the result as JSON.
 
+A call that needs a human's approval exits 5 with APPROVAL_REQUIRED and an approval id; once
+approved (caphub approval approve ID), make the same call again with --approval ID.
+
 Exit status: 0 success, 1 a declared error of the capability, 2 usage, 3 not found,
-4 invalid input or output, 5 denied, 6 every binding failed (unreachable, timeout, not executable).`,
+4 invalid input or output, 5 denied or waiting for approval, 6 every binding failed
+(unreachable, timeout, not executable).`,
 		Example: `  caphub invoke ossa:everruns/add@1.0 --input '{"a": 2, "b": 3}'
   caphub invoke mcp:everything/echo@1.0 --input @message.json
   caphub invoke ossa:everruns/get_current_time@1 --input '{"timezone": "Asia/Kolkata"}' --server http://127.0.0.1:8750`,
@@ -50,6 +54,12 @@ Exit status: 0 success, 1 a declared error of the capability, 2 usage, 3 not fou
 				l, _ := cmd.Flags().GetBool("lenient")
 				req.Lenient = &l
 			}
+			approval, _ := cmd.Flags().GetString("approval")
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			cmd.SetContext(invoke.WithApproval(ctx, strings.TrimSpace(approval)))
 			res, err := runInvoke(cmd, req)
 			if err != nil {
 				return invokeFailure(cmd, err)
@@ -59,6 +69,7 @@ Exit status: 0 success, 1 a declared error of the capability, 2 usage, 3 not fou
 	}
 	cmd.Flags().String("input", "{}", "the input: a JSON object, or @FILE to read it from a file (@- for stdin)")
 	cmd.Flags().String("caller", "", "the agent on whose behalf the call runs (namespaces its state)")
+	cmd.Flags().String("approval", "", "retry a call that was answered APPROVAL_REQUIRED with its approval id, once a human approved it")
 	cmd.Flags().Bool("lenient", false, "report an output that does not match its schema as a warning, not an error")
 	addInvokeFlags(cmd)
 	return cmd

@@ -89,7 +89,7 @@ type decision struct {
 // effect not allowed, a trust tier below the minimum, or an approval that
 // is denied, expired, used or for another call; APPROVAL_REQUIRED, with
 // details.approval_id, when the call needs a human's approval (a pending
-// approval is then created: approve it and retry with WithApproval).
+// approval is then created: approve it and retry with invoke.WithApproval).
 func (e *Engine) Check(ctx context.Context, call *invoke.Call) error {
 	d, err := e.check(ctx, call)
 	// A call no policy governs (no policy for the agent, no default, no
@@ -172,7 +172,7 @@ func (e *Engine) deny(rule, key, msg string, cause error) (decision, error) {
 // unexpired approval for the same caller, URI and input; refuses it when
 // the approval cannot be used; and otherwise creates a pending approval.
 func (e *Engine) approval(ctx context.Context, call *invoke.Call, key, rule string) (decision, error) {
-	id := ApprovalFrom(ctx)
+	id := invoke.ApprovalFrom(ctx)
 	if id == "" {
 		ap, err := e.approvals.create(ctx, call.Caller, call.URI, call.Input, rule)
 		if err != nil {

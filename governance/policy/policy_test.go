@@ -251,7 +251,7 @@ func TestApprovalFlow(t *testing.T) {
 	ap := e.engine.Approvals()
 
 	// Retried while pending: still APPROVAL_REQUIRED, same id, nothing ran.
-	_, err = e.call(policy.WithApproval(ctx, id), "a", "wipe", in)
+	_, err = e.call(invoke.WithApproval(ctx, id), "a", "wipe", in)
 	if got := approvalID(t, err, "still pending"); got != id {
 		t.Errorf("pending retry gave approval %s, want %s", got, id)
 	}
@@ -266,19 +266,19 @@ func TestApprovalFlow(t *testing.T) {
 		t.Errorf("deny after approve: %v", err)
 	}
 	// Another input, another agent: refused, and the approval stays usable.
-	_, err = e.call(policy.WithApproval(ctx, id), "a", "wipe", map[string]any{"path": "/"})
+	_, err = e.call(invoke.WithApproval(ctx, id), "a", "wipe", map[string]any{"path": "/"})
 	invErr(t, err, invoke.CodeDenied, "another input")
 	e.put(t, policy.Policy{Agent: "c", GrantedPermissions: []string{"*"}, AllowedEffects: []string{"*"}, RequireApproval: []string{"ossa:test/*"}})
-	_, err = e.call(policy.WithApproval(ctx, id), "c", "wipe", in)
+	_, err = e.call(invoke.WithApproval(ctx, id), "c", "wipe", in)
 	invErr(t, err, invoke.CodeDenied, `not for agent "c"`)
 
-	if _, err := e.call(policy.WithApproval(ctx, id), "a", "wipe", in); err != nil {
+	if _, err := e.call(invoke.WithApproval(ctx, id), "a", "wipe", in); err != nil {
 		t.Fatalf("approved call: %v", err)
 	}
 	if e.ran("wipe") != 1 {
 		t.Errorf("wipe ran %d times", e.ran("wipe"))
 	}
-	_, err = e.call(policy.WithApproval(ctx, id), "a", "wipe", in)
+	_, err = e.call(invoke.WithApproval(ctx, id), "a", "wipe", in)
 	invErr(t, err, invoke.CodeDenied, "already used", "one call")
 	if e.ran("wipe") != 1 {
 		t.Errorf("wipe ran %d times after reuse", e.ran("wipe"))
@@ -291,7 +291,7 @@ func TestApprovalFlow(t *testing.T) {
 	if len(evs) != 1 || evs[0].Actor != "alice" || !strings.Contains(string(evs[0].Data), `"decision":"approved"`) {
 		t.Errorf("approval events: %+v", evs)
 	}
-	_, err = e.call(policy.WithApproval(ctx, "apr_nope"), "a", "wipe", in)
+	_, err = e.call(invoke.WithApproval(ctx, "apr_nope"), "a", "wipe", in)
 	invErr(t, err, invoke.CodeDenied, "apr_nope does not exist")
 }
 
@@ -303,7 +303,7 @@ func TestApprovalDenied(t *testing.T) {
 	if _, err := e.engine.Approvals().Deny(ctx, id, "bob", "not today"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.call(policy.WithApproval(ctx, id), "", "plain", nil)
+	_, err = e.call(invoke.WithApproval(ctx, id), "", "plain", nil)
 	invErr(t, err, invoke.CodeDenied, "was denied", "bob: not today")
 	if e.ran("plain") != 0 {
 		t.Error("a denied call ran")
@@ -326,7 +326,7 @@ func TestApprovalExpiry(t *testing.T) {
 	if _, err := ap.Approve(ctx, id, "alice"); !errors.Is(err, policy.ErrDecided) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("approve expired: %v", err)
 	}
-	_, err = e.call(policy.WithApproval(ctx, id), "a", "plain", nil)
+	_, err = e.call(invoke.WithApproval(ctx, id), "a", "plain", nil)
 	invErr(t, err, invoke.CodeDenied, "expired at")
 
 	// An approved one that is not used in time expires too.
@@ -337,7 +337,7 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.add(30 * time.Second) // 80s after creation, 30s after approval: still usable
-	if _, err := e.call(policy.WithApproval(ctx, id2), "a", "plain", nil); err != nil {
+	if _, err := e.call(invoke.WithApproval(ctx, id2), "a", "plain", nil); err != nil {
 		t.Fatalf("approved within the window: %v", err)
 	}
 	_, err = e.call(ctx, "a", "plain", nil)
@@ -346,7 +346,7 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.add(2 * time.Minute)
-	_, err = e.call(policy.WithApproval(ctx, id3), "a", "plain", nil)
+	_, err = e.call(invoke.WithApproval(ctx, id3), "a", "plain", nil)
 	invErr(t, err, invoke.CodeDenied, "expired at")
 	expired, _ := ap.List(ctx, policy.StatusExpired)
 	if len(expired) != 2 {

@@ -427,7 +427,7 @@ func (a *AgentGateways) toolHandler(id string, e *toolEntry) mcp.ToolHandler {
 		if err != nil {
 			return a.checks.errorResult(ctx, req, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured), nil
 		}
-		res, err := a.inv.Invoke(ctx, invoke.Request{URI: e.uri, Input: args, Caller: id})
+		res, err := a.inv.Invoke(withApproval(ctx, req, ""), invoke.Request{URI: e.uri, Input: args, Caller: id})
 		if err != nil {
 			return a.checks.errorResult(ctx, req, e.uri, err, e.errStructured), nil
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
@@ -49,6 +50,26 @@ func callerOf(ctx context.Context, req *mcp.CallToolRequest) string {
 	return v
 }
 
+// ApprovalHeader is the HTTP header that may carry an approval id instead
+// of the request's _meta (see MetaApproval).
+const ApprovalHeader = "X-Caphub-Approval"
+
+// withApproval returns ctx carrying the approval id a tools/call request is
+// retried with: its _meta MetaApproval, else the ApprovalHeader of the HTTP
+// request that carried it, else given (invoke_capability's approval_id).
+func withApproval(ctx context.Context, req *mcp.CallToolRequest, given string) context.Context {
+	id := given
+	if req != nil && req.Params != nil {
+		if v, ok := req.Params.Meta[MetaApproval].(string); ok && v != "" {
+			id = v
+		}
+	}
+	if id == "" && req != nil && req.Extra != nil && req.Extra.Header != nil {
+		id = req.Extra.Header.Get(ApprovalHeader)
+	}
+	return invoke.WithApproval(ctx, strings.TrimSpace(id))
+}
+
 // toolHandler runs the capability of e with the call's arguments.
 func (g *Gateway) toolHandler(e *toolEntry) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -56,7 +77,7 @@ func (g *Gateway) toolHandler(e *toolEntry) mcp.ToolHandler {
 		if err != nil {
 			return g.errorResult(ctx, req, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured), nil
 		}
-		res, err := g.inv.Invoke(ctx, invoke.Request{URI: e.uri, Input: args, Caller: callerOf(ctx, req)})
+		res, err := g.inv.Invoke(withApproval(ctx, req, ""), invoke.Request{URI: e.uri, Input: args, Caller: callerOf(ctx, req)})
 		if err != nil {
 			return g.errorResult(ctx, req, e.uri, err, e.errStructured), nil
 		}
@@ -150,6 +171,9 @@ func toolErrorOf(ctx context.Context, err error) ToolError {
 		e = &invoke.Error{Code: CodeInternal, Retryable: true, Message: "caphub could not run the call: " + err.Error()}
 	}
 	te := ToolError{Code: e.Code, Message: e.Message, Retryable: e.Retryable, Binding: e.Binding, Attempts: []invoke.Attempt{}}
+	if id, ok := e.Details["approval_id"].(string); ok && e.Code == invoke.CodeApprovalNeeded && id != "" {
+		te.Message += fmt.Sprintf(` (over MCP, retry the same tools/call with "_meta": {%q: %q})`, MetaApproval, id)
+	}
 	for k, v := range e.Details {
 		if k == "attempts" {
 			if a, ok := v.([]invoke.Attempt); ok {

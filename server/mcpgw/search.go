@@ -66,7 +66,8 @@ var invokeInputSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
     "uri": {"type": "string", "description": "The capability URI, as find_capabilities returns it, e.g. ossa:everruns/get_weather@1.0 (@MAJOR or no version also resolve)."},
-    "input": {"type": "object", "description": "The input object, matching the capability's input_schema."}
+    "input": {"type": "object", "description": "The input object, matching the capability's input_schema."},
+    "approval_id": {"type": "string", "description": "Only when retrying a call that was answered APPROVAL_REQUIRED: the approval id it gave, once a human approved it."}
   },
   "required": ["uri"],
   "additionalProperties": false
@@ -206,8 +207,9 @@ func (g *Gateway) match(r registry.Record) (capabilityMatch, bool) {
 }
 
 type invokeArgs struct {
-	URI   string         `json:"uri"`
-	Input map[string]any `json:"input"`
+	URI        string         `json:"uri"`
+	Input      map[string]any `json:"input"`
+	ApprovalID string         `json:"approval_id"`
 }
 
 // invokeCapability runs any registered capability by URI.
@@ -224,7 +226,7 @@ func (g *Gateway) invokeCapability(ctx context.Context, req *mcp.CallToolRequest
 	if input == nil {
 		input = map[string]any{}
 	}
-	res, err := g.inv.Invoke(ctx, invoke.Request{URI: a.URI, Input: input, Caller: callerOf(ctx, req)})
+	res, err := g.inv.Invoke(withApproval(ctx, req, a.ApprovalID), invoke.Request{URI: a.URI, Input: input, Caller: callerOf(ctx, req)})
 	if err != nil {
 		return g.errorResult(ctx, req, a.URI, err, true), nil
 	}

@@ -19,6 +19,10 @@ const (
 	MetaBinding  = "dev.caphub/binding"  // the binding that ran a call
 	MetaWarnings = "dev.caphub/warnings" // warnings of a call (deprecation)
 	MetaError    = "dev.caphub/error"    // the ToolError of a failed call whose tool's output schema cannot admit it
+	// MetaApproval, in a tools/call request's _meta, retries a call that
+	// was answered APPROVAL_REQUIRED with the id of its approval, once a
+	// human approved it (as the REST header X-Caphub-Approval does).
+	MetaApproval = "dev.caphub/approval"
 )
 
 // deviceBindings are the Agent OS handler kinds (kept in Bindings.Extra):

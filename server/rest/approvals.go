@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -15,10 +16,10 @@ import (
 const ApprovalHeader = "X-Caphub-Approval"
 
 // ApprovalContext returns the request's context carrying the approval ID of
-// its X-Caphub-Approval header (see policy.WithApproval), for the policy
+// its X-Caphub-Approval header (see invoke.WithApproval), for the policy
 // engine to honour when the call is checked.
 func ApprovalContext(r *http.Request) context.Context {
-	return policy.WithApproval(r.Context(), r.Header.Get(ApprovalHeader))
+	return invoke.WithApproval(r.Context(), r.Header.Get(ApprovalHeader))
 }
 
 // ApprovalList is the answer of GET /v1/approvals.
