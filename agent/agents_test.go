@@ -126,7 +126,7 @@ func TestConfigEverruns(t *testing.T) {
 	}
 	add := cfg.Tools[1]
 	if add.URI != "ossa:everruns/add@1.0" || add.Version != "1.0.0" || add.From != "ossa:everruns/test_math@1.0" ||
-		!strings.HasPrefix(add.Description, "Add two numbers") || add.InputSchema["type"] != "object" || add.OutputSchema == nil {
+		!strings.HasPrefix(add.Description, "Add two numbers") || add.InputSchema["type"] != "object" || add.OutputSchema == nil || add.Policy != "auto" {
 		t.Errorf("add tool = %+v", add)
 	}
 	if len(cfg.Capabilities) != 2 || !cfg.Capabilities[1].Bundle || cfg.Capabilities[1].Version != "1.0.0" ||

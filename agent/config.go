@@ -54,6 +54,9 @@ type ConfigTool struct {
 	Description  string            `json:"description,omitempty"`
 	InputSchema  capability.Schema `json:"input_schema"`
 	OutputSchema capability.Schema `json:"output_schema,omitempty"`
+	// Policy is everruns' tool policy: auto, or requires_approval when
+	// every call waits for a human (see capability.ToolPolicy).
+	Policy string `json:"policy"`
 	// From is the CapabilityID of the agent capability that brought the
 	// tool in (the bundle, or the capability itself).
 	From string `json:"from"`
@@ -295,7 +298,7 @@ func (c *composer) addTool(res *registry.Resolution, from AgentCapability) (stri
 		out = d.Output
 	}
 	c.byName[name] = len(c.cfg.Tools)
-	c.cfg.Tools = append(c.cfg.Tools, ConfigTool{Name: name, URI: res.URI, Version: res.Version, Description: desc, InputSchema: in, OutputSchema: out, From: from.CapabilityID})
+	c.cfg.Tools = append(c.cfg.Tools, ConfigTool{Name: name, URI: res.URI, Version: res.Version, Description: desc, InputSchema: in, OutputSchema: out, Policy: capability.ToolPolicy(&d), From: from.CapabilityID})
 	return name, true
 }
 

@@ -258,4 +258,3 @@ func (a *Approvals) use(ctx context.Context, id string, check func(*Approval) er
 	ap.UsedAt = &now
 	return ap, a.put(ctx, ap)
 }
-

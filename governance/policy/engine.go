@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/governance/sign"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
@@ -149,6 +150,8 @@ func (e *Engine) check(ctx context.Context, call *invoke.Call) (decision, error)
 	rule := ""
 	if e.opts.ApprovalRequired {
 		rule = EnvHumanApproval + "=true"
+	} else if capability.ToolPolicy(call.Definition) == capability.ToolPolicyRequiresApproval {
+		rule = "the capability's tool policy is requires_approval (metadata.everruns.policy)"
 	} else if p != nil {
 		for _, pat := range p.RequireApproval {
 			if MatchURI(pat, call.URI) {

@@ -32,6 +32,7 @@ func (c *clock) add(d time.Duration) {
 }
 
 type env struct {
+	svc    *registry.Service
 	pipe   *invoke.Pipeline
 	engine *policy.Engine
 	audit  *audit.Log
@@ -68,7 +69,7 @@ func newEnv(t *testing.T, opts policy.Options) *env {
 	if _, err := svc.RegisterBatch(ctx, defs); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{clock: &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, runs: map[string]int{}}
+	e := &env{svc: svc, clock: &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, runs: map[string]int{}}
 	handlers := map[string]native.Handler{}
 	for _, d := range defs {
 		name := d.Name
@@ -293,6 +294,59 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	_, err = e.call(invoke.WithApproval(ctx, "apr_nope"), "a", "wipe", in)
 	invErr(t, err, invoke.CodeDenied, "apr_nope does not exist")
+}
+
+// TestToolPolicyRequiresApproval: a capability whose everruns tool policy
+// is requires_approval is held for approval for any caller, even one no
+// policy governs; auto (or no tool policy) runs at once; an unknown value
+// fails closed.
+func TestToolPolicyRequiresApproval(t *testing.T) {
+	withPolicy := func(v any) *capability.Definition {
+		d := def("x", nil, nil)
+		d.Metadata = map[string]any{"everruns": map[string]any{"policy": v}}
+		return &d
+	}
+	for _, c := range []struct {
+		d    *capability.Definition
+		want string
+	}{
+		{nil, capability.ToolPolicyAuto},
+		{&capability.Definition{}, capability.ToolPolicyAuto},
+		{withPolicy("auto"), capability.ToolPolicyAuto},
+		{withPolicy("Auto"), capability.ToolPolicyAuto},
+		{withPolicy("requires_approval"), capability.ToolPolicyRequiresApproval},
+		{withPolicy("RequiresApproval"), capability.ToolPolicyRequiresApproval},
+		{withPolicy("require-aproval"), capability.ToolPolicyRequiresApproval},
+		{withPolicy(true), capability.ToolPolicyRequiresApproval},
+	} {
+		if got := capability.ToolPolicy(c.d); got != c.want {
+			t.Errorf("ToolPolicy(%v) = %s, want %s", c.d, got, c.want)
+		}
+	}
+
+	e := newEnv(t, policy.Options{})
+	ctx := context.Background()
+	// Register a version of "plain" that requires approval: 1.1.0.
+	d := def("plain", nil, nil)
+	d.URI, d.Version = "ossa:test/plain@1.1", "1.1.0"
+	d.Metadata = map[string]any{"everruns": map[string]any{"policy": "requires_approval"}}
+	if _, err := e.svc.RegisterBatch(ctx, []capability.Definition{d}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.call(ctx, "anyone", "plain", nil)
+	id := approvalID(t, err, "tool policy is requires_approval")
+	if e.ran("plain") != 0 {
+		t.Fatal("plain ran before approval")
+	}
+	if _, err := e.engine.Approvals().Approve(ctx, id, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call(invoke.WithApproval(ctx, id), "anyone", "plain", nil); err != nil || e.ran("plain") != 1 {
+		t.Fatalf("approved call: %v (ran %d)", err, e.ran("plain"))
+	}
+	if _, err := e.call(ctx, "anyone", "fetch", nil); err != nil {
+		t.Errorf("a capability without a tool policy needs no approval: %v", err)
+	}
 }
 
 func TestApprovalDenied(t *testing.T) {
