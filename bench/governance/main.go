@@ -12,8 +12,10 @@
 //     permission and effect, but no audit log (attribution only);
 //   - audit: the audit log as recorder, no policy hook (attribution only);
 //   - on: the policy engine with that policy and the audit log (so each
-//     call appends a policy_decision event), and the audit log as recorder
-//     (an invocation event): what caphub serve runs.
+//     call appends a policy_decision event), the audit log as recorder (an
+//     invocation event), and the agents' capability_bindings lookup: what
+//     caphub serve runs (with its default CAPHUB_AUDIT_SYNC=false: events
+//     are group-committed by the audit writer, not waited for).
 //
 // The configurations take turns in rounds, so that drift (caches, the WAL
 // growing, CPU frequency) affects them alike. It prints p50, p99 and mean
@@ -34,6 +36,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/governance/policy"
@@ -111,6 +114,7 @@ func main() {
 	on := newPipe()
 	on.SetPolicy(newEngine(auditLog))
 	on.SetRecorder(auditLog)
+	on.SetBindingOverrides(agent.NewAgents(st, svc).Overrides())
 	configs := []*config{{name: "off", pipe: off}, {name: "policy", pipe: polOnly}, {name: "audit", pipe: auditOnly}, {name: "on", pipe: on}}
 
 	call := func(p *invoke.Pipeline) time.Duration {
