@@ -195,6 +195,9 @@ func TestAgentRouteRefusals(t *testing.T) {
 			if err := json.Unmarshal(a.body, &p); err != nil || !strings.Contains(p.Detail, tc.detail) {
 				t.Errorf("problem detail does not say %q (%v):\n%s", tc.detail, err, a.body)
 			}
+			if tc.status == 422 && (!strings.HasSuffix(p.Type, "/invalid-agent") || !strings.Contains(p.Title, "agent")) {
+				t.Errorf("a refused agent is problem %q %q, want invalid-agent with a title about the agent", p.Type, p.Title)
+			}
 		})
 	}
 	// Refusals changed nothing.

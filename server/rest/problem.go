@@ -61,6 +61,7 @@ func problemFor(err error) *Problem {
 		se *registry.SunsetError
 		re *requestError
 		ue *discover.UpstreamError
+		ae *agentIssueError
 	)
 	switch {
 	case errors.As(err, &ba):
@@ -73,6 +74,8 @@ func problemFor(err error) *Problem {
 			}
 		}
 		return p
+	case errors.As(err, &ae):
+		return &Problem{Type: problemBase + "invalid-agent", Title: "The agent's manifest or capabilities cannot be applied", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ae.ve.Issues}
 	case errors.As(err, &ve):
 		return &Problem{Type: problemBase + "invalid-definition", Title: "The capability definition is invalid", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ve.Issues}
 	case errors.As(err, &be):
