@@ -194,10 +194,14 @@ type CLIBinding struct {
 
 // DelegationBinding hands the call to another agent or caphub.
 type DelegationBinding struct {
-	Agent      string         `json:"agent,omitempty" yaml:"agent,omitempty"`
-	URL        string         `json:"url,omitempty" yaml:"url,omitempty"`
-	Capability string         `json:"capability,omitempty" yaml:"capability,omitempty"`
-	Extra      map[string]any `json:"-" yaml:",inline"`
+	Agent      string `json:"agent,omitempty" yaml:"agent,omitempty"`
+	URL        string `json:"url,omitempty" yaml:"url,omitempty"`
+	Capability string `json:"capability,omitempty" yaml:"capability,omitempty"`
+	// TokenEnv names the environment variable holding the bearer token sent
+	// to the delegate (another caphub's API token, an A2A agent's
+	// credential); the secret itself is never stored.
+	TokenEnv string         `json:"token_env,omitempty" yaml:"token_env,omitempty"`
+	Extra    map[string]any `json:"-" yaml:",inline"`
 }
 
 // Display is the everruns presentation of a capability.

@@ -114,6 +114,7 @@ var (
 	domainNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 	ossaNameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	mcpNameRE    = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // Validate checks d against the OSSA compliance rules (§12: MUST → error,
@@ -507,6 +508,9 @@ func (v *validator) bindings() {
 			if _, err := ParseURI(dl.Capability); err != nil {
 				v.errorf("bindings.delegation.capability", RuleCaphub, "%v", err)
 			}
+		}
+		if dl.TokenEnv != "" && !envNameRE.MatchString(dl.TokenEnv) {
+			v.errorf("bindings.delegation.token_env", RuleCaphub, "%q is not an environment variable name: use letters, digits and _, not starting with a digit", dl.TokenEnv)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(b.Extra)) {

@@ -147,7 +147,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		httpbind.New(httpbind.Options{AllowedHosts: c.allowHosts}),
 		grpcB,
 		clibind.New(clibind.Options{AllowedCommands: c.allowCmds}),
-		delegation.New(delegation.Options{Agents: c.a2aAgents}),
+		delegation.New(delegation.Options{Agents: c.a2aAgents, AllowedHosts: c.allowHosts}),
 	}
 	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{})
 	a.pipeline.SetLogger(c.log)

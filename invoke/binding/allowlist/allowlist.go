@@ -1,11 +1,17 @@
-// Package allowlist decides which hosts the outbound bindings (http, grpc)
-// may reach, so that a definition cannot make caphub connect to arbitrary
-// hosts. Both bindings read their allow-lists with these rules.
+// Package allowlist decides which hosts the outbound bindings (http, grpc,
+// delegation) may reach, so that a definition cannot make caphub connect
+// to arbitrary hosts. They read their allow-lists with these rules.
 package allowlist
 
 import (
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Allowed reports whether host:port matches one of patterns; no patterns
@@ -74,4 +80,65 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ErrNotAllowed marks a destination outside the allow-list.
+var ErrNotAllowed = errors.New("host not allowed")
+
+// CheckURL returns nil when u may be requested: an http or https URL whose
+// host matches patterns (see Allowed). setting names where the allow-list
+// is configured, for the message that says how to permit the host.
+func CheckURL(patterns []string, u *url.URL, setting string) error {
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return fmt.Errorf("%w: %s uses scheme %q; only http and https requests are sent", ErrNotAllowed, Redact(u), u.Scheme)
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return fmt.Errorf("%w: %s has no host", ErrNotAllowed, Redact(u))
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	if Allowed(patterns, host, port) {
+		return nil
+	}
+	if len(patterns) == 0 {
+		return fmt.Errorf("%w: %s is not loopback, and with no allowed hosts configured only loopback is reached; add %q to the allowed hosts (%s) to permit it", ErrNotAllowed, net.JoinHostPort(host, port), host, setting)
+	}
+	return fmt.Errorf("%w: %s matches none of the allowed hosts (%s); add it there (%s) to permit it", ErrNotAllowed, net.JoinHostPort(host, port), strings.Join(patterns, ", "), setting)
+}
+
+// Client returns an HTTP client with its own transport; when loopbackOnly,
+// its dialer refuses every non-loopback address, so that even a host name
+// resolving elsewhere cannot be reached. setting is as for CheckURL.
+func Client(loopbackOnly bool, setting string) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if loopbackOnly {
+		d.Control = func(network, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				return fmt.Errorf("%w: address %s is not loopback, and no allowed hosts are configured (%s)", ErrNotAllowed, address, setting)
+			}
+			return nil
+		}
+	}
+	t.DialContext = d.DialContext
+	return &http.Client{Transport: t}
+}
+
+// Redact returns u without its query, fragment and user info, for
+// messages: the query may carry an api key.
+func Redact(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	c := *u
+	c.RawQuery, c.Fragment, c.RawFragment, c.User, c.ForceQuery = "", "", "", nil, false
+	return c.String()
 }

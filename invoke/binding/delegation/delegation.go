@@ -1,6 +1,13 @@
 // Package delegation is the delegation binding: it hands a call to another
 // caphub (binding url: POST {url}/v1/invoke) or to an A2A agent (binding
 // agent: a JSON-RPC message/send to the agent's endpoint).
+//
+// A URL a definition gives (url, or agent as a URL) must be allowed by
+// Options.AllowedHosts, loopback only when empty, as for the http binding:
+// a registered definition must not make caphub post to arbitrary hosts.
+// Agents the operator configured by name (Options.Agents) are trusted
+// wherever they are. token_env sends a bearer token read from caphub's
+// environment.
 package delegation
 
 import (
@@ -13,10 +20,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/invoke/binding/allowlist"
 )
 
 // Options configure the binding.
@@ -27,22 +37,87 @@ type Options struct {
 	Agents map[string]string
 	// MaxResponseBytes bounds an answer. Default 16 MiB.
 	MaxResponseBytes int64
+	// AllowedHosts are the hosts a definition's own URLs may reach (see
+	// allowlist.Allowed); EMPTY MEANS LOOPBACK ONLY. Configured Agents
+	// are not checked.
+	AllowedHosts []string
+	// Getenv reads token_env variables (os.LookupEnv when nil).
+	Getenv func(string) (string, bool)
 }
+
+// hostsSetting is where the allow-list is configured, for messages.
+const hostsSetting = "delegation Options.AllowedHosts; caphub serve --allow-host"
 
 // Binding delegates calls.
 type Binding struct {
 	opts Options
+	// restricted sends to the URLs definitions give: its dialer reaches
+	// loopback only when no hosts are allowed; trusted sends to the
+	// configured agents.
+	restricted, trusted *http.Client
 }
 
 // New returns a delegation binding.
 func New(opts Options) *Binding {
-	if opts.Client == nil {
-		opts.Client = &http.Client{}
-	}
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = 16 << 20
 	}
-	return &Binding{opts: opts}
+	if opts.Getenv == nil {
+		opts.Getenv = os.LookupEnv
+	}
+	b := &Binding{opts: opts, restricted: opts.Client, trusted: opts.Client}
+	if b.trusted == nil {
+		b.trusted = &http.Client{}
+	}
+	if b.restricted == nil {
+		b.restricted = allowlist.Client(len(opts.AllowedHosts) == 0, hostsSetting)
+	}
+	// Redirects stay within the allow-list too.
+	r := *b.restricted
+	r.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return fmt.Errorf("stopped after 10 redirects (last to %s)", allowlist.Redact(req.URL))
+		}
+		if err := allowlist.CheckURL(opts.AllowedHosts, req.URL, hostsSetting); err != nil {
+			return fmt.Errorf("redirect from %s refused: %w", allowlist.Redact(via[len(via)-1].URL), err)
+		}
+		return nil
+	}
+	b.restricted = &r
+	return b
+}
+
+// target is where a call is delegated and how.
+type target struct {
+	url    string
+	client *http.Client
+	token  string
+}
+
+// dest checks a URL a definition gave and picks the restricted client.
+func (b *Binding) dest(raw string, d *capability.DelegationBinding) (target, error) {
+	t := target{url: raw, client: b.restricted}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return t, invoke.Errorf(invoke.CodeNoBinding, false, "delegation url %q: %v", raw, err)
+	}
+	if err := allowlist.CheckURL(b.opts.AllowedHosts, u, hostsSetting); err != nil {
+		return t, &invoke.Error{Code: invoke.CodeNoBinding, Binding: capability.BindingDelegation, Message: "delegation: " + err.Error(), Cause: err}
+	}
+	return t, b.withToken(&t, d)
+}
+
+// withToken reads the token the binding names, if any.
+func (b *Binding) withToken(t *target, d *capability.DelegationBinding) error {
+	if d.TokenEnv == "" {
+		return nil
+	}
+	v, ok := b.opts.Getenv(d.TokenEnv)
+	if !ok || v == "" {
+		return invoke.Errorf(invoke.CodeNoBinding, false, "the delegation binding sends the token in $%s, which is not set in caphub's environment: set it", d.TokenEnv)
+	}
+	t.token = v
+	return nil
 }
 
 // Kind is "delegation".
@@ -54,40 +129,59 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 	if d == nil {
 		return nil, invoke.Errorf(invoke.CodeNoBinding, false, "%s has no delegation binding", call.URI)
 	}
-	target := d.Capability
-	if target == "" {
-		target = call.URI
+	capURI := d.Capability
+	if capURI == "" {
+		capURI = call.URI
 	}
 	if d.URL != "" {
-		return b.caphub(ctx, d.URL, target, call.Input)
+		t, err := b.dest(d.URL, d)
+		if err != nil {
+			return nil, err
+		}
+		return b.caphub(ctx, t, capURI, call.Input)
 	}
-	endpoint := d.Agent
-	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
-		var ok bool
-		if endpoint, ok = b.opts.Agents[d.Agent]; !ok {
-			return nil, invoke.Errorf(invoke.CodeNoBinding, false, "A2A agent %q is not configured: give its endpoint URL in the binding or in caphub's agent configuration", d.Agent)
+	var t target
+	if strings.HasPrefix(d.Agent, "http://") || strings.HasPrefix(d.Agent, "https://") {
+		var err error
+		if t, err = b.dest(d.Agent, d); err != nil {
+			return nil, err
+		}
+	} else {
+		endpoint, ok := b.opts.Agents[d.Agent]
+		if !ok {
+			return nil, invoke.Errorf(invoke.CodeNoBinding, false, "A2A agent %q is not configured: give its endpoint URL in the binding or in caphub's agent configuration (caphub serve --a2a-agent NAME=URL)", d.Agent)
+		}
+		t = target{url: endpoint, client: b.trusted}
+		if err := b.withToken(&t, d); err != nil {
+			return nil, err
 		}
 	}
-	return b.a2a(ctx, endpoint, target, call.Input)
+	return b.a2a(ctx, t, capURI, call.Input)
 }
 
-func (b *Binding) post(ctx context.Context, url string, body any) (int, []byte, error) {
+func (b *Binding) post(ctx context.Context, t target, body any) (int, []byte, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return 0, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(data))
 	if err != nil {
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	resp, err := b.opts.Client.Do(req)
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	resp, err := t.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return 0, nil, &invoke.Error{Code: invoke.CodeTimeout, Retryable: true, Message: "the delegate did not answer in time", Cause: err}
 		}
-		return 0, nil, &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: fmt.Sprintf("delegate %s: %v", url, err), Cause: err}
+		if errors.Is(err, allowlist.ErrNotAllowed) {
+			return 0, nil, &invoke.Error{Code: invoke.CodeNoBinding, Binding: capability.BindingDelegation, Message: fmt.Sprintf("delegate %s: %v", allowlist.Redact(req.URL), err), Cause: err}
+		}
+		return 0, nil, &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: fmt.Sprintf("delegate %s: %v", t.url, err), Cause: err}
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, b.opts.MaxResponseBytes+1))
@@ -95,15 +189,16 @@ func (b *Binding) post(ctx context.Context, url string, body any) (int, []byte, 
 		return 0, nil, err
 	}
 	if int64(len(out)) > b.opts.MaxResponseBytes {
-		return 0, nil, fmt.Errorf("delegate %s answered more than %d bytes", url, b.opts.MaxResponseBytes)
+		return 0, nil, fmt.Errorf("delegate %s answered more than %d bytes", t.url, b.opts.MaxResponseBytes)
 	}
 	return resp.StatusCode, out, nil
 }
 
 // caphub invokes on another caphub and passes its error code through.
-func (b *Binding) caphub(ctx context.Context, base, uri string, input map[string]any) (*invoke.Outcome, error) {
-	url := strings.TrimRight(base, "/") + "/v1/invoke"
-	status, body, err := b.post(ctx, url, map[string]any{"uri": uri, "input": input})
+func (b *Binding) caphub(ctx context.Context, t target, uri string, input map[string]any) (*invoke.Outcome, error) {
+	base := t.url
+	t.url = strings.TrimRight(base, "/") + "/v1/invoke"
+	status, body, err := b.post(ctx, t, map[string]any{"uri": uri, "input": input})
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +232,8 @@ func (b *Binding) caphub(ctx context.Context, base, uri string, input map[string
 // a2a sends message/send with the input as a data part and reads the reply:
 // a message's (or a completed task's artifacts') data part is the output; text
 // parts become {"text": …}.
-func (b *Binding) a2a(ctx context.Context, endpoint, uri string, input map[string]any) (*invoke.Outcome, error) {
+func (b *Binding) a2a(ctx context.Context, t target, uri string, input map[string]any) (*invoke.Outcome, error) {
+	endpoint := t.url
 	id := randomID()
 	req := map[string]any{
 		"jsonrpc": "2.0", "id": id, "method": "message/send",
@@ -149,7 +245,7 @@ func (b *Binding) a2a(ctx context.Context, endpoint, uri string, input map[strin
 			},
 		},
 	}
-	status, body, err := b.post(ctx, endpoint, req)
+	status, body, err := b.post(ctx, t, req)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/caphub/caphub/capability"
@@ -143,5 +144,82 @@ func TestDelegateToA2AAgent(t *testing.T) {
 	_, err = b.Invoke(context.Background(), call(&capability.DelegationBinding{Agent: "unknown"}, nil))
 	if !errors.As(err, &e) || e.Code != invoke.CodeNoBinding {
 		t.Errorf("unknown agent: %v", err)
+	}
+}
+
+// TestDelegationReachAndToken: a URL a definition gives must be allowed
+// (loopback only by default, redirects included), agents the operator
+// configured are trusted wherever they are, and token_env sends a bearer
+// token from caphub's environment.
+func TestDelegationReachAndToken(t *testing.T) {
+	ctx := context.Background()
+	var gotAuth []string
+	delegate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		if r.URL.Path == "/redirect/v1/invoke" {
+			http.Redirect(w, r, "http://192.0.2.1/v1/invoke", http.StatusTemporaryRedirect)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]any{"title": "Unauthorized", "detail": "send a token"})
+			return
+		}
+		if r.URL.Path == "/" { // an A2A endpoint
+			json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"kind": "message", "parts": []any{map[string]any{"kind": "data", "data": map[string]any{"ok": true}}}}})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"uri": "ossa:math/add@1.0", "binding": "native", "output": map[string]any{"sum": 5}})
+	}))
+	t.Cleanup(delegate.Close)
+	env := map[string]string{"DELEGATE_TOKEN": "s3cret"}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var e *invoke.Error
+
+	b := delegation.New(delegation.Options{Getenv: getenv})
+	out, err := b.Invoke(ctx, call(&capability.DelegationBinding{URL: delegate.URL, TokenEnv: "DELEGATE_TOKEN"}, nil))
+	if err != nil || out.Output.(map[string]any)["sum"] != int64(5) {
+		t.Fatalf("delegation with a token: %v %+v", err, out)
+	}
+	if gotAuth[len(gotAuth)-1] != "Bearer s3cret" {
+		t.Errorf("Authorization sent: %q", gotAuth[len(gotAuth)-1])
+	}
+	if _, err := b.Invoke(ctx, call(&capability.DelegationBinding{URL: delegate.URL}, nil)); !errors.As(err, &e) || e.Code != "HTTP_401" {
+		t.Errorf("without token_env: %v, want the delegate's 401", err)
+	}
+	n := len(gotAuth)
+	if _, err := b.Invoke(ctx, call(&capability.DelegationBinding{URL: delegate.URL, TokenEnv: "NOT_SET"}, nil)); !errors.As(err, &e) || e.Code != invoke.CodeNoBinding || !strings.Contains(e.Message, "$NOT_SET") {
+		t.Errorf("token_env unset: %v, want NO_BINDING naming the variable", err)
+	}
+
+	// Not loopback, not allowed: refused before any connection.
+	_, err = b.Invoke(ctx, call(&capability.DelegationBinding{URL: "http://192.0.2.1:8750"}, nil))
+	if !errors.As(err, &e) || e.Code != invoke.CodeNoBinding || !strings.Contains(e.Message, "allowed hosts") {
+		t.Errorf("a non-loopback delegate: %v, want NO_BINDING about the allowed hosts", err)
+	}
+	_, err = b.Invoke(ctx, call(&capability.DelegationBinding{Agent: "http://192.0.2.1:8750/a2a"}, nil))
+	if !errors.As(err, &e) || e.Code != invoke.CodeNoBinding {
+		t.Errorf("a non-loopback A2A URL: %v, want NO_BINDING", err)
+	}
+	if len(gotAuth) != n {
+		t.Errorf("refused delegations reached the delegate")
+	}
+	// A redirect out of the allow-list is refused.
+	_, err = b.Invoke(ctx, call(&capability.DelegationBinding{URL: delegate.URL + "/redirect", TokenEnv: "DELEGATE_TOKEN"}, nil))
+	if !errors.As(err, &e) || e.Code != invoke.CodeNoBinding || !strings.Contains(e.Message, "redirect") {
+		t.Errorf("redirect to a non-allowed host: %v, want NO_BINDING", err)
+	}
+
+	// With an allow-list that does not name loopback, a definition's URL to
+	// it is refused, but the same endpoint configured as a named agent is
+	// the operator's choice and is used.
+	b = delegation.New(delegation.Options{Getenv: getenv, AllowedHosts: []string{"api.example.com"}, Agents: map[string]string{"ops": delegate.URL + "/"}})
+	if _, err := b.Invoke(ctx, call(&capability.DelegationBinding{URL: delegate.URL}, nil)); !errors.As(err, &e) || e.Code != invoke.CodeNoBinding || !strings.Contains(e.Message, "api.example.com") {
+		t.Errorf("loopback outside the allow-list: %v", err)
+	}
+	out, err = b.Invoke(ctx, call(&capability.DelegationBinding{Agent: "ops", TokenEnv: "DELEGATE_TOKEN"}, nil))
+	if err != nil || out.Output.(map[string]any)["ok"] != true {
+		t.Errorf("a configured agent: %v %+v", err, out)
 	}
 }

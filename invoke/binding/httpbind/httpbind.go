@@ -117,11 +117,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/invoke/binding/allowlist"
 )
 
 // Kind is the binding type this package implements.
@@ -149,7 +149,7 @@ const (
 var (
 	// ErrHostNotAllowed: the URL or a redirect leads to a host outside
 	// Options.AllowedHosts.
-	ErrHostNotAllowed = errors.New("host not allowed")
+	ErrHostNotAllowed = allowlist.ErrNotAllowed
 	// ErrMissingSecret: the environment variable named by auth.env is unset
 	// or empty.
 	ErrMissingSecret = errors.New("auth secret not set")
@@ -217,31 +217,9 @@ func New(opts Options) *Binding {
 		b.timeout = DefaultTimeout
 	}
 	if b.client == nil {
-		b.client = defaultClient(len(b.hosts) == 0)
+		b.client = allowlist.Client(len(b.hosts) == 0, hostsSetting)
 	}
 	return b
-}
-
-// defaultClient returns a client with its own transport; when loopbackOnly,
-// its dialer refuses every non-loopback address, so that even a host name
-// resolving elsewhere cannot be reached.
-func defaultClient(loopbackOnly bool) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if loopbackOnly {
-		d.Control = func(network, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-				return fmt.Errorf("%w: address %s is not loopback, and no allowed hosts are configured (httpbind Options.AllowedHosts)", ErrHostNotAllowed, address)
-			}
-			return nil
-		}
-	}
-	t.DialContext = d.DialContext
-	return &http.Client{Transport: t}
 }
 
 // Kind returns "http".
