@@ -648,16 +648,20 @@ func (s *Service) Deprecate(ctx context.Context, scheme, domain, name, version s
 			}
 		}
 	}
-	for _, r := range targets {
+	ds := make([]Deprecation, len(targets))
+	for i, r := range targets {
 		at := now
 		if r.DeprecatedAt != nil {
 			at = *r.DeprecatedAt
 		}
-		_, err := s.store.Deprecate(ctx, r.Key, Deprecation{DeprecatedBy: req.DeprecatedBy, SunsetDate: req.SunsetDate, MigrationGuide: req.MigrationGuide, At: at})
-		s.cache.invalidate(cacheKey(r.Key.Scheme, r.Key.Domain, r.Key.Name))
-		if err != nil {
-			return DeprecateResult{}, err
-		}
+		ds[i] = Deprecation{Key: r.Key, DeprecatedBy: req.DeprecatedBy, SunsetDate: req.SunsetDate, MigrationGuide: req.MigrationGuide, At: at}
+	}
+	_, err = s.store.Deprecate(ctx, ds)
+	s.cache.invalidate(cacheKey(scheme, domain, name))
+	if err != nil {
+		return DeprecateResult{}, err
+	}
+	for _, r := range targets {
 		res.Deprecated = append(res.Deprecated, r.Key.String())
 		s.log.Info("capability deprecated", "key", r.Key.String(), "by", req.DeprecatedBy, "sunset", req.SunsetDate)
 	}

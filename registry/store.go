@@ -149,8 +149,9 @@ type SearchQuery struct {
 	Filter ListFilter
 }
 
-// Deprecation is what Store.Deprecate records (OSSA §8).
+// Deprecation is what Store.Deprecate records (OSSA §8) for one version.
 type Deprecation struct {
+	Key            Key    // the version deprecated
 	DeprecatedBy   string // URI of the replacement
 	SunsetDate     string // date after which the version stops resolving
 	MigrationGuide string
@@ -190,11 +191,13 @@ type Store interface {
 	// Search returns the records matching the text and the filter, best first,
 	// ties in List order.
 	Search(ctx context.Context, q SearchQuery) (Page, error)
-	// Deprecate marks a version deprecated: Definition.Stability becomes
-	// "deprecated", DeprecatedBy, SunsetDate and MigrationGuide are set from
-	// d, and DeprecatedAt from d.At. It returns the updated record, or an
-	// error wrapping ErrNotFound.
-	Deprecate(ctx context.Context, k Key, d Deprecation) (Record, error)
+	// Deprecate marks versions deprecated, all in one transaction: for each
+	// d, the version d.Key gets Definition.Stability "deprecated",
+	// DeprecatedBy, SunsetDate and MigrationGuide from d, and DeprecatedAt
+	// from d.At. It returns the updated records in the order of ds; when a
+	// version does not exist, nothing changes and the error wraps
+	// ErrNotFound and names it.
+	Deprecate(ctx context.Context, ds []Deprecation) ([]Record, error)
 	// Watch reports every change made through any Store on the same database
 	// (PostgreSQL: across processes; SQLite: within this process) until ctx
 	// ends, when the channel is closed. The channel is also closed when the

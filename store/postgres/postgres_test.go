@@ -157,7 +157,7 @@ func TestTwoStores(t *testing.T) {
 	if p, err := a.List(t.Context(), registry.ListFilter{Name: "echo"}); err != nil || len(p.Items) != 1 || p.Items[0].Key != r2.Key {
 		t.Errorf("a's latest of echo = %+v, %v; want b's 1.1.0", p.Items, err)
 	}
-	if _, err := b.Deprecate(t.Context(), r1.Key, registry.Deprecation{DeprecatedBy: "ossa:text/echo@1.1"}); err != nil {
+	if _, err := b.Deprecate(t.Context(), []registry.Deprecation{{Key: r1.Key, DeprecatedBy: "ossa:text/echo@1.1"}}); err != nil {
 		t.Fatal(err)
 	}
 	want := []registry.Event{

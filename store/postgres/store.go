@@ -355,47 +355,49 @@ func collect(rows pgx.Rows) ([]registry.Record, error) {
 }
 
 // Deprecate marks a version deprecated; see registry.Store.
-func (s *Store) Deprecate(ctx context.Context, k registry.Key, d registry.Deprecation) (registry.Record, error) {
+func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]registry.Record, error) {
 	if err := s.checkOpen(); err != nil {
-		return registry.Record{}, err
+		return nil, err
 	}
-	at := d.At
-	if at.IsZero() {
-		at = time.Now()
+	if len(ds) == 0 {
+		return nil, nil
 	}
-	at = at.UTC().Truncate(time.Microsecond)
-	var r registry.Record
+	out := make([]registry.Record, len(ds))
+	var current registry.Key // the version being deprecated, for errors
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var id int64
-		var err error
-		r, err = scanRecord(tx.QueryRow(ctx, `SELECT `+recordColumns+`, c.id FROM capabilities c
-			WHERE c.scheme = $1 AND c.domain = $2 AND c.name = $3 AND c.version = $4 FOR UPDATE`, k.Scheme, k.Domain, k.Name, k.Version), &id)
-		if err != nil {
-			return err
+		for i, d := range ds {
+			k := d.Key
+			current = k
+			var id int64
+			r, err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordColumns+`, c.id FROM capabilities c
+				WHERE c.scheme = $1 AND c.domain = $2 AND c.name = $3 AND c.version = $4 FOR UPDATE`, k.Scheme, k.Domain, k.Name, k.Version), &id)
+			if err != nil {
+				return err
+			}
+			at := contract.DeprecationTime(d.At)
+			contract.ApplyDeprecation(&r, d, at)
+			def, err := contract.MarshalDefinition(r.Definition)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE capabilities SET stability = $1, definition = $2::json, deprecated_at = $3 WHERE id = $4`,
+				capability.StabilityDeprecated, def, at, id); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, payload(registry.EventDeprecated, k)); err != nil {
+				return err
+			}
+			out[i] = r
 		}
-		r.Definition.Stability = capability.StabilityDeprecated
-		r.Definition.DeprecatedBy = d.DeprecatedBy
-		r.Definition.SunsetDate = d.SunsetDate
-		r.Definition.MigrationGuide = d.MigrationGuide
-		r.DeprecatedAt = &at
-		def, err := contract.MarshalDefinition(r.Definition)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE capabilities SET stability = $1, definition = $2::json, deprecated_at = $3 WHERE id = $4`,
-			capability.StabilityDeprecated, def, at, id); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, payload(registry.EventDeprecated, k))
-		return err
+		return nil
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return registry.Record{}, fmt.Errorf("deprecate capability %s: %w", k, registry.ErrNotFound)
+		return nil, fmt.Errorf("deprecate capability %s: %w", current, registry.ErrNotFound)
 	}
 	if err != nil {
-		return registry.Record{}, fmt.Errorf("deprecate %s in postgres %s: %w", k, s.where, err)
+		return nil, fmt.Errorf("deprecate %s in postgres %s: %w", current, s.where, err)
 	}
-	return r, nil
+	return out, nil
 }
 
 var _ registry.RawGetter = (*Store)(nil)

@@ -178,7 +178,7 @@ func TestSharedFile(t *testing.T) {
 		}
 	}
 	a.Close()
-	if _, err := b.Deprecate(t.Context(), rec.Key, registry.Deprecation{}); err != nil {
+	if _, err := b.Deprecate(t.Context(), []registry.Deprecation{{Key: rec.Key}}); err != nil {
 		t.Fatal(err)
 	}
 	select {

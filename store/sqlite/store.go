@@ -200,44 +200,45 @@ func collectWith(rows *sql.Rows, extra ...any) ([]registry.Record, error) {
 }
 
 // Deprecate marks a version deprecated; see registry.Store.
-func (s *Store) Deprecate(ctx context.Context, k registry.Key, d registry.Deprecation) (registry.Record, error) {
+func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]registry.Record, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return registry.Record{}, fmt.Errorf("deprecate %s in sqlite database %s: begin: %w", k, s.path, err)
+		return nil, fmt.Errorf("deprecate %s in sqlite database %s: begin: %w", ds[0].Key, s.path, err)
 	}
 	defer tx.Rollback()
-	var id int64
-	r, err := scanRecord(tx.QueryRowContext(ctx, `SELECT `+recordColumns+`, c.id FROM capabilities c
-		WHERE c.scheme = ? AND c.domain = ? AND c.name = ? AND c.version = ?`, k.Scheme, k.Domain, k.Name, k.Version), &id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return registry.Record{}, fmt.Errorf("deprecate capability %s: %w", k, registry.ErrNotFound)
-	}
-	if err != nil {
-		return registry.Record{}, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
-	}
-	at := d.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	at = at.UTC().Truncate(time.Microsecond)
-	r.Definition.Stability = capability.StabilityDeprecated
-	r.Definition.DeprecatedBy = d.DeprecatedBy
-	r.Definition.SunsetDate = d.SunsetDate
-	r.Definition.MigrationGuide = d.MigrationGuide
-	r.DeprecatedAt = &at
-	b, err := contract.MarshalDefinition(r.Definition)
-	if err != nil {
-		return registry.Record{}, fmt.Errorf("deprecate %s: %w", k, err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE capabilities SET stability = ?, definition = ?, deprecated_at = ? WHERE id = ?`,
-		capability.StabilityDeprecated, b, formatTime(at), id); err != nil {
-		return registry.Record{}, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
+	out := make([]registry.Record, len(ds))
+	events := make([]registry.Event, len(ds))
+	for i, d := range ds {
+		k := d.Key
+		var id int64
+		r, err := scanRecord(tx.QueryRowContext(ctx, `SELECT `+recordColumns+`, c.id FROM capabilities c
+			WHERE c.scheme = ? AND c.domain = ? AND c.name = ? AND c.version = ?`, k.Scheme, k.Domain, k.Name, k.Version), &id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("deprecate capability %s: %w", k, registry.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
+		}
+		at := contract.DeprecationTime(d.At)
+		contract.ApplyDeprecation(&r, d, at)
+		b, err := contract.MarshalDefinition(r.Definition)
+		if err != nil {
+			return nil, fmt.Errorf("deprecate %s: %w", k, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE capabilities SET stability = ?, definition = ?, deprecated_at = ? WHERE id = ?`,
+			capability.StabilityDeprecated, b, formatTime(at), id); err != nil {
+			return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
+		}
+		out[i], events[i] = r, registry.Event{Kind: registry.EventDeprecated, Key: k}
 	}
 	if err := tx.Commit(); err != nil {
-		return registry.Record{}, fmt.Errorf("deprecate %s in sqlite database %s: commit: %w", k, s.path, err)
+		return nil, fmt.Errorf("deprecate %s in sqlite database %s: commit: %w", ds[0].Key, s.path, err)
 	}
-	s.hub.publish([]registry.Event{{Kind: registry.EventDeprecated, Key: k}})
-	return r, nil
+	s.hub.publish(events)
+	return out, nil
 }
 
 var _ registry.RawGetter = (*Store)(nil)

@@ -394,7 +394,7 @@ func testNotFound(t *testing.T, s registry.Store) {
 	if !strings.Contains(err.Error(), k.String()) {
 		t.Errorf("error %q does not say which key", err)
 	}
-	if _, err := s.Deprecate(t.Context(), k, registry.Deprecation{DeprecatedBy: "x"}); !errors.Is(err, registry.ErrNotFound) {
+	if _, err := s.Deprecate(t.Context(), []registry.Deprecation{{Key: k, DeprecatedBy: "x"}}); !errors.Is(err, registry.ErrNotFound) {
 		t.Errorf("Deprecate of a missing key: %v; want ErrNotFound", err)
 	}
 	put(t, s, def("ossa", "nowhere", "nothing", "1.0.1"))
@@ -885,9 +885,9 @@ func testDeprecate(t *testing.T, s registry.Store) {
 	put(t, s, d, def("ossa", "text", "echo", "2.0.0"))
 	k := key("ossa", "text", "echo", "1.0.0")
 	at := time.Date(2025, 6, 1, 12, 0, 0, 500000000, time.UTC)
-	got, err := s.Deprecate(ctx, k, registry.Deprecation{DeprecatedBy: "ossa:text/echo@2.0", SunsetDate: "2026-01-01", MigrationGuide: "Call 2.0.", At: at})
-	if err != nil {
-		t.Fatalf("Deprecate: %v", err)
+	got, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k, DeprecatedBy: "ossa:text/echo@2.0", SunsetDate: "2026-01-01", MigrationGuide: "Call 2.0.", At: at}})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Deprecate: %v, %d records", err, len(got))
 	}
 	check := func(where string, r registry.Record) {
 		t.Helper()
@@ -902,7 +902,7 @@ func testDeprecate(t *testing.T, s registry.Store) {
 			t.Errorf("%s: deprecation changed the record's identity: %+v", where, r)
 		}
 	}
-	check("Deprecate result", got)
+	check("Deprecate result", got[0])
 	stored, err := s.Get(ctx, k)
 	if err != nil {
 		t.Fatal(err)
@@ -919,12 +919,38 @@ func testDeprecate(t *testing.T, s registry.Store) {
 	}
 	// A zero At means now.
 	before := time.Now().Add(-time.Second)
-	got, err = s.Deprecate(ctx, key("ossa", "text", "echo", "2.0.0"), registry.Deprecation{})
+	got, err = s.Deprecate(ctx, []registry.Deprecation{{Key: key("ossa", "text", "echo", "2.0.0")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DeprecatedAt == nil || got.DeprecatedAt.Before(before) || got.Definition.Stability != capability.StabilityDeprecated {
-		t.Errorf("Deprecate with zero At: DeprecatedAt %v stability %q", got.DeprecatedAt, got.Definition.Stability)
+	if got[0].DeprecatedAt == nil || got[0].DeprecatedAt.Before(before) || got[0].Definition.Stability != capability.StabilityDeprecated {
+		t.Errorf("Deprecate with zero At: DeprecatedAt %v stability %q", got[0].DeprecatedAt, got[0].Definition.Stability)
+	}
+
+	// Several versions in one call: all or nothing. A missing version among
+	// them leaves the others as they were, and the error names it.
+	put(t, s, def("ossa", "text", "shout", "1.0.0"), def("ossa", "text", "shout", "1.1.0"))
+	k10, k11, missing := key("ossa", "text", "shout", "1.0.0"), key("ossa", "text", "shout", "1.1.0"), key("ossa", "text", "shout", "1.2.0")
+	_, err = s.Deprecate(ctx, []registry.Deprecation{{Key: k10, MigrationGuide: "stop"}, {Key: missing, MigrationGuide: "stop"}, {Key: k11, MigrationGuide: "stop"}})
+	if !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
+		t.Fatalf("Deprecate with a missing version: %v; want ErrNotFound naming %s", err, missing)
+	}
+	for _, k := range []registry.Key{k10, k11} {
+		if r, err := s.Get(ctx, k); err != nil || r.DeprecatedAt != nil || r.Definition.Stability == capability.StabilityDeprecated {
+			t.Errorf("%s was deprecated by a refused batch: %+v %v", k, r.DeprecatedAt, err)
+		}
+	}
+	got, err = s.Deprecate(ctx, []registry.Deprecation{{Key: k11, MigrationGuide: "stop", At: at}, {Key: k10, MigrationGuide: "stop", At: at}})
+	if err != nil || len(got) != 2 || got[0].Key != k11 || got[1].Key != k10 {
+		t.Fatalf("Deprecate of two versions: %v %+v", err, got)
+	}
+	for _, k := range []registry.Key{k10, k11} {
+		if r, err := s.Get(ctx, k); err != nil || r.Definition.MigrationGuide != "stop" || r.DeprecatedAt == nil {
+			t.Errorf("%s after the batch: %+v %v", k, r.Definition, err)
+		}
+	}
+	if got, err := s.Deprecate(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("Deprecate of nothing: %v %v", got, err)
 	}
 }
 
@@ -968,7 +994,7 @@ func testWatch(t *testing.T, s registry.Store) {
 	put(t, s, a) // idempotent: no event
 	put(t, s, b)
 	expectEvent(t, ch, registry.Event{Kind: registry.EventRegistered, Key: kb})
-	if _, err := s.Deprecate(ctx, ka, registry.Deprecation{DeprecatedBy: "ossa:w/b@1.0"}); err != nil {
+	if _, err := s.Deprecate(ctx, []registry.Deprecation{{Key: ka, DeprecatedBy: "ossa:w/b@1.0"}}); err != nil {
 		t.Fatal(err)
 	}
 	expectEvent(t, ch, registry.Event{Kind: registry.EventDeprecated, Key: ka})

@@ -292,3 +292,21 @@ func CheckAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
 	}
 	return nil
 }
+
+// DeprecationTime is when a deprecation takes effect as both stores record
+// it: at (now when zero), in UTC, to the microsecond.
+func DeprecationTime(at time.Time) time.Time {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return at.UTC().Truncate(time.Microsecond)
+}
+
+// ApplyDeprecation sets a record's lifecycle fields from d, deprecated at at.
+func ApplyDeprecation(r *registry.Record, d registry.Deprecation, at time.Time) {
+	r.Definition.Stability = capability.StabilityDeprecated
+	r.Definition.DeprecatedBy = d.DeprecatedBy
+	r.Definition.SunsetDate = d.SunsetDate
+	r.Definition.MigrationGuide = d.MigrationGuide
+	r.DeprecatedAt = &at
+}
