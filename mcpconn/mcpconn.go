@@ -317,8 +317,10 @@ func baseEnv() []string {
 	return env
 }
 
-// httpClient returns a client that adds the saved headers, expanded.
-func (s *Server) httpClient() (*http.Client, error) {
+// HTTPHeaders returns the saved headers with their ${VAR} references
+// expanded from caphub's environment, as they are sent to the server (an
+// error names a missing variable).
+func (s *Server) HTTPHeaders() (http.Header, error) {
 	headers := http.Header{}
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		v, err := expand("header "+k, s.Headers[k])
@@ -326,6 +328,15 @@ func (s *Server) httpClient() (*http.Client, error) {
 			return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
 		}
 		headers.Set(k, v)
+	}
+	return headers, nil
+}
+
+// httpClient returns a client that adds the saved headers, expanded.
+func (s *Server) httpClient() (*http.Client, error) {
+	headers, err := s.HTTPHeaders()
+	if err != nil {
+		return nil, err
 	}
 	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}}, nil
 }

@@ -16,31 +16,46 @@ import (
 // The latency the front adds to a tools/call: the same in-process upstream
 // (streamable HTTP) called directly and through the front (which applies
 // the pipeline's policy hook and records the call), p50 over interleaved
-// calls.
+// calls. A streamable HTTP upstream takes the HTTP relay; the SDK relay
+// and a bare SDK proxy are measured for reference.
 
-// latencyTarget is the most the front should add to a call's p50.
+// latencyTarget is the most the front should add to a call's p50 over a
+// direct call.
 const latencyTarget = 200 * time.Microsecond
 
-// benchClients connects three clients to the same upstream: directly,
-// through the front, and through a bare proxy (an SDK server whose echo
-// tool calls the upstream's, with no relay, policy or record): the least a
-// second streamable HTTP hop costs.
-func benchClients(tb testing.TB) (direct, fronted, bare *mcp.ClientSession) {
+// benchSessions are clients of the same upstream.
+type benchSessions struct {
+	direct   *mcp.ClientSession // the upstream itself
+	fronted  *mcp.ClientSession // through the front: the HTTP relay
+	sdkRelay *mcp.ClientSession // through a front that uses its SDK relay only
+	bare     *mcp.ClientSession // through a bare proxy
+}
+
+// benchClients connects clients to one upstream: directly, through the
+// front, through a front limited to its SDK relay (the design the HTTP relay
+// replaces for HTTP upstreams), and through a bare proxy (an SDK server
+// whose echo tool calls the upstream's, with no relay, policy or record):
+// what a second hop costs when it goes through the SDK.
+func benchClients(tb testing.TB) benchSessions {
 	tb.Helper()
 	up := newUpstream()
 	upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.server }, nil))
 	tb.Cleanup(upSrv.Close)
 	pipeline := invoke.New(nil, nil, invoke.Options{})
 	pipeline.SetRecorder(discardRecorder{})
-	front := New(savedServers{"up": {Name: "up", Transport: mcpconn.TransportHTTP, URL: upSrv.URL}}, pipeline, Options{Log: testLog()})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp/servers/", front.Handler())
-	frontSrv := httptest.NewServer(mux)
-	tb.Cleanup(func() {
-		frontSrv.CloseClientConnections()
-		_ = front.Close()
-		frontSrv.Close()
-	})
+	frontURL := func(configure func(*Front)) string {
+		front := New(savedServers{"up": {Name: "up", Transport: mcpconn.TransportHTTP, URL: upSrv.URL}}, pipeline, Options{Log: testLog()})
+		configure(front)
+		mux := http.NewServeMux()
+		mux.Handle("/mcp/servers/", front.Handler())
+		frontSrv := httptest.NewServer(mux)
+		tb.Cleanup(func() {
+			frontSrv.CloseClientConnections()
+			_ = front.Close()
+			frontSrv.Close()
+		})
+		return frontSrv.URL + "/mcp/servers/up"
+	}
 	connect := func(url string) *mcp.ClientSession {
 		cl := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -50,15 +65,19 @@ func benchClients(tb testing.TB) (direct, fronted, bare *mcp.ClientSession) {
 		tb.Cleanup(func() { _ = cs.Close() })
 		return cs
 	}
-	direct = connect(upSrv.URL)
+	var b benchSessions
+	b.direct = connect(upSrv.URL)
 	proxy := mcp.NewServer(&mcp.Implementation{Name: "bare-proxy", Version: "1"}, nil)
 	mcp.AddTool(proxy, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-		res, err := direct.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: in})
+		res, err := b.direct.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: in})
 		return res, nil, err
 	})
 	proxySrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return proxy }, nil))
 	tb.Cleanup(proxySrv.Close)
-	return direct, connect(frontSrv.URL + "/mcp/servers/up"), connect(proxySrv.URL)
+	b.fronted = connect(frontURL(func(*Front) {}))
+	b.sdkRelay = connect(frontURL(func(f *Front) { f.sdkRelayOnly = true }))
+	b.bare = connect(proxySrv.URL)
+	return b
 }
 
 type discardRecorder struct{}
@@ -84,45 +103,45 @@ func p50(ds []time.Duration) time.Duration {
 }
 
 // TestFrontLatency logs the p50 of tools/call directly, through the front
-// and through a bare proxy, interleaved. The front adds a streamable HTTP
-// hop of its own, which costs about what the direct call does; what the
-// relay itself adds (policy, record, routing) is the front's p50 minus the
-// bare proxy's, and that is what the 200µs target bounds. It fails only far
-// beyond the target (10×): machines under load make timings noisy.
+// and through a bare proxy, interleaved, and checks what the front adds to
+// a direct call against the 200µs target. It fails only far beyond it (5×):
+// timings are noisy on a loaded machine; BenchmarkCallTool is the
+// measurement.
 func TestFrontLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("latency measurement skipped in -short mode")
 	}
-	direct, fronted, bare := benchClients(t)
+	b := benchClients(t)
 	const warmup, n = 200, 2000
 	for range warmup {
-		timeCall(t, direct)
-		timeCall(t, fronted)
-		timeCall(t, bare)
+		timeCall(t, b.direct)
+		timeCall(t, b.fronted)
+		timeCall(t, b.bare)
 	}
-	d, f, b := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	d, f, p := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 	for range n {
-		d = append(d, timeCall(t, direct))
-		f = append(f, timeCall(t, fronted))
-		b = append(b, timeCall(t, bare))
+		d = append(d, timeCall(t, b.direct))
+		f = append(f, timeCall(t, b.fronted))
+		p = append(p, timeCall(t, b.bare))
 	}
-	pd, pf, pb := p50(d), p50(f), p50(b)
-	t.Logf("tools/call p50 over %d interleaved calls: direct %s, via the front %s, via a bare proxy %s", n, pd.Round(time.Microsecond), pf.Round(time.Microsecond), pb.Round(time.Microsecond))
-	t.Logf("the front adds %s to a direct call (a second HTTP hop and the relay); the relay itself adds %s over the bare proxy (target ≤ %s)",
-		(pf - pd).Round(time.Microsecond), (pf - pb).Round(time.Microsecond), latencyTarget)
-	if pf-pb > 10*latencyTarget {
-		t.Errorf("the relay adds %s to a call's p50 over a bare proxy, more than 10× the %s target", pf-pb, latencyTarget)
+	pd, pf, pp := p50(d), p50(f), p50(p)
+	added := pf - pd
+	t.Logf("tools/call p50 over %d interleaved calls: direct %s, via the front %s, via a bare SDK proxy %s", n, pd.Round(time.Microsecond), pf.Round(time.Microsecond), pp.Round(time.Microsecond))
+	t.Logf("the front adds %s to a direct call (target ≤ %s); a bare SDK proxy adds %s", added.Round(time.Microsecond), latencyTarget, (pp - pd).Round(time.Microsecond))
+	if added > 5*latencyTarget {
+		t.Errorf("the front adds %s to a call's p50 over a direct call, more than 5× the %s target", added, latencyTarget)
 	}
 }
 
-// BenchmarkCallTool measures tools/call directly, through the front and
-// through a bare proxy; the p50 metric is the one to compare.
+// BenchmarkCallTool measures tools/call directly, through the front (the
+// HTTP relay), through the front's SDK relay and through a bare SDK proxy; the
+// p50 metric is the one to compare (fronted − direct ≤ 200µs).
 func BenchmarkCallTool(b *testing.B) {
-	direct, fronted, bare := benchClients(b)
+	s := benchClients(b)
 	for _, bc := range []struct {
 		name string
 		cs   *mcp.ClientSession
-	}{{"direct", direct}, {"fronted", fronted}, {"bare-proxy", bare}} {
+	}{{"direct", s.direct}, {"fronted", s.fronted}, {"sdk-relay", s.sdkRelay}, {"bare-proxy", s.bare}} {
 		b.Run(bc.name, func(b *testing.B) {
 			ds := make([]time.Duration, 0, b.N)
 			for b.Loop() {

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -21,49 +23,85 @@ import (
 func (s *session) callTool(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 	params := req.GetParams()
 	p, _ := params.(*mcp.CallToolParamsRaw)
-	hooks := s.f.hooks
-	if p == nil || hooks == nil {
+	if p == nil || s.f.hooks == nil {
 		return s.forward(ctx, methodCallTool, params)
 	}
-	uri := "mcp:" + s.fr.name + "/" + p.Name
-	start := time.Now()
-	rec := invoke.Record{Time: start.UTC(), URI: uri, Binding: capability.BindingMCP}
-	call := &invoke.Call{URI: uri, Definition: s.definition(uri, p.Name), Input: arguments(p.Arguments), Attempt: 1}
-	if err := hooks.Authorize(ctx, call); err != nil {
-		code, msg := refusal(err)
-		rec.Code, rec.Message, rec.DurationMS = code, msg, ms(time.Since(start))
-		hooks.Emit(context.WithoutCancel(ctx), rec)
-		text := "DENIED: " + msg
-		if code != invoke.CodeDenied {
-			text = "DENIED: " + code + ": " + msg
-		}
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+	var hdr http.Header
+	if extra := req.GetExtra(); extra != nil {
+		hdr = extra.Header
 	}
-
+	caller := hdr.Get(mcpgw.AgentHeader)
+	actx := withApproval(ctx, hdr, p.Meta)
+	start, denied := s.f.authorize(actx, s.fr.name, p.Name, p.Arguments, caller)
+	if denied != "" {
+		return refusedResult(denied), nil
+	}
 	res, err := s.relayUp(ctx, methodCallTool, params)
-	d := time.Since(start)
-	attempt := invoke.Attempt{Binding: capability.BindingMCP, Attempt: 1, Duration: d, DurationMS: ms(d)}
-	if e := s.callError(ctx, res, err); e != nil {
-		attempt.Error = e
-		rec.Code, rec.Message = e.Code, e.Message
-	}
-	rec.Attempts = []invoke.Attempt{attempt}
-	rec.DurationMS = ms(d)
-	hooks.Emit(context.WithoutCancel(ctx), rec)
+	s.f.emitCall(ctx, toolURI(s.fr.name, p.Name), caller, start, s.callError(ctx, res, err), true)
 	if err != nil {
 		return nil, s.upstreamError(err)
 	}
 	return res, nil
 }
 
+// withApproval returns ctx carrying the approval id a tools/call is
+// retried with: its _meta dev.caphub/approval, else the X-Caphub-Approval
+// header of the HTTP request that carried it (as on caphub's own /mcp).
+func withApproval(ctx context.Context, hdr http.Header, meta map[string]any) context.Context {
+	id, _ := meta[mcpgw.MetaApproval].(string)
+	if id == "" {
+		id = hdr.Get(mcpgw.ApprovalHeader)
+	}
+	return invoke.WithApproval(ctx, strings.TrimSpace(id))
+}
+
+// toolURI is the capability URI of a fronted tool.
+func toolURI(server, tool string) string { return "mcp:" + server + "/" + tool }
+
+// authorize asks the policy about a call of a fronted tool by caller (the
+// X-Caphub-Agent header of the request that carried it; "" when none), at
+// the time it returns as start. A refusal is recorded and returned as the
+// text of the tool error to answer with ("DENIED: …"); "" lets the call
+// go on. Both relays call it, so they refuse and record alike.
+func (f *Front) authorize(ctx context.Context, server, tool string, args json.RawMessage, caller string) (start time.Time, denied string) {
+	start = time.Now()
+	uri := toolURI(server, tool)
+	call := &invoke.Call{URI: uri, Definition: definition(server, uri, tool), Input: arguments(args), Caller: caller, Attempt: 1}
+	err := f.hooks.Authorize(ctx, call)
+	if err == nil {
+		return start, ""
+	}
+	code, msg := refusal(err)
+	f.emitCall(ctx, uri, caller, start, &invoke.Error{Code: code, Message: msg}, false)
+	if code != invoke.CodeDenied {
+		return start, "DENIED: " + code + ": " + msg
+	}
+	return start, "DENIED: " + msg
+}
+
+// emitCall records a call that began at start: e is its error (nil for
+// success), attempted says whether it reached the upstream (a refused
+// call did not, and has no attempt).
+func (f *Front) emitCall(ctx context.Context, uri, caller string, start time.Time, e *invoke.Error, attempted bool) {
+	d := time.Since(start)
+	rec := invoke.Record{Time: start.UTC(), URI: uri, Caller: caller, Binding: capability.BindingMCP, DurationMS: ms(d)}
+	if e != nil {
+		rec.Code, rec.Message = e.Code, e.Message
+	}
+	if attempted {
+		rec.Attempts = []invoke.Attempt{{Binding: capability.BindingMCP, Attempt: 1, Duration: d, DurationMS: ms(d), Error: e}}
+	}
+	f.hooks.Emit(context.WithoutCancel(ctx), rec)
+}
+
 // definition is what the policy sees of a fronted tool: its URI, name,
 // server (as the domain) and mcp binding.
-func (s *session) definition(uri, tool string) *capability.Definition {
+func definition(server, uri, tool string) *capability.Definition {
 	return &capability.Definition{
 		URI:      uri,
 		Name:     tool,
-		Domain:   s.fr.name,
-		Bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: s.fr.name, Tool: tool}},
+		Domain:   server,
+		Bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: server, Tool: tool}},
 	}
 }
 

@@ -31,8 +31,9 @@ import (
 
 // The MCP conformance suite's server scenarios, run against the Go SDK's
 // conformance everything-server directly (streamable HTTP, stateful) and
-// through the front (the same server saved in a real store as a stdio
-// upstream). Every scenario that passes directly must pass fronted.
+// through the front twice: saved in a real store as a stdio upstream (the
+// SDK relay) and as a streamable HTTP upstream (the HTTP relay). Every
+// scenario that passes directly must pass fronted.
 
 const (
 	conformancePkg   = "@modelcontextprotocol/conformance"
@@ -87,7 +88,10 @@ func TestConformance(t *testing.T) {
 	// default stateless mode cannot send server-to-client requests).
 	directURL := startEverythingHTTP(t, bin)
 
-	// Fronted: the same server saved as a stdio upstream in a real store.
+	// Fronted: the same server saved as a stdio upstream in a real store,
+	// and another of its processes as a streamable HTTP upstream (its own,
+	// so that the direct runs do not share its sessions).
+	httpUpstreamURL := startEverythingHTTP(t, bin)
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "caphub.db"))
 	if err != nil {
@@ -96,6 +100,9 @@ func TestConformance(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	servers := discover.NewServers(st)
 	if err := servers.SaveServer(ctx, &mcpconn.Server{Name: "everything", Command: bin}); err != nil {
+		t.Fatal(err)
+	}
+	if err := servers.SaveServer(ctx, &mcpconn.Server{Name: "everything-http", URL: httpUpstreamURL}); err != nil {
 		t.Fatal(err)
 	}
 	recs := &recordSink{}
@@ -110,12 +117,19 @@ func TestConformance(t *testing.T) {
 		_ = front.Close()
 		srv.Close()
 	})
-	frontURL := srv.URL + "/mcp/servers/everything"
+	targets := []struct{ name, url, title string }{
+		{"direct", directURL, "direct (everything-server, HTTP)"},
+		{"fronted", srv.URL + "/mcp/servers/everything", "fronted, stdio upstream (SDK relay)"},
+		{"fronted-http", srv.URL + "/mcp/servers/everything-http", "fronted, HTTP upstream (HTTP relay)"},
+	}
 
 	type job struct {
 		scenario, target, url string
 	}
-	results := map[string]map[string]scenarioResult{"direct": {}, "fronted": {}}
+	results := map[string]map[string]scenarioResult{}
+	for _, tg := range targets {
+		results[tg.name] = map[string]scenarioResult{}
+	}
 	var mu sync.Mutex
 	jobs := make(chan job)
 	var wg sync.WaitGroup
@@ -135,32 +149,43 @@ func TestConformance(t *testing.T) {
 	}
 	start := time.Now()
 	for _, s := range scenarios {
-		jobs <- job{s, "direct", directURL}
-		jobs <- job{s, "fronted", frontURL}
+		for _, tg := range targets {
+			jobs <- job{s, tg.name, tg.url}
+		}
 	}
 	close(jobs)
 	wg.Wait()
 
 	var table strings.Builder
 	fmt.Fprintf(&table, "MCP conformance (%s), %d server scenarios in %s:\n", conformanceVersion(t, suite), len(scenarios), time.Since(start).Round(time.Second))
-	fmt.Fprintf(&table, "%-32s %-40s %s\n", "scenario", "direct (everything-server, HTTP)", "fronted (/mcp/servers/everything, stdio upstream)")
-	var regressions []string
-	directPass, frontedPass := 0, 0
-	for _, s := range scenarios {
-		d, f := results["direct"][s], results["fronted"][s]
-		fmt.Fprintf(&table, "%-32s %-40s %s\n", s, d, f)
-		if d.pass {
-			directPass++
-		}
-		if f.pass {
-			frontedPass++
-		}
-		if d.pass && !f.pass {
-			regressions = append(regressions, fmt.Sprintf("%s: %s", s, f))
-		}
+	fmt.Fprintf(&table, "%-32s", "scenario")
+	for _, tg := range targets {
+		fmt.Fprintf(&table, " %-40s", tg.title)
 	}
-	fmt.Fprintf(&table, "passed: direct %d/%d, fronted %d/%d", directPass, len(scenarios), frontedPass, len(scenarios))
+	table.WriteString("\n")
+	var regressions []string
+	passed := map[string]int{}
+	for _, s := range scenarios {
+		fmt.Fprintf(&table, "%-32s", s)
+		d := results["direct"][s]
+		for _, tg := range targets {
+			r := results[tg.name][s]
+			fmt.Fprintf(&table, " %-40s", r)
+			if r.pass {
+				passed[tg.name]++
+			}
+			if tg.name != "direct" && d.pass && !r.pass {
+				regressions = append(regressions, fmt.Sprintf("%s (%s): %s", s, tg.name, r))
+			}
+		}
+		table.WriteString("\n")
+	}
+	table.WriteString("passed:")
+	for _, tg := range targets {
+		fmt.Fprintf(&table, " %s %d/%d", tg.name, passed[tg.name], len(scenarios))
+	}
 	t.Log(table.String())
+	directPass := passed["direct"]
 	if len(regressions) > 0 {
 		t.Errorf("%d scenarios pass directly but fail through the front (results under %s):\n  %s", len(regressions), dir, strings.Join(regressions, "\n  "))
 	}

@@ -15,55 +15,66 @@
 // {name} is the saved server's name. A name that is not saved answers 404
 // with a message that says how to save one.
 //
-// # Sessions
+// # Two relays
 //
-// One downstream session maps to one upstream session. When a client
-// initialises, the front connects a new upstream session (starting the
-// process of a stdio server) that offers the client's own protocol version
-// and client capabilities, and answers the client with the upstream's
-// capabilities, server info and instructions. When either side ends, the
-// other is closed; Close ends every session and kills the process groups of
-// the stdio servers it started.
+// One downstream session maps to one upstream session, relayed one of two
+// ways.
 //
-// # Design: a relay inside the SDK, not beside it
+// The HTTP relay serves a saved streamable HTTP server (transport http) on
+// the streamable endpoint: a reverse proxy for the streamable HTTP
+// transport. Each downstream POST is one upstream POST of the same body (a
+// message or a batch), and the upstream's answer is relayed as it comes:
+// JSON, 202, or an SSE stream passed on read by read. GET (the standalone
+// stream, and streams resumed with Last-Event-ID) and DELETE are relayed
+// alike. Because the upstream's stream for a request is relayed as the
+// downstream's stream for that request, what the upstream sends during a
+// call (progress, log messages, sampling, elicitation and roots requests)
+// reaches the client on that call's stream, and the client's answers come
+// back as POSTs that are forwarded in turn. The front makes the session id
+// the client sees (crypto/rand) and maps it to the upstream's; it forwards
+// only the transport's headers (Content-Type, Accept,
+// Mcp-Protocol-Version, Last-Event-ID), never the client's Authorization
+// or Cookie (caphub's own credentials), and adds the saved server's
+// headers. It reads the tools/call requests of each body before
+// forwarding it (a refused call is answered by the front and never
+// reaches the upstream) and the responses that pass, without holding them
+// back, to record each call's outcome. Bodies the policy could misread
+// (invalid JSON or UTF-8, duplicate members) are refused with 400. Its
+// upstream connections are kept alive, so the latency it adds is about
+// what any HTTP proxy hop costs.
 //
-// Two designs were weighed against the SDK source (go-sdk v1.8.0):
+// The SDK relay serves everything else: stdio servers, SSE servers (and
+// HTTP servers that turn out to speak only SSE: the HTTP relay hands over
+// when the upstream refuses its initialize POST with 400, 404 or 405), and
+// the SSE endpoint. The downstream side is an mcp.Server per saved name,
+// served by the SDK's own streamable and SSE handlers; a receiving
+// middleware sees every request and notification with the request's
+// context (so whatever is sent with it lands on the request's stream), and
+// relays it upstream through an SDK client session's own sending method
+// handler, which sends any method the SDK knows with the params as
+// received. Upstream-to-client traffic takes the mirror path. The SDK maps
+// the ids on each side; cancelling a downstream request cancels the
+// upstream call. It offers the client's protocol version and capabilities
+// upstream and answers with the upstream's capabilities, server info and
+// instructions. Its limits: only the methods the SDK knows are relayed,
+// results pass through the SDK's types (fields it does not model are
+// dropped), and each call crosses a second SDK streamable HTTP hop, which
+// costs 0.4 to 0.8 ms; the HTTP relay has none of these.
 //
-//   - A JSON-RPC relay below the SDK: read the client's messages from the
-//     streamable server transport's Connection, rewrite ids, write them to an
-//     upstream Connection, and back. It needs no per-method code, but it
-//     cannot deliver what the upstream sends while a call runs (progress,
-//     log messages, sampling and elicitation requests) on the HTTP response
-//     of that call: the SDK's streamable transport routes a message to a
-//     request's stream only through a context key that ServerSession sets
-//     (idContextKey, unexported). Those messages would go to the
-//     standalone GET stream, which the spec reserves for messages unrelated
-//     to a request, and which a client may open late or not at all (they
-//     are then dropped), while the conformance scenarios for progress,
-//     logging, sampling and elicitation expect them during the call. It
-//     would also have to re-implement the SDK's HTTP session handling (ids,
-//     DELETE, protocol headers, Host checks).
-//   - A relay inside the SDK, the one built here: the downstream side is an
-//     mcp.Server per saved name, served by the SDK's own streamable and SSE
-//     handlers; a receiving middleware sees every request and notification
-//     with the request's context (so whatever is sent with it lands on the
-//     request's stream), and relays it upstream through the client session's
-//     own sending method handler, which sends any method the SDK knows with
-//     the params as received. Upstream-to-client traffic takes the mirror
-//     path: a receiving middleware on the upstream client relays every
-//     request and notification to the downstream session through the
-//     server's sending method handler. The SDK maps the ids on each side;
-//     cancelling a downstream request cancels the context of the upstream
-//     call, which sends notifications/cancelled upstream.
+// Neither relay works below the SDK as a JSON-RPC relay between two SDK
+// connections would: the SDK's streamable transport routes a message to a
+// request's stream only through a context key its ServerSession sets
+// (unexported), so such a relay would send what the upstream sends during
+// a call to the standalone GET stream, which the spec reserves for
+// messages unrelated to a request and which a client may not open. The
+// HTTP relay sidesteps this by relaying streams, not messages.
 //
-// Per-method code is left for initialize (connect the upstream, mirror its
-// capabilities), tools/call (policy and record), and routing. The limits
-// that remain: only the methods the SDK knows are relayed (others get
-// "method not found"); results pass through the SDK's types, so fields it
-// does not model are dropped; the sessionless 2026-07-28 protocol is not
-// offered (the front is session-based; clients fall back to initialize).
+// Both relays are session-based: the sessionless 2026-07-28 protocol is
+// not offered. A POST without a session id that is not an initialize
+// (server/discover, say) is answered by the SDK relay as a session-based
+// server answers it, and clients fall back to initialize.
 //
-// # Routing
+// # Routing in the SDK relay
 //
 // Progress notifications go to the request that carries their token. Other
 // upstream traffic carries no link to the request that caused it, so log
@@ -78,10 +89,14 @@
 //
 // # Bounds
 //
-// Each relayed session holds two goroutines that end with it, and, for a
-// stdio server, a process. Sessions idle for Options.IdleTimeout are closed,
-// and beyond Options.MaxSessions per saved server the least recently active
-// one is: many clients never end their sessions.
+// Sessions idle for Options.IdleTimeout (no request in flight) are closed,
+// and beyond Options.MaxSessions per saved server the least recently
+// active one is: many clients never end their sessions. Closing a session
+// ends its upstream session (DELETE for an HTTP upstream, the process group
+// for a stdio one); Close ends them all. A session of the SDK relay holds
+// two goroutines and, for a stdio server, a process; one of the HTTP relay
+// holds nothing but its relayed requests. The HTTP relay reads request
+// bodies whole and refuses those over 4 MiB with 413.
 package mcpfront
 
 import (
@@ -162,11 +177,17 @@ type Front struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	closed   bool
-	fronts   map[string]*front               // by saved name, built on first use
-	sessions map[*mcp.ServerSession]*session // initialised downstream sessions
-	wg       sync.WaitGroup                  // per-session watchers
+	// upstream carries the HTTP relay's requests to every upstream.
+	upstream *http.Transport
+	// sdkRelayOnly turns the HTTP relay off (tests compare the two).
+	sdkRelayOnly bool
+
+	mu           sync.Mutex
+	closed       bool
+	fronts       map[string]*front               // by saved name, built on first use
+	sessions     map[*mcp.ServerSession]*session // the SDK relay's initialised sessions
+	httpSessions map[string]*httpSession         // the HTTP relay's sessions, by downstream id
+	wg           sync.WaitGroup                  // per-session watchers and evictions
 }
 
 // front is one saved server's downstream side: an mcp.Server whose
@@ -197,16 +218,18 @@ func New(servers ServerSource, hooks Hooks, opts Options) *Front {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Front{
-		servers:  servers,
-		hooks:    hooks,
-		opts:     opts,
-		log:      opts.Log,
-		sdkLog:   slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
-		guard:    newGuard(opts.AllowedOrigins, opts.AllowedHosts),
-		ctx:      ctx,
-		cancel:   cancel,
-		fronts:   map[string]*front{},
-		sessions: map[*mcp.ServerSession]*session{},
+		servers:      servers,
+		hooks:        hooks,
+		opts:         opts,
+		log:          opts.Log,
+		sdkLog:       slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
+		guard:        newGuard(opts.AllowedOrigins, opts.AllowedHosts),
+		ctx:          ctx,
+		cancel:       cancel,
+		upstream:     newUpstreamTransport(),
+		fronts:       map[string]*front{},
+		sessions:     map[*mcp.ServerSession]*session{},
+		httpSessions: map[string]*httpSession{},
 	}
 }
 
@@ -255,12 +278,19 @@ func (f *Front) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("%q is not a saved MCP server name (names match [a-z][a-z0-9-]*)", name))
 		return
 	}
-	fr, status, err := f.frontFor(r, name, sse)
+	r = liftDeadlines(w, r)
+	var checked bool
+	if !sse && !f.sdkRelayOnly {
+		var handled bool
+		if handled, checked = f.serveRelay(w, r, name); handled {
+			return
+		}
+	}
+	fr, status, err := f.frontFor(r, name, sse, checked)
 	if err != nil {
 		writeError(w, status, err.Error())
 		return
 	}
-	r = liftDeadlines(w, r)
 	if sse {
 		fr.sse.ServeHTTP(w, r)
 		return
@@ -269,9 +299,10 @@ func (f *Front) serveHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // frontFor returns the downstream side of a saved server. A request that
-// opens a session checks that the server is still saved; one that belongs
-// to a session (it names one) does not touch the store.
-func (f *Front) frontFor(r *http.Request, name string, sse bool) (*front, int, error) {
+// opens a session checks that the server is still saved (unless checked:
+// it was just found saved); one that belongs to a session (it names one)
+// does not touch the store.
+func (f *Front) frontFor(r *http.Request, name string, sse, checked bool) (*front, int, error) {
 	f.mu.Lock()
 	closed, fr := f.closed, f.fronts[name]
 	f.mu.Unlock()
@@ -285,12 +316,10 @@ func (f *Front) frontFor(r *http.Request, name string, sse bool) (*front, int, e
 	if fr != nil && inSession {
 		return fr, 0, nil
 	}
-	if _, err := f.servers.GetServer(r.Context(), name); err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			return nil, http.StatusNotFound, err
+	if !checked {
+		if _, status, err := f.savedServer(r, name); err != nil {
+			return nil, status, err
 		}
-		f.log.Error("mcpfront: reading the saved server", "server", name, "error", err)
-		return nil, http.StatusInternalServerError, fmt.Errorf("reading the saved MCP server %q: %v", name, err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -302,6 +331,26 @@ func (f *Front) frontFor(r *http.Request, name string, sse bool) (*front, int, e
 		f.fronts[name] = fr
 	}
 	return fr, 0, nil
+}
+
+// savedServer reads a saved server, with the status to answer when it
+// cannot.
+func (f *Front) savedServer(r *http.Request, name string) (*discover.SavedServer, int, error) {
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return nil, http.StatusServiceUnavailable, errors.New("caphub is shutting down: reconnect later")
+	}
+	saved, err := f.servers.GetServer(r.Context(), name)
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			return nil, http.StatusNotFound, err
+		}
+		f.log.Error("mcpfront: reading the saved server", "server", name, "error", err)
+		return nil, http.StatusInternalServerError, fmt.Errorf("reading the saved MCP server %q: %v", name, err)
+	}
+	return saved, 0, nil
 }
 
 // legacyVersions are the protocol versions the front offers: every version
@@ -362,22 +411,26 @@ func (f *Front) Close() error {
 		return nil
 	}
 	f.closed = true
-	sessions := make([]*session, 0, len(f.sessions))
+	closers := make([]func(), 0, len(f.sessions)+len(f.httpSessions))
 	for _, s := range f.sessions {
-		sessions = append(sessions, s)
+		closers = append(closers, s.close)
+	}
+	for _, s := range f.httpSessions {
+		closers = append(closers, func() { s.close(true) })
 	}
 	f.mu.Unlock()
 	f.cancel()
 	var wg sync.WaitGroup
-	for _, s := range sessions {
+	for _, c := range closers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.close()
+			c()
 		}()
 	}
 	wg.Wait()
 	f.wg.Wait()
+	f.upstream.CloseIdleConnections()
 	return nil
 }
 
@@ -385,7 +438,7 @@ func (f *Front) Close() error {
 func (f *Front) Sessions() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.sessions)
+	return len(f.sessions) + len(f.httpSessions)
 }
 
 // liftDeadlines frees an MCP request from the server's read and write

@@ -51,18 +51,25 @@ func (s savedServers) GetServer(_ context.Context, name string) (*discover.Saved
 	return &discover.SavedServer{Server: srv}, nil
 }
 
-// recorder is a Hooks that records calls and records, and denies when told.
+// recorder is a Hooks that records calls and records, and denies when told:
+// every call (deny), or the calls of one URI (denyURI).
 type recorder struct {
-	mu    sync.Mutex
-	deny  error
-	calls []*invoke.Call
-	recs  []invoke.Record
+	mu      sync.Mutex
+	deny    error
+	denyURI string
+	calls     []*invoke.Call
+	approvals []string // the approval id each call was retried with
+	recs      []invoke.Record
 }
 
-func (r *recorder) Authorize(_ context.Context, call *invoke.Call) error {
+func (r *recorder) Authorize(ctx context.Context, call *invoke.Call) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, call)
+	r.approvals = append(r.approvals, invoke.ApprovalFrom(ctx))
+	if r.denyURI != "" && call.URI == r.denyURI {
+		return &invoke.Error{Code: invoke.CodeDenied, Message: "no " + call.URI}
+	}
 	return r.deny
 }
 

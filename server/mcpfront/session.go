@@ -165,7 +165,7 @@ func (f *Front) initialize(ctx context.Context, fr *front, next mcp.MethodHandle
 	}
 	s.last.Store(time.Now().UnixNano())
 	f.sessions[ss] = s
-	victim := f.evictLocked(fr)
+	victim := f.evictLocked(fr.name, s)
 	// Each side ending ends the other: two watchers per session, both gone
 	// once it is closed.
 	f.wg.Add(2)
@@ -174,10 +174,9 @@ func (f *Front) initialize(ctx context.Context, fr *front, next mcp.MethodHandle
 	}
 	f.mu.Unlock()
 	if victim != nil {
-		f.log.Info("mcpfront: closing the least recently active session", "server", fr.name, "session", victim.down.ID(), "max_sessions", f.opts.MaxSessions)
 		go func() {
 			defer f.wg.Done()
-			victim.close()
+			victim()
 		}()
 	}
 	go func() {
@@ -195,28 +194,54 @@ func (f *Front) initialize(ctx context.Context, fr *front, next mcp.MethodHandle
 	return out, nil
 }
 
-// evictLocked picks the least recently active session of a saved server
-// when it has more than MaxSessions, or returns nil. f.mu is held.
-func (f *Front) evictLocked(fr *front) *session {
+// evictLocked picks the least recently active session of a saved server,
+// of either relay, other than the one just opened (opened), when the
+// server has more than MaxSessions: it counts it out and returns what
+// closes it (for the caller to run without f.mu), or nil. f.mu is held.
+func (f *Front) evictLocked(name string, opened any) func() {
 	if f.opts.MaxSessions < 0 {
 		return nil
 	}
 	var n int
-	var oldest *session
+	var oldest int64
+	var sdk *session
+	var relayed *httpSession
 	for _, s := range f.sessions {
-		if s.fr != fr {
+		if s.fr.name != name {
 			continue
 		}
 		n++
-		if oldest == nil || s.last.Load() < oldest.last.Load() {
-			oldest = s
+		if any(s) != opened && ((sdk == nil && relayed == nil) || s.last.Load() < oldest) {
+			oldest, sdk, relayed = s.last.Load(), s, nil
 		}
 	}
-	if n <= f.opts.MaxSessions {
+	for _, s := range f.httpSessions {
+		if s.name != name {
+			continue
+		}
+		n++
+		if any(s) != opened && ((sdk == nil && relayed == nil) || s.lastActive() < oldest) {
+			oldest, sdk, relayed = s.lastActive(), nil, s
+		}
+	}
+	if n <= f.opts.MaxSessions || (sdk == nil && relayed == nil) {
 		return nil
 	}
-	delete(f.sessions, oldest.down) // counted out now; closed by the caller
-	return oldest
+	log := func(id string) {
+		f.log.Info("mcpfront: closing the least recently active session", "server", name, "session", id, "max_sessions", f.opts.MaxSessions)
+	}
+	if relayed != nil {
+		delete(f.httpSessions, relayed.id) // counted out now; closed by the caller
+		return func() {
+			log(relayed.id)
+			relayed.close(true)
+		}
+	}
+	delete(f.sessions, sdk.down)
+	return func() {
+		log(sdk.down.ID())
+		sdk.close()
+	}
 }
 
 // clientCapabilities mirrors the downstream client's capabilities, so that
