@@ -54,9 +54,9 @@ func (s savedServers) GetServer(_ context.Context, name string) (*discover.Saved
 // recorder is a Hooks that records calls and records, and denies when told:
 // every call (deny), or the calls of one URI (denyURI).
 type recorder struct {
-	mu      sync.Mutex
-	deny    error
-	denyURI string
+	mu        sync.Mutex
+	deny      error
+	denyURI   string
 	calls     []*invoke.Call
 	approvals []string // the approval id each call was retried with
 	recs      []invoke.Record
