@@ -208,7 +208,7 @@ type appended struct {
 }
 
 // maxBatch bounds how many waiting events one transaction appends.
-const maxBatch = 256
+const maxBatch = 1024
 
 // start runs the writer: it takes the waiting events and appends them in
 // one transaction (a group commit), so concurrent appenders share a commit
