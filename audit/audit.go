@@ -21,11 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/caphub/caphub/internal/envflag"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -523,14 +522,4 @@ const EnvSync = "CAPHUB_AUDIT_SYNC"
 // SyncFromEnv reports whether CAPHUB_AUDIT_SYNC is set to a true value (1,
 // t, true, …); a value that is not a boolean is an error, so that a typo
 // does not silently change what a crash may lose.
-func SyncFromEnv() (bool, error) {
-	v := os.Getenv(EnvSync)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q: use true or false", EnvSync, v)
-	}
-	return b, nil
-}
+func SyncFromEnv() (bool, error) { return envflag.Bool(EnvSync) }

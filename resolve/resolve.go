@@ -13,14 +13,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/format/openapi"
+	"github.com/caphub/caphub/internal/envflag"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -61,25 +60,13 @@ const DefaultIntrospectorVersion = "caphub-resolve/1"
 // is an error naming the variable, so that a typo does not silently turn
 // resolution off.
 func FlagsFromEnv() (enabled, auto bool, err error) {
-	if enabled, err = boolEnv(EnvEnabled); err != nil {
+	if enabled, err = envflag.Bool(EnvEnabled); err != nil {
 		return false, false, err
 	}
-	if auto, err = boolEnv(EnvAuto); err != nil {
+	if auto, err = envflag.Bool(EnvAuto); err != nil {
 		return false, false, err
 	}
 	return enabled, auto, nil
-}
-
-func boolEnv(name string) (bool, error) {
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q is not a boolean: use true or false", name, v)
-	}
-	return b, nil
 }
 
 // Resolver finds proposals for a missing capability.

@@ -23,16 +23,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/governance/sign"
+	"github.com/caphub/caphub/internal/envflag"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -199,17 +198,7 @@ func (s *Policies) Delete(ctx context.Context, agentID string) error {
 // HumanApprovalFromEnv reports whether CAPHUB_HUMAN_APPROVAL_REQUIRED is
 // set to a true value (1, t, true, …); a value that is not a boolean is an
 // error, so that a typo does not silently turn approval off.
-func HumanApprovalFromEnv() (bool, error) {
-	v := os.Getenv(EnvHumanApproval)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q: use true or false", EnvHumanApproval, v)
-	}
-	return b, nil
-}
+func HumanApprovalFromEnv() (bool, error) { return envflag.Bool(EnvHumanApproval) }
 
 // grants reports whether a grant list covers want: exactly, by "*", or by
 // a "prefix.*" entry.
