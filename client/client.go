@@ -141,17 +141,23 @@ func problemOf(status int, data []byte) *ProblemError {
 // send sends a request with extra headers and returns the answer's status
 // and body; any status >= 400 becomes a *ProblemError.
 func (c *Client) send(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, error) {
+	status, data, _, err := c.sendHeaders(ctx, method, path, body, hdr)
+	return status, data, err
+}
+
+// sendHeaders is send that also returns the answer's headers.
+func (c *Client) sendHeaders(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
@@ -165,17 +171,17 @@ func (c *Client) send(ctx context.Context, method, path string, body any, hdr ht
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("caphub server %s: %w (is `caphub serve` running there?)", c.base, err)
+		return 0, nil, nil, fmt.Errorf("caphub server %s: %w (is `caphub serve` running there?)", c.base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
+		return resp.StatusCode, nil, resp.Header, fmt.Errorf("read answer of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 400 {
-		return resp.StatusCode, data, problemOf(resp.StatusCode, data)
+		return resp.StatusCode, data, resp.Header, problemOf(resp.StatusCode, data)
 	}
-	return resp.StatusCode, data, nil
+	return resp.StatusCode, data, resp.Header, nil
 }
 
 func recordOf(d capability.Definition) registry.Record {
@@ -234,10 +240,18 @@ func capPath(domain, name string) string {
 // Get fetches one version.
 func (c *Client) Get(ctx context.Context, scheme, domain, name, version string) (registry.Record, error) {
 	var d capability.Definition
-	if _, err := c.do(ctx, http.MethodGet, capPath(domain, name)+"@"+url.PathEscape(version)+"?scheme="+url.QueryEscape(scheme), nil, &d); err != nil {
+	path := capPath(domain, name) + "@" + url.PathEscape(version) + "?scheme=" + url.QueryEscape(scheme)
+	_, data, hdr, err := c.sendHeaders(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
 		return registry.Record{}, err
 	}
-	return recordOf(d), nil
+	if err := json.Unmarshal(data, &d); err != nil {
+		return registry.Record{}, fmt.Errorf("decode answer of GET %s: %w", path, err)
+	}
+	rec := recordOf(d)
+	rec.TrustTier = hdr.Get("Caphub-Trust-Tier")
+	rec.Digest, _ = strconv.Unquote(hdr.Get("ETag"))
+	return rec, nil
 }
 
 type listAnswer struct {

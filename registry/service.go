@@ -549,16 +549,17 @@ func (s *Service) Get(ctx context.Context, scheme, domain, name, version string)
 	return Record{}, fmt.Errorf("capability %s:%s/%s has no version %s: %w", scheme, domain, name, version, ErrNotFound)
 }
 
-// GetRaw returns one version's stored definition JSON and digest, for a
-// full version on a store that can (ok false otherwise: use Get).
-func (s *Service) GetRaw(ctx context.Context, scheme, domain, name, version string) (def []byte, digest string, ok bool, err error) {
+// GetRaw returns one version's stored definition JSON, digest and trust
+// tier, for a full version on a store that can (ok false otherwise: use
+// Get).
+func (s *Service) GetRaw(ctx context.Context, scheme, domain, name, version string) (raw RawRecord, ok bool, err error) {
 	rg, can := s.store.(RawGetter)
 	v, perr := capability.ParseVersion(version)
 	if !can || perr != nil || v.Parts != 3 {
-		return nil, "", false, nil
+		return RawRecord{}, false, nil
 	}
-	def, digest, err = rg.GetRaw(ctx, Key{Scheme: scheme, Domain: domain, Name: name, Version: v.Full()})
-	return def, digest, true, err
+	raw, err = rg.GetRaw(ctx, Key{Scheme: scheme, Domain: domain, Name: name, Version: v.Full()})
+	return raw, true, err
 }
 
 // Versions returns every version of one capability, ascending.

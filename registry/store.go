@@ -280,6 +280,14 @@ func isNumeric(s string) bool {
 // definition JSON without decoding it; the REST API serves it as it is.
 type RawGetter interface {
 	// GetRaw returns the definition as stored (the JSON encoding of a
-	// capability.Definition) and its digest; ErrNotFound as Get.
-	GetRaw(ctx context.Context, k Key) (definition []byte, digest string, err error)
+	// capability.Definition), its digest and trust tier; ErrNotFound as
+	// Get.
+	GetRaw(ctx context.Context, k Key) (RawRecord, error)
+}
+
+// RawRecord is one version as RawGetter returns it.
+type RawRecord struct {
+	Definition []byte // the stored JSON
+	Digest     string
+	TrustTier  string
 }

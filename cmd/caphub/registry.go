@@ -332,6 +332,13 @@ func newShowCmd() *cobra.Command {
 					return fmt.Errorf("capability %s is not registered: %w", u.Base(), registry.ErrNotFound)
 				}
 				resolved, rerr := reg.Resolve(cmd.Context(), args[0])
+				tier := ""
+				if rerr == nil {
+					// The tier of the version the URI resolves to.
+					if rec, err := reg.Get(cmd.Context(), u.Scheme, u.Domain, u.Name, resolved.Version); err == nil {
+						tier = rec.TrustTier
+					}
+				}
 				if format == "json" {
 					defs := make([]capability.Definition, len(versions))
 					for i, r := range versions {
@@ -340,12 +347,15 @@ func newShowCmd() *cobra.Command {
 					out := map[string]any{"capability": u.Base(), "tool_name": mcpgw.ToolName(u.Base()), "versions": defs}
 					if rerr == nil {
 						out["resolved"] = resolved
+						if tier != "" {
+							out["trust_tier"] = tier
+						}
 					} else {
 						out["resolve_error"] = rerr.Error()
 					}
 					return writeJSON(cmd.OutOrStdout(), out)
 				}
-				printShow(cmd.OutOrStdout(), u, versions, resolved, rerr)
+				printShow(cmd.OutOrStdout(), u, versions, resolved, tier, rerr)
 				return nil
 			})
 		},
@@ -354,7 +364,7 @@ func newShowCmd() *cobra.Command {
 	return cmd
 }
 
-func printShow(w io.Writer, u capability.URI, versions []registry.Record, res registry.Resolution, rerr error) {
+func printShow(w io.Writer, u capability.URI, versions []registry.Record, res registry.Resolution, tier string, rerr error) {
 	latest := versions[len(versions)-1].Definition
 	fmt.Fprintf(w, "%s", u.Base())
 	if latest.Title != "" {
@@ -367,6 +377,9 @@ func printShow(w io.Writer, u capability.URI, versions []registry.Record, res re
 	fmt.Fprintf(w, "  MCP tool name: %s\n", mcpgw.ToolName(u.Base()))
 	if rerr == nil {
 		fmt.Fprintf(w, "  resolves to: %s (%s)\n", res.URI, res.Version)
+		if tier != "" {
+			fmt.Fprintf(w, "  trust tier: %s\n", tier)
+		}
 		for _, wr := range res.Warnings {
 			fmt.Fprintf(w, "  warning: %s\n", wr.Message)
 		}

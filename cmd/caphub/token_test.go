@@ -183,5 +183,13 @@ func TestServeAuth(t *testing.T) {
 		if err != nil || string(out) != want {
 			t.Errorf("register with the %s token: %v\n%s\nwant %q", c.name, err, out, want)
 		}
+		// Anyone who may read sees the tier (GET of a version: header
+		// Caphub-Trust-Tier).
+		show := exec.Command(bin, "capability", "show", "ossa:test/"+c.name+"@1.0", "--server", p.url)
+		show.Env = append(os.Environ(), "CAPHUB_TOKEN="+tok)
+		out, err = show.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "  trust tier: "+c.tier+"\n") {
+			t.Errorf("show %s: %v\n%s\nwant trust tier %s", c.name, err, out, c.tier)
+		}
 	}
 }

@@ -220,6 +220,17 @@ func (s *Server) listDomain(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// TrustTierHeader carries the trust tier of the version a GET of one
+// version answers with (verified, trusted, community, untrusted); absent
+// for a version registered before tiers existed.
+const TrustTierHeader = "Caphub-Trust-Tier"
+
+func setTier(w http.ResponseWriter, tier string) {
+	if tier != "" {
+		w.Header().Set(TrustTierHeader, tier)
+	}
+}
+
 // schemes lists the schemes to look a domain/name up in: the one asked for,
 // or ossa then mcp.
 func schemes(r *http.Request) []string {
@@ -235,7 +246,7 @@ func (s *Server) getCapability(w http.ResponseWriter, r *http.Request) error {
 	for _, scheme := range schemes(r) {
 		if hasVersion {
 			// A full version is immutable content: serve the stored JSON as it is.
-			if raw, digest, ok, err := s.svc.GetRaw(r.Context(), scheme, domain, name, version); ok {
+			if raw, ok, err := s.svc.GetRaw(r.Context(), scheme, domain, name, version); ok {
 				if errors.Is(err, registry.ErrNotFound) {
 					continue
 				}
@@ -243,8 +254,9 @@ func (s *Server) getCapability(w http.ResponseWriter, r *http.Request) error {
 					return err
 				}
 				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("ETag", strconv.Quote(digest))
-				_, _ = w.Write(raw)
+				w.Header().Set("ETag", strconv.Quote(raw.Digest))
+				setTier(w, raw.TrustTier)
+				_, _ = w.Write(raw.Definition)
 				return nil
 			}
 			rec, err := s.svc.Get(r.Context(), scheme, domain, name, version)
@@ -255,6 +267,7 @@ func (s *Server) getCapability(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			w.Header().Set("ETag", strconv.Quote(rec.Digest))
+			setTier(w, rec.TrustTier)
 			writeJSON(w, http.StatusOK, rec.Definition, s.log)
 			return nil
 		}

@@ -404,19 +404,18 @@ var _ registry.RawGetter = (*Store)(nil)
 
 // GetRaw returns one version's stored definition JSON; see
 // registry.RawGetter.
-func (s *Store) GetRaw(ctx context.Context, k registry.Key) ([]byte, string, error) {
+func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord, error) {
 	if err := s.checkOpen(); err != nil {
-		return nil, "", err
+		return registry.RawRecord{}, err
 	}
-	var def []byte
-	var digest string
-	err := s.pool.QueryRow(ctx, `SELECT definition::text, digest FROM capabilities
-		WHERE scheme = $1 AND domain = $2 AND name = $3 AND version = $4`, k.Scheme, k.Domain, k.Name, k.Version).Scan(&def, &digest)
+	var r registry.RawRecord
+	err := s.pool.QueryRow(ctx, `SELECT definition::text, digest, trust_tier FROM capabilities
+		WHERE scheme = $1 AND domain = $2 AND name = $3 AND version = $4`, k.Scheme, k.Domain, k.Name, k.Version).Scan(&r.Definition, &r.Digest, &r.TrustTier)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, "", fmt.Errorf("capability %s: %w", k, registry.ErrNotFound)
+		return registry.RawRecord{}, fmt.Errorf("capability %s: %w", k, registry.ErrNotFound)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("get %s from postgres %s: %w", k, s.where, err)
+		return registry.RawRecord{}, fmt.Errorf("get %s from postgres %s: %w", k, s.where, err)
 	}
-	return def, digest, nil
+	return r, nil
 }

@@ -245,18 +245,20 @@ var _ registry.RawGetter = (*Store)(nil)
 
 // GetRaw returns one version's stored definition JSON; see
 // registry.RawGetter.
-func (s *Store) GetRaw(ctx context.Context, k registry.Key) ([]byte, string, error) {
+func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord, error) {
 	if err := s.checkOpen(); err != nil {
-		return nil, "", err
+		return registry.RawRecord{}, err
 	}
-	var def, digest string
-	err := s.reader.QueryRowContext(ctx, `SELECT definition, digest FROM capabilities
-		WHERE scheme = ? AND domain = ? AND name = ? AND version = ?`, k.Scheme, k.Domain, k.Name, k.Version).Scan(&def, &digest)
+	var def string
+	var r registry.RawRecord
+	err := s.reader.QueryRowContext(ctx, `SELECT definition, digest, trust_tier FROM capabilities
+		WHERE scheme = ? AND domain = ? AND name = ? AND version = ?`, k.Scheme, k.Domain, k.Name, k.Version).Scan(&def, &r.Digest, &r.TrustTier)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, "", fmt.Errorf("capability %s: %w", k, registry.ErrNotFound)
+		return registry.RawRecord{}, fmt.Errorf("capability %s: %w", k, registry.ErrNotFound)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("get %s from sqlite database %s: %w", k, s.path, err)
+		return registry.RawRecord{}, fmt.Errorf("get %s from sqlite database %s: %w", k, s.path, err)
 	}
-	return []byte(def), digest, nil
+	r.Definition = []byte(def)
+	return r, nil
 }

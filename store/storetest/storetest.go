@@ -5,6 +5,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -45,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"SearchHostileText", testSearchHostileText},
 		{"SearchPagination", testSearchPagination},
 		{"Deprecate", testDeprecate},
+		{"GetRaw", testGetRaw},
 		{"Watch", testWatch},
 		{"WatchClosedOnClose", testWatchClosedOnClose},
 		{"ConcurrentSameKey", testConcurrentSameKey},
@@ -951,6 +953,41 @@ func testDeprecate(t *testing.T, s registry.Store) {
 	}
 	if got, err := s.Deprecate(ctx, nil); err != nil || len(got) != 0 {
 		t.Errorf("Deprecate of nothing: %v %v", got, err)
+	}
+}
+
+// testGetRaw checks RawGetter, which both stores implement: the stored
+// JSON decodes to the definition Get returns, with its digest and tier.
+func testGetRaw(t *testing.T, s registry.Store) {
+	rg, ok := s.(registry.RawGetter)
+	if !ok {
+		t.Skip("the store does not implement registry.RawGetter")
+	}
+	ctx := t.Context()
+	rec := NewRecord(fullDefinition())
+	rec.TrustTier = "trusted"
+	if _, err := s.Put(ctx, []registry.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rg.GetRaw(ctx, rec.Key)
+	if err != nil {
+		t.Fatalf("GetRaw: %v", err)
+	}
+	got, err := s.Get(ctx, rec.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d capability.Definition
+	if err := json.Unmarshal(raw.Definition, &d); err != nil {
+		t.Fatalf("GetRaw's definition is not JSON of a definition: %v", err)
+	}
+	if !reflect.DeepEqual(d, got.Definition) || raw.Digest != rec.Digest || raw.TrustTier != "trusted" {
+		t.Errorf("GetRaw = digest %s tier %q, definition equal %v; want %s trusted, equal", raw.Digest, raw.TrustTier, reflect.DeepEqual(d, got.Definition), rec.Digest)
+	}
+	missing := rec.Key
+	missing.Version = "9.9.9"
+	if _, err := rg.GetRaw(ctx, missing); !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
+		t.Errorf("GetRaw of a missing version: %v; want ErrNotFound naming it", err)
 	}
 }
 
