@@ -2,11 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -14,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 // orderBy is the stable List order: scheme, domain, name, then version
@@ -54,7 +51,7 @@ func filterSQL(f registry.ListFilter) (string, []any) {
 		if h.val == "" {
 			continue
 		}
-		exact := dottedAncestors(h.val)
+		exact := contract.DottedAncestors(h.val)
 		cond := fmt.Sprintf("c.id IN (SELECT capability_id FROM %s WHERE %s IN (?%s) OR (%s >= ? AND %s < ?))",
 			h.table, h.col, strings.Repeat(", ?", len(exact)-1), h.col, h.col)
 		conds = append(conds, cond)
@@ -74,83 +71,6 @@ func filterSQL(f registry.ListFilter) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// dottedAncestors returns v and every dotted prefix of it: "a.b.c" gives
-// "a.b.c", "a", "a.b".
-func dottedAncestors(v string) []string {
-	out := []string{v}
-	for i := 0; i < len(v); i++ {
-		if v[i] == '.' && i > 0 {
-			out = append(out, v[:i])
-		}
-	}
-	return out
-}
-
-// cursor is the decoded form of a page cursor. List cursors are keyset
-// cursors (the sort key of the last item seen, so that records added or
-// removed before it do not shift the next page); Search cursors are
-// offsets, since ranks change as the index grows.
-type cursor struct {
-	Kind   string   `json:"k"`           // "list" or "search"
-	Query  string   `json:"q"`           // fingerprint of the filter and text
-	After  []string `json:"a,omitempty"` // list: scheme, domain, name, version_key, version
-	Offset int      `json:"o,omitempty"` // search
-}
-
-// fingerprint identifies a query without its page size and cursor, so that
-// a cursor is only accepted by the query that made it.
-func fingerprint(kind string, f registry.ListFilter, text string) string {
-	f.Limit, f.Cursor = 0, ""
-	b, _ := json.Marshal(struct {
-		Kind   string
-		Filter registry.ListFilter
-		Text   string
-	}{kind, f, text})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
-}
-
-func (c cursor) encode() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// decodeCursor decodes s ("" gives the zero cursor) and checks it was made
-// by a query of this kind with this fingerprint.
-func decodeCursor(s, kind, fp string) (cursor, error) {
-	if s == "" {
-		return cursor{}, nil
-	}
-	var c cursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	switch {
-	case err != nil:
-		return cursor{}, fmt.Errorf("%w: it is not a cursor this store made: pass NextCursor from the previous page unchanged", registry.ErrInvalidCursor)
-	case c.Kind != kind || c.Query != fp:
-		return cursor{}, fmt.Errorf("%w: it was made by another query: a cursor continues only the %s that returned it, with the same filter", registry.ErrInvalidCursor, kindName(c.Kind))
-	case kind == "list" && len(c.After) != 5, c.Offset < 0:
-		return cursor{}, fmt.Errorf("%w: it is damaged: pass NextCursor from the previous page unchanged", registry.ErrInvalidCursor)
-	}
-	return c, nil
-}
-
-func kindName(kind string) string {
-	if kind == "search" {
-		return "search"
-	}
-	return "list"
-}
-
-func checkLimit(limit int) error {
-	if limit < 0 {
-		return fmt.Errorf("page limit %d is negative: give 0 for no limit, or a page size", limit)
-	}
-	return nil
-}
-
 // sqlLimit is the LIMIT for a page of limit items plus one, which tells
 // whether there is a next page; -1 is no limit in SQLite.
 func sqlLimit(limit int) int {
@@ -162,11 +82,11 @@ func sqlLimit(limit int) int {
 
 // List returns a page of records in the stable order; see registry.Store.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	if err := checkLimit(f.Limit); err != nil {
+	if err := contract.CheckLimit(f.Limit); err != nil {
 		return registry.Page{}, err
 	}
-	fp := fingerprint("list", f, "")
-	cur, err := decodeCursor(f.Cursor, "list", fp)
+	fp := contract.Fingerprint("list", f, "")
+	cur, err := contract.DecodeCursor(f.Cursor, "list", fp)
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -202,7 +122,7 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 		}
 		if f.Limit > 0 && len(page.Items) == f.Limit {
 			last := page.Items[len(page.Items)-1].Key
-			page.NextCursor = cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.encode()
+			page.NextCursor = contract.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
 			break
 		}
 		page.Items = append(page.Items, r)
@@ -220,11 +140,11 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		return s.List(ctx, q.Filter)
 	}
 	f := q.Filter
-	if err := checkLimit(f.Limit); err != nil {
+	if err := contract.CheckLimit(f.Limit); err != nil {
 		return registry.Page{}, err
 	}
-	fp := fingerprint("search", f, q.Text)
-	cur, err := decodeCursor(f.Cursor, "search", fp)
+	fp := contract.Fingerprint("search", f, q.Text)
+	cur, err := contract.DecodeCursor(f.Cursor, "search", fp)
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -283,7 +203,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 	}
 	if f.Limit > 0 && len(page.Items) > f.Limit {
 		page.Items = page.Items[:f.Limit]
-		page.NextCursor = cursor{Kind: "search", Query: fp, Offset: cur.Offset + f.Limit}.encode()
+		page.NextCursor = contract.Cursor{Kind: "search", Query: fp, Offset: cur.Offset + f.Limit}.Encode()
 	}
 	return page, nil
 }

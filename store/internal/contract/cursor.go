@@ -1,0 +1,92 @@
+package contract
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/caphub/caphub/registry"
+)
+
+// Paging, as both stores do it.
+
+// DottedAncestors returns v and every dotted prefix of it: "a.b.c" gives
+// "a.b.c", "a", "a.b".
+func DottedAncestors(v string) []string {
+	out := []string{v}
+	for i := 0; i < len(v); i++ {
+		if v[i] == '.' && i > 0 {
+			out = append(out, v[:i])
+		}
+	}
+	return out
+}
+
+// Cursor is the decoded form of a page cursor. List cursors are keyset
+// cursors (the sort key of the last item seen, so that records added or
+// removed before it do not shift the next page); Search cursors are
+// offsets, since ranks change as the index grows.
+type Cursor struct {
+	Kind   string   `json:"k"`           // "list" or "search"
+	Query  string   `json:"q"`           // fingerprint of the filter and text
+	After  []string `json:"a,omitempty"` // list: scheme, domain, name, version_key, version
+	Offset int      `json:"o,omitempty"` // search
+}
+
+// Fingerprint identifies a query without its page size and cursor, so that
+// a cursor is only accepted by the query that made it.
+func Fingerprint(kind string, f registry.ListFilter, text string) string {
+	f.Limit, f.Cursor = 0, ""
+	b, _ := json.Marshal(struct {
+		Kind   string
+		Filter registry.ListFilter
+		Text   string
+	}{kind, f, text})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Encode returns the cursor as NextCursor carries it.
+func (c Cursor) Encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor decodes s ("" gives the zero cursor) and checks it was made
+// by a query of this kind with this fingerprint.
+func DecodeCursor(s, kind, fp string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	var c Cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	switch {
+	case err != nil:
+		return Cursor{}, fmt.Errorf("%w: it is not a cursor this store made: pass NextCursor from the previous page unchanged", registry.ErrInvalidCursor)
+	case c.Kind != kind || c.Query != fp:
+		return Cursor{}, fmt.Errorf("%w: it was made by another query: a cursor continues only the %s that returned it, with the same filter", registry.ErrInvalidCursor, kindName(c.Kind))
+	case kind == "list" && len(c.After) != 5, c.Offset < 0:
+		return Cursor{}, fmt.Errorf("%w: it is damaged: pass NextCursor from the previous page unchanged", registry.ErrInvalidCursor)
+	}
+	return c, nil
+}
+
+func kindName(kind string) string {
+	if kind == "search" {
+		return "search"
+	}
+	return "list"
+}
+
+// CheckLimit refuses a negative page size.
+func CheckLimit(limit int) error {
+	if limit < 0 {
+		return fmt.Errorf("page limit %d is negative: give 0 for no limit, or a page size", limit)
+	}
+	return nil
+}
