@@ -12,11 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
-
-// maxPending is how many events a watcher may fall behind before its channel
-// is closed (it must then Watch again and re-read what it caches).
-const maxPending = 10000
 
 // Watch reports every change to the schema, made by this or any other
 // Store, in this or any other process; see registry.Store.
@@ -106,37 +103,27 @@ func (s *Store) listen(ctx context.Context) (*listener, error) {
 // has its own queue, drained by its own goroutine.
 type hub struct {
 	mu   sync.Mutex
-	subs map[*watcher]struct{}
+	subs map[*contract.Watcher]struct{}
 }
 
-type watcher struct {
-	out      chan registry.Event
-	wake     chan struct{} // capacity 1: something was queued
-	stopped  chan struct{} // closed by halt
-	haltOnce sync.Once
-
-	mu    sync.Mutex
-	queue []registry.Event
-}
-
-func newHub() *hub { return &hub{subs: map[*watcher]struct{}{}} }
+func newHub() *hub { return &hub{subs: map[*contract.Watcher]struct{}{}} }
 
 // subscribe adds a watcher that lives until ctx ends or it is halted.
 func (h *hub) subscribe(ctx context.Context) <-chan registry.Event {
-	w := &watcher{out: make(chan registry.Event), wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	w := contract.NewWatcher()
 	h.mu.Lock()
 	h.subs[w] = struct{}{}
 	h.mu.Unlock()
 	go func() {
-		defer close(w.out)
+		defer close(w.Out)
 		defer func() {
 			h.mu.Lock()
 			delete(h.subs, w)
 			h.mu.Unlock()
 		}()
-		w.run(ctx)
+		w.Run(ctx)
 	}()
-	return w.out
+	return w.Out
 }
 
 // haltAll stops every watcher.
@@ -144,7 +131,7 @@ func (h *hub) haltAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.subs {
-		w.halt()
+		w.Halt()
 		delete(h.subs, w)
 	}
 }
@@ -154,56 +141,6 @@ func (h *hub) publish(events []registry.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.subs {
-		w.push(events)
-	}
-}
-
-// push queues events, or stops the watcher when it has fallen more than
-// maxPending events behind.
-func (w *watcher) push(events []registry.Event) {
-	w.mu.Lock()
-	overflow := len(w.queue)+len(events) > maxPending
-	if !overflow {
-		w.queue = append(w.queue, events...)
-	}
-	w.mu.Unlock()
-	if overflow {
-		w.halt()
-		return
-	}
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// halt stops the watcher; its goroutine closes its channel.
-func (w *watcher) halt() {
-	w.haltOnce.Do(func() { close(w.stopped) })
-}
-
-// run delivers queued events until ctx ends or the watcher is halted.
-func (w *watcher) run(ctx context.Context) {
-	for {
-		w.mu.Lock()
-		batch := w.queue
-		w.queue = nil
-		w.mu.Unlock()
-		for _, e := range batch {
-			select {
-			case w.out <- e:
-			case <-ctx.Done():
-				return
-			case <-w.stopped:
-				return
-			}
-		}
-		select {
-		case <-w.wake:
-		case <-ctx.Done():
-			return
-		case <-w.stopped:
-			return
-		}
+		w.Push(events)
 	}
 }

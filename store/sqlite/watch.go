@@ -6,11 +6,8 @@ import (
 	"sync"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
-
-// maxPending is how many events a watcher may fall behind before its channel
-// is closed (it must then Watch again and re-read what it caches).
-const maxPending = 10000
 
 // hubs holds one hub per database file, shared by every Store of this
 // process open on it, so that each sees the others' changes.
@@ -29,15 +26,10 @@ type hub struct {
 	subs map[*watcher]struct{}
 }
 
+// watcher is a subscription and the Store whose Close ends it.
 type watcher struct {
-	owner    *Store
-	out      chan registry.Event
-	wake     chan struct{} // capacity 1: something was queued
-	stopped  chan struct{} // closed by halt
-	haltOnce sync.Once
-
-	mu    sync.Mutex
-	queue []registry.Event
+	*contract.Watcher
+	owner *Store
 }
 
 func newHub(path string) *hub { return &hub{path: path, subs: map[*watcher]struct{}{}, refs: 1} }
@@ -60,7 +52,7 @@ func (h *hub) detach(owner *Store) {
 	h.mu.Lock()
 	for w := range h.subs {
 		if w.owner == owner {
-			w.halt()
+			w.Halt()
 			delete(h.subs, w)
 		}
 	}
@@ -77,26 +69,26 @@ func (h *hub) detach(owner *Store) {
 
 // subscribe adds a watcher that lives until ctx ends or owner closes.
 func (h *hub) subscribe(ctx context.Context, owner *Store) <-chan registry.Event {
-	w := &watcher{owner: owner, out: make(chan registry.Event), wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	w := &watcher{Watcher: contract.NewWatcher(), owner: owner}
 	h.mu.Lock()
 	if owner.closed.Load() {
 		// Close ran (or is running) detach: it would not see this watcher.
 		h.mu.Unlock()
-		close(w.out)
-		return w.out
+		close(w.Out)
+		return w.Out
 	}
 	h.subs[w] = struct{}{}
 	h.mu.Unlock()
 	go func() {
-		defer close(w.out)
+		defer close(w.Out)
 		defer func() {
 			h.mu.Lock()
 			delete(h.subs, w)
 			h.mu.Unlock()
 		}()
-		w.run(ctx)
+		w.Run(ctx)
 	}()
-	return w.out
+	return w.Out
 }
 
 // publish queues events for every watcher.
@@ -107,57 +99,7 @@ func (h *hub) publish(events []registry.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.subs {
-		w.push(events)
-	}
-}
-
-// push queues events, or stops the watcher when it has fallen more than
-// maxPending events behind.
-func (w *watcher) push(events []registry.Event) {
-	w.mu.Lock()
-	overflow := len(w.queue)+len(events) > maxPending
-	if !overflow {
-		w.queue = append(w.queue, events...)
-	}
-	w.mu.Unlock()
-	if overflow {
-		w.halt()
-		return
-	}
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// halt stops the watcher; its goroutine closes its channel.
-func (w *watcher) halt() {
-	w.haltOnce.Do(func() { close(w.stopped) })
-}
-
-// run delivers queued events until ctx ends or the watcher is halted.
-func (w *watcher) run(ctx context.Context) {
-	for {
-		w.mu.Lock()
-		batch := w.queue
-		w.queue = nil
-		w.mu.Unlock()
-		for _, e := range batch {
-			select {
-			case w.out <- e:
-			case <-ctx.Done():
-				return
-			case <-w.stopped:
-				return
-			}
-		}
-		select {
-		case <-w.wake:
-		case <-ctx.Done():
-			return
-		case <-w.stopped:
-			return
-		}
+		w.Push(events)
 	}
 }
 
