@@ -4,8 +4,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,5 +134,45 @@ func TestParseSince(t *testing.T) {
 		if _, err := parseSince(in, now); err == nil || !strings.Contains(err.Error(), "--since") {
 			t.Errorf("parseSince(%q): %v, want an error naming --since", in, err)
 		}
+	}
+}
+
+// TestServeShutdownKeepsAuditEvents: invocation records are written behind
+// the calls (not waited for), so a clean shutdown must write every one that
+// was queued: after SIGTERM the chain holds an invocation event per call
+// that returned, and verifies.
+func TestServeShutdownKeepsAuditEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the caphub binary")
+	}
+	t.Setenv("CAPHUB_SERVER", "")
+	db := filepath.Join(t.TempDir(), "caphub.db")
+	p := startServe(t, db)
+	const calls = 300
+	for i := range calls {
+		resp, err := http.Post(p.url+"/v1/invoke", "application/json", strings.NewReader(fmt.Sprintf(`{"uri":"ossa:everruns/add@1.0","input":{"a":%d,"b":1}}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("invoke %d: %s", i, resp.Status)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("serve did not stop cleanly: %v\n%s", err, p.logs)
+	}
+	code, out, errOut := caphub(t, "audit", "list", "--db", db, "--kind", "invocation", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("audit list: %d %s", code, errOut)
+	}
+	if n := strings.Count(out, `"kind": "invocation"`); n != calls {
+		t.Errorf("%d invocation events after shutdown, want %d", n, calls)
+	}
+	if code, out, errOut = caphub(t, "audit", "verify", "--db", db); code != exitOK || !strings.Contains(out, "intact") {
+		t.Errorf("audit verify: %d %s %s", code, out, errOut)
 	}
 }
