@@ -42,7 +42,6 @@ type cachedBindings struct {
 
 // boundCapability is one capability_bindings entry with its key parsed.
 type boundCapability struct {
-	key      string
 	uri      capability.URI
 	bindings capability.Bindings
 }
@@ -131,7 +130,7 @@ func (o *BindingOverrides) lookup(ctx context.Context, id string) ([]boundCapabi
 			if err != nil {
 				continue // Apply checked the keys; an unparsable one binds nothing
 			}
-			bound = append(bound, boundCapability{key: key, uri: u, bindings: b})
+			bound = append(bound, boundCapability{uri: u, bindings: b})
 		}
 	}
 	o.mu.Lock()

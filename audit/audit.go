@@ -96,18 +96,9 @@ func New(store Store, opts ...Option) *Log {
 // microseconds (never earlier than the last event's, so that time order
 // follows the chain even across replicas whose clocks differ a little).
 func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
-	if e.Kind == "" {
-		return Event{}, errors.New("append audit event: the kind is empty: say what happened (registered, invocation, …)")
-	}
-	data := []byte("{}")
-	if len(e.Data) > 0 {
-		var err error
-		if data, err = Canonicalize(e.Data); err != nil {
-			return Event{}, fmt.Errorf("append %s audit event: data: %w", e.Kind, err)
-		}
-		if data[0] != '{' {
-			return Event{}, fmt.Errorf("append %s audit event: data is %s, not a JSON object: put the details in an object", e.Kind, kindOfJSON(data[0]))
-		}
+	data, err := eventData(e.Kind, e.Data)
+	if err != nil {
+		return Event{}, fmt.Errorf("append audit event: %w", err)
 	}
 	e.Data = data
 	l.startOnce.Do(l.start)
@@ -148,28 +139,46 @@ func (l *Log) Enqueue(kind, actor, capability string, data any) {
 	}
 }
 
-// encode sets an enqueued event's Data from the value it was given, as
-// Append would have checked it.
-func (r *pending) encode() error {
-	if r.e.Kind == "" {
-		return errors.New("the kind is empty: say what happened (registered, invocation, …)")
-	}
-	b, err := json.Marshal(r.data)
+// marshalData encodes the value of an event's Data: null (a nil map or
+// pointer) is no data.
+func marshalData(kind string, data any) ([]byte, error) {
+	b, err := json.Marshal(data)
 	if err != nil {
-		return fmt.Errorf("its data cannot be encoded: %w", err)
+		return nil, fmt.Errorf("%s event: its data cannot be encoded (encode its data as a JSON object of plain values): %w", kind, err)
 	}
 	if string(b) == "null" {
-		r.e.Data = []byte("{}")
-		return nil
+		return nil, nil
 	}
-	if b, err = Canonicalize(b); err != nil {
-		return fmt.Errorf("its data cannot be encoded: %w", err)
+	return b, nil
+}
+
+// eventData checks an event's kind and returns its Data in canonical form:
+// a JSON object, {} when there is none. Append and the writer (for
+// enqueued events) both apply it.
+func eventData(kind string, data []byte) ([]byte, error) {
+	if kind == "" {
+		return nil, errors.New("the kind is empty: say what happened (registered, invocation, …)")
 	}
-	if b[0] != '{' {
-		return fmt.Errorf("its data is %s, not a JSON object", kindOfJSON(b[0]))
+	if len(data) == 0 {
+		return []byte("{}"), nil
 	}
-	r.e.Data = b
-	return nil
+	data, err := Canonicalize(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s event: data: %w", kind, err)
+	}
+	if data[0] != '{' {
+		return nil, fmt.Errorf("%s event: data is %s, not a JSON object: put the details in an object", kind, kindOfJSON(data[0]))
+	}
+	return data, nil
+}
+
+// encode sets an enqueued event's Data from the value it was given.
+func (r *pending) encode() error {
+	b, err := marshalData(r.e.Kind, r.data)
+	if err == nil {
+		r.e.Data, err = eventData(r.e.Kind, b)
+	}
+	return err
 }
 
 // Flush returns once every event handed to the writer before it (Enqueue
@@ -258,7 +267,7 @@ func (l *Log) write(all []*pending) {
 		switch {
 		case r.flush:
 			markers = append(markers, r)
-		case r.async && r.e.Data == nil:
+		case r.async:
 			if err := r.encode(); err != nil {
 				l.log.Error("audit event not recorded", "kind", r.e.Kind, "capability", r.e.Capability, "err", err)
 				continue
@@ -352,12 +361,9 @@ func kindOfJSON(c byte) string {
 // Record appends an event whose Data is the JSON encoding of data (which
 // must encode as an object: a struct or a map).
 func (l *Log) Record(ctx context.Context, kind, actor, capability string, data any) (Event, error) {
-	b, err := json.Marshal(data)
+	b, err := marshalData(kind, data)
 	if err != nil {
-		return Event{}, fmt.Errorf("append %s audit event: encode its data: %w", kind, err)
-	}
-	if string(b) == "null" {
-		b = nil
+		return Event{}, fmt.Errorf("append audit event: %w", err)
 	}
 	return l.Append(ctx, Event{Kind: kind, Actor: actor, Capability: capability, Data: b})
 }
