@@ -8,13 +8,14 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
 
 // AgentHeader is the header caphub's REST server reads the acting agent
 // from. The middleware overwrites it with the token's actor, so a client
 // cannot claim another identity and the audit chain names the token.
-const AgentHeader = "X-Caphub-Agent"
+const AgentHeader = invoke.CallerHeader
 
 type tokenKey struct{}
 

@@ -94,13 +94,13 @@ func (e *ProblemError) Unwrap() []error {
 func (c *Client) Invoke(ctx context.Context, req invoke.Request) (*invoke.Result, error) {
 	hdr := http.Header{}
 	if req.Caller != "" {
-		hdr.Set("X-Caphub-Agent", req.Caller)
+		hdr.Set(invoke.CallerHeader, req.Caller)
 	}
 	if id := invoke.ApprovalFrom(ctx); id != "" {
-		hdr.Set("X-Caphub-Approval", id)
+		hdr.Set(invoke.ApprovalHeader, id)
 	}
 	var res invoke.Result
-	status, data, err := c.send(ctx, http.MethodPost, "/v1/invoke", req, hdr)
+	status, data, _, err := c.send(ctx, http.MethodPost, "/v1/invoke", req, hdr)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (c *Client) Invoke(ctx context.Context, req invoke.Request) (*invoke.Result
 // do sends a request and decodes a JSON answer into out; any status >= 400
 // becomes a *ProblemError.
 func (c *Client) do(ctx context.Context, method, path string, body any, out any) (int, error) {
-	status, data, err := c.send(ctx, method, path, body, nil)
+	status, data, _, err := c.send(ctx, method, path, body, nil)
 	if err != nil {
 		return status, err
 	}
@@ -138,15 +138,9 @@ func problemOf(status int, data []byte) *ProblemError {
 	return p
 }
 
-// send sends a request with extra headers and returns the answer's status
-// and body; any status >= 400 becomes a *ProblemError.
-func (c *Client) send(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, error) {
-	status, data, _, err := c.sendHeaders(ctx, method, path, body, hdr)
-	return status, data, err
-}
-
-// sendHeaders is send that also returns the answer's headers.
-func (c *Client) sendHeaders(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, http.Header, error) {
+// send sends a request with extra headers and returns the answer's status,
+// body and headers; any status >= 400 becomes a *ProblemError.
+func (c *Client) send(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -241,7 +235,7 @@ func capPath(domain, name string) string {
 func (c *Client) Get(ctx context.Context, scheme, domain, name, version string) (registry.Record, error) {
 	var d capability.Definition
 	path := capPath(domain, name) + "@" + url.PathEscape(version) + "?scheme=" + url.QueryEscape(scheme)
-	_, data, hdr, err := c.sendHeaders(ctx, http.MethodGet, path, nil, nil)
+	_, data, hdr, err := c.send(ctx, http.MethodGet, path, nil, nil)
 	if err != nil {
 		return registry.Record{}, err
 	}
@@ -249,7 +243,7 @@ func (c *Client) Get(ctx context.Context, scheme, domain, name, version string) 
 		return registry.Record{}, fmt.Errorf("decode answer of GET %s: %w", path, err)
 	}
 	rec := recordOf(d)
-	rec.TrustTier = hdr.Get("Caphub-Trust-Tier")
+	rec.TrustTier = hdr.Get(registry.TrustTierHeader)
 	rec.Digest, _ = strconv.Unquote(hdr.Get("ETag"))
 	return rec, nil
 }

@@ -2,6 +2,15 @@ package invoke
 
 import "context"
 
+// The HTTP headers of an invocation, on every transport that carries one
+// over HTTP (REST /v1/invoke, MCP, the fronted MCP servers, the client).
+const (
+	// CallerHeader names the agent on whose behalf a call runs.
+	CallerHeader = "X-Caphub-Agent"
+	// ApprovalHeader carries the id of the approval a call is retried with.
+	ApprovalHeader = "X-Caphub-Approval"
+)
+
 // approvalKey carries the approval ID a call is retried with.
 type approvalKey struct{}
 

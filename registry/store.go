@@ -285,6 +285,11 @@ type RawGetter interface {
 	GetRaw(ctx context.Context, k Key) (RawRecord, error)
 }
 
+// TrustTierHeader is the HTTP header in which caphub serve answers a GET of
+// one version with its Record.TrustTier (verified, trusted, community,
+// untrusted; absent for a version registered before tiers existed).
+const TrustTierHeader = "Caphub-Trust-Tier"
+
 // RawRecord is one version as RawGetter returns it.
 type RawRecord struct {
 	Definition []byte // the stored JSON

@@ -45,14 +45,9 @@ func (s *session) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 }
 
 // withApproval returns ctx carrying the approval id a tools/call is
-// retried with: its _meta dev.caphub/approval, else the X-Caphub-Approval
-// header of the HTTP request that carried it (as on caphub's own /mcp).
+// retried with, read as caphub's own /mcp reads it (mcpgw.ApprovalID).
 func withApproval(ctx context.Context, hdr http.Header, meta map[string]any) context.Context {
-	id, _ := meta[mcpgw.MetaApproval].(string)
-	if id == "" {
-		id = hdr.Get(mcpgw.ApprovalHeader)
-	}
-	return invoke.WithApproval(ctx, strings.TrimSpace(id))
+	return invoke.WithApproval(ctx, mcpgw.ApprovalID(meta, hdr, ""))
 }
 
 // toolURI is the capability URI of a fronted tool.

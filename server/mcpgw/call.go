@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
@@ -52,22 +53,35 @@ func callerOf(ctx context.Context, req *mcp.CallToolRequest) string {
 
 // ApprovalHeader is the HTTP header that may carry an approval id instead
 // of the request's _meta (see MetaApproval).
-const ApprovalHeader = "X-Caphub-Approval"
+const ApprovalHeader = invoke.ApprovalHeader
 
-// withApproval returns ctx carrying the approval id a tools/call request is
-// retried with: its _meta MetaApproval, else the ApprovalHeader of the HTTP
-// request that carried it, else given (invoke_capability's approval_id).
+// ApprovalID returns the approval id a tools/call is retried with: its
+// _meta MetaApproval, else given (invoke_capability's approval_id), else
+// the ApprovalHeader of the HTTP request that carried it. The fronted
+// servers (server/mcpfront) read it the same way.
+func ApprovalID(meta map[string]any, hdr http.Header, given string) string {
+	id, _ := meta[MetaApproval].(string)
+	if id == "" {
+		id = given
+	}
+	if id == "" {
+		id = hdr.Get(ApprovalHeader)
+	}
+	return strings.TrimSpace(id)
+}
+
+// withApproval returns ctx carrying the approval id of a tools/call
+// request (see ApprovalID).
 func withApproval(ctx context.Context, req *mcp.CallToolRequest, given string) context.Context {
-	id := given
+	var meta map[string]any
+	var hdr http.Header
 	if req != nil && req.Params != nil {
-		if v, ok := req.Params.Meta[MetaApproval].(string); ok && v != "" {
-			id = v
-		}
+		meta = req.Params.Meta
 	}
-	if id == "" && req != nil && req.Extra != nil && req.Extra.Header != nil {
-		id = req.Extra.Header.Get(ApprovalHeader)
+	if req != nil && req.Extra != nil {
+		hdr = req.Extra.Header
 	}
-	return invoke.WithApproval(ctx, strings.TrimSpace(id))
+	return invoke.WithApproval(ctx, ApprovalID(meta, hdr, given))
 }
 
 // toolHandler runs the capability of e with the call's arguments.

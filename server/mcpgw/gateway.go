@@ -47,7 +47,7 @@ const (
 // AgentHeader is the HTTP header that names the calling agent. Its value
 // becomes invoke.Request.Caller (per request on the streamable transport,
 // from the GET that opened the session on the SSE transport).
-const AgentHeader = "X-Caphub-Agent"
+const AgentHeader = invoke.CallerHeader
 
 // CheckMode returns an error unless mode is "", ModeTools or ModeSearch; use
 // it to validate a --tool-mode flag before calling New.

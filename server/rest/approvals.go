@@ -13,7 +13,7 @@ import (
 
 // ApprovalHeader carries the ID of the approval a call is retried with
 // (POST /v1/invoke after an APPROVAL_REQUIRED answer was approved).
-const ApprovalHeader = "X-Caphub-Approval"
+const ApprovalHeader = invoke.ApprovalHeader
 
 // ApprovalContext returns the request's context carrying the approval ID of
 // its X-Caphub-Approval header (see invoke.WithApproval), for the policy
@@ -118,7 +118,7 @@ func decider(r *http.Request) string {
 	if a := registry.ActorFrom(r.Context()); a != "anonymous" {
 		return a
 	}
-	if a := r.Header.Get("X-Caphub-Agent"); a != "" {
+	if a := r.Header.Get(invoke.CallerHeader); a != "" {
 		return a
 	}
 	return "rest:" + r.RemoteAddr

@@ -24,6 +24,7 @@ import (
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/format/ossa"
 	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -77,7 +78,7 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 // ServeHTTP serves the API. Changes are recorded as made by the agent the
 // request names (X-Caphub-Agent), else by the remote address.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	actor := r.Header.Get("X-Caphub-Agent")
+	actor := r.Header.Get(invoke.CallerHeader)
 	if actor == "" {
 		actor = "rest:" + r.RemoteAddr
 	}
@@ -221,9 +222,8 @@ func (s *Server) listDomain(w http.ResponseWriter, r *http.Request) error {
 }
 
 // TrustTierHeader carries the trust tier of the version a GET of one
-// version answers with (verified, trusted, community, untrusted); absent
-// for a version registered before tiers existed.
-const TrustTierHeader = "Caphub-Trust-Tier"
+// version answers with (registry.TrustTierHeader).
+const TrustTierHeader = registry.TrustTierHeader
 
 func setTier(w http.ResponseWriter, tier string) {
 	if tier != "" {

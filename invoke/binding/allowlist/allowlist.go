@@ -110,6 +110,24 @@ func CheckURL(patterns []string, u *url.URL, setting string) error {
 	return fmt.Errorf("%w: %s matches none of the allowed hosts (%s); add it there (%s) to permit it", ErrNotAllowed, net.JoinHostPort(host, port), strings.Join(patterns, ", "), setting)
 }
 
+// CheckRedirect returns a client's redirect policy: at most 10 redirects,
+// each to a URL CheckURL allows; secretHeader, when given, is dropped
+// once a redirect leaves the original host.
+func CheckRedirect(patterns []string, setting, secretHeader string) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return fmt.Errorf("stopped after 10 redirects (last to %s)", Redact(req.URL))
+		}
+		if err := CheckURL(patterns, req.URL, setting); err != nil {
+			return fmt.Errorf("redirect from %s refused: %w", Redact(via[len(via)-1].URL), err)
+		}
+		if secretHeader != "" && !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+			req.Header.Del(secretHeader)
+		}
+		return nil
+	}
+}
+
 // Client returns an HTTP client with its own transport; when loopbackOnly,
 // its dialer refuses every non-loopback address, so that even a host name
 // resolving elsewhere cannot be reached. setting is as for CheckURL.

@@ -74,15 +74,7 @@ func New(opts Options) *Binding {
 	}
 	// Redirects stay within the allow-list too.
 	r := *b.restricted
-	r.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 10 {
-			return fmt.Errorf("stopped after 10 redirects (last to %s)", allowlist.Redact(req.URL))
-		}
-		if err := allowlist.CheckURL(opts.AllowedHosts, req.URL, hostsSetting); err != nil {
-			return fmt.Errorf("redirect from %s refused: %w", allowlist.Redact(via[len(via)-1].URL), err)
-		}
-		return nil
-	}
+	r.CheckRedirect = allowlist.CheckRedirect(opts.AllowedHosts, hostsSetting, "Authorization")
 	b.restricted = &r
 	return b
 }

@@ -1,10 +1,8 @@
 package httpbind
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/caphub/caphub/invoke/binding/allowlist"
 )
@@ -22,18 +20,7 @@ func (b *Binding) checkURL(u *url.URL) error {
 // redirects, each to an allowed host; a secret header is dropped when the
 // redirect leaves the original host.
 func (b *Binding) checkRedirect(secretHeader string) func(*http.Request, []*http.Request) error {
-	return func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 10 {
-			return fmt.Errorf("stopped after 10 redirects (last to %s)", redact(req.URL))
-		}
-		if err := b.checkURL(req.URL); err != nil {
-			return fmt.Errorf("redirect from %s refused: %w", redact(via[len(via)-1].URL), err)
-		}
-		if secretHeader != "" && !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
-			req.Header.Del(secretHeader)
-		}
-		return nil
-	}
+	return allowlist.CheckRedirect(b.hosts, hostsSetting, secretHeader)
 }
 
 // redact returns u without its query, fragment and user info, for messages:
