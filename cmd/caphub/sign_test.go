@@ -8,33 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 )
-
-func attachSigning(root *cobra.Command) {
-	has := func(parent *cobra.Command, name string) bool {
-		for _, c := range parent.Commands() {
-			if c.Name() == name {
-				return true
-			}
-		}
-		return false
-	}
-	if !has(root, "key") {
-		root.AddCommand(newKeyCmd())
-	}
-	for _, c := range root.Commands() {
-		if c.Name() == "capability" {
-			if !has(c, "sign") {
-				c.AddCommand(newSignCmd())
-			}
-			if !has(c, "verify") {
-				c.AddCommand(newVerifyCmd())
-			}
-		}
-	}
-}
 
 const echoYAML = `# an echo capability
 capability:
