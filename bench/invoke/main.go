@@ -18,16 +18,13 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/caphub/caphub/bench/internal/load"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/invoke"
@@ -56,75 +53,13 @@ func main() {
 	mcpOverhead(dir, *npm, *calls)
 }
 
-func pct(d []time.Duration, p int) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[(len(s)-1)*p/100]
-}
-
 func httpLoad(dir string, clients int, duration time.Duration) {
-	bin := filepath.Join(dir, "caphub")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/caphub").CombinedOutput(); err != nil {
-		log.Fatalf("build caphub: %v\n%s", err, out)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	srv := exec.Command(bin, "serve", "--addr", addr, "--db", filepath.Join(dir, "caphub.db"))
-	srv.Stderr = io.Discard
-	if err := srv.Start(); err != nil {
-		log.Fatal(err)
-	}
-	defer func() { srv.Process.Signal(os.Interrupt); srv.Wait() }()
-	base := "http://" + addr
-	for i := 0; ; i++ {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if i > 200 {
-			log.Fatal("caphub serve did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}, Timeout: 10 * time.Second}
+	base, _, stop := load.Serve(dir, filepath.Join(dir, "caphub.db"))
+	defer stop()
 	body := []byte(`{"uri": "ossa:everruns/add@1.0", "input": {"a": 2, "b": 3}}`)
-	var total, failed atomic.Int64
-	lats := make([][]time.Duration, clients)
-	deadline := time.Now().Add(duration)
-	var wg sync.WaitGroup
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				resp, err := hc.Post(base+"/v1/invoke", "application/json", bytes.NewReader(body))
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						failed.Add(1)
-					}
-				} else {
-					failed.Add(1)
-				}
-				lats[c] = append(lats[c], time.Since(t0))
-				total.Add(1)
-			}
-		}(c)
-	}
-	wg.Wait()
-	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
-	}
-	fmt.Printf("| measure | value |\n|---|---|\n")
-	fmt.Printf("| throughput | %.0f req/s (%d requests, %d failed) |\n", float64(total.Load())/duration.Seconds(), total.Load(), failed.Load())
-	fmt.Printf("| latency p50 / p99 | %s / %s |\n", pct(all, 50).Round(time.Microsecond), pct(all, 99).Round(time.Microsecond))
+	load.Run(clients, duration, func(hc *http.Client, _ int) (*http.Response, error) {
+		return hc.Post(base+"/v1/invoke", "application/json", bytes.NewReader(body))
+	}).Print()
 }
 
 func mcpOverhead(dir, npm string, calls int) {
@@ -180,9 +115,9 @@ func mcpOverhead(dir, npm string, calls int) {
 			bound = append(bound, time.Since(t0))
 		}
 	}
-	d50, b50 := pct(direct, 50), pct(bound, 50)
+	d50, b50 := load.Pct(direct, 50), load.Pct(bound, 50)
 	fmt.Printf("| measure | value |\n|---|---|\n")
-	fmt.Printf("| direct SDK call p50 / p99 | %s / %s |\n", d50.Round(time.Microsecond), pct(direct, 99).Round(time.Microsecond))
-	fmt.Printf("| mcp binding p50 / p99 | %s / %s |\n", b50.Round(time.Microsecond), pct(bound, 99).Round(time.Microsecond))
+	fmt.Printf("| direct SDK call p50 / p99 | %s / %s |\n", d50.Round(time.Microsecond), load.Pct(direct, 99).Round(time.Microsecond))
+	fmt.Printf("| mcp binding p50 / p99 | %s / %s |\n", b50.Round(time.Microsecond), load.Pct(bound, 99).Round(time.Microsecond))
 	fmt.Printf("| added by the binding (p50) | %s |\n", (b50 - d50).Round(time.Microsecond))
 }

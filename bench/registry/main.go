@@ -24,18 +24,14 @@ import (
 	"log"
 	"log/slog"
 	"math/rand"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/caphub/caphub/bench/internal/load"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/postgres"
@@ -157,7 +153,7 @@ func run(ctx context.Context, st registry.Store, defs []capability.Definition, b
 			log.Fatalf("resolve %s: %v", d.URI, err)
 		}
 	}
-	fmt.Printf("| resolve p50 / p99 | %s / %s |\n", pct(lat, 50), pct(lat, 99))
+	fmt.Printf("| resolve p50 / p99 | %s / %s |\n", load.Pct(lat, 50), load.Pct(lat, 99))
 
 	words := []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
 	lat = lat[:0]
@@ -172,81 +168,20 @@ func run(ctx context.Context, st registry.Store, defs []capability.Definition, b
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	fmt.Printf("| search (10 results) p50 / p95 | %s / %s |\n", pct(lat, 50), pct(lat, 95))
-}
-
-func pct(d []time.Duration, p int) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[(len(s)-1)*p/100].Round(time.Microsecond)
+	fmt.Printf("| search (10 results) p50 / p95 | %s / %s |\n", load.Pct(lat, 50), load.Pct(lat, 95))
 }
 
 func httpLoad(defs []capability.Definition, dbPath string, clients int, duration time.Duration) {
-	bin := filepath.Join(filepath.Dir(dbPath), "caphub")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/caphub").CombinedOutput(); err != nil {
-		log.Fatalf("build caphub: %v\n%s", err, out)
+	base, srv, stop := load.Serve(filepath.Dir(dbPath), dbPath)
+	defer stop()
+	rands := make([]*rand.Rand, clients)
+	for c := range rands {
+		rands[c] = rand.New(rand.NewSource(int64(c)))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	srv := exec.Command(bin, "serve", "--addr", addr, "--db", dbPath)
-	srv.Stderr = io.Discard
-	if err := srv.Start(); err != nil {
-		log.Fatal(err)
-	}
-	defer func() { srv.Process.Signal(os.Interrupt); srv.Wait() }()
-	base := "http://" + addr
-	for i := 0; ; i++ {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if i > 200 {
-			log.Fatal("caphub serve did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
-	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	var total, failed atomic.Int64
-	lats := make([][]time.Duration, clients)
-	deadline := time.Now().Add(duration)
-	var wg sync.WaitGroup
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			r := rand.New(rand.NewSource(int64(c)))
-			for time.Now().Before(deadline) {
-				d := defs[r.Intn(len(defs))]
-				url := base + "/registry/capabilities/" + d.Domain + "/" + d.Name + "@" + d.Version
-				t0 := time.Now()
-				resp, err := hc.Get(url)
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						failed.Add(1)
-					}
-				} else {
-					failed.Add(1)
-				}
-				lats[c] = append(lats[c], time.Since(t0))
-				total.Add(1)
-			}
-		}(c)
-	}
-	wg.Wait()
-	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
-	}
-	fmt.Printf("| measure | value |\n|---|---|\n")
-	fmt.Printf("| throughput | %.0f req/s (%d requests, %d failed) |\n", float64(total.Load())/duration.Seconds(), total.Load(), failed.Load())
-	fmt.Printf("| latency p50 / p99 | %s / %s |\n", pct(all, 50), pct(all, 99))
+	load.Run(clients, duration, func(hc *http.Client, c int) (*http.Response, error) {
+		d := defs[rands[c].Intn(len(defs))]
+		return hc.Get(base + "/registry/capabilities/" + d.Domain + "/" + d.Name + "@" + d.Version)
+	}).Print()
 	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", srv.Process.Pid))
 	for _, line := range strings.Split(string(status), "\n") {
 		if strings.HasPrefix(line, "VmRSS") || strings.HasPrefix(line, "VmHWM") {
