@@ -50,7 +50,7 @@ func TestDocsMigration(t *testing.T) {
 	s.Close()
 
 	s = open(t, url)
-	migs, _ := loadMigrations()
+	migs, _ := contract.LoadMigrations(migrationFiles)
 	var n int
 	if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
 		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))

@@ -16,11 +16,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -28,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 //go:embed migrations/*.sql
@@ -126,45 +124,11 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// migration is one numbered schema change from migrations/NNNN_name.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", e.Name())
-		}
-		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("two migrations are numbered %d", out[i].version)
-		}
-	}
-	return out, nil
-}
-
 // migrate applies the migrations the schema lacks in one transaction that
 // holds an advisory lock on the schema, so that replicas starting at once
 // apply each exactly once.
 func (s *Store) migrate(ctx context.Context) error {
-	migs, err := loadMigrations()
+	migs, err := contract.LoadMigrations(migrationFiles)
 	if err != nil {
 		return fmt.Errorf("migrate postgres %s: %w (a build problem: report it)", s.where, err)
 	}
@@ -197,18 +161,18 @@ func (s *Store) migrate(ctx context.Context) error {
 		done[int(v)] = true
 		highest = max(highest, int(v))
 	}
-	if known := migs[len(migs)-1].version; highest > known {
+	if known := migs[len(migs)-1].Version; highest > known {
 		return fmt.Errorf("open postgres %s: its schema is version %d, newer than this caphub knows (%d): upgrade caphub", s.where, highest, known)
 	}
 	for _, m := range migs {
-		if done[m.version] {
+		if done[m.Version] {
 			continue
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("migrate postgres %s to schema version %d (%s): %w", s.where, m.version, m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate postgres %s to schema version %d (%s): %w", s.where, m.Version, m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return fmt.Errorf("migrate postgres %s: record schema version %d: %w", s.where, m.version, err)
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("migrate postgres %s: record schema version %d: %w", s.where, m.Version, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -49,7 +49,7 @@ func TestDocsMigration(t *testing.T) {
 	s.Close()
 
 	s = open(t, path)
-	migs, _ := loadMigrations()
+	migs, _ := contract.LoadMigrations(migrationFiles)
 	if err := s.reader.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
 		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))
 	}

@@ -14,14 +14,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +27,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 )
 
 //go:embed migrations/*.sql
@@ -175,45 +173,11 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// migration is one numbered schema change from migrations/NNNN_name.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", e.Name())
-		}
-		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("two migrations are numbered %d", out[i].version)
-		}
-	}
-	return out, nil
-}
-
 // migrate applies the migrations the database lacks, all in one IMMEDIATE
 // transaction, so that two processes opening a new file at once apply them
 // exactly once.
 func (s *Store) migrate(ctx context.Context) error {
-	migs, err := loadMigrations()
+	migs, err := contract.LoadMigrations(migrationFiles)
 	if err != nil {
 		return fmt.Errorf("migrate sqlite database %s: %w (a build problem: report it)", s.path, err)
 	}
@@ -248,19 +212,19 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("migrate sqlite database %s: read schema_migrations: %w", s.path, err)
 	}
-	if known := migs[len(migs)-1].version; highest > known {
+	if known := migs[len(migs)-1].Version; highest > known {
 		return fmt.Errorf("open sqlite database %s: its schema is version %d, newer than this caphub knows (%d): upgrade caphub", s.path, highest, known)
 	}
 	for _, m := range migs {
-		if applied[m.version] {
+		if applied[m.Version] {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migrate sqlite database %s to schema version %d (%s): %w", s.path, m.version, m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate sqlite database %s to schema version %d (%s): %w", s.path, m.Version, m.Name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, formatTime(time.Now())); err != nil {
-			return fmt.Errorf("migrate sqlite database %s: record schema version %d: %w", s.path, m.version, err)
+			m.Version, m.Name, formatTime(time.Now())); err != nil {
+			return fmt.Errorf("migrate sqlite database %s: record schema version %d: %w", s.path, m.Version, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

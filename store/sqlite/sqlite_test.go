@@ -12,6 +12,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
 	"github.com/caphub/caphub/store/storetest"
 )
 
@@ -97,7 +98,7 @@ func TestReopen(t *testing.T) {
 	}
 	var n int
 	var mode string
-	migs, _ := loadMigrations()
+	migs, _ := contract.LoadMigrations(migrationFiles)
 	if err := s.reader.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
 		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))
 	}
