@@ -77,15 +77,8 @@ func (s *Store) ListDocs(ctx context.Context, kind, prefix string) ([]registry.D
 		return nil, fmt.Errorf("%s in postgres %s: %w", what, s.where, err)
 	}
 	defer rows.Close()
-	out := []registry.Doc{}
-	for rows.Next() {
-		d, err := scanDoc(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s in postgres %s: %w", what, s.where, err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := contract.Collect(rows, func() (registry.Doc, error) { return scanDoc(rows) })
+	if err != nil {
 		return nil, fmt.Errorf("%s in postgres %s: %w", what, s.where, err)
 	}
 	return out, nil

@@ -343,15 +343,7 @@ func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]re
 // non-nil slice when there are none.
 func collect(rows pgx.Rows) ([]registry.Record, error) {
 	defer rows.Close()
-	out := []registry.Record{}
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return contract.Collect(rows, func() (registry.Record, error) { return scanRecord(rows) })
 }
 
 // Deprecate marks a version deprecated; see registry.Store.

@@ -121,15 +121,8 @@ func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]regist
 		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	out := []registry.AuditEvent{}
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := contract.Collect(rows, func() (registry.AuditEvent, error) { return scanAudit(rows) })
+	if err != nil {
 		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
 	}
 	return out, nil

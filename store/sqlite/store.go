@@ -188,15 +188,7 @@ func collect(rows *sql.Rows) ([]registry.Record, error) { return collectWith(row
 // scanned into extra (so that the last row's values remain).
 func collectWith(rows *sql.Rows, extra ...any) ([]registry.Record, error) {
 	defer rows.Close()
-	out := []registry.Record{}
-	for rows.Next() {
-		r, err := scanRecord(rows, extra...)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return contract.Collect(rows, func() (registry.Record, error) { return scanRecord(rows, extra...) })
 }
 
 // Deprecate marks a version deprecated; see registry.Store.

@@ -310,3 +310,25 @@ func ApplyDeprecation(r *registry.Record, d registry.Deprecation, at time.Time) 
 	r.Definition.MigrationGuide = d.MigrationGuide
 	r.DeprecatedAt = &at
 }
+
+// Rows is what both drivers' result sets (database/sql's and pgx's) offer
+// for reading them row by row.
+type Rows interface {
+	Next() bool
+	Err() error
+}
+
+// Collect reads every row of rows with scan, which reads the current one:
+// the loop both stores' listings share. It returns an empty slice, not
+// nil, for no rows.
+func Collect[T any](rows Rows, scan func() (T, error)) ([]T, error) {
+	out := []T{}
+	for rows.Next() {
+		v, err := scan()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
