@@ -122,3 +122,11 @@ func scopeList(s []Scope) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Grants reports whether the request's caller holds scope: true when no
+// token authenticated the request (caphub serves openly on loopback, with
+// no token configured), else whether the token has the scope.
+func Grants(ctx context.Context, scope Scope) bool {
+	t, ok := FromContext(ctx)
+	return !ok || t.Has(scope)
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/mcpconn"
+	"github.com/caphub/caphub/permit"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -21,7 +22,11 @@ const (
 type SavedServer struct {
 	Server  mcpconn.Server `json:"server"`
 	SavedAt time.Time      `json:"saved_at"`
-	Listing *Listing       `json:"listing,omitempty"`
+	// ViaAPI is set when the server was saved over caphub's API rather than
+	// by the operator on the machine: connecting to it is then bounded by
+	// the operator's allow-lists (Server.Permits).
+	ViaAPI  bool     `json:"via_api,omitempty"`
+	Listing *Listing `json:"listing,omitempty"`
 }
 
 // ServerAPI keeps saved MCP servers. *Servers implements it on a local
@@ -36,20 +41,56 @@ type ServerAPI interface {
 
 // Servers keeps saved servers in a DocStore.
 type Servers struct {
-	docs registry.DocStore
+	docs    registry.DocStore
+	permits *permit.Permits // what servers saved over the API may do
+	viaAPI  bool            // saves are marked ViaAPI
 }
 
 var _ ServerAPI = (*Servers)(nil)
 
+// ServersOption configures Servers.
+type ServersOption func(*Servers)
+
+// APIPermits sets what the servers saved over the API may do when caphub
+// connects to them: the operator's allow-lists. Without it they may start
+// no program, read no variable and reach loopback only.
+func APIPermits(p *permit.Permits) ServersOption {
+	return func(s *Servers) {
+		if p != nil {
+			s.permits = p
+		}
+	}
+}
+
+// SavedOverAPI marks every server this Servers saves as saved over the API
+// (the REST API's handlers use one such).
+func SavedOverAPI() ServersOption { return func(s *Servers) { s.viaAPI = true } }
+
 // NewServers returns the saved servers of a store.
-func NewServers(docs registry.DocStore) *Servers { return &Servers{docs: docs} }
+func NewServers(docs registry.DocStore, opts ...ServersOption) *Servers {
+	s := &Servers{docs: docs, permits: &permit.Permits{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Bound returns srv with the Permits that apply to a server saved by this
+// Servers: the API's for one saved over the API, the operator's (nil)
+// otherwise.
+func (s *Servers) Bound(srv *mcpconn.Server) *mcpconn.Server {
+	if s.viaAPI {
+		srv.Permits = s.permits
+	}
+	return srv
+}
 
 // SaveServer validates and saves (or replaces) a connection.
 func (s *Servers) SaveServer(ctx context.Context, srv *mcpconn.Server) error {
 	if err := srv.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", registry.ErrInvalid, err)
 	}
-	b, err := json.Marshal(SavedServer{Server: *srv, SavedAt: time.Now().UTC()})
+	b, err := json.Marshal(SavedServer{Server: *srv, SavedAt: time.Now().UTC(), ViaAPI: s.viaAPI})
 	if err != nil {
 		return err
 	}
@@ -68,6 +109,9 @@ func (s *Servers) GetServer(ctx context.Context, name string) (*SavedServer, err
 	var saved SavedServer
 	if err := json.Unmarshal(doc.Value, &saved); err != nil {
 		return nil, fmt.Errorf("saved MCP server %q is unreadable: %w", name, err)
+	}
+	if saved.ViaAPI {
+		saved.Server.Permits = s.permits
 	}
 	if l, err := s.docs.GetDoc(ctx, kindListing, name); err == nil {
 		var listing Listing

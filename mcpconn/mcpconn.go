@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/permit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,6 +44,11 @@ type Server struct {
 	Dir       string            `json:"dir,omitempty" yaml:"dir,omitempty"`
 	URL       string            `json:"url,omitempty" yaml:"url,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"` // values may hold ${VAR} references
+	// Permits bound what connecting may do: the program started, the
+	// variables ${VAR} reads, the host reached. A server saved over the API
+	// gets the operator's lists (discover.Servers sets them); nil is the
+	// operator's own configuration, which may do anything (permit.Operator).
+	Permits *permit.Permits `json:"-" yaml:"-"`
 }
 
 var (
@@ -140,22 +148,42 @@ func ParseHeaderFlag(s string) (string, string, error) {
 	return strings.TrimSpace(k), strings.TrimSpace(v), nil
 }
 
-// expand replaces ${VAR} with caphub's environment; a missing variable is an
-// error naming it.
-func expand(what, value string) (string, error) {
-	var missing []string
+// permits are the server's Permits, permit.Operator when none are set.
+func (s *Server) permits() *permit.Permits {
+	if s.Permits == nil {
+		return permit.Operator
+	}
+	return s.Permits
+}
+
+// expand replaces ${VAR} with caphub's environment; a variable that is
+// missing, or that the server may not read, is an error naming it.
+func (s *Server) expand(what, value string) (string, error) {
+	var first error
 	out := envRefRE.ReplaceAllStringFunc(value, func(m string) string {
-		name := envRefRE.FindStringSubmatch(m)[1]
-		v, ok := os.LookupEnv(name)
-		if !ok {
-			missing = append(missing, name)
+		v, err := s.permits().Lookup(envRefRE.FindStringSubmatch(m)[1])
+		if err != nil && first == nil {
+			first = err
 		}
 		return v
 	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("%s references $%s, which is not set in caphub's environment: export it before connecting", what, strings.Join(missing, ", $"))
+	if first != nil {
+		return "", fmt.Errorf("%s: %w", what, first)
 	}
 	return out, nil
+}
+
+// CheckURL returns nil when the server's URL is one its Permits let caphub
+// reach (an error naming the setting that would allow it otherwise).
+func (s *Server) CheckURL() error {
+	u, err := url.Parse(s.URL)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("MCP server %q: url %q is not an absolute http(s) URL", s.Name, s.URL)
+	}
+	if err := allowlist.CheckURL(s.permits().Hosts, u, permit.HostFlag); err != nil {
+		return fmt.Errorf("MCP server %q: %w", s.Name, err)
+	}
+	return nil
 }
 
 // Source describes where the server is, for provenance: the command line or
@@ -284,6 +312,9 @@ func (s *Server) command() (*exec.Cmd, error) {
 	}
 	argv = append(argv, s.Args...)
 	path, err := exec.LookPath(argv[0])
+	if perr := s.permits().Command(argv[0], path, exec.LookPath); perr != nil {
+		return nil, fmt.Errorf("MCP server %q: %w", s.Name, perr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %q: program %q not found: install it or give its full path", s.Name, argv[0])
 	}
@@ -291,7 +322,7 @@ func (s *Server) command() (*exec.Cmd, error) {
 	cmd.Dir = s.Dir
 	env := baseEnv()
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		v, err := expand("env "+k, s.Env[k])
+		v, err := s.expand("env "+k, s.Env[k])
 		if err != nil {
 			return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
 		}
@@ -302,14 +333,12 @@ func (s *Server) command() (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// inheritedEnv names the variables a server inherits from caphub: enough to
+// baseEnv is what a server inherits from caphub: permit.BaseEnv, enough to
 // run a program, nothing that could carry caphub's own secrets. Everything
 // else a server needs is configured in its Env, as ${VAR} references.
-var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "TERM", "SYSTEMROOT"}
-
 func baseEnv() []string {
 	var env []string
-	for _, k := range inheritedEnv {
+	for _, k := range permit.BaseEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
@@ -323,7 +352,7 @@ func baseEnv() []string {
 func (s *Server) HTTPHeaders() (http.Header, error) {
 	headers := http.Header{}
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-		v, err := expand("header "+k, s.Headers[k])
+		v, err := s.expand("header "+k, s.Headers[k])
 		if err != nil {
 			return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
 		}
@@ -332,22 +361,39 @@ func (s *Server) HTTPHeaders() (http.Header, error) {
 	return headers, nil
 }
 
-// httpClient returns a client that adds the saved headers, expanded.
+// httpClient returns a client that adds the saved headers, expanded, and
+// reaches only hosts the server's Permits allow, redirects included (the
+// saved headers are dropped when a redirect leaves the server's host).
 func (s *Server) httpClient() (*http.Client, error) {
+	if err := s.CheckURL(); err != nil {
+		return nil, err
+	}
 	headers, err := s.HTTPHeaders()
 	if err != nil {
 		return nil, err
 	}
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}}, nil
+	hosts := s.permits().Hosts
+	return &http.Client{
+		Transport:     &headerTransport{base: http.DefaultTransport, headers: headers, host: hostOf(s.URL)},
+		CheckRedirect: allowlist.CheckRedirect(hosts, permit.HostFlag, ""),
+	}, nil
+}
+
+func hostOf(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return strings.ToLower(u.Host)
+	}
+	return ""
 }
 
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	host    string // the saved server's host:port: headers go there only
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && strings.EqualFold(r.URL.Host, t.host) {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {
 			r.Header[k] = v

@@ -1,8 +1,13 @@
 package mcpconn
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/permit"
 )
 
 func TestValidate(t *testing.T) {
@@ -37,14 +42,33 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+func TestPermitsBoundConnections(t *testing.T) {
+	ctx := context.Background()
+	api := &permit.Permits{Hosts: []string{"127.0.0.1:1"}}
+	_, err := Connect(ctx, &Server{Name: "s", Transport: TransportStdio, Command: "sh -c true", Permits: api}, "test")
+	if !errors.Is(err, permit.ErrCommand) {
+		t.Errorf("a program the operator did not allow: %v", err)
+	}
+	_, err = Connect(ctx, &Server{Name: "u", Transport: TransportHTTP, URL: "http://127.0.0.1:2/mcp", Permits: api}, "test")
+	if !errors.Is(err, allowlist.ErrNotAllowed) {
+		t.Errorf("a host the operator did not allow: %v", err)
+	}
+}
+
 func TestExpandAndFlags(t *testing.T) {
 	t.Setenv("CAPHUB_TEST_SECRET", "s3cret")
-	got, err := expand("header Authorization", "Bearer ${CAPHUB_TEST_SECRET}")
+	op := &Server{Name: "op"}
+	got, err := op.expand("header Authorization", "Bearer ${CAPHUB_TEST_SECRET}")
 	if err != nil || got != "Bearer s3cret" {
 		t.Errorf("expand: %q %v", got, err)
 	}
-	if _, err := expand("env X", "${CAPHUB_TEST_UNSET_VAR}"); err == nil || !strings.Contains(err.Error(), "CAPHUB_TEST_UNSET_VAR") {
+	if _, err := op.expand("env X", "${CAPHUB_TEST_UNSET_VAR}"); err == nil || !strings.Contains(err.Error(), "CAPHUB_TEST_UNSET_VAR") {
 		t.Errorf("missing variable: %v", err)
+	}
+	// A server saved over the API reads only what the operator allows.
+	api := &Server{Name: "api", Permits: &permit.Permits{Env: []string{"OTHER"}}}
+	if got, err := api.expand("header Authorization", "Bearer ${CAPHUB_TEST_SECRET}"); !errors.Is(err, permit.ErrEnv) || strings.Contains(got, "s3cret") {
+		t.Errorf("an unlisted variable was expanded: %q %v", got, err)
 	}
 	k, v, err := ParseEnvFlag("GITHUB_TOKEN")
 	if err != nil || k != "GITHUB_TOKEN" || v != "${GITHUB_TOKEN}" {

@@ -25,6 +25,7 @@ import (
 	"github.com/caphub/caphub/invoke/binding/mcpbind"
 	"github.com/caphub/caphub/invoke/binding/native"
 	"github.com/caphub/caphub/metrics"
+	"github.com/caphub/caphub/permit"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
@@ -35,6 +36,8 @@ type app struct {
 	store   registry.Store
 	svc     *registry.Service
 	servers *discover.Servers
+	// permits are the operator's allow-lists (programs, variables, hosts).
+	permits *permit.Permits
 	audit   *audit.Log
 	// governance enforces per-agent policies and human approval.
 	governance *policy.Engine
@@ -51,7 +54,8 @@ type appConfig struct {
 	db           string
 	allowHosts   []string // outbound HTTP allowlist
 	allowTargets []string // gRPC targets allowlist
-	allowCmds    []string // CLI programs allowlist (empty: any)
+	allowCmds    []string // programs cli bindings and API-saved servers may run (empty: none)
+	allowEnv     []string // variables definitions and API-saved servers may read (empty: none)
 	a2aAgents    map[string]string
 	log          *slog.Logger
 }
@@ -60,7 +64,8 @@ type appConfig struct {
 func addInvokeFlags(cmd *cobra.Command) {
 	cmd.Flags().StringArray("allow-host", nil, "host an http binding may reach (host, host:port, *.domain, loopback or *); repeatable; default $CAPHUB_ALLOW_HOSTS, else loopback only")
 	cmd.Flags().StringArray("allow-grpc-target", nil, "host:port a grpc binding may reach; repeatable; default $CAPHUB_ALLOW_GRPC_TARGETS, else loopback only")
-	cmd.Flags().StringArray("allow-command", nil, "program a cli binding may run; repeatable; default $CAPHUB_ALLOW_COMMANDS, else any")
+	cmd.Flags().StringArray("allow-command", nil, "program a cli binding, or an MCP server saved over the API, may run (name or path, * for any); repeatable; default $CAPHUB_ALLOW_COMMANDS, else none")
+	cmd.Flags().StringArray("allow-env", nil, "environment variable a definition (http auth env, cli env ${VAR}, delegation token_env) or an MCP server saved over the API may read (* for any); repeatable; default $CAPHUB_ALLOW_ENV, else none")
 	cmd.Flags().StringArray("a2a-agent", nil, "NAME=URL of an A2A agent that delegation bindings may name; repeatable")
 }
 
@@ -81,6 +86,7 @@ func appConfigFrom(cmd *cobra.Command, log *slog.Logger) (appConfig, error) {
 		allowHosts:   listFlag(cmd, "allow-host", "CAPHUB_ALLOW_HOSTS"),
 		allowTargets: listFlag(cmd, "allow-grpc-target", "CAPHUB_ALLOW_GRPC_TARGETS"),
 		allowCmds:    listFlag(cmd, "allow-command", "CAPHUB_ALLOW_COMMANDS"),
+		allowEnv:     listFlag(cmd, "allow-env", "CAPHUB_ALLOW_ENV"),
 		a2aAgents:    map[string]string{},
 	}
 	agents, _ := cmd.Flags().GetStringArray("a2a-agent")
@@ -128,7 +134,10 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	}
 	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache(), registry.WithRecorder(a.audit), registry.WithVerifier(verifier))
 	a.closers[0] = a.svc.Close // stops the cache's watch, then closes the store
-	a.servers = discover.NewServers(docs)
+	// What definitions and API-saved servers may make caphub do: the
+	// operator's allow-lists, never the definitions' own say.
+	a.permits = &permit.Permits{Commands: c.allowCmds, Env: c.allowEnv, Hosts: c.allowHosts}
+	a.servers = discover.NewServers(docs, discover.APIPermits(a.permits))
 	a.metrics = metrics.New()
 	if _, err := a.svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions()); err != nil {
 		a.Close()
@@ -144,10 +153,10 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	bindings := []invoke.Binding{
 		native.New(handlers),
 		mcpB,
-		httpbind.New(httpbind.Options{AllowedHosts: c.allowHosts}),
+		httpbind.New(httpbind.Options{AllowedHosts: c.allowHosts, Getenv: a.permits.Getenv}),
 		grpcB,
-		clibind.New(clibind.Options{AllowedCommands: c.allowCmds}),
-		delegation.New(delegation.Options{Agents: c.a2aAgents, AllowedHosts: c.allowHosts}),
+		clibind.New(clibind.Options{AllowedCommands: c.allowCmds, Getenv: a.permits.Getenv}),
+		delegation.New(delegation.Options{Agents: c.a2aAgents, AllowedHosts: c.allowHosts, Getenv: a.permits.Getenv}),
 	}
 	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{})
 	a.pipeline.SetLogger(c.log)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/server/guard"
 	"github.com/caphub/caphub/server/mcpfront"
 	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/caphub/caphub/server/rest"
@@ -78,22 +79,20 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 			if err != nil {
 				return fmt.Errorf("caphub serve on %s %w", addr, err)
 			}
+			hosts, origins := allowedHosts(cmd), allowedOrigins(cmd)
 			gw := mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{
 				Mode: mode, Version: buildVersion(), Log: log, Lazy: true,
-				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
-				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
+				AllowedHosts: hosts, AllowedOrigins: origins,
 			})
 			defer gw.Close() // before a.Close: the gateway watches the store
 			front := mcpfront.New(a.servers, a.pipeline, mcpfront.Options{
 				Version: buildVersion(), Log: log,
-				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
-				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
+				AllowedHosts: hosts, AllowedOrigins: origins,
 			})
 			defer front.Close() // before a.Close: ends sessions, kills the stdio servers it started
 			agentGW := mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
 				Version: buildVersion(), Log: log,
-				AllowedHosts:   listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS"),
-				AllowedOrigins: listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS"),
+				AllowedHosts: hosts, AllowedOrigins: origins,
 			})
 			defer agentGW.Close() // before a.Close: it watches the store
 			mux := http.NewServeMux()
@@ -101,7 +100,8 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 			mux.Handle("/mcp", gw.Handler())              // streamable HTTP
 			mux.Handle("/mcp/sse", gw.Handler())          // HTTP+SSE (GET opens, POST ?sessionid=… sends)
 			mux.Handle("/mcp/servers/", front.Handler())  // saved upstreams fronted: /mcp/servers/{name}[/sse]
-			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents)))
+			api := rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits))
+			mux.Handle("/", api)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)
@@ -110,6 +110,9 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 			if enforce {
 				handler = tokens.Middleware(auth.ScopeFor, mux)
 			}
+			// The guard comes first: a request a web page forged is refused
+			// before anything reads it.
+			handler = guard.New(guard.Options{AllowedHosts: hosts, AllowedOrigins: origins, AcceptsYAML: api.AcceptsYAML}).Handler(handler)
 			srv := &http.Server{
 				Handler:           handler,
 				ReadHeaderTimeout: 10 * time.Second,
@@ -140,10 +143,26 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port); beyond loopback it needs an API token (caphub token create)")
 	cmd.Flags().Bool("auth", false, "require API tokens on loopback too (always on when a token exists or --addr is not loopback)")
 	addToolModeFlag(cmd)
-	cmd.Flags().StringArray("mcp-allow-host", nil, "Host header value /mcp accepts besides loopback names (host, host:port or *); repeatable; default $CAPHUB_MCP_ALLOW_HOSTS")
-	cmd.Flags().StringArray("mcp-allow-origin", nil, "browser Origin /mcp accepts besides loopback ones (scheme://host[:port], scheme://host:* or *); repeatable; default $CAPHUB_MCP_ALLOW_ORIGINS")
+	cmd.Flags().StringArray("allowed-host", nil, "Host header value served besides loopback names (host, host:port or *), for a deployment behind a real host name; repeatable; default $CAPHUB_ALLOWED_HOSTS")
+	cmd.Flags().StringArray("allowed-origin", nil, "browser Origin accepted besides loopback ones (scheme://host[:port], scheme://host:* or *); repeatable; default $CAPHUB_ALLOWED_ORIGINS")
+	// The names before the guard covered every route; kept working.
+	cmd.Flags().StringArray("mcp-allow-host", nil, "")
+	cmd.Flags().StringArray("mcp-allow-origin", nil, "")
+	_ = cmd.Flags().MarkDeprecated("mcp-allow-host", "use --allowed-host")
+	_ = cmd.Flags().MarkDeprecated("mcp-allow-origin", "use --allowed-origin")
 	addInvokeFlags(cmd)
 	return cmd
+}
+
+// allowedHosts are the Host names served besides loopback ones
+// (--allowed-host, and the older --mcp-allow-host).
+func allowedHosts(cmd *cobra.Command) []string {
+	return append(listFlag(cmd, "allowed-host", "CAPHUB_ALLOWED_HOSTS"), listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS")...)
+}
+
+// allowedOrigins are the browser origins accepted besides loopback ones.
+func allowedOrigins(cmd *cobra.Command) []string {
+	return append(listFlag(cmd, "allowed-origin", "CAPHUB_ALLOWED_ORIGINS"), listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS")...)
 }
 
 // isLoopback reports whether addr (host:port) listens on loopback only,
@@ -153,9 +172,5 @@ func isLoopback(addr string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("--addr %q: %v (write host:port, e.g. %s)", addr, err, defaultAddr)
 	}
-	if host == "localhost" {
-		return true, nil
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback(), nil
+	return guard.IsLoopback(host), nil
 }

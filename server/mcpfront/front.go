@@ -115,6 +115,7 @@ import (
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/server/guard"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -171,7 +172,7 @@ type Front struct {
 	opts    Options
 	log     *slog.Logger
 	sdkLog  *slog.Logger
-	guard   guard
+	guard   *guard.Guard
 
 	// ctx lives as long as the front; upstream sessions are bound to it.
 	ctx    context.Context
@@ -223,7 +224,7 @@ func New(servers ServerSource, hooks Hooks, opts Options) *Front {
 		opts:         opts,
 		log:          opts.Log,
 		sdkLog:       slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
-		guard:        newGuard(opts.AllowedOrigins, opts.AllowedHosts),
+		guard:        guard.New(guard.Options{AllowedHosts: opts.AllowedHosts, AllowedOrigins: opts.AllowedOrigins}),
 		ctx:          ctx,
 		cancel:       cancel,
 		upstream:     newUpstreamTransport(),
@@ -265,8 +266,8 @@ func parsePath(p string) (name string, sse bool, ok bool) {
 }
 
 func (f *Front) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := f.guard.check(r); err != nil {
-		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+	if ref := f.guard.Check(r); ref != nil {
+		guard.Write(w, r, ref)
 		return
 	}
 	name, sse, ok := parsePath(r.URL.Path)

@@ -753,27 +753,6 @@ func TestDNSRebindingProtection(t *testing.T) {
 			t.Errorf("Host %q Origin %q: %d, want %d", tc.host, tc.origin, got, tc.want)
 		}
 	}
-
-	g := newGuard([]string{"https://app.example.com", "http://tool.example.com:*"}, []string{"caphub.internal", "api.example.com:8443"})
-	for _, tc := range []struct {
-		host, origin string
-		ok           bool
-	}{
-		{"caphub.internal:8750", "https://app.example.com", true},
-		{"api.example.com:8443", "http://tool.example.com:3000", true},
-		{"api.example.com:9999", "", false},
-		{"caphub.internal", "https://app.example.com:444", false},
-		{"[::1]:8750", "http://[::1]:3000", true},
-	} {
-		req := httptest.NewRequest(http.MethodPost, "/mcp/servers/x", nil)
-		req.Host = tc.host
-		if tc.origin != "" {
-			req.Header.Set("Origin", tc.origin)
-		}
-		if err := g.check(req); (err == nil) != tc.ok {
-			t.Errorf("guard(Host %q, Origin %q) = %v, want ok=%v", tc.host, tc.origin, err, tc.ok)
-		}
-	}
 }
 
 func TestStdioUpstreamAndClose(t *testing.T) {

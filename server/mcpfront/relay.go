@@ -193,6 +193,10 @@ func writeTooLarge(w http.ResponseWriter) {
 // with 400, 404 or 405, as servers that speak only the SSE transport do:
 // the SDK relay then connects, trying SSE too.
 func (f *Front) open(w http.ResponseWriter, r *http.Request, name string, srv *mcpconn.Server, body []byte, init *wireMsg) bool {
+	if err := srv.CheckURL(); err != nil {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("caphub does not connect to the MCP server %q: %v", name, err))
+		return true
+	}
 	headers, err := srv.HTTPHeaders()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("caphub could not connect to the MCP server %q: %v", name, err))

@@ -16,6 +16,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/server/guard"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -54,10 +55,10 @@ type AgentGateways struct {
 	opts   Options
 	log    *slog.Logger
 	sdkLog *slog.Logger
-	// checks holds only log, opts, hosts and origins: it lends the
-	// gateway's Host and Origin checks and its tool-error results, which
-	// read nothing else, so both endpoints answer alike.
+	// checks holds only log and opts: it lends the gateway's tool-error
+	// results, which read nothing else, so both endpoints answer alike.
 	checks *Gateway
+	guard  *guard.Guard // Host, Origin and body type checks
 
 	gen atomic.Uint64 // bumped on every registry change the store reports
 
@@ -108,7 +109,8 @@ func NewAgentGateways(agents *agent.Agents, inv Invoker, store registry.Store, o
 	a := &AgentGateways{
 		agents: agents, store: store, inv: inv, opts: opts, log: log,
 		sdkLog:  slog.New(minLevelHandler{h: log.Handler(), min: slog.LevelWarn}),
-		checks:  &Gateway{opts: opts, log: log, origins: lowerAll(opts.AllowedOrigins), hosts: lowerAll(opts.AllowedHosts)},
+		checks:  &Gateway{opts: opts, log: log},
+		guard:   opts.newGuard(),
 		servers: map[string]*agentServer{},
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -179,15 +181,9 @@ func (a *AgentGateways) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the MCP agent endpoints are shut down: caphub is stopping", http.StatusServiceUnavailable)
 		return
 	}
-	if err := a.checks.checkHost(r.Host); err != nil {
-		http.Error(w, err.Error(), http.StatusForbidden)
+	if ref := a.guard.Check(r); ref != nil {
+		guard.Write(w, r, ref)
 		return
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		if err := a.checks.checkOrigin(origin); err != nil {
-			http.Error(w, err.Error(), http.StatusForbidden)
-			return
-		}
 	}
 	id, ok := agentIDOf(r)
 	if !ok {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/server/guard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -104,8 +105,7 @@ type Gateway struct {
 	server     *mcp.Server
 	streamable *mcp.StreamableHTTPHandler
 	sse        *mcp.SSEHandler
-	origins    []string // AllowedOrigins, lower-cased
-	hosts      []string // AllowedHosts, lower-cased
+	guard      *guard.Guard // Host, Origin and body type checks
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -157,7 +157,7 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 	}
 	g := &Gateway{
 		reg: reg, store: store, inv: inv, opts: opts, log: log,
-		origins: lowerAll(opts.AllowedOrigins), hosts: lowerAll(opts.AllowedHosts),
+		guard:  opts.newGuard(),
 		kick:   make(chan struct{}, 1),
 		byName: map[string]*toolEntry{}, byBase: map[string]*toolEntry{},
 	}

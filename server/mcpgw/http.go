@@ -2,13 +2,12 @@ package mcpgw
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/caphub/caphub/server/guard"
 )
 
 // Handler serves MCP over HTTP. Mount it on a path P and on P/sse, without
@@ -38,15 +37,9 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the MCP gateway is shut down: caphub is stopping", http.StatusServiceUnavailable)
 		return
 	}
-	if err := g.checkHost(r.Host); err != nil {
-		http.Error(w, err.Error(), http.StatusForbidden)
+	if ref := g.guard.Check(r); ref != nil {
+		guard.Write(w, r, ref)
 		return
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		if err := g.checkOrigin(origin); err != nil {
-			http.Error(w, err.Error(), http.StatusForbidden)
-			return
-		}
 	}
 	g.activate()
 	rc := http.NewResponseController(w)
@@ -82,61 +75,8 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) {
 	g.sse.ServeHTTP(w, r)
 }
 
-// checkHost accepts loopback names and addresses, and AllowedHosts.
-func (g *Gateway) checkHost(hostport string) error {
-	if hostport == "" {
-		return fmt.Errorf("forbidden: the request has no Host header; caphub's MCP endpoint needs one naming a loopback host (localhost, 127.0.0.1 or [::1])")
-	}
-	host := strings.ToLower(hostport)
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if isLoopbackHost(host) {
-		return nil
-	}
-	for _, a := range g.hosts {
-		if a == "*" || a == host || a == strings.ToLower(hostport) {
-			return nil
-		}
-	}
-	return fmt.Errorf("forbidden: Host %q is not allowed: caphub's MCP endpoint accepts loopback hosts (localhost, 127.0.0.1, [::1]) to prevent DNS rebinding; allow other names with the gateway's allowed hosts", hostport)
-}
-
-// checkOrigin accepts loopback origins (http or https, any port) and
-// AllowedOrigins.
-func (g *Gateway) checkOrigin(origin string) error {
-	o := strings.TrimSuffix(strings.ToLower(origin), "/")
-	u, err := url.Parse(o)
-	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && isLoopbackHost(u.Hostname()) {
-		return nil
-	}
-	for _, a := range g.origins {
-		a = strings.TrimSuffix(a, "/")
-		if a == "*" || a == o {
-			return nil
-		}
-		if prefix, ok := strings.CutSuffix(a, ":*"); ok && err == nil && u.Scheme+"://"+u.Hostname() == prefix {
-			return nil
-		}
-	}
-	return fmt.Errorf("forbidden: Origin %q is not allowed: caphub's MCP endpoint accepts requests from loopback origins (http://localhost, http://127.0.0.1, http://[::1], any port); allow other origins with the gateway's allowed origins", origin)
-}
-
-// isLoopbackHost reports whether host (no port, no brackets) is localhost
-// or a loopback IP address.
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func lowerAll(s []string) []string {
-	out := slices.Clone(s)
-	for i := range out {
-		out[i] = strings.ToLower(strings.TrimSpace(out[i]))
-	}
-	return out
+// newGuard is the request guard of caphub serve (package guard) for the
+// gateway's own handlers, so that they are safe when mounted alone too.
+func (o Options) newGuard() *guard.Guard {
+	return guard.New(guard.Options{AllowedHosts: o.AllowedHosts, AllowedOrigins: o.AllowedOrigins})
 }

@@ -34,7 +34,7 @@ func (s *Server) agentRoutes(agents *agent.Agents) []route {
 	return []route{
 		{method: "GET", path: "/v1/agents", summary: "List agents", handler: h.list, responses: map[int]string{200: "items and total"}},
 		{method: "GET", path: "/v1/agents/{id}", summary: "An agent: prompt, capabilities by position, applied manifest", params: id, handler: h.get, responses: map[int]string{200: "agent", 404: "no such agent"}},
-		{method: "PUT", path: "/v1/agents/{id}", summary: "Create or replace an agent from its OSSA v0.2.9 manifest (JSON, or YAML with Content-Type application/yaml)", params: id, body: "OSSA agent manifest (kind: Agent)", handler: h.put,
+		{method: "PUT", path: "/v1/agents/{id}", summary: "Create or replace an agent from its OSSA v0.2.9 manifest (JSON, or YAML with Content-Type application/yaml)", params: id, body: "OSSA agent manifest (kind: Agent)", yaml: true, handler: h.put,
 			responses: map[int]string{200: "agent applied", 400: "unreadable body, or metadata.name differs from the path", 422: "manifest issues: schema, unresolvable or unavailable capabilities, tool-name conflicts"}},
 		{method: "DELETE", path: "/v1/agents/{id}", summary: "Delete an agent", params: id, handler: h.delete, responses: map[int]string{204: "deleted", 404: "no such agent"}},
 		{method: "GET", path: "/v1/agents/{id}/capabilities", summary: "An agent's capabilities (everruns shape: capability_id and position)", params: id, handler: h.getCapabilities, responses: map[int]string{200: "items and total", 404: "no such agent"}},
@@ -114,6 +114,13 @@ func (h agentHandlers) put(w http.ResponseWriter, r *http.Request) error {
 	}
 	if name := m.Metadata.Name; name != "" && name != id {
 		return badRequest(fmt.Sprintf("the manifest's metadata.name is %q but the path names agent %q: PUT it to /v1/agents/%s, or change metadata.name", name, id, name))
+	}
+	for uri, b := range m.Spec.CapabilityBindings {
+		if bm, ok := b.(map[string]any); ok && bm[capability.BindingCLI] != nil {
+			if err := requireAdmin(r, fmt.Sprintf("the agent's capability_bindings give %s a cli binding", uri)); err != nil {
+				return err
+			}
+		}
 	}
 	ag, _, err := h.agents.Apply(r.Context(), m)
 	var me *agent.ManifestError

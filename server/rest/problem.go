@@ -62,6 +62,7 @@ func problemFor(err error) *Problem {
 		re *requestError
 		ue *discover.UpstreamError
 		ae *agentIssueError
+		sc *scopeError
 	)
 	switch {
 	case errors.As(err, &ba):
@@ -74,6 +75,8 @@ func problemFor(err error) *Problem {
 			}
 		}
 		return p
+	case errors.As(err, &sc):
+		return &Problem{Type: problemBase + "insufficient-scope", Title: "The token lacks the scope this request needs", Status: http.StatusForbidden, Detail: err.Error()}
 	case errors.As(err, &ae):
 		return &Problem{Type: problemBase + "invalid-agent", Title: "The agent's manifest or capabilities cannot be applied", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ae.ve.Issues}
 	case errors.As(err, &ve):

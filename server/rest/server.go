@@ -25,6 +25,7 @@ import (
 	"github.com/caphub/caphub/format/ossa"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/permit"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -34,18 +35,26 @@ const MaxBodySize = 32 << 20
 // Server is the REST API over a registry.Service.
 type Server struct {
 	svc       *registry.Service
-	servers   discover.ServerAPI // saved MCP servers; nil when the store keeps no documents
-	invoker   Invoker            // POST /v1/invoke when set
-	approvals *policy.Approvals  // /v1/approvals when set
-	agents    *agent.Agents      // /v1/agents; from the store's documents when not given
-	metrics   http.Handler       // GET /metrics when set
+	servers   *discover.Servers // saved MCP servers; nil when the store keeps no documents
+	invoker   Invoker           // POST /v1/invoke when set
+	approvals *policy.Approvals // /v1/approvals when set
+	agents    *agent.Agents     // /v1/agents; from the store's documents when not given
+	metrics   http.Handler      // GET /metrics when set
+	permits   *permit.Permits   // what servers saved over the API may do
 	mux       *http.ServeMux
-	log       *slog.Logger
-	version   string
+	// yamlRoutes matches the routes whose body may be YAML (AcceptsYAML).
+	yamlRoutes *http.ServeMux
+	log        *slog.Logger
+	version    string
 }
 
 // Option configures a Server.
 type Option func(*Server)
+
+// WithPermits sets the operator's allow-lists, which bound what a server
+// saved or discovered over the API may make caphub do (start a program,
+// read a variable, reach a host). Without it: nothing, and loopback only.
+func WithPermits(p *permit.Permits) Option { return func(s *Server) { s.permits = p } }
 
 // WithVersion sets caphub's version, reported by discoveries.
 func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
@@ -65,11 +74,13 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 		log = slog.Default()
 	}
 	s := &Server{svc: svc, mux: http.NewServeMux(), log: log, version: "dev"}
-	if docs, ok := svc.Store().(registry.DocStore); ok {
-		s.servers = discover.NewServers(docs)
-	}
 	for _, o := range opts {
 		o(s)
+	}
+	if docs, ok := svc.Store().(registry.DocStore); ok {
+		// What is saved here arrived over the API: the operator's
+		// allow-lists bound it.
+		s.servers = discover.NewServers(docs, discover.SavedOverAPI(), discover.APIPermits(s.permits))
 	}
 	s.routes()
 	return s
@@ -91,6 +102,7 @@ type route struct {
 	summary      string
 	params       []param
 	body         string // request body description, "" for none
+	yaml         bool   // the body may be YAML (application/yaml) as well as JSON
 	handler      func(http.ResponseWriter, *http.Request) error
 	responses    map[int]string
 }
@@ -120,7 +132,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/registry/capabilities", summary: "List capabilities (highest version of each unless all_versions)", params: listParams, handler: s.list, responses: map[int]string{200: "items and total"}},
 		{method: "GET", path: "/registry/capabilities/{domain}", summary: "List the capabilities of a domain", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items and total"}},
 		{method: "GET", path: "/registry/capabilities/{domain}/{name}", summary: "All versions of a capability, or with name@version one version", params: append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 404: "not found"}},
-		{method: "POST", path: "/registry/capabilities", summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml)", body: "OSSA capability document", handler: s.register,
+		{method: "POST", path: "/registry/capabilities", summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml)", body: "OSSA capability document", yaml: true, handler: s.register,
 			responses: map[int]string{201: "registered", 200: "identical content already registered", 409: "version registered with other content", 422: "invalid definition or version bump too small"}},
 		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
 		{method: "POST", path: "/registry/negotiate", summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
@@ -142,8 +154,19 @@ func (s *Server) routeTable() []route {
 	return append(routes, s.invokeRoutes()...)
 }
 
+// AcceptsYAML reports whether the route a request goes to documents a YAML
+// body; the request guard (package guard) refuses YAML elsewhere.
+func (s *Server) AcceptsYAML(r *http.Request) bool {
+	_, pattern := s.yamlRoutes.Handler(r)
+	return pattern != ""
+}
+
 func (s *Server) routes() {
+	s.yamlRoutes = http.NewServeMux()
 	for _, rt := range s.routeTable() {
+		if rt.yaml {
+			s.yamlRoutes.Handle(rt.method+" "+rt.path, http.NotFoundHandler())
+		}
 		h := rt.handler
 		s.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
@@ -328,6 +351,11 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	defs, err := readDefinitions(r)
 	if err != nil {
 		return err
+	}
+	if what := spawnsProgram(defs); what != "" {
+		if err := requireAdmin(r, what); err != nil {
+			return err
+		}
 	}
 	results, err := s.svc.RegisterBatch(r.Context(), defs)
 	if err != nil {

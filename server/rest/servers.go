@@ -59,7 +59,12 @@ func (s *Server) readServer(r *http.Request) (*mcpconn.Server, error) {
 	if err := srv.Validate(); err != nil {
 		return nil, badRequest(err.Error())
 	}
-	return &srv, nil
+	if srv.Command != "" {
+		if err := requireAdmin(r, fmt.Sprintf("the server %q runs a program (%s)", srv.Name, srv.Command)); err != nil {
+			return nil, err
+		}
+	}
+	return s.servers.Bound(&srv), nil
 }
 
 func (s *Server) putServer(w http.ResponseWriter, r *http.Request) error {

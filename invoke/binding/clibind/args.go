@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/permit"
 )
 
 // fillArgs fills each argument template with the input (see the package
@@ -138,7 +139,7 @@ func (b *Binding) env(bindingEnv map[string]string) ([]string, error) {
 		})
 		if missing != "" {
 			e := noBinding(map[string]any{"env": missing},
-				"bindings.cli.env.%s references ${%s}, which is not set in caphub's environment: set it and retry, or remove the reference", k, missing)
+				"bindings.cli.env.%s references ${%s}, which is not available: %s, or remove the reference", k, missing, permit.EnvHint(missing))
 			e.Cause = fmt.Errorf("%w: %s", ErrMissingEnv, missing)
 			return nil, e
 		}
@@ -165,9 +166,9 @@ func (b *Binding) program(name string, env []string) (string, error) {
 		}
 	}
 	path, lookErr := lookPath(name, pathVar)
-	if len(b.allowed) > 0 && !b.isAllowed(name, path, pathVar) {
-		e := noBinding(map[string]any{"command": name},
-			"program %s is not among the allowed commands (%s): add it to the allowed CLI commands (clibind Options.AllowedCommands) to permit it", name, strings.Join(b.allowed, ", "))
+	look := func(a string) (string, error) { return lookPath(a, pathVar) }
+	if err := (&permit.Permits{Commands: b.allowed}).Command(name, path, look); err != nil {
+		e := noBinding(map[string]any{"command": name}, "%v", err)
 		e.Cause = ErrCommandNotAllowed
 		return "", e
 	}
@@ -175,25 +176,6 @@ func (b *Binding) program(name string, env []string) (string, error) {
 		return "", noBinding(map[string]any{"command": name}, "%v", lookErr)
 	}
 	return path, nil
-}
-
-// isAllowed reports whether the program name (resolved to path) is listed.
-func (b *Binding) isAllowed(name, path, pathVar string) bool {
-	for _, a := range b.allowed {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			continue
-		}
-		if a == name || (strings.Contains(a, "/") && path != "" && filepath.Clean(a) == path) {
-			return true
-		}
-		if !strings.Contains(a, "/") && path != "" {
-			if p, err := lookPath(a, pathVar); err == nil && p == path {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // lookPath finds an executable: a name with "/" as it is, a bare name in

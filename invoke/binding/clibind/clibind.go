@@ -26,10 +26,10 @@
 // Program. argv[0] must be literal: a placeholder there is refused, because
 // the input must never choose what runs. A bare name is looked up in the
 // child's PATH (relative PATH entries are skipped); a name with a "/" is used
-// as it is. When Options.AllowedCommands is not empty, argv[0] must be one of
-// its entries, or resolve to the same file path as one of them (no symlink
-// resolution); an empty list allows any program, since the definitions
-// themselves are trusted to name their commands.
+// as it is. argv[0] must be one of Options.AllowedCommands, or resolve to
+// the same file path as one of them (no symlink resolution); "*" allows any
+// program, and an empty list none: definitions arrive over the API, so which
+// programs run is the operator's decision (caphub --allow-command).
 //
 // Absent fields. An absent (or null) optional field drops every argument
 // that names it. When the dropped argument is a value (it does not start
@@ -119,9 +119,9 @@ var baseEnv = []string{"PATH", "HOME", "LANG", "TZ", "TMPDIR"}
 
 // Options configures a Binding.
 type Options struct {
-	// AllowedCommands, when not empty, lists the programs a cli binding may
-	// run: bare names (resolved in the child's PATH) or paths. Empty allows
-	// any program.
+	// AllowedCommands lists the programs a cli binding may run: bare names
+	// (resolved in the child's PATH) or paths; "*" allows any, and empty
+	// none.
 	AllowedCommands []string
 	// Getenv reads caphub's environment (the base variables and ${VAR}
 	// references); nil means os.LookupEnv.

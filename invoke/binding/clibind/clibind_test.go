@@ -66,7 +66,7 @@ func argv(t *testing.T, b *clibind.Binding, args string, input map[string]any) [
 }
 
 func TestArgumentsAreLiteral(t *testing.T) {
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	values := []string{
 		"; rm -rf /", "$(id)", "`id`", `"double" 'single'`, "a b  c", " lead and trail ", "line1\nline2\r\n",
 		"*", "~", "$HOME", "${PATH}", "|| true", "&& false &", "> /tmp/x", "\\", "{y}", "", "--help", "ünïcødé ☃",
@@ -96,7 +96,7 @@ func TestArgumentsAreLiteral(t *testing.T) {
 }
 
 func TestAbsentOptionalFields(t *testing.T) {
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	tmpl := "-v --severity {sev} --format={fmt} {file} -- {pos}"
 	for _, tc := range []struct {
 		name  string
@@ -123,7 +123,7 @@ func TestAbsentOptionalFields(t *testing.T) {
 }
 
 func TestProgramChecks(t *testing.T) {
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	for _, cmd := range []string{"{prog} -x", "/bin/{prog}", "'{prog}'"} {
 		_, err := invokeCLI(t, b, def(&capability.CLIBinding{Command: cmd}), map[string]any{"prog": "/bin/echo"})
 		if err == nil || !strings.Contains(err.Error(), "must never choose what runs") {
@@ -150,13 +150,22 @@ func TestProgramChecks(t *testing.T) {
 	if !errors.Is(err, clibind.ErrCommandNotAllowed) || invokeError(t, err).Code != invoke.CodeNoBinding {
 		t.Errorf("sh with only echo allowed: %v", err)
 	}
+	// No list, no program: definitions arrive over the API, so running one
+	// is the operator's decision.
+	_, err = invokeCLI(t, clibind.New(clibind.Options{}), def(&capability.CLIBinding{Command: "echo hi"}), nil)
+	if !errors.Is(err, clibind.ErrCommandNotAllowed) || !strings.Contains(err.Error(), "--allow-command echo") {
+		t.Errorf("echo with no allowed commands: %v", err)
+	}
 	if b.Kind() != "cli" {
 		t.Errorf("Kind = %s", b.Kind())
 	}
 }
 
+// anyProgram lets the tests run any program.
+var anyProgram = []string{"*"}
+
 func TestParsers(t *testing.T) {
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	for _, tc := range []struct {
 		name, cmd, parser string
 		input             map[string]any
@@ -199,7 +208,7 @@ func TestParsers(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	cmd := `/bin/sh -c 'echo "partial output"; echo "something went wrong: $1" >&2; exit "$2"' sh {what} {code}`
 	for _, tc := range []struct {
 		name      string
@@ -295,7 +304,7 @@ func readPID(t *testing.T, path string) int {
 }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	d := def(&capability.CLIBinding{Command: `/bin/sh -c 'echo $$ > "$1"; sleep 30 & sleep 30 & sleep 30; wait' sh {pidfile}`})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -314,7 +323,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	}
 
 	// No deadline on the context: Options.Timeout applies.
-	b = clibind.New(clibind.Options{Timeout: 200 * time.Millisecond})
+	b = clibind.New(clibind.Options{AllowedCommands: anyProgram, Timeout: 200 * time.Millisecond})
 	_, err = b.Invoke(context.Background(), &invoke.Call{Definition: def(&capability.CLIBinding{Command: "/bin/sleep 30"})})
 	if e := invokeError(t, err); e.Code != invoke.CodeTimeout {
 		t.Errorf("Options.Timeout: err = %v", err)
@@ -322,7 +331,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestLeftoverProcessesKilled(t *testing.T) {
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	for _, script := range []string{
 		`echo $$ > "$1"; sleep 30 & echo done`,                 // the straggler holds stdout open
 		`echo $$ > "$1"; sleep 30 >/dev/null 2>&1 & echo done`, // the straggler holds nothing
@@ -345,7 +354,7 @@ func TestLeftoverProcessesKilled(t *testing.T) {
 func TestMinimalEnvironment(t *testing.T) {
 	t.Setenv("CAPHUB_TEST_SECRET", "do-not-leak")
 	t.Setenv("CAPHUB_TEST_API_KEY", "key-123")
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	d := def(&capability.CLIBinding{Command: "/usr/bin/env", Env: map[string]string{
 		"TOKEN": "${CAPHUB_TEST_API_KEY}", "MIXED": "a$b $$ ${CAPHUB_TEST_API_KEY}-x $HOME", "PLAIN": "v",
 	}})
@@ -379,7 +388,7 @@ func TestMinimalEnvironment(t *testing.T) {
 	}
 
 	// Options.Getenv replaces caphub's environment.
-	b = clibind.New(clibind.Options{Getenv: func(k string) (string, bool) {
+	b = clibind.New(clibind.Options{AllowedCommands: anyProgram, Getenv: func(k string) (string, bool) {
 		v, ok := map[string]string{"HOME": "/home/agent", "K": "v"}[k]
 		return v, ok
 	}})
@@ -391,7 +400,7 @@ func TestMinimalEnvironment(t *testing.T) {
 }
 
 func TestOutputCapped(t *testing.T) {
-	b := clibind.New(clibind.Options{MaxOutputBytes: 1000})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram, MaxOutputBytes: 1000})
 	start := time.Now()
 	_, err := invokeCLI(t, b, def(&capability.CLIBinding{Command: `/bin/sh -c 'while :; do echo xxxxxxxxxxxxxxxxxxxxxxxx; done'`}), nil)
 	if !errors.Is(err, clibind.ErrOutputTooLarge) || !strings.Contains(err.Error(), "MaxOutputBytes") {
@@ -407,7 +416,7 @@ func TestOutputCapped(t *testing.T) {
 }
 
 func TestNoBinding(t *testing.T) {
-	b := clibind.New(clibind.Options{})
+	b := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	_, err := b.Invoke(context.Background(), &invoke.Call{URI: "ossa:x/y@1.0", Definition: &capability.Definition{}})
 	if e := invokeError(t, err); e.Code != invoke.CodeNoBinding || !strings.Contains(e.Message, "ossa:x/y@1.0") {
 		t.Errorf("err = %v", err)
@@ -417,7 +426,7 @@ func TestNoBinding(t *testing.T) {
 // BenchmarkCLIInvoke measures one run of /bin/echo with a placeholder and
 // the text parser: process start-up dominates.
 func BenchmarkCLIInvoke(b *testing.B) {
-	bind := clibind.New(clibind.Options{})
+	bind := clibind.New(clibind.Options{AllowedCommands: anyProgram})
 	call := &invoke.Call{Definition: def(&capability.CLIBinding{Command: "/bin/echo {msg}"}), Input: map[string]any{"msg": "hello"}}
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -27,6 +27,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/permit"
 )
 
 // Options configure the binding.
@@ -106,7 +107,7 @@ func (b *Binding) withToken(t *target, d *capability.DelegationBinding) error {
 	}
 	v, ok := b.opts.Getenv(d.TokenEnv)
 	if !ok || v == "" {
-		return invoke.Errorf(invoke.CodeNoBinding, false, "the delegation binding sends the token in $%s, which is not set in caphub's environment: set it", d.TokenEnv)
+		return invoke.Errorf(invoke.CodeNoBinding, false, "the delegation binding sends the token in $%s, which is not available (unset, empty, or not allowed): %s", d.TokenEnv, permit.EnvHint(d.TokenEnv))
 	}
 	t.token = v
 	return nil

@@ -2,10 +2,11 @@ package grpcbind
 
 import (
 	"fmt"
-	"github.com/caphub/caphub/invoke/binding/allowlist"
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/caphub/caphub/invoke/binding/allowlist"
 )
 
 // parseTarget reads a binding target, "host:port" or "dns:///host:port", and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/permit"
 )
 
 // Auth types of an http binding.
@@ -39,7 +40,7 @@ func (b *Binding) auth(a *capability.HTTPAuth, r *request, query []string) ([]st
 	secret, ok := b.getenv(a.Env)
 	if !ok || secret == "" {
 		e := noBinding(map[string]any{"env": a.Env},
-			"environment variable %s (the secret of this capability's %s auth) is not set or is empty: set it in caphub's environment and retry", a.Env, typ)
+			"environment variable %s (the secret of this capability's %s auth) is not available (unset, empty, or not allowed): %s", a.Env, typ, permit.EnvHint(a.Env))
 		e.Cause = fmt.Errorf("%w: %s", ErrMissingSecret, a.Env)
 		return nil, e
 	}
