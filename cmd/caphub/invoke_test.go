@@ -47,7 +47,8 @@ func TestInvokeThroughServer(t *testing.T) {
 	}
 	node := testpeers.Node(t)
 	pkg := testpeers.NPMPackage(t, "@modelcontextprotocol/server-everything")
-	p := startServe(t, filepath.Join(t.TempDir(), "caphub.db"))
+	// A server saved over the API runs only a program the operator allows.
+	p := startServe(t, filepath.Join(t.TempDir(), "caphub.db"), "--allow-command", node)
 	code, out, errOut := caphub(t, "discover", "mcp", "everything", "--command", node, "--arg", filepath.Join(pkg, "dist", "index.js"), "--arg", "stdio", "--server", p.url)
 	if code != 0 || !strings.Contains(out, "new        mcp:everything/echo@1.0") {
 		t.Fatalf("discover through the server: exit %d\n%s%s", code, out, errOut)

@@ -65,12 +65,13 @@ type serveProc struct {
 	logs *bytes.Buffer
 }
 
-// startServe starts `caphub serve` on db and waits until /healthz answers.
-func startServe(t *testing.T, db string) *serveProc {
+// startServe starts `caphub serve` on db (with extra flags) and waits until
+// /healthz answers.
+func startServe(t *testing.T, db string, flags ...string) *serveProc {
 	t.Helper()
 	addr := freeAddr(t)
 	p := &serveProc{url: "http://" + addr, logs: &bytes.Buffer{}}
-	p.cmd = exec.Command(caphubBinary(t), "serve", "--addr", addr, "--db", db)
+	p.cmd = exec.Command(caphubBinary(t), append([]string{"serve", "--addr", addr, "--db", db}, flags...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -155,6 +155,7 @@ func TestServeAuth(t *testing.T) {
 	}
 	req, _ := http.NewRequest("POST", p.url+"/v1/invoke", strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
