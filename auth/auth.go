@@ -75,6 +75,11 @@ type Token struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// Agent, when set, is the one agent the token acts as: its calls run
+	// as that agent (policy, state, bindings), and it may use that agent's
+	// MCP endpoint only. Without it a token acts as itself ("token:NAME");
+	// only an admin token may act as any agent.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Has reports whether the token grants scope; admin grants every scope.
@@ -101,13 +106,14 @@ type stored struct {
 
 // Tokens creates, lists, revokes and checks tokens in a document store.
 type Tokens struct {
-	docs registry.DocStore
-	now  func() time.Time
+	docs     registry.DocStore
+	now      func() time.Time
+	sessions *sessions // what outlives a request, by token
 }
 
 // New returns the tokens kept in docs.
 func New(docs registry.DocStore) *Tokens {
-	return &Tokens{docs: docs, now: time.Now}
+	return &Tokens{docs: docs, now: time.Now, sessions: newSessions()}
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
@@ -116,6 +122,15 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 // no expiry). It returns the record and the secret, which is not kept and
 // cannot be shown again. Names are unique among active tokens.
 func (t *Tokens) Create(ctx context.Context, name string, scopes []Scope, ttl time.Duration) (*Token, string, error) {
+	return t.CreateForAgent(ctx, name, scopes, ttl, "")
+}
+
+// CreateForAgent is Create for a token bound to one agent (Token.Agent);
+// agentID "" binds none.
+func (t *Tokens) CreateForAgent(ctx context.Context, name string, scopes []Scope, ttl time.Duration, agentID string) (*Token, string, error) {
+	if agentID != "" && !nameRE.MatchString(agentID) {
+		return nil, "", fmt.Errorf("agent %q: an agent ID uses letters, digits, '.', '_', '@' or '-'", agentID)
+	}
 	if !nameRE.MatchString(name) {
 		return nil, "", fmt.Errorf("token name %q: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", name)
 	}
@@ -155,7 +170,7 @@ func (t *Tokens) Create(ctx context.Context, name string, scopes []Scope, ttl ti
 	}
 	id := hex.EncodeToString(idb)
 	secret := Prefix + id + "_" + base64.RawURLEncoding.EncodeToString(secb)
-	rec := stored{Token: Token{ID: id, Name: name, Scopes: sc, CreatedAt: now.Truncate(time.Second)}, Hash: hashOf(secret)}
+	rec := stored{Token: Token{ID: id, Name: name, Scopes: sc, CreatedAt: now.Truncate(time.Second), Agent: agentID}, Hash: hashOf(secret)}
 	if ttl > 0 {
 		exp := now.Add(ttl).Truncate(time.Second)
 		rec.ExpiresAt = &exp
@@ -215,6 +230,27 @@ func (t *Tokens) Revoke(ctx context.Context, id string) (*Token, error) {
 		if err := t.put(ctx, s); err != nil {
 			return nil, err
 		}
+	}
+	tok := s.Token
+	return &tok, nil
+}
+
+// Check returns the current record of the token with id, or an error
+// wrapping ErrUnknown, ErrExpired or ErrRevoked when it no longer
+// authenticates: for sessions that outlive the request that opened them.
+func (t *Tokens) Check(ctx context.Context, id string) (*Token, error) {
+	s, err := t.get(ctx, id)
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, ErrUnknown
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch s.State(t.now()) {
+	case "revoked":
+		return nil, ErrRevoked
+	case "expired":
+		return nil, ErrExpired
 	}
 	tok := s.Token
 	return &tok, nil

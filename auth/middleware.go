@@ -66,13 +66,67 @@ func (t *Tokens) Middleware(required func(r *http.Request) (scope string, public
 				fmt.Sprintf("%s %s needs scope %q; token %s (%s) has %s: create a token with `caphub token create NAME --scope %s`", r.Method, r.URL.Path, scope, tok.ID, tok.Name, scopeList(tok.Scopes), scope), scope)
 			return
 		}
+		caller, err := callerOf(r, tok)
+		if err != nil {
+			writeProblem(w, r, http.StatusForbidden, "forbidden-agent", "The token may not act as this agent", err.Error(), "")
+			return
+		}
+		if sid := sessionOf(r); sid != "" && !t.sessions.owner(sid, tok.ID) {
+			writeProblem(w, r, http.StatusForbidden, "forbidden-session", "The MCP session belongs to another token",
+				fmt.Sprintf("session %s was opened with another token: a session is used by the token that opened it only; open your own with initialize", sid), "")
+			return
+		}
+		ctx, done := t.sessions.track(r.Context(), tok.ID)
+		defer done()
 		actor := Actor(tok)
-		ctx := registry.WithActor(WithToken(r.Context(), tok), actor)
+		ctx = invoke.WithCredential(registry.WithActor(WithToken(ctx, tok), actor), actor)
 		r = r.WithContext(ctx)
 		r.Header = r.Header.Clone() // the caller's request stays as it was
-		r.Header.Set(AgentHeader, actor)
+		r.Header.Set(AgentHeader, caller)
+		if under(r.URL.Path, "/mcp") && sessionOf(r) == "" {
+			w = &sessionWriter{ResponseWriter: w, s: t.sessions, token: tok.ID, sse: r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/sse")}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// callerOf is the identity a request acts as: the agent its token is bound
+// to, else the token itself ("token:NAME"). Acting as another agent (the
+// X-Caphub-Agent header, or the agent endpoint /mcp/agents/{id}) needs a
+// token bound to that agent, or the admin scope.
+func callerOf(r *http.Request, tok *Token) (string, error) {
+	admin := tok.Has(ScopeAdmin)
+	if id, ok := agentOfPath(r.URL.Path); ok && !admin && id != tok.Agent {
+		return "", fmt.Errorf("%s %s acts as agent %q, and token %s (%s) %s: use a token bound to that agent (`caphub token create NAME --scope invoke --agent %s`) or one with the admin scope", r.Method, r.URL.Path, id, tok.ID, tok.Name, boundTo(tok), id)
+	}
+	claimed := r.Header.Get(AgentHeader)
+	switch {
+	case claimed == "" && tok.Agent != "":
+		return tok.Agent, nil
+	case claimed == "", claimed == Actor(tok):
+		return Actor(tok), nil
+	case claimed == tok.Agent, admin:
+		return claimed, nil
+	}
+	return "", fmt.Errorf("the request claims agent %q (%s), and token %s (%s) %s: only a token bound to that agent (`caphub token create NAME --scope invoke --agent %s`) or one with the admin scope may act as it", claimed, AgentHeader, tok.ID, tok.Name, boundTo(tok), claimed)
+}
+
+func boundTo(tok *Token) string {
+	if tok.Agent == "" {
+		return "is bound to no agent"
+	}
+	return fmt.Sprintf("is bound to agent %q", tok.Agent)
+}
+
+// agentOfPath returns the agent ID of an agent endpoint path
+// (/mcp/agents/{id}).
+func agentOfPath(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/mcp/agents/")
+	if !ok {
+		return "", false
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return id, true
 }
 
 func bearerOf(r *http.Request) (string, error) {

@@ -264,25 +264,71 @@ func TestMiddleware401(t *testing.T) {
 func TestMiddlewareActor(t *testing.T) {
 	_, st := restServer(t)
 	toks := auth.New(st)
-	_, secret, err := toks.Create(context.Background(), "ci-bot", []auth.Scope{auth.ScopeRead}, 0)
+	ctx := context.Background()
+	_, bot, err := toks.Create(ctx, "ci-bot", []auth.Scope{auth.ScopeRead, auth.ScopeInvoke}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var actor, header string
+	_, scanner, err := toks.CreateForAgent(ctx, "scanner-key", []auth.Scope{auth.ScopeInvoke}, 0, "scanner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, admin, err := toks.Create(ctx, "root", []auth.Scope{auth.ScopeAdmin}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actor, header, cred string
 	var tok *auth.Token
 	h := toks.Middleware(auth.ScopeFor, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		actor = registry.ActorFrom(r.Context())
 		header = r.Header.Get(auth.AgentHeader)
+		cred = invoke.CredentialFrom(r.Context())
 		tok, _ = auth.FromContext(r.Context())
 	}))
-	r := httptest.NewRequest("GET", "/v1/capabilities", nil)
-	r.Header.Set("Authorization", "Bearer "+secret)
-	r.Header.Set(auth.AgentHeader, "someone-else")
-	h.ServeHTTP(httptest.NewRecorder(), r)
-	if actor != "token:ci-bot" || header != "token:ci-bot" || tok == nil || tok.Name != "ci-bot" {
-		t.Fatalf("actor %q, header %q, token %+v; want token:ci-bot", actor, header, tok)
-	}
-	if r.Header.Get(auth.AgentHeader) != "someone-else" {
-		t.Error("the middleware changed the caller's request headers")
+	for _, tc := range []struct {
+		name, secret, path, claim string
+		status                    int
+		caller                    string
+	}{
+		{"token acts as itself", bot, "/v1/capabilities", "", 200, "token:ci-bot"},
+		{"token claims another agent", bot, "/v1/capabilities", "someone-else", 403, ""},
+		{"token on an agent's endpoint", bot, "/mcp/agents/boss", "", 403, ""},
+		{"bound token acts as its agent", scanner, "/v1/invoke", "", 200, "scanner"},
+		{"bound token names its agent", scanner, "/v1/invoke", "scanner", 200, "scanner"},
+		{"bound token on its agent's endpoint", scanner, "/mcp/agents/scanner", "", 200, "scanner"},
+		{"bound token on another agent's endpoint", scanner, "/mcp/agents/boss", "", 403, ""},
+		{"bound token claims another agent", scanner, "/v1/invoke", "boss", 403, ""},
+		{"admin acts as any agent", admin, "/v1/invoke", "boss", 200, "boss"},
+		{"admin on an agent's endpoint", admin, "/mcp/agents/boss", "", 200, "token:root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			header, tok = "", nil
+			method := "GET"
+			if tc.path == "/v1/invoke" {
+				method = "POST"
+			}
+			r := httptest.NewRequest(method, tc.path, nil)
+			r.Header.Set("Authorization", "Bearer "+tc.secret)
+			if tc.claim != "" {
+				r.Header.Set(auth.AgentHeader, tc.claim)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.status {
+				t.Fatalf("%d %s, want %d", w.Code, w.Body, tc.status)
+			}
+			if tc.status != 200 {
+				if !strings.Contains(w.Body.String(), "--agent") {
+					t.Errorf("the refusal does not say how to get a token for the agent: %s", w.Body)
+				}
+				return
+			}
+			if header != tc.caller || tok == nil || actor != auth.Actor(tok) || cred != auth.Actor(tok) {
+				t.Errorf("caller %q actor %q credential %q, want caller %q", header, actor, cred, tc.caller)
+			}
+			if r.Header.Get(auth.AgentHeader) != tc.claim {
+				t.Error("the middleware changed the caller's request headers")
+			}
+		})
 	}
 }

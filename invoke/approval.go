@@ -30,3 +30,19 @@ func ApprovalFrom(ctx context.Context) string {
 	id, _ := ctx.Value(approvalKey{}).(string)
 	return id
 }
+
+// credentialKey carries who authenticated a call.
+type credentialKey struct{}
+
+// WithCredential returns ctx carrying who authenticated the request (a
+// token's actor, "token:NAME"), recorded beside the caller (the agent it
+// acts as) in the invocation record.
+func WithCredential(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, credentialKey{}, who)
+}
+
+// CredentialFrom returns what WithCredential put in ctx, or "".
+func CredentialFrom(ctx context.Context) string {
+	c, _ := ctx.Value(credentialKey{}).(string)
+	return c
+}

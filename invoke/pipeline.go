@@ -45,7 +45,10 @@ type Record struct {
 	URI        string    `json:"uri"`
 	Version    string    `json:"version,omitempty"`
 	Caller     string    `json:"caller,omitempty"`
-	Binding    string    `json:"binding,omitempty"`
+	// Credential is who authenticated the call ("token:NAME"), when it is
+	// not the caller itself: a token acting as an agent.
+	Credential string `json:"credential,omitempty"`
+	Binding    string `json:"binding,omitempty"`
 	Attempts   []Attempt `json:"attempts"`
 	DurationMS float64   `json:"duration_ms"`
 	Code       string    `json:"code,omitempty"` // "" on success
@@ -188,6 +191,9 @@ func (p *Pipeline) Invoke(ctx context.Context, req Request) (*Result, error) {
 	res, rec, err := p.invoke(ctx, req)
 	d := time.Since(start)
 	rec.Time, rec.DurationMS, rec.Caller = start.UTC(), ms(d), req.Caller
+	if c := CredentialFrom(ctx); c != req.Caller {
+		rec.Credential = c
+	}
 	if rec.URI == "" {
 		rec.URI = req.URI
 	}

@@ -109,6 +109,11 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 			var handler http.Handler = mux
 			if enforce {
 				handler = tokens.Middleware(auth.ScopeFor, mux)
+				// A revoked or expired token's open streams end within
+				// tokenRecheck.
+				go tokens.Supervise(ctx, tokenRecheck, func(id string, n int) {
+					log.Info("token no longer valid: its open requests were ended", "token", id, "requests", n)
+				})
 			}
 			// The guard comes first: a request a web page forged is refused
 			// before anything reads it.
@@ -153,6 +158,9 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 	addInvokeFlags(cmd)
 	return cmd
 }
+
+// tokenRecheck is how often serve re-checks the tokens of open streams.
+const tokenRecheck = 2 * time.Second
 
 // allowedHosts are the Host names served besides loopback ones
 // (--allowed-host, and the older --mcp-allow-host).

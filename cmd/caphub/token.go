@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
@@ -60,7 +61,7 @@ func newTokenCreateCmd() *cobra.Command {
 invoke, admin) and prints its secret on standard output, alone on a line, so that scripts can
 capture it; the details go to standard error. The secret cannot be shown again: store it now.
 --expires sets a lifetime (e.g. 720h); without it the token does not expire.`,
-		Example: "  caphub token create admin --scope admin\n  caphub token create ci-bot --scope read --scope invoke --expires 720h\n  export CAPHUB_TOKEN=$(caphub token create reader --scope read)",
+		Example: "  caphub token create admin --scope admin\n  caphub token create ci-bot --scope read --scope invoke --expires 720h\n  caphub token create scanner-key --scope invoke --agent security-scanner\n  export CAPHUB_TOKEN=$(caphub token create reader --scope read)",
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd)
@@ -85,12 +86,18 @@ capture it; the details go to standard error. The secret cannot be shown again: 
 			if ttl < 0 {
 				return &usageError{fmt.Errorf("--expires %s: give a positive duration such as 720h, or leave it out for no expiry", ttl)}
 			}
+			agentID, _ := cmd.Flags().GetString("agent")
+			if agentID != "" {
+				if err := agent.CheckID(agentID); err != nil {
+					return &usageError{fmt.Errorf("--agent: %w", err)}
+				}
+			}
 			toks, closeStore, err := openTokens(cmd)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
-			tok, secret, err := toks.Create(cmd.Context(), args[0], scopes, ttl)
+			tok, secret, err := toks.CreateForAgent(cmd.Context(), args[0], scopes, ttl, agentID)
 			if err != nil {
 				return err
 			}
@@ -100,14 +107,19 @@ capture it; the details go to standard error. The secret cannot be shown again: 
 					Secret string `json:"token"`
 				}{tok, secret})
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Created token %s (id %s), scopes %s, %s. Store the secret now: it is not shown again.\n",
-				tok.Name, tok.ID, joinScopes(tok.Scopes), expiry(tok))
+			actsAs := "acting as itself"
+			if tok.Agent != "" {
+				actsAs = "acting as agent " + tok.Agent
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Created token %s (id %s), scopes %s, %s, %s. Store the secret now: it is not shown again.\n",
+				tok.Name, tok.ID, joinScopes(tok.Scopes), actsAs, expiry(tok))
 			fmt.Fprintln(cmd.OutOrStdout(), secret)
 			return nil
 		},
 	}
 	cmd.Flags().StringArray("scope", nil, "scope the token grants: read, publish, invoke or admin; repeatable")
 	cmd.Flags().Duration("expires", 0, "lifetime, e.g. 720h (default: no expiry)")
+	cmd.Flags().String("agent", "", "bind the token to one agent: its calls run as that agent, and it may use /mcp/agents/ID only (admin tokens may act as any agent)")
 	addFormatFlag(cmd)
 	return cmd
 }
@@ -149,13 +161,17 @@ func newTokenListCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tCREATED\tEXPIRES\tSTATE")
+			fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tAGENT\tCREATED\tEXPIRES\tSTATE")
 			for _, t := range all {
 				exp := "never"
 				if t.ExpiresAt != nil {
 					exp = t.ExpiresAt.Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, joinScopes(t.Scopes), t.CreatedAt.Format(time.RFC3339), exp, t.State(now))
+				agentID := "-"
+				if t.Agent != "" {
+					agentID = t.Agent
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, joinScopes(t.Scopes), agentID, t.CreatedAt.Format(time.RFC3339), exp, t.State(now))
 			}
 			return tw.Flush()
 		},
