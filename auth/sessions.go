@@ -20,7 +20,7 @@ const sessionHeader = "Mcp-Session-Id"
 // so that revoking a token ends its open streams (Tokens.Supervise).
 type sessions struct {
 	mu    sync.Mutex
-	bound map[string]binding                        // session id → its token
+	bound map[string]binding                          // session id → its token
 	live  map[string]map[*int]context.CancelCauseFunc // token id → requests in flight
 }
 

@@ -41,14 +41,14 @@ type Recorder interface {
 
 // Record describes one finished invocation.
 type Record struct {
-	Time       time.Time `json:"time"`
-	URI        string    `json:"uri"`
-	Version    string    `json:"version,omitempty"`
-	Caller     string    `json:"caller,omitempty"`
+	Time    time.Time `json:"time"`
+	URI     string    `json:"uri"`
+	Version string    `json:"version,omitempty"`
+	Caller  string    `json:"caller,omitempty"`
 	// Credential is who authenticated the call ("token:NAME"), when it is
 	// not the caller itself: a token acting as an agent.
-	Credential string `json:"credential,omitempty"`
-	Binding    string `json:"binding,omitempty"`
+	Credential string    `json:"credential,omitempty"`
+	Binding    string    `json:"binding,omitempty"`
 	Attempts   []Attempt `json:"attempts"`
 	DurationMS float64   `json:"duration_ms"`
 	Code       string    `json:"code,omitempty"` // "" on success
