@@ -101,7 +101,8 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 			mux.Handle("/mcp", gw.Handler())              // streamable HTTP
 			mux.Handle("/mcp/sse", gw.Handler())          // HTTP+SSE (GET opens, POST ?sessionid=… sends)
 			mux.Handle("/mcp/servers/", front.Handler())  // saved upstreams fronted: /mcp/servers/{name}[/sse]
-			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents)))
+			budget, _ := cmd.Flags().GetDuration("request-timeout")
+			mux.Handle("/", rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithRequestTimeout(budget)))
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)
@@ -139,6 +140,7 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 	}
 	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port); beyond loopback it needs an API token (caphub token create)")
 	cmd.Flags().Bool("auth", false, "require API tokens on loopback too (always on when a token exists or --addr is not loopback)")
+	cmd.Flags().Duration("request-timeout", rest.DefaultRequestTimeout, "time budget of a REST request (not of /mcp streams): past it the request is cancelled and answered 503; 0 for none")
 	addToolModeFlag(cmd)
 	cmd.Flags().StringArray("mcp-allow-host", nil, "Host header value /mcp accepts besides loopback names (host, host:port or *); repeatable; default $CAPHUB_MCP_ALLOW_HOSTS")
 	cmd.Flags().StringArray("mcp-allow-origin", nil, "browser Origin /mcp accepts besides loopback ones (scheme://host[:port], scheme://host:* or *); repeatable; default $CAPHUB_MCP_ALLOW_ORIGINS")

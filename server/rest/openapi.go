@@ -83,7 +83,16 @@ func (s *Server) OpenAPI() map[string]any {
 // request is held to.
 func (s *Server) apiDescription() string {
 	return "Capability registry for AI agents: the OSSA registry API (§5.2), registration under the versioning rules, deprecation, negotiation, search, and the everruns capability shape. " +
-		fmt.Sprintf("Every list and search answers one page: %d items unless limit says otherwise, at most %d (a larger limit is refused with 400); next_cursor and a Link rel=\"next\" header continue.", DefaultPageSize, MaxPageSize)
+		fmt.Sprintf("Every list and search answers one page: %d items unless limit says otherwise, at most %d (a larger limit is refused with 400); next_cursor and a Link rel=\"next\" header continue.", DefaultPageSize, MaxPageSize) +
+		s.budgetDescription()
+}
+
+// budgetDescription documents the request time budget.
+func (s *Server) budgetDescription() string {
+	if s.budget <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Every request has a time budget of %s (caphub serve --request-timeout): past it the request is cancelled and answered 503 with a problem naming the budget.", s.budget)
 }
 
 func operationID(method, path string) string {

@@ -42,6 +42,7 @@ type Server struct {
 	mux       *http.ServeMux
 	log       *slog.Logger
 	version   string
+	budget    time.Duration // time budget of a request; 0: none
 }
 
 // Option configures a Server.
@@ -64,7 +65,7 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{svc: svc, mux: http.NewServeMux(), log: log, version: "dev"}
+	s := &Server{svc: svc, mux: http.NewServeMux(), log: log, version: "dev", budget: DefaultRequestTimeout}
 	if docs, ok := svc.Store().(registry.DocStore); ok {
 		s.servers = discover.NewServers(docs)
 	}
@@ -75,14 +76,15 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	return s
 }
 
-// ServeHTTP serves the API. Changes are recorded as made by the agent the
+// ServeHTTP serves the API, each request within the time budget (see
+// WithRequestTimeout). Changes are recorded as made by the agent the
 // request names (X-Caphub-Agent), else by the remote address.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	actor := r.Header.Get(invoke.CallerHeader)
 	if actor == "" {
 		actor = "rest:" + r.RemoteAddr
 	}
-	s.mux.ServeHTTP(w, r.WithContext(registry.WithActor(ApprovalContext(r), actor)))
+	s.withinBudget(w, r.WithContext(registry.WithActor(ApprovalContext(r), actor)), s.mux)
 }
 
 // route is one endpoint; the list feeds both the mux and the OpenAPI document.
