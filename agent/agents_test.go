@@ -187,7 +187,9 @@ func TestConfigProblems(t *testing.T) {
 	a, svc := newAgents(t)
 	ctx := context.Background()
 	// Two capabilities whose tool names collide: ossa:mcp/x_y and mcp:x/y
-	// both give mcp_x_y; a second major version of add gives everruns_add.
+	// both give mcp_x_y (registration refuses that now, so they are stored
+	// as a registry from before the rule holds them); a second major
+	// version of add gives everruns_add.
 	base := builtinDef(t, "ossa:everruns/get_current_time@1.0")
 	var defs []capability.Definition
 	for _, uri := range []string{"ossa:mcp/x_y@1.0", "mcp:x/y@1.0", "ossa:everruns/add@2.0", "ossa:other/add@1.0"} {
@@ -197,8 +199,15 @@ func TestConfigProblems(t *testing.T) {
 		d.DocumentationURL, d.Domains, d.Categories = "", nil, nil
 		defs = append(defs, d)
 	}
-	if _, err := svc.RegisterBatch(ctx, defs); err != nil {
+	if _, err := svc.RegisterBatch(ctx, defs[2:]); err != nil {
 		t.Fatal(err)
+	}
+	for _, d := range defs[:2] {
+		k, _ := registry.KeyOf(&d)
+		digest, _ := registry.Digest(&d)
+		if _, err := svc.Store().Put(ctx, []registry.Record{{Key: k, Definition: d, Digest: digest}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	for _, tc := range []struct {

@@ -262,10 +262,10 @@ func (a listAnswer) page() registry.Page {
 	return p
 }
 
-// Versions lists every version of a capability; none is not an error.
+// Versions lists every version of a capability, page after page; none is
+// not an error.
 func (c *Client) Versions(ctx context.Context, scheme, domain, name string) ([]registry.Record, error) {
-	var a listAnswer
-	_, err := c.do(ctx, http.MethodGet, capPath(domain, name)+"?scheme="+url.QueryEscape(scheme), nil, &a)
+	a, err := c.listPages(ctx, capPath(domain, name), url.Values{"scheme": {scheme}}, 0)
 	if errors.Is(err, registry.ErrNotFound) {
 		return []registry.Record{}, nil
 	}
@@ -294,27 +294,26 @@ func filterQuery(f registry.ListFilter) url.Values {
 	if f.AllVersions {
 		q.Set("all_versions", "true")
 	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
 	return q
 }
 
-// List lists capabilities.
+// List lists capabilities: f.Limit of them, or with Limit 0 every one from
+// f.Cursor on, read a page at a time (the server answers at most
+// MaxPageSize per request).
 func (c *Client) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	var a listAnswer
-	if _, err := c.do(ctx, http.MethodGet, "/registry/capabilities?"+filterQuery(f).Encode(), nil, &a); err != nil {
+	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), f.Limit)
+	if err != nil {
 		return registry.Page{}, err
 	}
 	return a.page(), nil
 }
 
-// Search runs a ranked search.
+// Search runs a ranked search, paged as List.
 func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
 	v := filterQuery(q.Filter)
 	v.Set("q", q.Text)
-	var a listAnswer
-	if _, err := c.do(ctx, http.MethodGet, "/registry/search?"+v.Encode(), nil, &a); err != nil {
+	a, err := c.listPages(ctx, "/registry/search", v, q.Filter.Limit)
+	if err != nil {
 		return registry.Page{}, err
 	}
 	return a.page(), nil

@@ -28,15 +28,10 @@ func (c *Client) GetServer(ctx context.Context, name string) (*discover.SavedSer
 	return &s, nil
 }
 
-// ListServers lists the saved servers.
+// ListServers lists every saved server, page after page.
 func (c *Client) ListServers(ctx context.Context) ([]discover.SavedServer, error) {
-	var res struct {
-		Items []discover.SavedServer `json:"items"`
-	}
-	if _, err := c.do(ctx, http.MethodGet, "/v1/servers", nil, &res); err != nil {
-		return nil, err
-	}
-	return res.Items, nil
+	items, _, _, err := pagesOf[discover.SavedServer](ctx, c, "/v1/servers", url.Values{}, 0)
+	return items, err
 }
 
 // RemoveServer forgets a saved server.

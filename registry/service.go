@@ -277,6 +277,9 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 		it.digest = digest
 		items[i] = it
 	}
+	if err := s.checkToolNames(ctx, defs, &failures); err != nil {
+		return nil, err
+	}
 	// Version rules: per capability, every new version against the one just
 	// below it among the registered and the batched versions.
 	groups := map[string][]int{}

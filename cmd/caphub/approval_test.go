@@ -34,7 +34,8 @@ func TestPolicyAndApprovalCLI(t *testing.T) {
 		t.Errorf("show missing: %d %s", code, errOut)
 	}
 
-	// Two pending approvals, made by the engine as a call would.
+	// Two pending approvals (two inputs: the same call again would get
+	// the same approval), made by the engine as a call would.
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, db)
 	if err != nil {
@@ -42,8 +43,8 @@ func TestPolicyAndApprovalCLI(t *testing.T) {
 	}
 	engine := policy.NewEngine(st, policy.Options{ApprovalRequired: true})
 	var ids []string
-	for range 2 {
-		err := engine.Check(ctx, &invoke.Call{URI: "ossa:test/wipe@1.0", Caller: "dev", Definition: &capability.Definition{}, Input: map[string]any{"path": "/x"}})
+	for _, path := range []string{"/x", "/y"} {
+		err := engine.Check(ctx, &invoke.Call{URI: "ossa:test/wipe@1.0", Caller: "dev", Definition: &capability.Definition{}, Input: map[string]any{"path": path}})
 		var ie *invoke.Error
 		if !errors.As(err, &ie) || ie.Code != invoke.CodeApprovalNeeded {
 			t.Fatalf("check: %v", err)

@@ -100,7 +100,8 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 			mux.Handle("/mcp", gw.Handler())              // streamable HTTP
 			mux.Handle("/mcp/sse", gw.Handler())          // HTTP+SSE (GET opens, POST ?sessionid=… sends)
 			mux.Handle("/mcp/servers/", front.Handler())  // saved upstreams fronted: /mcp/servers/{name}[/sse]
-			api := rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits))
+			budget, _ := cmd.Flags().GetDuration("request-timeout")
+			api := rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(budget))
 			mux.Handle("/", api)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -147,6 +148,7 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 	}
 	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port); beyond loopback it needs an API token (caphub token create)")
 	cmd.Flags().Bool("auth", false, "require API tokens on loopback too (always on when a token exists or --addr is not loopback)")
+	cmd.Flags().Duration("request-timeout", rest.DefaultRequestTimeout, "time budget of a REST request (not of /mcp streams): past it the request is cancelled and answered 503; 0 for none")
 	addToolModeFlag(cmd)
 	cmd.Flags().StringArray("allowed-host", nil, "Host header value served besides loopback names (host, host:port or *), for a deployment behind a real host name; repeatable; default $CAPHUB_ALLOWED_HOSTS")
 	cmd.Flags().StringArray("allowed-origin", nil, "browser Origin accepted besides loopback ones (scheme://host[:port], scheme://host:* or *); repeatable; default $CAPHUB_ALLOWED_ORIGINS")

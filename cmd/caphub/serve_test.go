@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/client"
+	"github.com/caphub/caphub/registry"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -195,23 +197,19 @@ func TestServeKill9DuringBulkRegistration(t *testing.T) {
 	}
 
 	q := startServe(t, db)
-	resp, err := http.Get(q.url + "/registry/capabilities/bulk?limit=0")
+	cl, err := client.New(q.url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list struct {
-		Items []capability.Definition
-		Total int
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+	list, err := cl.List(context.Background(), registry.ListFilter{Domain: "bulk"}) // every page
+	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
 	perBatch := map[int]int{}
-	for _, d := range list.Items {
+	for _, r := range list.Items {
 		var b, c int
-		if _, err := fmt.Sscanf(d.Name, "k_b%d_c%d", &b, &c); err != nil {
-			t.Fatalf("unexpected capability %s", d.Name)
+		if _, err := fmt.Sscanf(r.Definition.Name, "k_b%d_c%d", &b, &c); err != nil {
+			t.Fatalf("unexpected capability %s", r.Definition.Name)
 		}
 		perBatch[b]++
 	}

@@ -46,6 +46,10 @@ type Options struct {
 	// ApprovalTTL is how long an approval waits, and an approved call stays
 	// allowed (default DefaultApprovalTTL).
 	ApprovalTTL time.Duration
+	// MaxPendingApprovals is how many pending approvals one caller may have
+	// (default DefaultMaxPendingApprovals; negative: no limit). Past it a
+	// call that needs approval is refused with CodeTooManyApprovals.
+	MaxPendingApprovals int
 	// Now is the clock (default time.Now); tests inject one.
 	Now func() time.Time
 	// Log receives failures to append audit events (default slog.Default()).
@@ -66,6 +70,9 @@ var _ invoke.Policy = (*Engine)(nil)
 func NewEngine(docs registry.DocStore, opts Options) *Engine {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
+	}
+	if opts.MaxPendingApprovals == 0 {
+		opts.MaxPendingApprovals = DefaultMaxPendingApprovals
 	}
 	return &Engine{policies: NewPolicies(docs), approvals: NewApprovals(docs, opts.Audit, opts.Now, opts.ApprovalTTL), opts: opts}
 }
@@ -173,11 +180,17 @@ func (e *Engine) deny(rule, key, msg string, cause error) (decision, error) {
 
 // approval lets the call through when it carries an approved, unused,
 // unexpired approval for the same caller, URI and input; refuses it when
-// the approval cannot be used; and otherwise creates a pending approval.
+// the approval cannot be used; and otherwise answers with the pending
+// approval of the same call, or a new one (refused past the caller's cap).
 func (e *Engine) approval(ctx context.Context, call *invoke.Call, key, rule string) (decision, error) {
 	id := invoke.ApprovalFrom(ctx)
 	if id == "" {
-		ap, err := e.approvals.create(ctx, call.Caller, call.URI, call.Input, rule)
+		ap, err := e.approvals.request(ctx, call.Caller, call.URI, call.Input, rule, e.opts.MaxPendingApprovals)
+		if errors.Is(err, ErrTooManyPending) {
+			msg := fmt.Sprintf("%s needs human approval (%s), but %v", call.URI, rule, err)
+			return decision{Decision: "deny", Rule: "approval_limit", Policy: key, Message: msg},
+				&invoke.Error{Code: CodeTooManyApprovals, Message: msg, Retryable: true, Details: map[string]any{"rule": "approval_limit", "limit": e.opts.MaxPendingApprovals}}
+		}
 		if err != nil {
 			return e.deny("approval", key, fmt.Sprintf("%s needs human approval (%s), but the approval request could not be stored: %v", call.URI, rule, err), err)
 		}

@@ -467,8 +467,10 @@ func TestInvocableOnly(t *testing.T) {
 	}
 }
 
-// TestToolNameCollision registers two capabilities whose plain tool names
-// are equal: both get hashed names, whichever is registered first.
+// TestToolNameCollision serves two capabilities whose plain tool names are
+// equal: both get hashed names, whichever was stored first. Registration
+// refuses the second now (registry: tool-name-taken), so they are stored
+// as in a registry from before that rule.
 func TestToolNameCollision(t *testing.T) {
 	f := newFixture(t, mcpgw.Options{})
 	ctx := context.Background()
@@ -480,18 +482,26 @@ func TestToolNameCollision(t *testing.T) {
 	if mcpgw.ToolName(a.URI) != "mcp_x_y" || mcpgw.ToolName(b.URI) != "mcp_x_y" {
 		t.Fatalf("the test needs colliding names: %s, %s", mcpgw.ToolName(a.URI), mcpgw.ToolName(b.URI))
 	}
-	if _, err := f.svc.Register(ctx, a); err != nil {
-		t.Fatal(err)
+	store := func(d capability.Definition) {
+		t.Helper()
+		d.Stability = capability.StabilityStable
+		k, _ := registry.KeyOf(&d)
+		digest, _ := registry.Digest(&d)
+		if _, err := f.store.Put(ctx, []registry.Record{{Key: k, Definition: d, Digest: digest}}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	store(a)
 	if err := f.gw.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if f.gw.Tools()["mcp_x_y"] != "ossa:mcp/x_y@1.0" {
 		t.Fatalf("alone, ossa:mcp/x_y is not mcp_x_y: %v", f.gw.Tools())
 	}
-	if _, err := f.svc.Register(ctx, b); err != nil {
-		t.Fatal(err)
+	if _, err := f.svc.Register(ctx, b); err == nil || !strings.Contains(err.Error(), "mcp_x_y") {
+		t.Fatalf("registering mcp:x/y beside ossa:mcp/x_y: %v; want it refused", err)
 	}
+	store(b)
 	if err := f.gw.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func (s *Server) agentRoutes(agents *agent.Agents) []route {
 	h := agentHandlers{s: s, agents: agents}
 	id := []param{{name: "id", in: "path", required: true, desc: "agent id (the manifest's metadata.name)"}}
 	return []route{
-		{method: "GET", path: "/v1/agents", summary: "List agents", handler: h.list, responses: map[int]string{200: "items and total"}},
+		{method: "GET", path: "/v1/agents", summary: "List agents by id, a page at a time", params: pageParams, handler: h.list, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
 		{method: "GET", path: "/v1/agents/{id}", summary: "An agent: prompt, capabilities by position, applied manifest", params: id, handler: h.get, responses: map[int]string{200: "agent", 404: "no such agent"}},
 		{method: "PUT", path: "/v1/agents/{id}", summary: "Create or replace an agent from its OSSA v0.2.9 manifest (JSON, or YAML with Content-Type application/yaml)", params: id, body: "OSSA agent manifest (kind: Agent)", yaml: true, handler: h.put,
 			responses: map[int]string{200: "agent applied", 400: "unreadable body, or metadata.name differs from the path", 422: "manifest issues: schema, unresolvable or unavailable capabilities, tool-name conflicts"}},
@@ -50,10 +50,11 @@ type agentHandlers struct {
 	agents *agent.Agents
 }
 
-// AgentList is the answer of GET /v1/agents.
+// AgentList is the answer of GET /v1/agents: a page of agents.
 type AgentList struct {
-	Items []*agent.Agent `json:"items"`
-	Total int            `json:"total"`
+	Items      []*agent.Agent `json:"items"`
+	Total      int            `json:"total"`
+	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
 // AgentCapabilities is everruns' list of an agent's capabilities, the answer
@@ -69,11 +70,20 @@ type SetAgentCapabilities struct {
 }
 
 func (h agentHandlers) list(w http.ResponseWriter, r *http.Request) error {
-	all, err := h.agents.List(r.Context())
+	limit, cursor, err := pageQuery(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, AgentList{Items: all, Total: len(all)}, h.s.log)
+	all, err := h.agents.List(r.Context()) // by id
+	if err != nil {
+		return err
+	}
+	page, next, err := pageOf(all, func(ag *agent.Agent) string { return ag.ID }, "agents", limit, cursor)
+	if err != nil {
+		return err
+	}
+	setNextLink(w, r, next)
+	writeJSON(w, http.StatusOK, AgentList{Items: page, Total: len(all), NextCursor: next}, h.s.log)
 	return nil
 }
 

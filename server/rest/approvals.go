@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
@@ -22,10 +23,11 @@ func ApprovalContext(r *http.Request) context.Context {
 	return invoke.WithApproval(r.Context(), r.Header.Get(ApprovalHeader))
 }
 
-// ApprovalList is the answer of GET /v1/approvals.
+// ApprovalList is the answer of GET /v1/approvals: a page of approvals.
 type ApprovalList struct {
-	Items []*policy.Approval `json:"items"`
-	Total int                `json:"total"`
+	Items      []*policy.Approval `json:"items"`
+	Total      int                `json:"total"`
+	NextCursor string             `json:"next_cursor,omitempty"`
 }
 
 // DenyApproval is the body of POST /v1/approvals/{id}/deny.
@@ -43,8 +45,8 @@ func (s *Server) approvalRoutes(a *policy.Approvals) []route {
 	h := approvalHandlers{s: s, a: a}
 	id := []param{{name: "id", in: "path", required: true, desc: "approval id (details.approval_id of an APPROVAL_REQUIRED answer)"}}
 	return []route{
-		{method: "GET", path: "/v1/approvals", summary: "List approvals, oldest first", params: []param{{name: "status", in: "query", desc: "pending, approved, denied or expired (default: all)"}},
-			handler: h.list, responses: map[int]string{200: "items and total", 400: "unknown status"}},
+		{method: "GET", path: "/v1/approvals", summary: "List approvals, oldest first, a page at a time", params: append([]param{{name: "status", in: "query", desc: "pending, approved, denied or expired (default: all)"}}, pageParams...),
+			handler: h.list, responses: map[int]string{200: "items, total and next_cursor", 400: "unknown status; " + pageRefused}},
 		{method: "GET", path: "/v1/approvals/{id}", summary: "An approval: caller, capability, input, status, decision", params: id, handler: h.get, responses: map[int]string{200: "approval", 404: "no such approval"}},
 		{method: "POST", path: "/v1/approvals/{id}/approve", summary: "Approve a pending call: the caller may then run it once, retrying with header X-Caphub-Approval: {id}", params: id,
 			handler: h.approve, responses: map[int]string{200: "approval", 404: "no such approval", 409: "not pending (decided or expired)"}},
@@ -59,13 +61,28 @@ type approvalHandlers struct {
 }
 
 func (h approvalHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	limit, cursor, err := pageQuery(r)
+	if err != nil {
+		return err
+	}
 	items, err := h.a.List(r.Context(), r.URL.Query().Get("status"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ApprovalList{Items: items, Total: len(items)}, h.s.log)
+	// Oldest first, as List orders them; the ID breaks ties.
+	key := func(ap *policy.Approval) string { return ap.CreatedAt.UTC().Format(sortableTime) + "\x00" + ap.ID }
+	sort.SliceStable(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
+	page, next, err := pageOf(items, key, "approvals", limit, cursor)
+	if err != nil {
+		return err
+	}
+	setNextLink(w, r, next)
+	writeJSON(w, http.StatusOK, ApprovalList{Items: page, Total: len(items), NextCursor: next}, h.s.log)
 	return nil
 }
+
+// sortableTime is a fixed-width time layout whose byte order is time order.
+const sortableTime = "2006-01-02T15:04:05.000000000Z"
 
 func (h approvalHandlers) get(w http.ResponseWriter, r *http.Request) error {
 	ap, err := h.a.Get(r.Context(), r.PathValue("id"))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
 )
 
@@ -24,7 +25,8 @@ func (s *Server) invokeRoutes() []route {
 	if s.invoker != nil {
 		out = append(out, route{method: "POST", path: "/v1/invoke", summary: "Invoke a capability: {uri, input} → {output, binding, attempts, duration_ms, warnings}",
 			body: "{uri, input, lenient?}", handler: s.invoke,
-			responses: map[int]string{200: "result", 404: "not found", 422: "invalid input or a declared error", 502: "the upstream failed", 504: "timeout"}})
+			responses: map[int]string{200: "result", 202: "held for a human's approval (details.approval_id; the same call again gives the same pending approval)", 404: "not found", 422: "invalid input or a declared error",
+				429: "the caller has the most pending approvals allowed: decide some or wait for them to expire", 502: "the upstream failed", 504: "timeout"}})
 	}
 	if s.metrics != nil {
 		out = append(out, route{method: "GET", path: "/metrics", summary: "Prometheus metrics", handler: func(w http.ResponseWriter, r *http.Request) error {
@@ -68,6 +70,8 @@ func invokeProblem(err error) *Problem {
 		status = http.StatusForbidden
 	case invoke.CodeApprovalNeeded:
 		status = http.StatusAccepted
+	case policy.CodeTooManyApprovals:
+		status = http.StatusTooManyRequests
 	case invoke.CodeTimeout:
 		status = http.StatusGatewayTimeout
 	case invoke.CodeNoBinding, invoke.CodeNotExecutable:

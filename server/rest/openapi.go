@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,9 +20,13 @@ func (s *Server) OpenAPI() map[string]any {
 		}
 		var params []any
 		for _, p := range rt.params {
+			schema := p.schema
+			if schema == nil {
+				schema = map[string]any{"type": "string"}
+			}
 			params = append(params, map[string]any{
 				"name": p.name, "in": p.in, "required": p.required || p.in == "path",
-				"description": p.desc, "schema": map[string]any{"type": "string"},
+				"description": p.desc, "schema": schema,
 			})
 		}
 		responses := map[string]any{}
@@ -55,7 +60,7 @@ func (s *Server) OpenAPI() map[string]any {
 		"info": map[string]any{
 			"title":       "caphub registry API",
 			"version":     "1.0.0",
-			"description": "Capability registry for AI agents: the OSSA registry API (§5.2), registration under the versioning rules, deprecation, negotiation, search, and the everruns capability shape.",
+			"description": s.apiDescription(),
 		},
 		"paths": paths,
 		"components": map[string]any{"schemas": map[string]any{
@@ -72,6 +77,22 @@ func (s *Server) OpenAPI() map[string]any {
 			},
 		}},
 	}
+}
+
+// apiDescription is the document's description, with the limits every
+// request is held to.
+func (s *Server) apiDescription() string {
+	return "Capability registry for AI agents: the OSSA registry API (§5.2), registration under the versioning rules, deprecation, negotiation, search, and the everruns capability shape. " +
+		fmt.Sprintf("Every list and search answers one page: %d items unless limit says otherwise, at most %d (a larger limit is refused with 400); next_cursor and a Link rel=\"next\" header continue.", DefaultPageSize, MaxPageSize) +
+		s.budgetDescription()
+}
+
+// budgetDescription documents the request time budget.
+func (s *Server) budgetDescription() string {
+	if s.budget <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Every request has a time budget of %s (caphub serve --request-timeout): past it the request is cancelled and answered 503 with a problem naming the budget.", s.budget)
 }
 
 func operationID(method, path string) string {

@@ -58,6 +58,7 @@ func problemFor(err error) *Problem {
 		be *registry.BreakingChangeError
 		ba *registry.BatchError
 		ce *registry.ConflictError
+		te *registry.ToolNameConflictError
 		se *registry.SunsetError
 		re *requestError
 		ue *discover.UpstreamError
@@ -86,6 +87,8 @@ func problemFor(err error) *Problem {
 			Detail: err.Error(), Changes: be.Report.Changes, Required: be.Report.Required.String(), Declared: be.Report.Declared.String()}
 	case errors.As(err, &ce):
 		return &Problem{Type: problemBase + "version-conflict", Title: "This version is already registered with other content", Status: http.StatusConflict, Detail: err.Error()}
+	case errors.As(err, &te):
+		return &Problem{Type: problemBase + "tool-name-taken", Title: "The capability would take another capability's MCP tool name", Status: http.StatusConflict, Detail: err.Error()}
 	case errors.As(err, &se):
 		return &Problem{Type: problemBase + "sunset", Title: "The capability version is past its sunset date", Status: http.StatusGone, Detail: err.Error(), DeprecatedBy: se.DeprecatedBy, MigrationGuide: se.MigrationGuide}
 	case errors.As(err, &re):

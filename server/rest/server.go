@@ -46,6 +46,7 @@ type Server struct {
 	yamlRoutes *http.ServeMux
 	log        *slog.Logger
 	version    string
+	budget     time.Duration // time budget of a request; 0: none
 }
 
 // Option configures a Server.
@@ -73,7 +74,7 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{svc: svc, mux: http.NewServeMux(), log: log, version: "dev"}
+	s := &Server{svc: svc, mux: http.NewServeMux(), log: log, version: "dev", budget: DefaultRequestTimeout}
 	for _, o := range opts {
 		o(s)
 	}
@@ -86,14 +87,15 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	return s
 }
 
-// ServeHTTP serves the API. Changes are recorded as made by the agent the
+// ServeHTTP serves the API, each request within the time budget (see
+// WithRequestTimeout). Changes are recorded as made by the agent the
 // request names (X-Caphub-Agent), else by the remote address.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	actor := r.Header.Get(invoke.CallerHeader)
 	if actor == "" {
 		actor = "rest:" + r.RemoteAddr
 	}
-	s.mux.ServeHTTP(w, r.WithContext(registry.WithActor(ApprovalContext(r), actor)))
+	s.withinBudget(w, r.WithContext(registry.WithActor(ApprovalContext(r), actor)), s.mux)
 }
 
 // route is one endpoint; the list feeds both the mux and the OpenAPI document.
@@ -110,6 +112,7 @@ type route struct {
 type param struct {
 	name, in, desc string
 	required       bool
+	schema         map[string]any // OpenAPI schema; a string when nil
 }
 
 var listParams = []param{
@@ -122,24 +125,23 @@ var listParams = []param{
 	{name: "scheme", in: "query", desc: "ossa or mcp"},
 	{name: "name", in: "query", desc: "exact capability name"},
 	{name: "all_versions", in: "query", desc: "true to list every version, not only the highest of each capability"},
-	{name: "limit", in: "query", desc: "page size"},
-	{name: "cursor", in: "query", desc: "continue from the next_cursor of the previous page"},
+	pageParams[0], pageParams[1],
 }
 
 func (s *Server) routeTable() []route {
 	dn := []param{{name: "domain", in: "path", required: true, desc: "capability domain"}, {name: "name", in: "path", required: true, desc: "capability name, optionally @version (MAJOR, MAJOR.MINOR or full)"}}
 	routes := []route{
-		{method: "GET", path: "/registry/capabilities", summary: "List capabilities (highest version of each unless all_versions)", params: listParams, handler: s.list, responses: map[int]string{200: "items and total"}},
-		{method: "GET", path: "/registry/capabilities/{domain}", summary: "List the capabilities of a domain", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items and total"}},
-		{method: "GET", path: "/registry/capabilities/{domain}/{name}", summary: "All versions of a capability, or with name@version one version", params: append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 404: "not found"}},
+		{method: "GET", path: "/registry/capabilities", summary: "List capabilities (highest version of each unless all_versions), a page at a time", params: listParams, handler: s.list, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/registry/capabilities/{domain}", summary: "List the capabilities of a domain, a page at a time", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/registry/capabilities/{domain}/{name}", summary: "The versions of a capability (ascending, a page at a time), or with name@version one version", params: append(append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), pageParams...), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 400: pageRefused, 404: "not found"}},
 		{method: "POST", path: "/registry/capabilities", summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml)", body: "OSSA capability document", yaml: true, handler: s.register,
-			responses: map[int]string{201: "registered", 200: "identical content already registered", 409: "version registered with other content", 422: "invalid definition or version bump too small"}},
+			responses: map[int]string{201: "registered", 200: "identical content already registered", 409: "version registered with other content, or the MCP tool name is another capability's (tool-name-taken)", 422: "invalid definition or version bump too small"}},
 		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
 		{method: "POST", path: "/registry/negotiate", summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
 		{method: "GET", path: "/registry/resolve", summary: "Resolve a URI to the version it names", params: []param{{name: "uri", in: "query", required: true, desc: "capability URI"}}, handler: s.resolve, responses: map[int]string{200: "resolution", 404: "not found", 410: "sunset"}},
-		{method: "GET", path: "/registry/search", summary: "Ranked full-text search with filters", params: append([]param{{name: "q", in: "query", desc: "free text"}}, listParams...), handler: s.search, responses: map[int]string{200: "items and total, best first"}},
-		{method: "GET", path: "/registry/index.yaml", summary: "The registry index in the OSSA §5.1 format", handler: s.index, responses: map[int]string{200: "YAML index"}},
-		{method: "GET", path: "/v1/capabilities", summary: "Capabilities in the everruns shape", handler: s.everrunsList, responses: map[int]string{200: "items and total"}},
+		{method: "GET", path: "/registry/search", summary: "Ranked full-text search with filters, a page at a time", params: append([]param{{name: "q", in: "query", desc: "free text"}}, listParams...), handler: s.search, responses: map[int]string{200: "items, total and next_cursor, best first", 400: pageRefused}},
+		{method: "GET", path: "/registry/index.yaml", summary: "The registry index in the OSSA §5.1 format, a page of versions at a time: the Link rel=\"next\" header (and a closing comment) give the next page", params: pageParams, handler: s.index, responses: map[int]string{200: "YAML index", 400: pageRefused}},
+		{method: "GET", path: "/v1/capabilities", summary: "Capabilities in the everruns shape, a page at a time", params: pageParams, handler: s.everrunsList, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
 		{method: "GET", path: "/v1/capabilities/{id...}", summary: "One capability in the everruns shape (id: URI or unique name)", params: []param{{name: "id", in: "path", required: true, desc: "URI or name"}}, handler: s.everrunsGet, responses: map[int]string{200: "capability", 404: "not found"}},
 		{method: "GET", path: "/healthz", summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
 		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
@@ -192,13 +194,11 @@ func filterFrom(q url.Values) (registry.ListFilter, error) {
 		}
 		f.AllVersions = b
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return f, badRequest(fmt.Sprintf("limit=%q: use a non-negative whole number", v))
-		}
-		f.Limit = n
+	n, err := pageLimit(q)
+	if err != nil {
+		return f, err
 	}
+	f.Limit = n
 	return f, nil
 }
 
@@ -226,6 +226,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	setNextLink(w, r, p.NextCursor)
 	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
 	return nil
 }
@@ -240,6 +241,7 @@ func (s *Server) listDomain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	setNextLink(w, r, p.NextCursor)
 	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
 	return nil
 }
@@ -299,8 +301,7 @@ func (s *Server) getCapability(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if len(versions) > 0 {
-			writeJSON(w, http.StatusOK, pageResponse(registry.Page{Items: versions, Total: len(versions)}), s.log)
-			return nil
+			return s.versionsPage(w, r, versions)
 		}
 	}
 	what := domain + "/" + name
@@ -451,18 +452,32 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	setNextLink(w, r, p.NextCursor)
 	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
 	return nil
 }
 
+// index serves a page of the OSSA index: every version, DefaultPageSize at
+// a time; the Link header and a closing YAML comment give the next page.
 func (s *Server) index(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.svc.List(r.Context(), registry.ListFilter{AllVersions: true})
+	limit, cursor, err := pageQuery(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.svc.List(r.Context(), registry.ListFilter{AllVersions: true, Limit: limit, Cursor: cursor})
 	if err != nil {
 		return err
 	}
 	idx := BuildIndex(p.Items, time.Now())
+	setNextLink(w, r, p.NextCursor)
 	w.Header().Set("Content-Type", "application/yaml")
-	return ossa.WriteIndex(w, idx, ossa.YAML)
+	if err := ossa.WriteIndex(w, idx, ossa.YAML); err != nil {
+		return err
+	}
+	if p.NextCursor != "" {
+		_, err = fmt.Fprintf(w, "# %d of %d versions; next page: %s\n", len(p.Items), p.Total, nextURL(r, p.NextCursor))
+	}
+	return err
 }
 
 // BuildIndex makes the OSSA §5.1 index of the given versions.
@@ -519,8 +534,19 @@ func toEverruns(r registry.Record) EverrunsCapability {
 	return c
 }
 
+// EverrunsList is a page of capabilities in the everruns shape.
+type EverrunsList struct {
+	Items      []EverrunsCapability `json:"items"`
+	Total      int                  `json:"total"`
+	NextCursor string               `json:"next_cursor,omitempty"`
+}
+
 func (s *Server) everrunsList(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.svc.List(r.Context(), registry.ListFilter{})
+	limit, cursor, err := pageQuery(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.svc.List(r.Context(), registry.ListFilter{Limit: limit, Cursor: cursor})
 	if err != nil {
 		return err
 	}
@@ -528,7 +554,8 @@ func (s *Server) everrunsList(w http.ResponseWriter, r *http.Request) error {
 	for i, rec := range p.Items {
 		items[i] = toEverruns(rec)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items, "total": p.Total}, s.log)
+	setNextLink(w, r, p.NextCursor)
+	writeJSON(w, http.StatusOK, EverrunsList{Items: items, Total: p.Total, NextCursor: p.NextCursor}, s.log)
 	return nil
 }
 

@@ -18,7 +18,7 @@ func (s *Server) serverRoutes() []route {
 	}
 	name := []param{{name: "name", in: "path", required: true, desc: "saved server name"}}
 	return []route{
-		{method: "GET", path: "/v1/servers", summary: "List saved MCP servers", handler: s.listServers, responses: map[int]string{200: "items and total"}},
+		{method: "GET", path: "/v1/servers", summary: "List saved MCP servers by name, a page at a time", params: pageParams, handler: s.listServers, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
 		{method: "GET", path: "/v1/servers/{name}", summary: "A saved MCP server with its last listing", params: name, handler: s.getServer, responses: map[int]string{200: "server", 404: "not saved"}},
 		{method: "PUT", path: "/v1/servers/{name}", summary: "Save an MCP server connection (secrets only as ${VAR} references)", params: name, body: "connection", handler: s.putServer, responses: map[int]string{200: "saved", 400: "invalid"}},
 		{method: "DELETE", path: "/v1/servers/{name}", summary: "Forget a saved MCP server", params: name, handler: s.deleteServer, responses: map[int]string{204: "removed", 404: "not saved"}},
@@ -27,12 +27,28 @@ func (s *Server) serverRoutes() []route {
 	}
 }
 
+// ServerList is the answer of GET /v1/servers: a page of saved servers.
+type ServerList struct {
+	Items      []discover.SavedServer `json:"items"`
+	Total      int                    `json:"total"`
+	NextCursor string                 `json:"next_cursor,omitempty"`
+}
+
 func (s *Server) listServers(w http.ResponseWriter, r *http.Request) error {
-	all, err := s.servers.ListServers(r.Context())
+	limit, cursor, err := pageQuery(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": all, "total": len(all)}, s.log)
+	all, err := s.servers.ListServers(r.Context()) // by name
+	if err != nil {
+		return err
+	}
+	page, next, err := pageOf(all, func(sv discover.SavedServer) string { return sv.Server.Name }, "servers", limit, cursor)
+	if err != nil {
+		return err
+	}
+	setNextLink(w, r, next)
+	writeJSON(w, http.StatusOK, ServerList{Items: page, Total: len(all), NextCursor: next}, s.log)
 	return nil
 }
 

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"SearchPagination", testSearchPagination},
 		{"Deprecate", testDeprecate},
 		{"GetRaw", testGetRaw},
+		{"KeysWithPrefix", testKeysWithPrefix},
 		{"Watch", testWatch},
 		{"WatchClosedOnClose", testWatchClosedOnClose},
 		{"ConcurrentSameKey", testConcurrentSameKey},

@@ -1,0 +1,60 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// pageSize is the page the client asks for: within the maximum every
+// caphub server accepts (1000, server/rest.MaxPageSize), large enough that
+// reading a big registry takes few requests.
+const pageSize = 500
+
+// pagesOf reads a list endpoint from q's cursor on, following next_cursor,
+// until it has limit items (0: every item, as registry.ListFilter means
+// it). A limit above pageSize is read in several pages. It returns the
+// items, the list's total and the cursor after the last item read ("" at
+// the end of the list).
+func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, limit int) (items []T, total int, next string, err error) {
+	items = []T{}
+	for {
+		size := pageSize
+		if limit > 0 && limit-len(items) < size {
+			size = limit - len(items)
+		}
+		q.Set("limit", strconv.Itoa(size))
+		var a struct {
+			Items      []T    `json:"items"`
+			Total      int    `json:"total"`
+			NextCursor string `json:"next_cursor"`
+		}
+		_, data, _, err := c.send(ctx, http.MethodGet, path+"?"+q.Encode(), nil, nil)
+		if err != nil {
+			return nil, 0, "", err
+		}
+		if err := json.Unmarshal(data, &a); err != nil {
+			return nil, 0, "", fmt.Errorf("decode answer of GET %s: %w", path, err)
+		}
+		items = append(items, a.Items...)
+		total, next = a.Total, a.NextCursor
+		if next == "" || len(a.Items) == 0 || limit > 0 && len(items) >= limit {
+			return items, total, next, nil
+		}
+		if next == q.Get("cursor") {
+			return nil, 0, "", fmt.Errorf("GET %s: the server returned the cursor %q twice", path, next)
+		}
+		q.Set("cursor", next)
+	}
+}
+
+// listPages reads capability definitions from a list or search endpoint.
+func (c *Client) listPages(ctx context.Context, path string, q url.Values, limit int) (listAnswer, error) {
+	items, total, next, err := pagesOf[capability.Definition](ctx, c, path, q, limit)
+	return listAnswer{Items: items, Total: total, NextCursor: next}, err
+}

@@ -1,0 +1,33 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/internal/contract"
+)
+
+var _ registry.KeyLister = (*Store)(nil)
+
+// KeysWithPrefix lists capabilities by the start of their key; see
+// registry.KeyLister.
+func (s *Store) KeysWithPrefix(ctx context.Context, p registry.KeyPrefix) ([]registry.Key, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	query, args := contract.KeyPrefixQuery(p, func(int) string { return "?" })
+	rows, err := s.reader.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list capabilities by key prefix in sqlite database %s: %w", s.path, err)
+	}
+	defer rows.Close()
+	keys, err := contract.Collect(rows, func() (registry.Key, error) {
+		var k registry.Key
+		return k, rows.Scan(&k.Scheme, &k.Domain, &k.Name)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list capabilities by key prefix in sqlite database %s: %w", s.path, err)
+	}
+	return keys, nil
+}
