@@ -112,12 +112,18 @@ var methods = []string{"get", "put", "post", "delete", "options", "head", "patch
 //
 // An operation that cannot be imported becomes a Failure and the import goes
 // on. Import returns an error only when the options are invalid, when ctx
-// ends, or when data is not an OpenAPI or Swagger document (ErrNotOpenAPI).
+// ends, when data is not an OpenAPI or Swagger document (ErrNotOpenAPI), or
+// when its text is ambiguous: a key written twice in one object or mapping,
+// invalid UTF-8 or a lone surrogate escape ("FILE:LINE:COL: PATH: what").
 func Import(ctx context.Context, source string, data []byte, opts Options) (*Result, error) {
 	if err := opts.Check(); err != nil {
 		return nil, err
 	}
 	doc, err := decode(data)
+	var te *textError
+	if errors.As(err, &te) {
+		return nil, fmt.Errorf("%s:%d:%d: %w", source, te.line, te.col, te)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", source, ErrNotOpenAPI, err)
 	}

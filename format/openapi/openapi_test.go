@@ -390,6 +390,36 @@ func TestImportJSONFailurePosition(t *testing.T) {
 	}
 }
 
+// A document with a key written twice (json.Unmarshal kept the last, the
+// YAML converter too), invalid UTF-8 or a lone surrogate is refused whole,
+// naming the key's path and position; it is not "not OpenAPI".
+func TestImportRefusesAmbiguousText(t *testing.T) {
+	jsonDup := "{\n  \"openapi\": \"3.0.0\",\n  \"info\": {\"title\": \"D\", \"version\": \"1.0.0\"},\n  \"paths\": {\n    \"/a\": {\"get\": {\"operationId\": \"first\",\n      \"operationId\": \"second\", \"responses\": {}}}\n  }\n}"
+	yamlDup := "openapi: 3.0.0\ninfo: {title: D, version: 1.0.0}\npaths:\n  /a:\n    get: {responses: {}}\ncomponents:\n  schemas:\n    A: {type: string}\n    B: {type: string}\n    A: {type: integer}\n"
+	yamlSeq := "openapi: 3.0.0\ninfo: {title: D, version: 1.0.0}\npaths:\n  /a:\n    get:\n      parameters:\n        - {name: p, in: query}\n        - {name: q, in: query, name: r}\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"JSON", jsonDup, `d.json:6:7: paths./a.get.operationId: key "operationId" is already defined at line 5: remove one of them`},
+		{"escaped JSON key", `{"openapi": "3.0.0", "info": {}, "paths": {}, "paths": {}}`, `d.json:1:47: paths: key "paths" is already defined at line 1`},
+		{"JSON invalid UTF-8", "{\"openapi\": \"3.0.0\", \"info\": {\"title\": \"\xff\"}}", `d.json:1:41: info.title: invalid UTF-8 byte 0xFF`},
+		{"JSON lone surrogate", `{"openapi": "3.0.0", "info": {"title": "\ud800"}}`, `d.json:1:41: info.title: \uD800 is half of a UTF-16 surrogate pair`},
+		{"YAML", yamlDup, `d.json:10:5: components.schemas.A: key "A" is already defined at line 8: remove one of them`},
+		{"YAML in a list", yamlSeq, `d.json:8:32: paths./a.get.parameters[1].name: key "name" is already defined at line 8`},
+		{"YAML invalid UTF-8", "openapi: 3.0.0\ninfo:\n  title: \"a\xfe\"\n", `d.json:3:12: invalid UTF-8 byte 0xFE`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Import(context.Background(), "d.json", []byte(tc.doc), Options{})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || errors.Is(err, ErrNotOpenAPI) {
+				t.Errorf("got %v\nwant %s…", err, tc.want)
+			}
+		})
+	}
+	// The same key in sibling mappings, and a merge key overriding one, are fine.
+	ok := "openapi: 3.0.0\ninfo: {title: D, version: 1.0.0}\nservers: [{url: 'https://d.example'}]\nx-base: &b {description: ok}\npaths:\n  /a: {get: {responses: {'200': {<<: *b, description: mine}}}}\n  /b: {get: {responses: {'200': {description: ok}}}}\n"
+	if res := importBytes(t, "ok.yaml", []byte(ok), Options{}); len(res.Definitions) != 2 {
+		t.Errorf("definitions %v, failures %v", names(res.Definitions), res.Failures)
+	}
+}
+
 func TestNotOpenAPI(t *testing.T) {
 	for _, tc := range []struct{ name, doc, want string }{
 		{"empty", "", "empty"},
