@@ -1,6 +1,8 @@
 package capability
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -172,4 +174,113 @@ func TestCheckSchemaBudgetSmall(t *testing.T) {
 	if issues := CheckSchemaBudget(in, Schema{}); issues != nil {
 		t.Errorf("a small schema: %v", issues)
 	}
+}
+
+// depthOf is an independent count of v's nesting (objects and arrays, the
+// root counting one).
+func depthOf(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, depthOf(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range x {
+			d = max(d, depthOf(e))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+// plainKeys reports whether every key in v is non-empty and holds no ".", "[" or "]".
+func plainKeys(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "" || strings.ContainsAny(k, ".[]") || !plainKeys(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !plainKeys(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// at follows a path as CheckSchemaBudget writes it ("input.a[2].b").
+func at(t *testing.T, root any, path string) any {
+	t.Helper()
+	cur := root
+	for _, seg := range strings.Split(strings.ReplaceAll(path, "[", ".["), ".")[1:] {
+		if seg == "" {
+			continue
+		}
+		if strings.HasPrefix(seg, "[") {
+			i, err := strconv.Atoi(strings.Trim(seg, "[]"))
+			arr, ok := cur.([]any)
+			if err != nil || !ok || i >= len(arr) {
+				t.Fatalf("path %s: no item %s", path, seg)
+			}
+			cur = arr[i]
+			continue
+		}
+		m, ok := cur.(map[string]any)
+		if !ok {
+			t.Fatalf("path %s: no key %s", path, seg)
+		}
+		cur = m[seg]
+	}
+	return cur
+}
+
+// FuzzSchemaBudget: for any JSON object as an input schema, the budget
+// refuses it exactly when it nests deeper than MaxSchemaNesting (small
+// inputs stay within the size budgets), and the path it names leads to a
+// container at the first level past the limit.
+func FuzzSchemaBudget(f *testing.F) {
+	f.Add([]byte(`{"type": "object"}`), 3)
+	f.Add([]byte(`{"items": [1, {"a": []}]}`), 70)
+	f.Add([]byte(`{"properties": {"a.b": {"x": {}}}}`), 40)
+	f.Add([]byte(`{"allOf": [{}, {"not": {"enum": [[[]]]}}]}`), 62)
+	f.Fuzz(func(t *testing.T, data []byte, wrap int) {
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		inner, ok := v.(map[string]any)
+		if !ok || wrap < 0 || wrap > 200 {
+			return
+		}
+		for range wrap {
+			inner = map[string]any{"items": inner}
+		}
+		issues := CheckSchemaBudget(inner, nil)
+		deep := depthOf(inner) > MaxSchemaNesting
+		if deep != (len(issues) > 0) {
+			t.Fatalf("depth %d, issues %v", depthOf(inner), issues)
+		}
+		if !deep {
+			return
+		}
+		if issues[0].Path == "" || !strings.HasPrefix(issues[0].Path, "input") || issues[0].Message != nestingMessage {
+			t.Fatalf("issue %v", issues[0])
+		}
+		if plainKeys(inner) { // a key holding the path's separators cannot be followed back
+			got := at(t, map[string]any(inner), issues[0].Path)
+			if d := depthOf(got); d == 0 {
+				t.Fatalf("the path %s leads to a scalar", issues[0].Path)
+			}
+			levels := strings.Count(issues[0].Path, ".") + strings.Count(issues[0].Path, "[")
+			if levels+1 != MaxSchemaNesting+1 {
+				t.Fatalf("the path %s is at level %d, want %d", issues[0].Path, levels+1, MaxSchemaNesting+1)
+			}
+		}
+	})
 }
