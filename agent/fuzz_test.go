@@ -38,6 +38,7 @@ func FuzzReadManifest(f *testing.F) {
 		"{\"a\":\t1}{",
 		"metadata:\n  labels: {\"a.b\": 1, \"c[d]\": x}\n",
 		"spec: {capability_bindings: {\"ossa:a/b@1.0\": {mcp: {server: 1}}}, capabilities: [\"ossa:a/b@1.0\"]}\n",
+		"metadata:\n  name: \"a\xff\"\n",
 	} {
 		f.Add([]byte(s))
 	}

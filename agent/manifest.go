@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/internal/jsoncheck"
 	"gopkg.in/yaml.v3"
 )
 
@@ -261,6 +262,9 @@ func yamlDocuments(name string, data []byte) ([]*yaml.Node, error) {
 			return docs, nil
 		}
 		if err != nil {
+			if e := utf8Error(name, data, err); e != nil {
+				return nil, e
+			}
 			return nil, syntaxError(name, err, len(docs))
 		}
 		docs = append(docs, &doc)
@@ -349,6 +353,21 @@ func syntaxError(name string, err error, docIndex int) error {
 		line = 1
 	}
 	return &Error{File: name, Line: line, Column: col, Message: "not valid YAML or JSON: " + msg + where + ": fix the syntax on or just before this line"}
+}
+
+// utf8Error gives the YAML parser's refusal of invalid UTF-8, which names
+// no position, the line and column of the first invalid byte; nil when err
+// is another error.
+func utf8Error(name string, data []byte, err error) error {
+	if !strings.Contains(err.Error(), "UTF-8") {
+		return nil
+	}
+	off := jsoncheck.InvalidUTF8(data)
+	if off < 0 {
+		return nil
+	}
+	line, col := jsoncheck.Position(data, off)
+	return &Error{File: name, Line: line, Column: col, Message: fmt.Sprintf("invalid UTF-8 byte 0x%02X: save the file as UTF-8", data[off])}
 }
 
 // dedupe drops issues reported twice for the same place (a merged anchor is

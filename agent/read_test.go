@@ -180,6 +180,8 @@ func TestReadErrors(t *testing.T) {
 		{"two json values", "{\"a\": 1}\n{\"b\": 2}\n", "x:2:1: file holds more than one JSON value"},
 		{"a list", "- apiVersion: ossa/v0.2.9\n", "x:1:1: the document is a list: expected an OSSA agent manifest"},
 		{"a scalar", "hello\n", `x:1:1: the document is the value "hello": expected`},
+		{"invalid UTF-8 in YAML", "apiVersion: ossa/v0.2.9\nmetadata:\n  name: \"a\xff\"\n", "x:3:11: invalid UTF-8 byte 0xFF: save the file as UTF-8"},
+		{"invalid UTF-8 in JSON", "{\"apiVersion\": \"ossa/v0.2.9\",\n \"metadata\": {\"name\": \"\xfea\"}}", "x:2:24: invalid UTF-8 byte 0xFE: save the file as UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _, err := ReadManifest("x", []byte(tc.src))

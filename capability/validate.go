@@ -122,7 +122,13 @@ var (
 // that name input fields, absolute http(s) URLs, complete bindings, unique
 // UPPER_SNAKE error codes, coherent deprecation. It never stops at the first
 // problem: every issue is returned, errors and warnings, sorted by path.
+//
+// A definition over a budget (see MaxSchemaNesting) is refused with only
+// those issues: nothing else is checked, and no schema compiled.
 func Validate(d *Definition) []Issue {
+	if issues := checkBudgets(d); len(issues) > 0 {
+		return issues
+	}
 	v := &validator{d: d}
 	v.identity()
 	v.docs()
@@ -658,8 +664,13 @@ const schemaResource = "urn:caphub:schema.json"
 
 // CompileSchema compiles s as a JSON Schema (2020-12 by default; draft-07
 // and others when $schema says so). It returns the compiled schema, or the
-// issues that make it invalid, each with its location in the schema.
+// issues that make it invalid, each with its location in the schema. A
+// schema over the budgets (MaxSchemaNesting, MaxSchemaNodes,
+// MaxSchemaObjects) is refused before the compiler sees it.
 func CompileSchema(s Schema) (*jsonschema.Schema, []SchemaIssue) {
+	if issues := schemaBudget(s); len(issues) > 0 {
+		return nil, issues
+	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refusingLoader{})
 	if err := c.AddResource(schemaResource, map[string]any(s)); err != nil {

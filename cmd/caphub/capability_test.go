@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
@@ -106,6 +107,26 @@ func TestValidateExitCodesAndJSON(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("json issues lack the cli error: %+v", iss)
+	}
+}
+
+// A schema nested past the budget is reported at the file, line and column
+// of the first level too deep, with its path, without compiling it.
+func TestValidateDeepSchemaPosition(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("capability:\n  uri: ossa:a/deep@1.0\n  name: deep\n  domain: a\n  version: 1.0.0\n  output: {}\n  bindings: {native: {handler: x}}\n  input:\n")
+	indent := "    "
+	for range 3000 {
+		b.WriteString(indent + "items:\n")
+		indent += " "
+	}
+	b.WriteString(indent + "type: string\n")
+	deep := writeFile(t, "deep.yaml", b.String())
+	code, out, _ := caphub(t, "capability", "validate", deep)
+	// input is line 8; input.items×64 is the 64th items key, on line 8+64.
+	want := fmt.Sprintf("%s:%d:%d: error: capability.input%s: schema nesting exceeds 64 levels", deep, 8+64, 4+64, strings.Repeat(".items", 64))
+	if code != 1 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want 1 and %q in:\n%.2000s", code, want, out)
 	}
 }
 

@@ -60,7 +60,9 @@
 // type, a duplicate id) is reported as a capability.ImportFailure with its
 // line and column, and the others are imported. A file that is not a
 // manifest at all (invalid JSON, no package, no capabilities list) is an
-// *Error with its line and column.
+// *Error with its line and column, and so is one with a key written twice in
+// an object, invalid UTF-8 or a lone surrogate escape: JSON readers disagree
+// on what those mean, so none is guessed.
 package agentos
 
 import (
@@ -73,6 +75,7 @@ import (
 	"unicode"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/internal/jsoncheck"
 )
 
 // ProvenanceMethod is the provenance method of an imported definition.
@@ -181,6 +184,11 @@ func Import(source string, data []byte, opts Options) (*Result, error) {
 	root, perr := parseJSON(data)
 	if perr != nil {
 		return nil, &Error{File: source, Line: perr.line, Column: perr.col, Message: perr.msg}
+	}
+	// A key written twice would be read as its last value and invalid text
+	// as U+FFFD: the manifest is refused instead, at the place to fix.
+	if e := jsoncheck.Check(data); e != nil {
+		return nil, &Error{File: source, Line: e.Line, Column: e.Column, Path: e.Path, Message: e.Message}
 	}
 	fileErr := func(n *node, path, format string, args ...any) error {
 		return &Error{File: source, Line: n.line, Column: n.col, Path: path, Message: fmt.Sprintf(format, args...)}

@@ -624,3 +624,34 @@ func TestImportFile(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// A manifest with a key written twice ("package" twice registered under the
+// second before), invalid UTF-8 or a lone surrogate is refused with the
+// key's path and position.
+func TestImportRefusesAmbiguousText(t *testing.T) {
+	dupPackage := "{\n\t\"manifestVersion\": \"1.0\",\n\t\"package\": \"com.example.first\",\n\t\"package\": \"com.example.second\",\n\t\"capabilities\": []\n}"
+	dupInput := strings.Replace(manifest(good), `"id": "ok",`, `"id": "ok", "id": "other",`, 1)
+	badText := "{\n\t\"manifestVersion\": \"1.0\",\n\t\"package\": \"com.\xffexample\",\n\t\"capabilities\": []\n}"
+	cases := []struct {
+		name, text string
+		want       Error
+	}{
+		{"package twice", dupPackage, Error{File: "m.json", Line: 4, Column: 2, Path: "package", Message: `key "package" is already defined at line 3: remove one of them`}},
+		{"id twice", dupInput, Error{File: "m.json", Path: "capabilities[0].id", Message: `key "id" is already defined at line`}},
+		{"invalid UTF-8", badText, Error{File: "m.json", Line: 3, Column: 18, Path: "package", Message: "invalid UTF-8 byte 0xFF"}},
+		{"lone surrogate", `{"manifestVersion": "1.0", "package": "a\udc00", "capabilities": []}`, Error{File: "m.json", Line: 1, Column: 41, Path: "package", Message: `\uDC00 is half of a UTF-16 surrogate pair`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Import("m.json", []byte(c.text), Options{CreatedAt: fixedTime})
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("not refused: %v", err)
+			}
+			if e.File != c.want.File || e.Path != c.want.Path || !strings.HasPrefix(e.Message, c.want.Message) ||
+				(c.want.Line > 0 && (e.Line != c.want.Line || e.Column != c.want.Column)) {
+				t.Errorf("got %s\nwant %+v", e, c.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/caphub/caphub/capability"
 )
@@ -22,6 +23,8 @@ func FuzzImportAgentOS(f *testing.F) {
 	f.Add([]byte(`{"manifestVersion": "1.0", "package": "a", "capabilities": [{"id": "x", "intents": ["\ud83d\ude00"], "description": "\u0000", "handler": {"type": "service"}, "inputs": [{"name": "$ref", "type": "object", "vaultKey": ""}]}]}`))
 	f.Add([]byte("\xef\xbb\xbf{\"manifestVersion\": \"1.0\"}"))
 	f.Add([]byte(`[[[[[[[[`))
+	f.Add([]byte(`{"manifestVersion": "1.0", "package": "a", "package": "b", "capabilities": []}`))
+	f.Add([]byte("{\"manifestVersion\": \"1.0\", \"package\": \"a\xff\", \"capabilities\": [{\"id\": \"x\", \"\\u0069d\": \"y\"}]}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := Import("fuzz.json", data, Options{})
 		if err != nil {
@@ -29,6 +32,9 @@ func FuzzImportAgentOS(f *testing.F) {
 				t.Fatalf("error %#v is not a positioned *Error", err)
 			}
 			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatalf("imported a manifest that is not valid UTF-8: %q", data)
 		}
 		for _, fl := range res.Failures {
 			if fl.Item == "" || fl.Reason == "" || fl.Line < 1 || fl.Column < 1 {

@@ -45,8 +45,8 @@ type node struct {
 	items     []*node  // array elements
 }
 
-// get returns the value of key in an object node, or nil. With duplicate
-// keys the last one wins, as in encoding/json.
+// get returns the value of key in an object node, or nil. (Import refuses
+// a manifest with a key written twice before anything reads it.)
 func (n *node) get(key string) *node {
 	if n == nil || n.kind != kindObject {
 		return nil

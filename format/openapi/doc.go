@@ -168,6 +168,14 @@
 // or the context ends. Fetch reads at most MaxDocumentBytes, from a URL
 // within FetchTimeout. Each import converts at most one million nodes plus
 // one per byte of the document (see workBudget) and each definition's
-// inlined schemas hold at most Options.MaxSchemaNodes nodes; beyond either
-// the operation fails instead of the import running away.
+// inlined schemas hold at most Options.MaxSchemaNodes nodes (by default
+// capability.MaxSchemaNodes, the registry's own bound); beyond either the
+// operation fails instead of the import running away. Node counts saturate,
+// so no expansion is large enough to wrap around, and a referenced schema
+// that alone expands past the bound fails with its path ("the document's
+// expansion exceeds 100000 nodes at components.schemas.X") before anything
+// is copied. A converted schema must also pass capability.CheckSchemaBudget
+// (nesting at most capability.MaxSchemaNesting, the same limit the
+// converter applies, and a bounded number of subschemas), so an import
+// never yields a definition that registration would refuse.
 package openapi

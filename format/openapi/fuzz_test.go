@@ -1,11 +1,13 @@
 package openapi
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caphub/caphub/capability"
 )
@@ -27,6 +29,10 @@ func FuzzImportOpenAPI(f *testing.F) {
 		"openapi: 3.0.0\nx: &a [*a, *a]\npaths: {/a: {get: {parameters: [{name: p, in: query, schema: {enum: *a}}]}}}\n",
 		"openapi: 3.0.3\nservers: [{url: 'https://{h}.x/{p}', variables: {h: {enum: [a]}}}]\npaths: {'/{x}{y}': {get: {}}}\n",
 		`{"openapi": "3.0.0", "paths": {"/": {"get": {"responses": {"200": {"$ref": "#/paths/~1/get/responses/200"}}}}}}`,
+		`{"openapi": "3.0.0", "servers": [{"url": "https://x"}], "paths": {"/a": {"get": {"operationId": "a", "operationId": "b"}}}}`,
+		"openapi: 3.0.0\nservers: [{url: 'https://x'}]\npaths: {/a: {get: {}}, /a: {post: {}}}\n",
+		"{\"openapi\": \"3.0.0\", \"info\": {\"title\": \"\xff\\ud800\"}, \"paths\": {}}",
+		refBomb(22),
 	} {
 		f.Add([]byte(s))
 	}
@@ -53,6 +59,9 @@ func FuzzImportOpenAPI(f *testing.F) {
 		}
 		if o.err != nil {
 			return
+		}
+		if !utf8.Valid(data) && !bytes.HasPrefix(data, []byte{0xfe, 0xff}) && !bytes.HasPrefix(data, []byte{0xff, 0xfe}) {
+			t.Fatalf("imported a document that is not valid UTF-8 (nor UTF-16 with a byte order mark): %q", data)
 		}
 		for i := range o.res.Definitions {
 			d := &o.res.Definitions[i]

@@ -50,8 +50,10 @@ const (
 var ErrNotOpenAPI = errors.New("not an OpenAPI or Swagger document")
 
 // DefaultMaxSchemaNodes is the default bound on the size of one
-// definition's input plus output schema once every $ref is inlined.
-const DefaultMaxSchemaNodes = 500_000
+// definition's input plus output schema once every $ref is inlined: the
+// bound registration applies (capability.MaxSchemaNodes), so an import does
+// not produce what the registry refuses.
+const DefaultMaxSchemaNodes = capability.MaxSchemaNodes
 
 // Options tune an import.
 type Options struct {
@@ -110,12 +112,18 @@ var methods = []string{"get", "put", "post", "delete", "options", "head", "patch
 //
 // An operation that cannot be imported becomes a Failure and the import goes
 // on. Import returns an error only when the options are invalid, when ctx
-// ends, or when data is not an OpenAPI or Swagger document (ErrNotOpenAPI).
+// ends, when data is not an OpenAPI or Swagger document (ErrNotOpenAPI), or
+// when its text is ambiguous: a key written twice in one object or mapping,
+// invalid UTF-8 or a lone surrogate escape ("FILE:LINE:COL: PATH: what").
 func Import(ctx context.Context, source string, data []byte, opts Options) (*Result, error) {
 	if err := opts.Check(); err != nil {
 		return nil, err
 	}
 	doc, err := decode(data)
+	var te *textError
+	if errors.As(err, &te) {
+		return nil, fmt.Errorf("%s:%d:%d: %w", source, te.line, te.col, te)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", source, ErrNotOpenAPI, err)
 	}
@@ -228,7 +236,6 @@ func newImporter(source string, doc *document, v specVersion, size int, opts Opt
 		doc:     doc,
 		root:    doc.root,
 		version: v,
-		conv:    newConverter(doc.root, v, workBudget(size)),
 		opts:    opts,
 		res:     &Result{},
 	}
@@ -267,6 +274,7 @@ func newImporter(source string, doc *document, v specVersion, size int, opts Opt
 	if im.maxNodes <= 0 {
 		im.maxNodes = DefaultMaxSchemaNodes
 	}
+	im.conv = newConverter(doc.root, v, workBudget(size), im.maxNodes)
 	im.securitySchemes()
 	return im
 }
@@ -460,7 +468,7 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 				names = append(names, pn)
 			}
 			bodyExtra["fields"] = names
-			inSize += b.size
+			inSize = addSize(inSize, b.size)
 		} else {
 			name := "body"
 			if _, taken := fields[name]; taken {
@@ -481,7 +489,7 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 	headers := map[string]string{}
 	for _, f := range order {
 		props[f.name] = f.schema
-		inSize += f.size + 1
+		inSize = addSize(inSize, f.size+1)
 		if f.required {
 			required = append(required, f.name)
 		}
@@ -509,8 +517,13 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 	if err != nil {
 		return capability.Definition{}, err
 	}
-	if total := inSize + outSize; total > im.maxNodes {
-		return capability.Definition{}, fmt.Errorf("its input and output schemas have %d nodes once every $ref is inlined, more than the limit of %d: raise Options.MaxSchemaNodes or simplify the schemas", total, im.maxNodes)
+	if total := addSize(inSize, outSize); total > im.maxNodes {
+		return capability.Definition{}, fmt.Errorf("its input and output schemas have more than %d nodes once every $ref is inlined: raise Options.MaxSchemaNodes or simplify the schemas", im.maxNodes)
+	}
+	// What registration would refuse (too deep once inlined, too many
+	// subschemas) is refused here, with the path, before anything is copied.
+	if issues := capability.CheckSchemaBudget(input, output); len(issues) > 0 {
+		return capability.Definition{}, fmt.Errorf("%s: %s", issues[0].Path, issues[0].Message)
 	}
 
 	base, err := im.baseURL(o)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/internal/jsoncheck"
 	"gopkg.in/yaml.v3"
 )
 
@@ -108,10 +109,17 @@ func decode(data []byte) (*document, error) {
 		if !ok {
 			return nil, errors.New("the document is not a JSON object")
 		}
+		if e := jsoncheck.Check(data); e != nil {
+			return nil, &textError{line: e.Line, col: e.Column, path: e.Path, msg: e.Message}
+		}
 		return &document{root: root, raw: data}, nil
 	}
 	var n yaml.Node
 	if err := yaml.Unmarshal(data, &n); err != nil {
+		if off := jsoncheck.InvalidUTF8(data); off >= 0 {
+			line, col := jsoncheck.Position(data, off)
+			return nil, &textError{line: line, col: col, msg: fmt.Sprintf("invalid UTF-8 byte 0x%02X: save the file as UTF-8", data[off])}
+		}
 		return nil, fmt.Errorf("not valid YAML or JSON: %v", err)
 	}
 	if n.Kind == 0 {
@@ -129,12 +137,42 @@ func decode(data []byte) (*document, error) {
 	return &document{root: root, yaml: &n}, nil
 }
 
+// textError is a document whose text is ambiguous: a key written twice in
+// one object or mapping (readers disagree on which value counts), invalid
+// UTF-8 or a lone surrogate escape (decoded as U+FFFD). It is an OpenAPI
+// document, but not one caphub guesses about, so the import fails whole.
+type textError struct {
+	line, col int
+	path, msg string
+}
+
+func (e *textError) Error() string {
+	if e.path == "" {
+		return e.msg
+	}
+	return e.path + ": " + e.msg
+}
+
 // yamlConverter turns a yaml.Node tree into the generic tree. Aliases share
 // the converted value of their anchor (so an "alias bomb" stays small here;
-// later stages bound the work of expanding it).
+// later stages bound the work of expanding it). A key written twice in one
+// mapping is a *textError naming its path (kept as a stack of segments).
 type yamlConverter struct {
 	seen   map[*yaml.Node]any
 	active map[*yaml.Node]bool
+	path   []string
+}
+
+// pathString joins the segments of the current path ("paths./a.get").
+func (c *yamlConverter) pathString() string {
+	var b strings.Builder
+	for _, s := range c.path {
+		if b.Len() > 0 && !strings.HasPrefix(s, "[") {
+			b.WriteByte('.')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 func (c *yamlConverter) convert(n *yaml.Node, depth int) (any, error) {
@@ -159,6 +197,7 @@ func (c *yamlConverter) convert(n *yaml.Node, depth int) (any, error) {
 		c.active[n] = true
 		defer delete(c.active, n)
 		m := make(map[string]any, len(n.Content)/2)
+		keyAt := make(map[string]*yaml.Node, len(n.Content)/2)
 		var merges []*yaml.Node
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -166,7 +205,14 @@ func (c *yamlConverter) convert(n *yaml.Node, depth int) (any, error) {
 				merges = append(merges, v)
 				continue
 			}
+			c.path = append(c.path, k.Value)
+			if first, dup := keyAt[k.Value]; dup {
+				return nil, &textError{line: k.Line, col: k.Column, path: c.pathString(),
+					msg: fmt.Sprintf("key %q is already defined at line %d: remove one of them", k.Value, first.Line)}
+			}
+			keyAt[k.Value] = k
 			val, err := c.convert(v, depth+1)
+			c.path = c.path[:len(c.path)-1]
 			if err != nil {
 				return nil, err
 			}
@@ -200,8 +246,10 @@ func (c *yamlConverter) convert(n *yaml.Node, depth int) (any, error) {
 		c.active[n] = true
 		defer delete(c.active, n)
 		s := make([]any, 0, len(n.Content))
-		for _, e := range n.Content {
+		for i, e := range n.Content {
+			c.path = append(c.path, "["+strconv.Itoa(i)+"]")
 			v, err := c.convert(e, depth+1)
+			c.path = c.path[:len(c.path)-1]
 			if err != nil {
 				return nil, err
 			}

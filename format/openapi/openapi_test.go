@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -387,6 +390,36 @@ func TestImportJSONFailurePosition(t *testing.T) {
 	}
 }
 
+// A document with a key written twice (json.Unmarshal kept the last, the
+// YAML converter too), invalid UTF-8 or a lone surrogate is refused whole,
+// naming the key's path and position; it is not "not OpenAPI".
+func TestImportRefusesAmbiguousText(t *testing.T) {
+	jsonDup := "{\n  \"openapi\": \"3.0.0\",\n  \"info\": {\"title\": \"D\", \"version\": \"1.0.0\"},\n  \"paths\": {\n    \"/a\": {\"get\": {\"operationId\": \"first\",\n      \"operationId\": \"second\", \"responses\": {}}}\n  }\n}"
+	yamlDup := "openapi: 3.0.0\ninfo: {title: D, version: 1.0.0}\npaths:\n  /a:\n    get: {responses: {}}\ncomponents:\n  schemas:\n    A: {type: string}\n    B: {type: string}\n    A: {type: integer}\n"
+	yamlSeq := "openapi: 3.0.0\ninfo: {title: D, version: 1.0.0}\npaths:\n  /a:\n    get:\n      parameters:\n        - {name: p, in: query}\n        - {name: q, in: query, name: r}\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"JSON", jsonDup, `d.json:6:7: paths./a.get.operationId: key "operationId" is already defined at line 5: remove one of them`},
+		{"escaped JSON key", `{"openapi": "3.0.0", "info": {}, "paths": {}, "paths": {}}`, `d.json:1:47: paths: key "paths" is already defined at line 1`},
+		{"JSON invalid UTF-8", "{\"openapi\": \"3.0.0\", \"info\": {\"title\": \"\xff\"}}", `d.json:1:41: info.title: invalid UTF-8 byte 0xFF`},
+		{"JSON lone surrogate", `{"openapi": "3.0.0", "info": {"title": "\ud800"}}`, `d.json:1:41: info.title: \uD800 is half of a UTF-16 surrogate pair`},
+		{"YAML", yamlDup, `d.json:10:5: components.schemas.A: key "A" is already defined at line 8: remove one of them`},
+		{"YAML in a list", yamlSeq, `d.json:8:32: paths./a.get.parameters[1].name: key "name" is already defined at line 8`},
+		{"YAML invalid UTF-8", "openapi: 3.0.0\ninfo:\n  title: \"a\xfe\"\n", `d.json:3:12: invalid UTF-8 byte 0xFE`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Import(context.Background(), "d.json", []byte(tc.doc), Options{})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || errors.Is(err, ErrNotOpenAPI) {
+				t.Errorf("got %v\nwant %s…", err, tc.want)
+			}
+		})
+	}
+	// The same key in sibling mappings, and a merge key overriding one, are fine.
+	ok := "openapi: 3.0.0\ninfo: {title: D, version: 1.0.0}\nservers: [{url: 'https://d.example'}]\nx-base: &b {description: ok}\npaths:\n  /a: {get: {responses: {'200': {<<: *b, description: mine}}}}\n  /b: {get: {responses: {'200': {description: ok}}}}\n"
+	if res := importBytes(t, "ok.yaml", []byte(ok), Options{}); len(res.Definitions) != 2 {
+		t.Errorf("definitions %v, failures %v", names(res.Definitions), res.Failures)
+	}
+}
+
 func TestNotOpenAPI(t *testing.T) {
 	for _, tc := range []struct{ name, doc, want string }{
 		{"empty", "", "empty"},
@@ -608,7 +641,7 @@ func TestSchemaConversion(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.in), &in); err != nil {
 				t.Fatal(err)
 			}
-			c := newConverter(root, tc.version, 1000)
+			c := newConverter(root, tc.version, 1000, DefaultMaxSchemaNodes)
 			out, _, _, err := c.schema(in, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -707,7 +740,7 @@ func TestLimits(t *testing.T) {
 	b.WriteString("    S8: {type: string}\n")
 	start := time.Now()
 	res := importBytes(t, "fan.yaml", []byte(b.String()), Options{})
-	if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, "once every $ref is inlined, more than the limit of 500000") || len(res.Definitions) != 1 {
+	if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, "the document's expansion exceeds 100000 nodes at components.schemas.S") || len(res.Definitions) != 1 {
 		t.Errorf("fan-out: failures %v, definitions %v", res.Failures, names(res.Definitions))
 	}
 
@@ -723,6 +756,67 @@ func TestLimits(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the limits took %v to trip", d)
+	}
+}
+
+// refBomb is a document whose one operation returns S0, where each of n
+// schemas has 8 properties that $ref the next: 8^n nodes once inlined.
+func refBomb(n int) string {
+	var b strings.Builder
+	b.WriteString("openapi: 3.0.0\ninfo: {title: Bomb, version: 1.0.0}\nservers: [{url: 'https://b.example'}]\n")
+	b.WriteString("paths:\n  /bomb:\n    get:\n      responses:\n        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/S0'}}}}\n")
+	b.WriteString("  /leaf:\n    get:\n      responses:\n        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/S" + strconv.Itoa(n-2) + "'}}}}\n")
+	b.WriteString("components:\n  schemas:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "    S%d:\n      type: object\n      properties:\n", i)
+		for j := 0; j < 8; j++ {
+			fmt.Fprintf(&b, "        f%d: {$ref: '#/components/schemas/S%d'}\n", j, i+1)
+		}
+	}
+	fmt.Fprintf(&b, "    S%d: {type: string}\n", n)
+	return b.String()
+}
+
+// 22 schemas of 8 $refs each overflowed the node count (8^22 > 2^63), which
+// then passed the limit, and copying the expansion ran to gigabytes. The
+// count saturates, and the first schema whose expansion alone passes the
+// limit is named, without copying anything: the import allocates little.
+func TestRefBombRefused(t *testing.T) {
+	for _, n := range []int{4, 22, 30} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		res := importBytes(t, "bomb.yaml", []byte(refBomb(n)), Options{})
+		runtime.ReadMemStats(&after)
+		// 8^4 nodes fit; from S(n-6) up each expands past 100,000.
+		want := fmt.Sprintf("the document's expansion exceeds 100000 nodes at components.schemas.S%d;", n-6)
+		if n == 4 {
+			if len(res.Failures) != 0 || len(res.Definitions) != 2 {
+				t.Errorf("8^4 nodes: failures %v, definitions %v", res.Failures, names(res.Definitions))
+			}
+			continue
+		}
+		if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, want) || len(res.Definitions) != 1 {
+			t.Errorf("%d schemas: failures %v, definitions %v; want one failure saying %q", n, res.Failures, names(res.Definitions), want)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 200<<20 {
+			t.Errorf("%d schemas: the import allocated %d MB", n, alloc>>20)
+		}
+	}
+	// A limit set lower names a schema further down.
+	res := importBytes(t, "bomb.yaml", []byte(refBomb(22)), Options{MaxSchemaNodes: 1000})
+	if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, "exceeds 1000 nodes at components.schemas.S19;") {
+		t.Errorf("MaxSchemaNodes 1000: failures %v", res.Failures)
+	}
+}
+
+func TestAddSizeSaturates(t *testing.T) {
+	n := 1
+	for range 30 {
+		n = addSize(n*8, n*8) // would overflow within 21 rounds
+	}
+	if n != sizeCap {
+		t.Errorf("addSize does not saturate: %d", n)
 	}
 }
 

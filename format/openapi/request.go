@@ -160,10 +160,10 @@ func (im *importer) paramSchema(p map[string]any) (any, int, error) {
 	if ex, ok := p["example"]; ok && ex != nil {
 		if cv, n, err := im.conv.copyValue(ex, 0); err == nil {
 			ann["examples"] = []any{cv}
-			size += n
+			size = addSize(size, n)
 		}
 	}
-	return withAnnotations(s, ann), size + len(ann), nil
+	return withAnnotations(s, ann), addSize(size, len(ann)), nil
 }
 
 // serialization returns how an array or object parameter is serialised:
@@ -309,7 +309,7 @@ func (im *importer) body(o *operation, params []map[string]any) (*requestBody, e
 			return nil, fmt.Errorf("formData parameter %s: %w", name, err)
 		}
 		props[name] = s
-		size += n + 1
+		size = addSize(size, n+1)
 		if p["required"] == true {
 			required = append(required, name)
 		}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/caphub/caphub/capability"
 )
 
 // specVersion is the OpenAPI family a document belongs to.
@@ -30,14 +32,43 @@ const noCut = math.MaxInt
 // reached by, so it must not be cached.
 const cutInside = math.MaxInt - 1
 
-// maxSchemaNesting bounds the nesting of one schema (without counting the
-// $refs it inlines) so that converting it cannot exhaust the stack.
-const maxSchemaNesting = 512
+// sizeCap is where node counts saturate: a document can describe an
+// astronomically large expansion (22 schemas of 8 $refs each to the next
+// expand into 8^22 nodes), and a count that wrapped around would pass every
+// limit. Counts are added with addSize; any count is at most sizeCap plus
+// a few, so sums of them cannot overflow.
+const sizeCap = 1 << 40
+
+// addSize adds two node counts, saturating at sizeCap.
+func addSize(a, b int) int { return min(a+b, sizeCap) }
 
 // errBudget reports that the work budget of an import ran out: the document
 // expands into more schema nodes than a real API needs (an "alias bomb" or a
 // reference fan-out).
 var errBudget = errors.New("the schemas expand into too many nodes (the document's work budget is exhausted): simplify the schemas or import a smaller document")
+
+// expansionError reports a referenced schema that expands, every $ref in it
+// inlined, into more nodes than one definition may hold: it is refused when
+// it is converted, before anything is copied.
+type expansionError struct {
+	ptr   string // JSON pointer of the schema
+	limit int
+}
+
+func (e *expansionError) Error() string {
+	return fmt.Sprintf("the document's expansion exceeds %d nodes at %s; caphub inlines every $ref, so a schema used many times (directly or through others) is copied each time: reference it fewer times or simplify it",
+		e.limit, dotted(e.ptr))
+}
+
+// dotted renders a JSON pointer as a dotted path ("/components/schemas/A"
+// → "components.schemas.A").
+func dotted(ptr string) string {
+	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return strings.Join(parts, ".")
+}
 
 // converter turns OpenAPI Schema Objects into JSON Schema 2020-12 with every
 // $ref inlined.
@@ -55,7 +86,10 @@ type converter struct {
 	cache   map[string]cachedSchema
 	onStack map[string]int // pointer → its depth on the current resolution path
 	work    int            // nodes left to convert before errBudget
-	regexps map[string]bool
+	// maxNodes bounds the expansion of one referenced schema (see
+	// expansionError); 0 means no bound.
+	maxNodes int
+	regexps  map[string]bool
 }
 
 type cachedSchema struct {
@@ -63,14 +97,15 @@ type cachedSchema struct {
 	size int
 }
 
-func newConverter(root map[string]any, v specVersion, budget int) *converter {
+func newConverter(root map[string]any, v specVersion, budget, maxNodes int) *converter {
 	return &converter{
-		root:    root,
-		version: v,
-		cache:   map[string]cachedSchema{},
-		onStack: map[string]int{},
-		work:    budget,
-		regexps: map[string]bool{},
+		root:     root,
+		version:  v,
+		cache:    map[string]cachedSchema{},
+		onStack:  map[string]int{},
+		work:     budget,
+		maxNodes: maxNodes,
+		regexps:  map[string]bool{},
 	}
 }
 
@@ -202,8 +237,8 @@ func (c *converter) schema(v any, nest int) (any, int, int, error) {
 	if err := c.spend(1); err != nil {
 		return nil, 0, 0, err
 	}
-	if nest > maxSchemaNesting {
-		return nil, 0, 0, fmt.Errorf("a schema nests deeper than %d levels: flatten it", maxSchemaNesting)
+	if nest > capability.MaxSchemaNesting {
+		return nil, 0, 0, fmt.Errorf("schema nesting exceeds %d levels (counting each $ref followed): flatten the schema", capability.MaxSchemaNesting)
 	}
 	switch x := v.(type) {
 	case bool:
@@ -248,10 +283,14 @@ func (c *converter) ref(x map[string]any, refv any, nest int) (any, int, int, er
 		delete(c.onStack, ptr)
 		if err != nil {
 			var re *refError
-			if !errors.As(err, &re) && err != errBudget && !strings.Contains(err.Error(), " (in $ref ") {
+			var ee *expansionError
+			if !errors.As(err, &re) && !errors.As(err, &ee) && err != errBudget && !strings.Contains(err.Error(), " (in $ref ") {
 				err = fmt.Errorf("%w (in $ref %q)", err, ref)
 			}
 			return nil, 0, 0, err
+		}
+		if c.maxNodes > 0 && sz > c.maxNodes {
+			return nil, 0, 0, &expansionError{ptr: ptr, limit: c.maxNodes}
 		}
 		if ct == noCut {
 			c.cache[ptr] = cachedSchema{t, sz}
@@ -297,7 +336,7 @@ func (c *converter) siblings(x map[string]any, target any, size, cut, nest int) 
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		out, size, cut = conv, size+sz, min(cut, ct)
+		out, size, cut = conv, addSize(size, sz), min(cut, ct)
 		all, _ := out["allOf"].([]any)
 		out["allOf"] = append([]any{target}, all...)
 	} else if tm, ok := target.(map[string]any); ok {
@@ -313,7 +352,7 @@ func (c *converter) siblings(x map[string]any, target any, size, cut, nest int) 
 	if nullable {
 		out = makeNullable(out)
 	}
-	return out, size + 2, cut, nil
+	return out, addSize(size, 2), cut, nil
 }
 
 // cutPlaceholder is what a recursive $ref becomes: a schema with the
@@ -357,7 +396,7 @@ func (c *converter) object(x map[string]any, nest int) (map[string]any, int, int
 			firstErr = err
 			return nil
 		}
-		size += sz
+		size = addSize(size, sz)
 		cut = min(cut, ct)
 		return s
 	}
@@ -370,7 +409,7 @@ func (c *converter) object(x map[string]any, nest int) (map[string]any, int, int
 			firstErr = err
 			return nil
 		}
-		size += n
+		size = addSize(size, n)
 		return cv
 	}
 	var (
@@ -778,8 +817,8 @@ func (c *converter) copyValue(v any, depth int) (any, int, error) {
 	if err := c.spend(1); err != nil {
 		return nil, 0, err
 	}
-	if depth > maxSchemaNesting {
-		return nil, 0, fmt.Errorf("a value nests deeper than %d levels: flatten it", maxSchemaNesting)
+	if depth > capability.MaxSchemaNesting {
+		return nil, 0, fmt.Errorf("a value nests deeper than %d levels: flatten it", capability.MaxSchemaNesting)
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -797,7 +836,7 @@ func (c *converter) copyValue(v any, depth int) (any, int, error) {
 				return nil, 0, err
 			}
 			out[k] = cv
-			n += cn
+			n = addSize(n, cn)
 		}
 		return out, n, nil
 	case []any:
@@ -809,7 +848,7 @@ func (c *converter) copyValue(v any, depth int) (any, int, error) {
 				return nil, 0, err
 			}
 			out[i] = cv
-			n += cn
+			n = addSize(n, cn)
 		}
 		return out, n, nil
 	case float64:

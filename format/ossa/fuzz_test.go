@@ -19,6 +19,8 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("domains:\n  x:\n    capabilities: [ossa:x/y@1.0]\n"))
 	f.Add([]byte("- capability: {uri: 'ossa:a/b@1.0', input: {$ref: '#/definitions/A'}}\ndefinitions: {A: {}}\n"))
 	f.Add([]byte("a: &x [*x]\n"))
+	f.Add([]byte("{\"capability\": {\"uri\": \"ossa:a/b@1.0\"}, \"capability\": {\"uri\": \"ossa:a/c@1.0\"}}"))
+	f.Add([]byte("capability: {uri: 'ossa:a/b@1.0', name: \"\xff\"}\ndefinitions: {A: {}, A: {}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Read("fuzz.yaml", data)
 		if err != nil {

@@ -383,6 +383,48 @@ func TestDuplicateKeys(t *testing.T) {
 	}
 }
 
+// A key written twice at the top of a document (`capability:` twice
+// registered the first and dropped the second) or in its file-level
+// definitions is an issue at the second key, and no entry of that document
+// is read.
+func TestDuplicateDocumentKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, path string
+		line, col       int
+	}{
+		{"capability twice", `{"capability": {"uri": "ossa:a/b@1.0"},` + "\n" + ` "capability": {"uri": "ossa:a/c@1.0"}}`, "capability", 2, 2},
+		{"capabilities twice", "capabilities: []\ncapabilities:\n  - uri: ossa:a/b@1.0\n", "capabilities", 2, 1},
+		{"in definitions", "capability: {uri: 'ossa:a/b@1.0', input: {$ref: '#/definitions/A'}}\ndefinitions:\n  A: {type: object}\n  A: {type: string}\n", "definitions.A", 4, 3},
+		{"in a later document", "capability: {uri: 'ossa:a/b@1.0'}\n---\ncapability: {uri: 'ossa:a/c@1.0'}\ncapability: {uri: 'ossa:a/d@1.0'}\n", "document[1].capability", 4, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Read("x.yaml", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Issues) != 1 || f.Issues[0].Path != tc.path || f.Issues[0].Line != tc.line || f.Issues[0].Column != tc.col ||
+				!strings.Contains(f.Issues[0].Message, "is already defined at line") {
+				t.Errorf("issues %v, want one at %s %d:%d", f.Issues, tc.path, tc.line, tc.col)
+			}
+			for _, e := range f.Entries {
+				if e.Path != "document[0].capability" {
+					t.Errorf("entry %s of the ambiguous document was read", e.Path)
+				}
+			}
+		})
+	}
+}
+
+// Invalid UTF-8 is refused at its line and column (the YAML parser names
+// no position for it).
+func TestInvalidUTF8Position(t *testing.T) {
+	_, err := Read("x.json", []byte("{\"capability\": {\"uri\": \"ossa:a/b@1.0\",\n  \"name\": \"b\xff\"}}"))
+	var e *Error
+	if !errors.As(err, &e) || e.Line != 2 || e.Column != 13 || e.Message != "invalid UTF-8 byte 0xFF: save the file as UTF-8" {
+		t.Errorf("got %v", err)
+	}
+}
+
 func TestMissingRefIsAnError(t *testing.T) {
 	src := `capability:
   uri: ossa:a/b@1.0

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/internal/jsoncheck"
 	"gopkg.in/yaml.v3"
 )
 
@@ -115,6 +116,11 @@ func Read(name string, data []byte) (*File, error) {
 			break
 		}
 		if err != nil {
+			if off := jsoncheck.InvalidUTF8(data); off >= 0 && strings.Contains(err.Error(), "UTF-8") {
+				// The parser names no position for it: give the first invalid byte's.
+				line, col := jsoncheck.Position(data, off)
+				return nil, &Error{File: name, Line: line, Column: col, Message: fmt.Sprintf("invalid UTF-8 byte 0x%02X: save the file as UTF-8", data[off])}
+			}
 			return nil, syntaxError(name, err)
 		}
 		if len(doc.Content) > 0 {
@@ -183,6 +189,10 @@ func (f *File) readDocument(root *yaml.Node, prefix string) error {
 	default:
 		return &Error{File: f.Name, Line: root.Line, Column: root.Column, Path: strings.TrimSuffix(prefix, "."),
 			Message: "expected a mapping (`capability:`, `capabilities:`, `registry:` or `domains:`), found " + kindName(root)}
+	}
+	if dups := documentDuplicates(f.Name, strings.TrimSuffix(prefix, "."), root); len(dups) > 0 {
+		f.Issues = append(f.Issues, dups...)
+		return nil
 	}
 	defs := fileDefinitions(root)
 	if _, v := mappingValue(root, "capability"); v != nil {
@@ -319,6 +329,33 @@ func duplicateKeys(file, path string, n *yaml.Node) []capability.Issue {
 		}
 	}
 	walk(n, path)
+	return out
+}
+
+// documentDuplicates reports the keys written twice at the top of a
+// document (`capability:` twice: which one is meant would be a guess) and
+// anywhere in its file-level definitions or $defs. Keys inside a definition
+// are checked when it is read (see addEntry), the index sections when they
+// are decoded.
+func documentDuplicates(file, path string, root *yaml.Node) []capability.Issue {
+	var out []capability.Issue
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			continue
+		}
+		p := joinPath(path, k.Value)
+		if first, dup := seen[k.Value]; dup {
+			out = append(out, capability.Issue{Severity: capability.SeverityError, File: file, Path: p, Line: k.Line, Column: k.Column,
+				Message: fmt.Sprintf("key %q is already defined at line %d: remove one of them", k.Value, first.Line)})
+			continue
+		}
+		seen[k.Value] = k
+		if k.Value == "definitions" || k.Value == "$defs" {
+			out = append(out, duplicateKeys(file, p, root.Content[i+1])...)
+		}
+	}
 	return out
 }
 
