@@ -3,7 +3,6 @@ package rest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -88,13 +87,7 @@ func (s *Server) writeBudgetProblem(w http.ResponseWriter, r *http.Request, bw *
 		Detail: fmt.Sprintf("%s %s did not finish within the request time budget of %s and was cancelled: ask for less (a smaller limit, a narrower filter), retry later, or have the operator raise the budget (caphub serve --request-timeout)",
 			r.Method, r.URL.Path, s.budget)}
 	s.log.Warn("request exceeded its time budget", "method", r.Method, "path", r.URL.Path, "budget", s.budget)
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(p.Status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
-		s.log.Debug("write problem", "err", err)
-	}
+	s.writeProblem(w, p)
 }
 
 // budgetWriter buffers a handler's answer until it is done; once stopped

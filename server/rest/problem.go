@@ -123,6 +123,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
 	}
+	s.writeProblem(w, p)
+}
+
+// writeProblem writes a problem document as the response.
+func (s *Server) writeProblem(w http.ResponseWriter, p *Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
 	enc := json.NewEncoder(w)
