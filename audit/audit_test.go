@@ -315,15 +315,14 @@ func definition(name, version string) capability.Definition {
 	}
 }
 
-// TestAPI checks that the registry wrapper records registrations that
-// created a version, and deprecations, by the actor of the context.
-func TestAPI(t *testing.T) {
-	ctx := t.Context()
+// TestRecorder checks that a registry with the Log as its recorder records
+// registrations that created a version, and deprecations, by the actor of
+// the context, and nothing for a refused or unchanged registration.
+func TestRecorder(t *testing.T) {
 	st := openStore(t)
 	l := audit.New(st)
-	type actorKey struct{}
-	api := l.API(registry.NewService(st), func(ctx context.Context) string { s, _ := ctx.Value(actorKey{}).(string); return s })
-	ctx = context.WithValue(ctx, actorKey{}, "alice")
+	api := registry.NewService(st, registry.WithRecorder(l))
+	ctx := registry.WithActor(t.Context(), "alice")
 
 	if _, err := api.RegisterBatch(ctx, []capability.Definition{definition("echo", "1.0.0"), definition("upper", "1.2.0")}); err != nil {
 		t.Fatal(err)
