@@ -128,7 +128,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	}
 	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache(), registry.WithRecorder(a.audit), registry.WithVerifier(verifier))
 	a.closers[0] = a.svc.Close // stops the cache's watch, then closes the store
-	a.servers = discover.NewServers(docs)
+	a.servers = discover.NewServers(docs, discover.WithRecorder(a.audit))
 	a.metrics = metrics.New()
 	if _, err := a.svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions()); err != nil {
 		a.Close()
@@ -160,7 +160,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	}
 	a.governance = policy.NewEngine(docs, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: humanApproval, Log: c.log})
 	a.pipeline.SetPolicy(a.governance)
-	a.agents = agent.NewAgents(docs, a.svc)
+	a.agents = agent.NewAgents(docs, a.svc, agent.WithRecorder(a.audit))
 	a.pipeline.SetBindingOverrides(a.agents.Overrides())
 	return a, nil
 }

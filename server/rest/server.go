@@ -66,7 +66,7 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	}
 	s := &Server{svc: svc, mux: http.NewServeMux(), log: log, version: "dev"}
 	if docs, ok := svc.Store().(registry.DocStore); ok {
-		s.servers = discover.NewServers(docs)
+		s.servers = discover.NewServers(docs, discover.WithRecorder(svc.Recorder()))
 	}
 	for _, o := range opts {
 		o(s)
