@@ -458,7 +458,9 @@ type Break struct {
 
 // VerifyResult is what Verify found.
 type VerifyResult struct {
-	// OK is true when the whole chain is intact.
+	// OK is true when the whole chain is intact and, once
+	// AddRegistrations added its check, every stored version has its
+	// registration event.
 	OK bool `json:"ok"`
 	// Count is the number of intact events before the break (every event
 	// when OK).
@@ -468,15 +470,35 @@ type VerifyResult struct {
 	// detect later that newest events were removed.
 	HeadSeq  int64  `json:"head_seq"`
 	HeadHash string `json:"head_hash"`
-	// Break is the first broken link; nil when OK.
+	// Break is the first broken link; nil when the chain is intact.
 	Break *Break `json:"break,omitempty"`
+	// Registrations is the check of CheckRegistrations, when
+	// AddRegistrations added it.
+	Registrations *RegistrationCheck `json:"registrations,omitempty"`
+}
+
+// AddRegistrations adds the check of CheckRegistrations to what Verify
+// found: the result is OK only when both are.
+func (r *VerifyResult) AddRegistrations(c *RegistrationCheck) {
+	r.Registrations = c
+	r.OK = r.OK && c.OK
 }
 
 // String returns e.g. "audit chain intact: 400 events, head event 400,
 // hash a1b2…" or "audit chain broken at event 7: …; the 6 events before it
-// are intact".
+// are intact", and on a second line the registration check when there is
+// one.
 func (r *VerifyResult) String() string {
-	if r.OK {
+	s := r.chainString()
+	if r.Registrations != nil {
+		s += "\n" + r.Registrations.String()
+	}
+	return s
+}
+
+// chainString is String's report of the chain.
+func (r *VerifyResult) chainString() string {
+	if r.Break == nil {
 		if r.Count == 0 {
 			return "audit chain intact: no events yet"
 		}

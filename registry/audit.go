@@ -44,6 +44,10 @@ type AuditFilter struct {
 	// it carries no version ("ossa:security/scan"), about any version of it
 	// ("ossa:security/scan@1.0").
 	Capability string
+	// Capabilities keeps the events whose Capability is one of these,
+	// exactly (no version ranges): the events of a page of versions in one
+	// query (audit.Log.CheckRegistrations). Empty does not filter.
+	Capabilities []string
 	// Kind keeps the events of one kind.
 	Kind string
 	// Limit is the most events to return; 0 means no limit.

@@ -198,6 +198,9 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 			where = append(where, `(capability = `+arg(f.Capability)+` OR (capability >= `+arg(f.Capability+"@")+` AND capability < `+arg(f.Capability+"A")+`))`)
 		}
 	}
+	if len(f.Capabilities) > 0 {
+		where = append(where, `capability = ANY(`+arg(f.Capabilities)+`::text[])`)
+	}
 	query := `SELECT ` + auditColumns + ` FROM audit_events`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)

@@ -178,7 +178,14 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 		args = append(args, formatTime(contract.CeilMicro(f.Since)))
 	}
 	if f.Kind != "" {
-		where = append(where, `kind = ?`)
+		// With a capability, its index is the narrow one: the unary +
+		// keeps SQLite (which has no statistics) from scanning every event
+		// of the kind instead, per capability.
+		if f.Capability != "" || len(f.Capabilities) > 0 {
+			where = append(where, `+kind = ?`)
+		} else {
+			where = append(where, `kind = ?`)
+		}
 		args = append(args, f.Kind)
 	}
 	if f.Capability != "" {
@@ -188,6 +195,12 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 		} else {
 			where = append(where, `(capability = ? OR (capability >= ? AND capability < ?))`)
 			args = append(args, f.Capability, f.Capability+"@", f.Capability+"A")
+		}
+	}
+	if len(f.Capabilities) > 0 {
+		where = append(where, `capability IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(f.Capabilities)), ", ")+`)`)
+		for _, c := range f.Capabilities {
+			args = append(args, c)
 		}
 	}
 	query := `SELECT ` + auditColumns + ` FROM audit_events`
