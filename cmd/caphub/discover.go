@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -103,7 +104,8 @@ With --config FILE, several servers are discovered in parallel
 				}
 				rep, err := run(cmd.Context(), srv)
 				if err != nil {
-					if rep == nil {
+					var gaveUp *client.GaveUpError
+					if rep == nil || errors.As(err, &gaveUp) {
 						return err
 					}
 					rep.Error = err.Error()
