@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 )
@@ -80,18 +81,33 @@ type AgentCapability struct {
 // (SetCapabilities) are serialised within one Agents; between processes
 // sharing a database the last write wins.
 type Agents struct {
-	docs registry.DocStore
-	reg  registry.API
-	now  func() time.Time
-	mu   sync.Mutex
+	docs     registry.DocStore
+	reg      registry.API
+	recorder registry.ChangeRecorder // nil: changes are not recorded
+	now      func() time.Time
+	mu       sync.Mutex
 
 	overrides *BindingOverrides // see Overrides
 }
 
+// Option configures Agents.
+type Option func(*Agents)
+
+// WithRecorder records every change to an agent with an audit event that
+// rec makes (audit.KindAgentApplied, KindAgentUpdated when its
+// capabilities are set, KindAgentDeleted), naming the actor of the change
+// (registry.ActorFrom) and the agent, committed in the change's own
+// transaction (registry.ApplyDocsRecorded): the store must then be a
+// registry.AuditedStore. A nil rec records nothing.
+func WithRecorder(rec registry.ChangeRecorder) Option { return func(a *Agents) { a.recorder = rec } }
+
 // NewAgents returns the agents kept in docs, whose capabilities reg resolves
 // (a *registry.Service, or a client of a running caphub).
-func NewAgents(docs registry.DocStore, reg registry.API) *Agents {
+func NewAgents(docs registry.DocStore, reg registry.API, opts ...Option) *Agents {
 	a := &Agents{docs: docs, reg: reg, now: time.Now}
+	for _, o := range opts {
+		o(a)
+	}
 	a.overrides = &BindingOverrides{agents: a, now: time.Now, cache: map[string]cachedBindings{}}
 	return a
 }
@@ -224,7 +240,7 @@ func (a *Agents) Apply(ctx context.Context, m *Manifest) (*Agent, []capability.I
 	ag.Manifest = raw
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.put(ctx, ag); err != nil {
+	if err := a.put(ctx, ag, audit.KindAgentApplied); err != nil {
 		return nil, nil, err
 	}
 	return ag, issues, nil
@@ -269,7 +285,20 @@ func (a *Agents) Delete(ctx context.Context, id string) error {
 	if err := CheckID(id); err != nil {
 		return err
 	}
-	err := a.docs.DeleteDoc(ctx, DocKind, id)
+	var err error
+	if a.recorder == nil {
+		err = a.docs.DeleteDoc(ctx, DocKind, id)
+	} else {
+		// The delete and its event commit together; ApplyDocs deletes a
+		// missing document silently, so existence is checked first (under
+		// the lock, against this process's writers).
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if _, err = a.docs.GetDoc(ctx, DocKind, id); err == nil {
+			err = registry.ApplyDocsRecorded(ctx, a.docs, a.recorder, []registry.DocOp{{Kind: DocKind, Key: id, Delete: true}},
+				audit.KindAgentDeleted, registry.ActorFrom(ctx), "", map[string]any{"agent": id})
+		}
+	}
 	a.overrides.forget(id)
 	if errors.Is(err, registry.ErrNotFound) {
 		return fmt.Errorf("agent %s does not exist, so there is nothing to delete: %w", id, registry.ErrNotFound)
@@ -330,21 +359,29 @@ func (a *Agents) SetCapabilities(ctx context.Context, id string, capabilityIDs [
 	if _, err := a.Compose(ctx, &next); err != nil {
 		return nil, err
 	}
-	if err := a.put(ctx, &next); err != nil {
+	if err := a.put(ctx, &next, audit.KindAgentUpdated); err != nil {
 		return nil, err
 	}
 	return next.Capabilities, nil
 }
 
-// put stores ag with UpdatedAt set to now.
-func (a *Agents) put(ctx context.Context, ag *Agent) error {
+// put stores ag with UpdatedAt set to now, recorded (with a recorder) by an
+// event of kind committed with it. The event names the agent, its version
+// and its capabilities in order.
+func (a *Agents) put(ctx context.Context, ag *Agent, kind string) error {
 	ag.UpdatedAt = a.now().UTC().Truncate(time.Millisecond)
 	sortCapabilities(ag.Capabilities)
 	data, err := json.Marshal(ag)
 	if err != nil {
 		return fmt.Errorf("store agent %s: encode: %w", ag.ID, err)
 	}
-	if err := a.docs.PutDoc(ctx, DocKind, ag.ID, data); err != nil {
+	caps := make([]string, len(ag.Capabilities))
+	for i, c := range ag.Capabilities {
+		caps[i] = c.CapabilityID
+	}
+	ops := []registry.DocOp{{Kind: DocKind, Key: ag.ID, Value: data}}
+	event := map[string]any{"agent": ag.ID, "version": ag.Version, "capabilities": caps}
+	if err := registry.ApplyDocsRecorded(ctx, a.docs, a.recorder, ops, kind, registry.ActorFrom(ctx), "", event); err != nil {
 		return fmt.Errorf("store agent %s: %w", ag.ID, err)
 	}
 	a.overrides.forget(ag.ID)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/caphub/caphub/agent"
+	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/testpeers"
@@ -514,4 +515,53 @@ func TestApplyCorpusCapabilities(t *testing.T) {
 		t.Error("no corpus example was applied")
 	}
 	t.Logf("%d corpus examples applied", applied)
+}
+
+// TestChangesRecorded: with a recorder, applying, updating and deleting an
+// agent each commit an audit event naming the actor and the agent, and a
+// refused delete records nothing.
+func TestChangesRecorded(t *testing.T) {
+	_, svc := newAgents(t)
+	st := svc.Store()
+	log := audit.New(st.(audit.Store))
+	a := agent.NewAgents(st.(registry.DocStore), svc, agent.WithRecorder(log))
+	ctx := registry.WithActor(context.Background(), "token:ops")
+	m, _, err := agent.ReadManifest("agent.yaml", []byte(calculator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Apply(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetCapabilities(ctx, "calculator", []string{"test_math"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Delete(ctx, "calculator"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Delete(ctx, "calculator"); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	events, err := log.List(ctx, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ kind, actor, data string }
+	var got []row
+	for _, e := range events {
+		if e.Kind != audit.KindRegistered {
+			got = append(got, row{e.Kind, e.Actor, string(e.Data)})
+		}
+	}
+	want := []row{
+		{audit.KindAgentApplied, "token:ops", `{"agent":"calculator","capabilities":["ossa:everruns/current_time@1.0","ossa:everruns/test_math@1.0"],"version":"1.2.0"}`},
+		{audit.KindAgentUpdated, "token:ops", `{"agent":"calculator","capabilities":["test_math"],"version":"1.2.0"}`},
+		{audit.KindAgentDeleted, "token:ops", `{"agent":"calculator"}`},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events\n got %+v\nwant %+v", got, want)
+	}
+	if res, err := log.Verify(ctx); err != nil || !res.OK {
+		t.Errorf("Verify = %v, %v", res, err)
+	}
 }

@@ -1,13 +1,19 @@
 // Package audit is caphub's audit chain (the CCOS causal chain): an
 // append-only log in which every registration, deprecation, policy
-// decision, approval and invocation is an Event whose Hash covers its
-// content and the previous event's Hash. Changing, removing or reordering
-// a stored event breaks the chain at that event, and Verify says where.
+// decision, approval, agent and saved-server change and invocation is an
+// Event whose Hash covers its content and the previous event's Hash.
+// Changing, removing or reordering a stored event breaks the chain at that
+// event, and Verify says where.
 //
 // The chain lives in the registry's database (registry.AuditStore, which
 // both stores implement); Append assigns the sequence number, time and
 // hashes inside the store's append transaction, so concurrent appenders —
-// in one process or on several replicas — never fork it.
+// in one process or on several replicas — never fork it. Changes are never
+// recorded after the fact: a Log is a registry.ChangeRecorder whose hooks
+// the store runs inside the change's own transaction (the record is never
+// shorter than what happened), and CheckRegistrations finds any stored
+// version without its "registered" event. Only invocations and policy
+// decisions are queued (Enqueue), for throughput.
 //
 // What the chain cannot show by itself is the loss of its newest events:
 // deleting the last rows leaves a shorter chain that verifies. Keep the
@@ -45,6 +51,11 @@ const (
 	KindPolicyDecision = "policy_decision" // governance allowed or denied a call
 	KindApproval       = "approval"        // a human approved or rejected a call
 	KindInvocation     = "invocation"      // a capability was invoked
+	KindAgentApplied   = "agent_applied"   // an agent was created or replaced from its manifest
+	KindAgentUpdated   = "agent_updated"   // an agent's capabilities were replaced
+	KindAgentDeleted   = "agent_deleted"   // an agent was deleted
+	KindServerSaved    = "server_saved"    // an MCP server connection was saved or replaced
+	KindServerDeleted  = "server_deleted"  // a saved MCP server was removed
 )
 
 // recordTimeout bounds how long RecordInvocation, and the registry
@@ -291,18 +302,7 @@ func (l *Log) write(all []*pending) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	evs, err := l.store.AppendAuditBatch(ctx, len(batch), func(last *Event, i int) (Event, error) {
-		e := batch[i].e
-		next := Event{Seq: 1, Time: l.now().UTC().Truncate(time.Microsecond), Kind: e.Kind, Actor: e.Actor,
-			Capability: e.Capability, Data: e.Data, PrevHash: GenesisHash}
-		if last != nil {
-			next.Seq = last.Seq + 1
-			next.PrevHash = last.Hash
-			if last.Time.After(next.Time) {
-				next.Time = last.Time.UTC()
-			}
-		}
-		next.Hash = Hash(next)
-		return next, nil
+		return l.link(last, batch[i].e), nil
 	})
 	for i, r := range batch {
 		switch {
@@ -316,6 +316,65 @@ func (l *Log) write(all []*pending) {
 			r.done <- appended{ev: evs[i]}
 		}
 	}
+}
+
+// link returns e as the event that follows last (nil: e starts the chain):
+// Seq is the next number, PrevHash last's Hash, Time the current time in
+// microseconds (never earlier than last's), and Hash covers it all. Every
+// event of the chain, appended or committed with a change (Hook), is made
+// here.
+func (l *Log) link(last *Event, e Event) Event {
+	next := Event{Seq: 1, Time: l.now().UTC().Truncate(time.Microsecond), Kind: e.Kind, Actor: e.Actor,
+		Capability: e.Capability, Data: e.Data, PrevHash: GenesisHash}
+	if last != nil {
+		next.Seq = last.Seq + 1
+		next.PrevHash = last.Hash
+		if last.Time.After(next.Time) {
+			next.Time = last.Time.UTC()
+		}
+	}
+	next.Hash = Hash(next)
+	return next
+}
+
+// chain links events one after the other onto last: the Chain of the hooks
+// Hook makes.
+func (l *Log) chain(last *Event, events []Event) ([]Event, error) {
+	out := make([]Event, len(events))
+	for i, e := range events {
+		out[i] = l.link(last, e)
+		last = &out[i]
+	}
+	return out, nil
+}
+
+// Hook returns the hook with which a store commits events in the
+// transaction of the change they record (registry.AuditedStore), instead of
+// appending them after it: the change and its events commit together or
+// not at all. Of each event it takes Kind (required), Actor, Capability and
+// Data (a JSON object, stored in canonical form; empty means {}); the
+// store's transaction assigns the rest, as Append's does.
+func (l *Log) Hook(events ...Event) (*registry.AuditHook, error) {
+	out := make([]Event, len(events))
+	for i, e := range events {
+		data, err := eventData(e.Kind, e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("audit event: %w", err)
+		}
+		out[i] = Event{Kind: e.Kind, Actor: e.Actor, Capability: e.Capability, Data: data}
+	}
+	return &registry.AuditHook{Events: out, Chain: l.chain}, nil
+}
+
+// ChangeHook returns the Hook of one event whose Data is the JSON encoding
+// of data (which must encode as an object: a struct or a map); see
+// registry.ChangeRecorder.
+func (l *Log) ChangeHook(kind, actor, capability string, data any) (*registry.AuditHook, error) {
+	b, err := marshalData(kind, data)
+	if err != nil {
+		return nil, err
+	}
+	return l.Hook(Event{Kind: kind, Actor: actor, Capability: capability, Data: b})
 }
 
 // Close stops the writer once the events already handed to it (enqueued
@@ -399,7 +458,9 @@ type Break struct {
 
 // VerifyResult is what Verify found.
 type VerifyResult struct {
-	// OK is true when the whole chain is intact.
+	// OK is true when the whole chain is intact and, once
+	// AddRegistrations added its check, every stored version has its
+	// registration event.
 	OK bool `json:"ok"`
 	// Count is the number of intact events before the break (every event
 	// when OK).
@@ -409,15 +470,35 @@ type VerifyResult struct {
 	// detect later that newest events were removed.
 	HeadSeq  int64  `json:"head_seq"`
 	HeadHash string `json:"head_hash"`
-	// Break is the first broken link; nil when OK.
+	// Break is the first broken link; nil when the chain is intact.
 	Break *Break `json:"break,omitempty"`
+	// Registrations is the check of CheckRegistrations, when
+	// AddRegistrations added it.
+	Registrations *RegistrationCheck `json:"registrations,omitempty"`
+}
+
+// AddRegistrations adds the check of CheckRegistrations to what Verify
+// found: the result is OK only when both are.
+func (r *VerifyResult) AddRegistrations(c *RegistrationCheck) {
+	r.Registrations = c
+	r.OK = r.OK && c.OK
 }
 
 // String returns e.g. "audit chain intact: 400 events, head event 400,
 // hash a1b2…" or "audit chain broken at event 7: …; the 6 events before it
-// are intact".
+// are intact", and on a second line the registration check when there is
+// one.
 func (r *VerifyResult) String() string {
-	if r.OK {
+	s := r.chainString()
+	if r.Registrations != nil {
+		s += "\n" + r.Registrations.String()
+	}
+	return s
+}
+
+// chainString is String's report of the chain.
+func (r *VerifyResult) chainString() string {
+	if r.Break == nil {
 		if r.Count == 0 {
 			return "audit chain intact: no events yet"
 		}

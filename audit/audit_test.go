@@ -15,6 +15,7 @@ import (
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
+	"github.com/caphub/caphub/store/storetest"
 )
 
 func openStore(t *testing.T) *sqlite.Store {
@@ -315,15 +316,14 @@ func definition(name, version string) capability.Definition {
 	}
 }
 
-// TestAPI checks that the registry wrapper records registrations that
-// created a version, and deprecations, by the actor of the context.
-func TestAPI(t *testing.T) {
-	ctx := t.Context()
+// TestRecorder checks that a registry with the Log as its recorder records
+// registrations that created a version, and deprecations, by the actor of
+// the context, and nothing for a refused or unchanged registration.
+func TestRecorder(t *testing.T) {
 	st := openStore(t)
 	l := audit.New(st)
-	type actorKey struct{}
-	api := l.API(registry.NewService(st), func(ctx context.Context) string { s, _ := ctx.Value(actorKey{}).(string); return s })
-	ctx = context.WithValue(ctx, actorKey{}, "alice")
+	api := registry.NewService(st, registry.WithRecorder(l))
+	ctx := registry.WithActor(t.Context(), "alice")
 
 	if _, err := api.RegisterBatch(ctx, []capability.Definition{definition("echo", "1.0.0"), definition("upper", "1.2.0")}); err != nil {
 		t.Fatal(err)
@@ -371,4 +371,55 @@ func digest(t *testing.T, e audit.Event) string {
 		t.Fatalf("event %d: data %s has no digest", e.Seq, e.Data)
 	}
 	return d.Digest
+}
+
+// TestCheckRegistrations: every version registered through a recording
+// registry has its event; a version stored past it (or whose event is cut
+// off the end of the chain) is named; one stored before the chain began
+// predates it; with an empty chain every version is unrecorded.
+func TestCheckRegistrations(t *testing.T) {
+	ctx := registry.WithActor(t.Context(), "alice")
+	st := openStore(t)
+	l := audit.New(st)
+	if c, err := l.CheckRegistrations(ctx, st); err != nil || !c.OK || c.Versions != 0 {
+		t.Fatalf("empty registry: %+v, %v", c, err)
+	}
+	early := storetest.NewRecord(definition("early", "1.0.0"))
+	early.RegisteredAt = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := st.Put(ctx, []registry.Record{early}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.CheckRegistrations(ctx, st); err != nil || c.OK || c.Unrecorded != 1 || c.Predating != 0 {
+		t.Errorf("a version and an empty chain: %+v, %v; want it unrecorded", c, err)
+	}
+	svc := registry.NewService(st, registry.WithRecorder(l))
+	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0"} {
+		if _, err := svc.RegisterBatch(ctx, []capability.Definition{definition("echo", v), definition("upper", v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := l.CheckRegistrations(ctx, st)
+	if err != nil || !c.OK || c.Versions != 7 || c.Unrecorded != 0 || c.Predating != 1 {
+		t.Fatalf("registered through the registry: %+v, %v; want 7 versions, 1 predating", c, err)
+	}
+	if s := c.String(); !strings.Contains(s, "all 6 stored versions have their registration event") || !strings.Contains(s, "1 stored version predates the audit chain") {
+		t.Errorf("String() = %q", s)
+	}
+	// Stored past the registry, after the chain began: no event.
+	if _, err := st.Put(ctx, []registry.Record{storetest.NewRecord(definition("sneaky", "1.0.0"))}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = l.CheckRegistrations(ctx, st)
+	if err != nil || c.OK || c.Unrecorded != 1 || len(c.Missing) != 1 || c.Missing[0] != "ossa:text/sneaky@1.0.0" {
+		t.Fatalf("a version without its event: %+v, %v", c, err)
+	}
+	res, err := l.Verify(ctx)
+	if err != nil || !res.OK {
+		t.Fatalf("Verify = %+v, %v", res, err)
+	}
+	res.AddRegistrations(c)
+	if res.OK || !strings.Contains(res.String(), "audit chain intact: 6 events") ||
+		!strings.Contains(res.String(), "\nregistrations NOT recorded: 1 of 8 stored versions have no registration event (stored without their record, or their events were removed): ossa:text/sneaky@1.0.0") {
+		t.Errorf("Verify with registrations: OK %v, %q", res.OK, res.String())
+	}
 }

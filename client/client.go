@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caphub/caphub/capability"
@@ -24,23 +26,74 @@ import (
 
 // Client talks to one caphub server.
 type Client struct {
-	base  string
-	http  *http.Client
-	token string // bearer token sent on every request; "" for none
+	base    string
+	http    *http.Client
+	timeout time.Duration // of each request, answer included; 0: none
+	token   string        // bearer token sent on every request; "" for none
 }
 
 var _ registry.API = (*Client)(nil)
 
+// DefaultTimeout is how long a Client waits for an answer unless
+// WithTimeout says otherwise.
+const DefaultTimeout = 60 * time.Second
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithTimeout bounds how long the client waits for each answer, reading it
+// included; 0 waits as long as the server works on it (a server that dies
+// closes the connection). Give long work — a large import — the time it
+// needs: a client that gives up on a change does not stop the server from
+// making it (see GaveUpError).
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
 // New returns a client of the server at baseURL (e.g. http://127.0.0.1:8750).
-func New(baseURL string) (*Client, error) {
+func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server URL %q must be an absolute http(s) URL, e.g. http://127.0.0.1:8750", baseURL)
 	}
 	// $CAPHUB_TOKEN authenticates to a server that enforces API tokens
 	// (caphub token create); it is sent only as a header, never logged.
-	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 60 * time.Second}, token: strings.TrimSpace(os.Getenv("CAPHUB_TOKEN"))}, nil
+	c := &Client{base: strings.TrimRight(baseURL, "/"), timeout: DefaultTimeout, token: strings.TrimSpace(os.Getenv("CAPHUB_TOKEN"))}
+	for _, o := range opts {
+		o(c)
+	}
+	c.http = &http.Client{Timeout: c.timeout}
+	return c, nil
 }
+
+// GaveUpError says the client stopped waiting for the answer to a request
+// that changes something (any method but GET and HEAD) after the server had
+// received all of it: the timeout passed, ctx ended or the connection broke.
+// The server may still complete the change — or may have completed it:
+// whether it did is unknown here, so never report it as failed. A request
+// that never reached the server (it refused the connection) is an ordinary
+// error instead.
+type GaveUpError struct {
+	Method, Path string
+	Server       string
+	// Status is the answer's status when the server answered but its body
+	// could not be read (the change is then done when it is 2xx); 0 when
+	// no answer came.
+	Status int
+	After  time.Duration // how long the client waited
+	Err    error
+}
+
+func (e *GaveUpError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("caphub server %s answered %s %s with %d %s, but its answer could not be read after %s (%v): the server made the change when that status is 2xx",
+			e.Server, e.Method, e.Path, e.Status, http.StatusText(e.Status), e.After.Round(time.Millisecond), e.Err)
+	}
+	return fmt.Sprintf("gave up waiting for caphub server %s to answer %s %s after %s (%v): the server may still complete the request",
+		e.Server, e.Method, e.Path, e.After.Round(time.Millisecond), e.Err)
+}
+
+// Unwrap returns the cause (a timeout, context.Canceled, a broken
+// connection).
+func (e *GaveUpError) Unwrap() error { return e.Err }
 
 // Close releases nothing; it satisfies registry.API.
 func (c *Client) Close() error { return nil }
@@ -163,13 +216,27 @@ func (c *Client) send(ctx context.Context, method, path string, body any, hdr ht
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	// sent is set once the whole request is written: from then on the
+	// server may act on it whatever becomes of the answer.
+	var sent atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(w httptrace.WroteRequestInfo) { sent.Store(w.Err == nil) },
+	}))
+	changes := method != http.MethodGet && method != http.MethodHead
+	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if changes && sent.Load() {
+			return 0, nil, nil, &GaveUpError{Method: method, Path: path, Server: c.base, After: time.Since(start), Err: err}
+		}
 		return 0, nil, nil, fmt.Errorf("caphub server %s: %w (is `caphub serve` running there?)", c.base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
+		if changes {
+			return resp.StatusCode, nil, resp.Header, &GaveUpError{Method: method, Path: path, Server: c.base, Status: resp.StatusCode, After: time.Since(start), Err: err}
+		}
 		return resp.StatusCode, nil, resp.Header, fmt.Errorf("read answer of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 400 {

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/permit"
 	"github.com/caphub/caphub/registry"
@@ -41,9 +44,10 @@ type ServerAPI interface {
 
 // Servers keeps saved servers in a DocStore.
 type Servers struct {
-	docs    registry.DocStore
-	permits *permit.Permits // what servers saved over the API may do
-	viaAPI  bool            // saves are marked ViaAPI
+	docs     registry.DocStore
+	permits  *permit.Permits         // what servers saved over the API may do
+	viaAPI   bool                    // saves are marked ViaAPI
+	recorder registry.ChangeRecorder // nil: changes are not recorded
 }
 
 var _ ServerAPI = (*Servers)(nil)
@@ -65,6 +69,16 @@ func APIPermits(p *permit.Permits) ServersOption {
 // SavedOverAPI marks every server this Servers saves as saved over the API
 // (the REST API's handlers use one such).
 func SavedOverAPI() ServersOption { return func(s *Servers) { s.viaAPI = true } }
+
+// WithRecorder records every saved connection and every removal with an
+// audit event that rec makes (audit.KindServerSaved, KindServerDeleted),
+// naming the actor (registry.ActorFrom) and the server, committed in the
+// change's own transaction (registry.ApplyDocsRecorded): a saved command or
+// URL, which caphub will run or call, never changes unrecorded. The store
+// must then be a registry.AuditedStore. A nil rec records nothing.
+func WithRecorder(rec registry.ChangeRecorder) ServersOption {
+	return func(s *Servers) { s.recorder = rec }
+}
 
 // NewServers returns the saved servers of a store.
 func NewServers(docs registry.DocStore, opts ...ServersOption) *Servers {
@@ -94,7 +108,31 @@ func (s *Servers) SaveServer(ctx context.Context, srv *mcpconn.Server) error {
 	if err != nil {
 		return err
 	}
-	return s.docs.PutDoc(ctx, kindServer, srv.Name, b)
+	ops := []registry.DocOp{{Kind: kindServer, Key: srv.Name, Value: b}}
+	return registry.ApplyDocsRecorded(ctx, s.docs, s.recorder, ops, audit.KindServerSaved, registry.ActorFrom(ctx), "", savedEvent(srv))
+}
+
+// savedEvent is the Data of a "server_saved" event: how caphub connects
+// (the command and arguments it runs, or the URL it calls) and the names,
+// not the values, of the environment variables and headers it sets.
+func savedEvent(srv *mcpconn.Server) map[string]any {
+	d := map[string]any{"server": srv.Name, "transport": srv.Transport}
+	if srv.Command != "" {
+		d["command"] = srv.Command
+	}
+	if len(srv.Args) > 0 {
+		d["args"] = srv.Args
+	}
+	if srv.URL != "" {
+		d["url"] = srv.URL
+	}
+	if len(srv.Env) > 0 {
+		d["env"] = slices.Sorted(maps.Keys(srv.Env))
+	}
+	if len(srv.Headers) > 0 {
+		d["headers"] = slices.Sorted(maps.Keys(srv.Headers))
+	}
+	return d
 }
 
 // GetServer returns a saved server with its cached listing.
@@ -148,7 +186,8 @@ func (s *Servers) RemoveServer(ctx context.Context, name string) error {
 		}
 		return err
 	}
-	return s.docs.ApplyDocs(ctx, []registry.DocOp{{Kind: kindServer, Key: name, Delete: true}, {Kind: kindListing, Key: name, Delete: true}})
+	ops := []registry.DocOp{{Kind: kindServer, Key: name, Delete: true}, {Kind: kindListing, Key: name, Delete: true}}
+	return registry.ApplyDocsRecorded(ctx, s.docs, s.recorder, ops, audit.KindServerDeleted, registry.ActorFrom(ctx), "", map[string]any{"server": name})
 }
 
 // SaveListing caches the last listing of a server.

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -41,4 +42,24 @@ type DocStore interface {
 	// ApplyDocs applies every op in one transaction: all or nothing. A
 	// delete of a missing document is not an error here.
 	ApplyDocs(ctx context.Context, ops []DocOp) error
+}
+
+// ApplyDocsRecorded applies ops to docs in one transaction together with
+// the audit event that records them (rec.ChangeHook(kind, actor,
+// capability, data)), so that a change to an agent, a saved server or an
+// approval is never stored without its event, nor the event without it.
+// Without a recorder (rec nil) it applies the ops alone.
+func ApplyDocsRecorded(ctx context.Context, docs DocStore, rec ChangeRecorder, ops []DocOp, kind, actor, capability string, data any) error {
+	if rec == nil {
+		return docs.ApplyDocs(ctx, ops)
+	}
+	as, ok := docs.(AuditedStore)
+	if !ok {
+		return fmt.Errorf("record %s: the store %T cannot commit audit events with its writes, so nothing was written: use a SQLite or PostgreSQL store", kind, docs)
+	}
+	hook, err := rec.ChangeHook(kind, actor, capability, data)
+	if err != nil {
+		return fmt.Errorf("record %s: %w: nothing was written", kind, err)
+	}
+	return as.ApplyDocsAudited(ctx, ops, hook)
 }

@@ -41,15 +41,26 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
-// ChangeRecorder is told of every change the service makes (the audit chain
-// is one). A failure is logged: the change is already committed.
-type ChangeRecorder interface {
-	RecordRegistered(ctx context.Context, actor string, results []RegisterResult) error
-	RecordDeprecated(ctx context.Context, actor string, req DeprecateRequest, res DeprecateResult) error
-}
-
-// WithRecorder reports registrations and deprecations to r.
+// WithRecorder records every registration and deprecation with r's events,
+// committed in the change's own transaction (see AuditedStore): a change
+// whose events cannot be written is not made. The store must implement
+// AuditedStore (both stores do); otherwise every change fails.
 func WithRecorder(r ChangeRecorder) Option { return func(s *Service) { s.recorder = r } }
+
+// Recorder returns the recorder of WithRecorder, nil when there is none, so
+// that the registry's other writers (agents, saved servers) record their
+// changes in the same audit chain.
+func (s *Service) Recorder() ChangeRecorder { return s.recorder }
+
+// audited returns the store's audited writes, or an error when a recorder
+// is set and the store cannot commit its events with its writes.
+func (s *Service) audited() (AuditedStore, error) {
+	as, ok := s.store.(AuditedStore)
+	if !ok {
+		return nil, fmt.Errorf("the store %T cannot commit audit events with its writes, so nothing was written: use a SQLite or PostgreSQL store", s.store)
+	}
+	return as, nil
+}
 
 // WithVerifier sets the trust check of registration: check is called, with
 // the registration's context (which says who registers: an API token, for
@@ -332,32 +343,45 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 		return nil, &BatchError{Failures: failures}
 	}
 	recs := make([]Record, len(items))
+	out := make([]RegisterResult, len(items))
 	now := s.now().UTC()
 	for i, it := range items {
 		recs[i] = Record{Key: it.key, Definition: it.def, Digest: it.digest, TrustTier: it.tier, RegisteredAt: now}
+		out[i] = RegisterResult{URI: capability.NewURI(it.key.Scheme, it.key.Domain, it.key.Name, it.ver).String(),
+			Version: it.key.Version, Digest: it.digest, Warnings: it.warnings, Record: recs[i]}
 	}
-	put, err := s.store.Put(ctx, recs)
+	put, err := s.put(ctx, recs, out)
 	for _, r := range recs {
 		s.cache.invalidate(cacheKey(r.Key.Scheme, r.Key.Domain, r.Key.Name))
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := make([]RegisterResult, len(items))
 	for i, it := range items {
-		out[i] = RegisterResult{URI: capability.NewURI(it.key.Scheme, it.key.Domain, it.key.Name, it.ver).String(),
-			Version: it.key.Version, Created: put[i].Created, Digest: it.digest, Warnings: it.warnings, Record: recs[i]}
+		out[i].Created = put[i].Created
 		if put[i].Created {
 			out[i].TrustTier = it.tier
 			s.log.Info("capability registered", "uri", out[i].URI, "version", out[i].Version)
 		}
 	}
-	if s.recorder != nil {
-		if err := s.recorder.RecordRegistered(ctx, ActorFrom(ctx), out); err != nil {
-			s.log.Error("record registration", "err", err)
-		}
-	}
 	return out, nil
+}
+
+// put stores recs, with the recorder's "registered" events in the same
+// transaction when there is a recorder (out describes recs, one to one).
+func (s *Service) put(ctx context.Context, recs []Record, out []RegisterResult) ([]PutResult, error) {
+	if s.recorder == nil {
+		return s.store.Put(ctx, recs)
+	}
+	as, err := s.audited()
+	if err != nil {
+		return nil, err
+	}
+	hook, err := s.recorder.RegisteredHook(ActorFrom(ctx), out)
+	if err != nil {
+		return nil, fmt.Errorf("record the registration: %w: nothing was registered", err)
+	}
+	return as.PutAudited(ctx, recs, hook)
 }
 
 // inferenceSource is what domain inference starts from: for an mcp: URI the
@@ -660,19 +684,35 @@ func (s *Service) Deprecate(ctx context.Context, scheme, domain, name, version s
 		}
 		ds[i] = Deprecation{Key: r.Key, DeprecatedBy: req.DeprecatedBy, SunsetDate: req.SunsetDate, MigrationGuide: req.MigrationGuide, At: at}
 	}
-	_, err = s.store.Deprecate(ctx, ds)
+	for _, r := range targets {
+		res.Deprecated = append(res.Deprecated, r.Key.String())
+	}
+	err = s.deprecate(ctx, ds, req, res)
 	s.cache.invalidate(cacheKey(scheme, domain, name))
 	if err != nil {
 		return DeprecateResult{}, err
 	}
 	for _, r := range targets {
-		res.Deprecated = append(res.Deprecated, r.Key.String())
 		s.log.Info("capability deprecated", "key", r.Key.String(), "by", req.DeprecatedBy, "sunset", req.SunsetDate)
 	}
-	if s.recorder != nil {
-		if err := s.recorder.RecordDeprecated(ctx, ActorFrom(ctx), req, res); err != nil {
-			s.log.Error("record deprecation", "err", err)
-		}
-	}
 	return res, nil
+}
+
+// deprecate stores the deprecations, with the recorder's "deprecated"
+// events in the same transaction when there is a recorder.
+func (s *Service) deprecate(ctx context.Context, ds []Deprecation, req DeprecateRequest, res DeprecateResult) error {
+	if s.recorder == nil {
+		_, err := s.store.Deprecate(ctx, ds)
+		return err
+	}
+	as, err := s.audited()
+	if err != nil {
+		return err
+	}
+	hook, err := s.recorder.DeprecatedHook(ActorFrom(ctx), req, res)
+	if err != nil {
+		return fmt.Errorf("record the deprecation: %w: nothing was deprecated", err)
+	}
+	_, err = as.DeprecateAudited(ctx, ds, hook)
+	return err
 }

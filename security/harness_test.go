@@ -49,6 +49,9 @@ type site struct {
 	env  []string
 	url  string
 	logs *syncBuffer
+	// proc is the running serve and exited closes when it exits (kill9).
+	proc   *exec.Cmd
+	exited chan struct{}
 }
 
 // newSite makes an empty installation in a temporary directory. env adds
@@ -112,6 +115,7 @@ func (s *site) serve(flags ...string) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	s.proc, s.exited = cmd, done
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {

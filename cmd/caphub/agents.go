@@ -44,7 +44,7 @@ func withAgents(cmd *cobra.Command, fn func(*agent.Agents) error) error {
 		if _, err := svc.RegisterBatch(registry.WithActor(cmd.Context(), "caphub"), builtin.Definitions()); err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the built-in capabilities could not be registered in %s, so agents cannot use them: %v\n", dbFlag(cmd), err)
 		}
-		return fn(agent.NewAgents(docs, svc))
+		return fn(agent.NewAgents(docs, svc, agent.WithRecorder(svc.Recorder())))
 	})
 }
 

@@ -137,7 +137,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	// What definitions and API-saved servers may make caphub do: the
 	// operator's allow-lists, never the definitions' own say.
 	a.permits = &permit.Permits{Commands: c.allowCmds, Env: c.allowEnv, Hosts: c.allowHosts}
-	a.servers = discover.NewServers(docs, discover.APIPermits(a.permits))
+	a.servers = discover.NewServers(docs, discover.APIPermits(a.permits), discover.WithRecorder(a.audit))
 	a.metrics = metrics.New()
 	if _, err := a.svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions()); err != nil {
 		a.Close()
@@ -169,7 +169,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	}
 	a.governance = policy.NewEngine(docs, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: humanApproval, Log: c.log})
 	a.pipeline.SetPolicy(a.governance)
-	a.agents = agent.NewAgents(docs, a.svc)
+	a.agents = agent.NewAgents(docs, a.svc, agent.WithRecorder(a.audit))
 	a.pipeline.SetBindingOverrides(a.agents.Overrides())
 	return a, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
 
@@ -59,7 +60,7 @@ func newAuditListCmd() *cobra.Command {
 					return &usageError{err}
 				}
 			}
-			return withAuditLog(cmd, func(l *audit.Log) error {
+			return withAuditLog(cmd, func(l *audit.Log, _ registry.Store) error {
 				events, err := collectEvents(cmd, l, f, limit)
 				if err != nil {
 					return err
@@ -130,12 +131,19 @@ func orDash(s string) string {
 func newAuditVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Check the whole audit chain; exit 1 and name the first broken link if it is broken",
+		Short: "Check the whole audit chain and that every stored version has its registration event",
 		Long: `verify walks the audit chain from its first event and checks that no event is missing, that
-each links to the one before it, and that each one's hash matches its content. It prints the
-event count and the head hash when the chain is intact (exit 0), or the first broken link
-(exit 1). Keep the head hash elsewhere: removing the newest events leaves a shorter chain that
-still verifies, with another head.`,
+each links to the one before it, and that each one's hash matches its content. It then checks
+that every capability version stored in the database has its "registered" event: caphub
+commits a version and its event in one transaction, so a version without one was stored past
+caphub, or its event was removed (which the chain alone cannot show when the newest events
+were cut off). Versions stored before the chain's first event predate the audit chain and are
+only counted. Both checks stream, a page at a time.
+
+It prints the event count and the head hash when the chain is intact, then the registration
+check. Exit 0 when both pass; exit 1 when the chain is broken (naming the first broken link)
+or when versions have no registration event (naming them). Keep the head hash elsewhere:
+removing the newest events leaves a shorter chain that still verifies, with another head.`,
 		Example: "  caphub audit verify\n  caphub audit verify --db postgres://caphub@db/caphub --format json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -143,11 +151,16 @@ still verifies, with another head.`,
 			if err != nil {
 				return err
 			}
-			return withAuditLog(cmd, func(l *audit.Log) error {
+			return withAuditLog(cmd, func(l *audit.Log, st registry.Store) error {
 				res, err := l.Verify(cmd.Context())
 				if err != nil {
 					return err
 				}
+				regs, err := l.CheckRegistrations(cmd.Context(), st)
+				if err != nil {
+					return err
+				}
+				res.AddRegistrations(regs)
 				if format == "json" {
 					if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
 						return err
@@ -155,8 +168,11 @@ still verifies, with another head.`,
 				} else {
 					fmt.Fprintln(cmd.OutOrStdout(), res.String())
 				}
-				if !res.OK {
+				switch {
+				case res.Break != nil:
 					return &silentError{"the audit chain is broken"}
+				case !res.OK:
+					return &silentError{"stored versions have no registration event"}
 				}
 				return nil
 			})
@@ -166,10 +182,10 @@ still verifies, with another head.`,
 	return cmd
 }
 
-// withAuditLog runs fn on the audit chain of the local database and closes
-// it. The audit commands refuse --server: a server's chain is read where
-// its database is.
-func withAuditLog(cmd *cobra.Command, fn func(l *audit.Log) error) error {
+// withAuditLog runs fn on the audit chain of the local database, and the
+// database's store, and closes them. The audit commands refuse --server: a
+// server's chain is read where its database is.
+func withAuditLog(cmd *cobra.Command, fn func(l *audit.Log, st registry.Store) error) error {
 	server, _ := cmd.Flags().GetString("server")
 	if server == "" {
 		server = os.Getenv("CAPHUB_SERVER")
@@ -187,7 +203,7 @@ func withAuditLog(cmd *cobra.Command, fn func(l *audit.Log) error) error {
 	if !ok {
 		return fmt.Errorf("the store at %s (%T) does not keep an audit chain: use a SQLite file or a postgres:// database with --db", db, st)
 	}
-	return fn(audit.New(chain))
+	return fn(audit.New(chain), st)
 }
 
 // parseSince reads --since: an RFC 3339 time, a date (midnight UTC), or a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -24,7 +25,7 @@ func serversOf(reg registry.API) (discover.ServerAPI, error) {
 		return r, nil
 	case *registry.Service:
 		if docs, ok := r.Store().(registry.DocStore); ok {
-			return discover.NewServers(docs), nil
+			return discover.NewServers(docs, discover.WithRecorder(r.Recorder())), nil
 		}
 	}
 	return nil, fmt.Errorf("this registry cannot save MCP servers")
@@ -103,7 +104,8 @@ With --config FILE, several servers are discovered in parallel
 				}
 				rep, err := run(cmd.Context(), srv)
 				if err != nil {
-					if rep == nil {
+					var gaveUp *client.GaveUpError
+					if rep == nil || errors.As(err, &gaveUp) {
 						return err
 					}
 					rep.Error = err.Error()

@@ -43,5 +43,5 @@ registered; the command then exits with status 1.`,
 		},
 	}
 	cmd.Flags().String("set-version", "", "register every capability at this version (MAJOR.MINOR.PATCH) instead of the manifest's")
-	return cmd
+	return longServerWork(cmd)
 }

@@ -81,5 +81,5 @@ registered; the command then exits with status 1.`,
 	cmd.Flags().String("domain", "", "domain of every capability, [a-z][a-z0-9-]* (default: from the spec's info.title)")
 	cmd.Flags().String("base-url", "", "the API's address, replacing the spec's servers (needed when they are relative and the spec is a file)")
 	cmd.Flags().String("set-version", "", "register every capability at this version (MAJOR.MINOR.PATCH) instead of the one from info.version")
-	return cmd
+	return longServerWork(cmd)
 }

@@ -74,7 +74,7 @@ status 1. Re-importing the same files is a no-op ("unchanged").`,
 			})
 		},
 	}
-	return cmd
+	return longServerWork(cmd)
 }
 
 // rtfsFiles expands the arguments: directories to the *.rtfs files under

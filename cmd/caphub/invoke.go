@@ -37,7 +37,9 @@ approved (caphub approval approve ID), make the same call again with --approval 
 
 Exit status: 0 success, 1 a declared error of the capability, 2 usage, 3 not found,
 4 invalid input or output, 5 denied or waiting for approval, 6 every binding failed
-(unreachable, timeout, not executable).`,
+(unreachable, timeout, not executable), 7 with --server, caphub gave up waiting for the
+server's answer (--timeout, default 1m; 0: no limit): the call may still run there, so check
+before calling again.`,
 		Example: `  caphub invoke ossa:everruns/add@1.0 --input '{"a": 2, "b": 3}'
   caphub invoke mcp:everything/echo@1.0 --input @message.json
   caphub invoke ossa:everruns/get_current_time@1 --input '{"timezone": "Asia/Kolkata"}' --server http://127.0.0.1:8750`,
@@ -102,7 +104,7 @@ func runInvoke(cmd *cobra.Command, req invoke.Request) (*invoke.Result, error) {
 		server = os.Getenv("CAPHUB_SERVER")
 	}
 	if server != "" {
-		c, err := client.New(server)
+		c, err := client.New(server, client.WithTimeout(serverTimeout(cmd)))
 		if err != nil {
 			return nil, &usageError{err}
 		}

@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/caphub/caphub/client"
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -19,6 +22,11 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the command ran and found a problem (invalid file, incompatible, too small a bump)
 	exitUsage   = 2 // the command line itself was wrong
+	// exitGaveUp: with --server, caphub stopped waiting for the answer to a
+	// change the server had received (--timeout passed, or the connection
+	// broke): the server may still complete it, so it is not reported as
+	// failed. 3 to 6 are invoke's.
+	exitGaveUp = 7
 )
 
 // run executes the command line and returns the process exit code.
@@ -27,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
 	}
@@ -36,7 +44,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !errors.As(err, &silent) && !errors.As(err, &exit) {
 		fmt.Fprintln(root.ErrOrStderr(), "caphub:", err)
 	}
+	if gaveUp := (*client.GaveUpError)(nil); errors.As(err, &gaveUp) {
+		fmt.Fprintln(root.ErrOrStderr(), "caphub:", gaveUpAdvice(cmd))
+	}
 	return exitCode(err)
+}
+
+// gaveUpAdvice says what to do after cmd gave up waiting for the server:
+// the command's own advice (longServerWork), else a general one.
+func gaveUpAdvice(cmd *cobra.Command) string {
+	if cmd != nil && cmd.Annotations[annotGaveUp] != "" {
+		return cmd.Annotations[annotGaveUp]
+	}
+	return "the server may still complete the request: check what it did before you try again, and give it more time with --timeout (0: no limit)."
 }
 
 // usageError marks a mistake on the command line (exit 2).
@@ -59,6 +79,10 @@ func exitCode(err error) int {
 	var exit *exitError
 	if errors.As(err, &exit) {
 		return exit.code
+	}
+	var gaveUp *client.GaveUpError
+	if errors.As(err, &gaveUp) {
+		return exitGaveUp
 	}
 	return exitFailure
 }

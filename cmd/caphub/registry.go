@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/capability"
@@ -29,6 +30,56 @@ const defaultDB = "./caphub.db"
 func addRegistryFlags(root *cobra.Command) {
 	root.PersistentFlags().String("db", "", "database: a SQLite file path or a postgres:// URL (default $CAPHUB_DB, else "+defaultDB+")")
 	root.PersistentFlags().String("server", "", "use a running caphub server at this URL instead of a local database (default $CAPHUB_SERVER)")
+	root.PersistentFlags().Duration("timeout", 0, fmt.Sprintf("with --server, how long to wait for each answer; 0 waits as long as the server works (default 10m for imports and capability register, 1m otherwise). When caphub gives up on a change it exits %d: the server may still complete it",
+		exitGaveUp))
+}
+
+// longTimeout is how long a --server command that registers many
+// definitions waits for the server's answer by default: an import of
+// thousands of operations takes the server minutes, and a client that gives
+// up earlier only loses track of work the server still completes.
+const longTimeout = 10 * time.Minute
+
+// Annotations of commands (cobra.Command.Annotations).
+const (
+	// annotTimeout is the command's default --timeout (a Go duration).
+	annotTimeout = "caphub/timeout"
+	// annotGaveUp is what to do when the command gave up on the server.
+	annotGaveUp = "caphub/gave-up"
+)
+
+// longServerWork marks cmd as one that may keep a server busy for minutes:
+// with --server it waits longTimeout by default, and its help says what
+// exit status 7 means and what to do then (check, then run it again: what
+// it registers is idempotent).
+func longServerWork(cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotTimeout] = longTimeout.String()
+	cmd.Annotations[annotGaveUp] = "the server may still complete the registration: check with `caphub capability list --server URL --all-versions` " +
+		"(--domain or --source narrow it), then run the same command again to finish it: registering identical content again changes nothing. " +
+		"Give the server more time with --timeout (0: no limit)."
+	cmd.Long += fmt.Sprintf(`
+
+With --server, caphub waits up to %s for the server's answer (--timeout; 0: no limit).
+Exit status %d: caphub gave up waiting before the server answered, and the server may still
+complete the registration, so nothing is reported as failed. Check with caphub capability
+list --server URL --all-versions, and run the command again: identical content is a no-op.`, "10 minutes", exitGaveUp)
+	return cmd
+}
+
+// serverTimeout is how long cmd waits for a --server answer: --timeout
+// when given (0: no limit), else the command's default.
+func serverTimeout(cmd *cobra.Command) time.Duration {
+	if f := cmd.Flags().Lookup("timeout"); f != nil && f.Changed {
+		d, _ := cmd.Flags().GetDuration("timeout")
+		return d
+	}
+	if d, err := time.ParseDuration(cmd.Annotations[annotTimeout]); err == nil {
+		return d
+	}
+	return client.DefaultTimeout
 }
 
 func dbFlag(cmd *cobra.Command) string {
@@ -57,7 +108,7 @@ func openRegistry(cmd *cobra.Command) (registry.API, error) {
 		server = os.Getenv("CAPHUB_SERVER")
 	}
 	if server != "" {
-		return client.New(server)
+		return client.New(server, client.WithTimeout(serverTimeout(cmd)))
 	}
 	st, err := openStore(cmd.Context(), dbFlag(cmd))
 	if err != nil {
@@ -281,7 +332,7 @@ other content is a conflict.`,
 			})
 		},
 	}
-	return cmd
+	return longServerWork(cmd)
 }
 
 // tierNote says which trust tier a registration created a version with.

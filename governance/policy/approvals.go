@@ -71,8 +71,9 @@ type Approvals struct {
 }
 
 // NewApprovals returns the approvals kept in docs. log, when not nil,
-// receives an "approval" event per decision; now and ttl default to
-// time.Now and DefaultApprovalTTL.
+// records every decision with an "approval" event committed in the
+// decision's own transaction (docs must then be a registry.AuditedStore);
+// now and ttl default to time.Now and DefaultApprovalTTL.
 func NewApprovals(docs registry.DocStore, log *audit.Log, now func() time.Time, ttl time.Duration) *Approvals {
 	if now == nil {
 		now = time.Now
@@ -216,17 +217,23 @@ func (a *Approvals) decide(ctx context.Context, id, by, status, reason string) (
 	if status == StatusApproved {
 		ap.ExpiresAt = now.Add(a.ttl)
 	}
-	if err := a.put(ctx, ap); err != nil {
+	b, err := json.Marshal(ap)
+	if err != nil {
 		return nil, err
 	}
+	// The decision and its "approval" event commit together: a decision
+	// is never in force without its record.
+	var rec registry.ChangeRecorder
 	if a.audit != nil {
-		data := map[string]any{"approval_id": id, "decision": status, "agent": ap.Agent, "input_digest": ap.InputDigest}
-		if reason != "" {
-			data["reason"] = reason
-		}
-		if _, err := a.audit.Record(ctx, audit.KindApproval, by, ap.URI, data); err != nil {
-			return ap, fmt.Errorf("approval %s is %s, but recording it in the audit chain failed: %w", id, status, err)
-		}
+		rec = a.audit
+	}
+	data := map[string]any{"approval_id": id, "decision": status, "agent": ap.Agent, "input_digest": ap.InputDigest}
+	if reason != "" {
+		data["reason"] = reason
+	}
+	ops := []registry.DocOp{{Kind: ApprovalKind, Key: ap.ID, Value: b}}
+	if err := registry.ApplyDocsRecorded(ctx, a.docs, rec, ops, audit.KindApproval, by, ap.URI, data); err != nil {
+		return nil, fmt.Errorf("store the decision on approval %s: %w", id, err)
 	}
 	return ap, nil
 }

@@ -19,7 +19,7 @@ func (s *Server) newAgents() *agent.Agents {
 	if !ok {
 		return nil
 	}
-	return agent.NewAgents(docs, s.svc)
+	return agent.NewAgents(docs, s.svc, agent.WithRecorder(s.svc.Recorder()))
 }
 
 // agentRoutes are the agent endpoints: agents applied from OSSA manifests,

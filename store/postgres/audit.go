@@ -35,16 +35,9 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 	}
 	var ev registry.AuditEvent
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
-			return fmt.Errorf("take the audit chain lock: %w", err)
-		}
-		var last *registry.AuditEvent
-		e, err := scanAudit(tx.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
-		switch {
-		case err == nil:
-			last = &e
-		case !errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("read the last event: %w", err)
+		last, err := s.lockAudit(ctx, tx)
+		if err != nil {
+			return err
 		}
 		ev, err = next(last)
 		if err != nil {
@@ -53,8 +46,7 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 		if err := contract.CheckAuditEvent(ev, last); err != nil {
 			return fmt.Errorf("event %d: %w", ev.Seq, err)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
-			VALUES ($1, $2, $3, $4, $5, $6::text::json, $7, $8)`,
+		_, err = tx.Exec(ctx, insertAuditSQL,
 			ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
 		if err != nil {
 			return fmt.Errorf("insert event %d: %w", ev.Seq, err)
@@ -77,16 +69,9 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 	var out []registry.AuditEvent
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
-			return fmt.Errorf("take the audit chain lock: %w", err)
-		}
-		var last *registry.AuditEvent
-		e, err := scanAudit(tx.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
-		switch {
-		case err == nil:
-			last = &e
-		case !errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("read the last event: %w", err)
+		last, err := s.lockAudit(ctx, tx)
+		if err != nil {
+			return err
 		}
 		batch := &pgx.Batch{}
 		for i := 0; i < n; i++ {
@@ -97,8 +82,7 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 			if err := contract.CheckAuditEvent(ev, last); err != nil {
 				return fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
-			batch.Queue(`INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
-				VALUES ($1, $2, $3, $4, $5, $6::text::json, $7, $8)`,
+			batch.Queue(insertAuditSQL,
 				ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
 			ev.Time = ev.Time.UTC()
 			out = append(out, ev)
@@ -110,6 +94,56 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 		return nil, fmt.Errorf("append audit events to postgres %s: %w: nothing was written", s.where, err)
 	}
 	return out, nil
+}
+
+// insertAuditSQL inserts one event.
+const insertAuditSQL = `INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
+	VALUES ($1, $2, $3, $4, $5, $6::text::json, $7, $8)`
+
+// lockAudit takes the chain's advisory lock in tx (one per schema, released
+// at commit) and reads the chain's last event (nil when it is empty). Once
+// it returns, no other transaction can append until tx ends: in READ
+// COMMITTED the read sees every append committed before the lock was
+// granted.
+func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*registry.AuditEvent, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
+		return nil, fmt.Errorf("take the audit chain lock: %w", err)
+	}
+	e, err := scanAudit(tx.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the last event: %w", err)
+	}
+	return &e, nil
+}
+
+// appendHook appends, in tx, the events of hook that keep selects (nil:
+// all), chained onto the chain's last event; see registry.AuditedStore. It
+// is the last thing a write transaction does before it commits, so that
+// the chain's lock, which every appender on every replica waits for, is
+// held only for the inserts and the commit.
+func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *registry.AuditHook, keep func(i int) bool) error {
+	if !contract.HookAppends(hook, keep) {
+		return nil
+	}
+	last, err := s.lockAudit(ctx, tx)
+	if err != nil {
+		return err
+	}
+	events, err := contract.ChainHook(hook, last, keep)
+	if err != nil || len(events) == 0 {
+		return err
+	}
+	b := &pgx.Batch{}
+	for _, ev := range events {
+		b.Queue(insertAuditSQL, ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("insert audit events: %w", err)
+	}
+	return nil
 }
 
 // ListAudit returns the events the filter selects, in ascending seq; see
@@ -163,6 +197,9 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 		} else {
 			where = append(where, `(capability = `+arg(f.Capability)+` OR (capability >= `+arg(f.Capability+"@")+` AND capability < `+arg(f.Capability+"A")+`))`)
 		}
+	}
+	if len(f.Capabilities) > 0 {
+		where = append(where, `capability = ANY(`+arg(f.Capabilities)+`::text[])`)
 	}
 	query := `SELECT ` + auditColumns + ` FROM audit_events`
 	if len(where) > 0 {

@@ -125,8 +125,17 @@ func (s *Store) DeleteDoc(ctx context.Context, kind, key string) error {
 // the last one says. The writes go in (kind, key) order, so that concurrent
 // batches lock shared documents in the same order and do not deadlock.
 func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
+	return s.ApplyDocsAudited(ctx, ops, nil)
+}
+
+// ApplyDocsAudited is ApplyDocs committing the events of hook in the same
+// transaction (the chain's lock taken last); see registry.AuditedStore.
+func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *registry.AuditHook) error {
 	if err := s.checkOpen(); err != nil {
 		return err
+	}
+	if err := contract.CheckHook(hook, 0); err != nil {
+		return fmt.Errorf("apply %d document ops: %w: nothing was written", len(ops), err)
 	}
 	for i, op := range ops {
 		if err := contract.CheckDocOp(op); err != nil {
@@ -161,7 +170,10 @@ func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
 				b.Queue(putDocSQL, op.Kind, op.Key, string(op.Value), now)
 			}
 		}
-		return tx.SendBatch(ctx, b).Close()
+		if err := tx.SendBatch(ctx, b).Close(); err != nil || hook == nil {
+			return err
+		}
+		return s.appendHook(ctx, tx, hook, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("apply %d document ops to postgres %s: %w: nothing was written", len(ops), s.where, err)

@@ -100,14 +100,27 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return err
 }
 
+var _ registry.AuditedStore = (*Store)(nil)
+
 // Put stores the records in one transaction; see registry.Store.
 func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.PutResult, error) {
+	return s.PutAudited(ctx, recs, nil)
+}
+
+// PutAudited is Put committing, in the same transaction, the audit events
+// of hook for the versions it creates; see registry.AuditedStore. The
+// chain's lock is taken after everything else, just before the events are
+// inserted and the transaction commits.
+func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *registry.AuditHook) ([]registry.PutResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	results := make([]registry.PutResult, len(recs))
 	if len(recs) == 0 {
 		return results, nil
+	}
+	if err := contract.CheckHook(hook, len(recs)); err != nil {
+		return nil, fmt.Errorf("put %d records into postgres %s: %w: nothing was written", len(recs), s.where, err)
 	}
 	now := time.Now()
 	preps := make([]contract.Prepared, len(recs))
@@ -283,6 +296,9 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("index: %w", err)
 		}
+		if hook != nil {
+			return s.appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created })
+		}
 		return nil
 	})
 	if err != nil {
@@ -290,7 +306,7 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 		if errors.As(err, &ce) {
 			return nil, ce
 		}
-		return nil, fmt.Errorf("put %d records into postgres %s: %w", len(recs), s.where, err)
+		return nil, fmt.Errorf("put %d records into postgres %s: %w: nothing was written", len(recs), s.where, err)
 	}
 	return results, nil
 }
@@ -348,11 +364,20 @@ func collect(rows pgx.Rows) ([]registry.Record, error) {
 
 // Deprecate marks a version deprecated; see registry.Store.
 func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]registry.Record, error) {
+	return s.DeprecateAudited(ctx, ds, nil)
+}
+
+// DeprecateAudited is Deprecate committing the events of hook in the same
+// transaction (the chain's lock taken last); see registry.AuditedStore.
+func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *registry.AuditHook) ([]registry.Record, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	if len(ds) == 0 {
 		return nil, nil
+	}
+	if err := contract.CheckHook(hook, 0); err != nil {
+		return nil, fmt.Errorf("deprecate %s in postgres %s: %w: nothing was written", ds[0].Key, s.where, err)
 	}
 	out := make([]registry.Record, len(ds))
 	var current registry.Key // the version being deprecated, for errors
@@ -380,6 +405,9 @@ func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]reg
 				return err
 			}
 			out[i] = r
+		}
+		if hook != nil {
+			return s.appendHook(ctx, tx, hook, nil)
 		}
 		return nil
 	})

@@ -34,13 +34,9 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
 	}
 	defer tx.Rollback()
-	var last *registry.AuditEvent
-	e, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
-	switch {
-	case err == nil:
-		last = &e
-	case !errors.Is(err, sql.ErrNoRows):
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: read the last event: %w", s.path, err)
+	last, err := lastAudit(ctx, tx)
+	if err != nil {
+		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: %w", s.path, err)
 	}
 	ev, err := next(last)
 	if err != nil {
@@ -49,7 +45,7 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 	if err := contract.CheckAuditEvent(ev, last); err != nil {
 		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, insertAuditSQL,
 		ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
 		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 	}
@@ -71,15 +67,11 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 		return nil, fmt.Errorf("append audit events to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
 	}
 	defer tx.Rollback()
-	var last *registry.AuditEvent
-	e, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
-	switch {
-	case err == nil:
-		last = &e
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("append audit events to sqlite database %s: read the last event: %w", s.path, err)
+	last, err := lastAudit(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("append audit events to sqlite database %s: %w", s.path, err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, insertAuditSQL)
 	if err != nil {
 		return nil, fmt.Errorf("append audit events to sqlite database %s: %w", s.path, err)
 	}
@@ -104,6 +96,46 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 		return nil, fmt.Errorf("append audit events to sqlite database %s: commit: %w: nothing was written", s.path, err)
 	}
 	return out, nil
+}
+
+// insertAuditSQL inserts one event.
+const insertAuditSQL = `INSERT INTO audit_events (` + auditColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+// lastAudit reads the chain's last event in tx (nil when the chain is
+// empty). tx is a write transaction: BEGIN IMMEDIATE holds the database's
+// write lock, so no other writer can append before it commits.
+func lastAudit(ctx context.Context, tx *sql.Tx) (*registry.AuditEvent, error) {
+	e, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the last audit event: %w", err)
+	}
+	return &e, nil
+}
+
+// appendHook appends, in the write transaction tx, the events of hook that
+// keep selects (nil: all), chained onto the chain's last event; see
+// registry.AuditedStore.
+func appendHook(ctx context.Context, tx *sql.Tx, hook *registry.AuditHook, keep func(i int) bool) error {
+	if !contract.HookAppends(hook, keep) {
+		return nil
+	}
+	last, err := lastAudit(ctx, tx)
+	if err != nil {
+		return err
+	}
+	events, err := contract.ChainHook(hook, last, keep)
+	if err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if _, err := tx.ExecContext(ctx, insertAuditSQL, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
+			return fmt.Errorf("insert audit event %d: %w", ev.Seq, err)
+		}
+	}
+	return nil
 }
 
 // ListAudit returns the events the filter selects, in ascending seq; see
@@ -146,7 +178,14 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 		args = append(args, formatTime(contract.CeilMicro(f.Since)))
 	}
 	if f.Kind != "" {
-		where = append(where, `kind = ?`)
+		// With a capability, its index is the narrow one: the unary +
+		// keeps SQLite (which has no statistics) from scanning every event
+		// of the kind instead, per capability.
+		if f.Capability != "" || len(f.Capabilities) > 0 {
+			where = append(where, `+kind = ?`)
+		} else {
+			where = append(where, `kind = ?`)
+		}
 		args = append(args, f.Kind)
 	}
 	if f.Capability != "" {
@@ -156,6 +195,12 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 		} else {
 			where = append(where, `(capability = ? OR (capability >= ? AND capability < ?))`)
 			args = append(args, f.Capability, f.Capability+"@", f.Capability+"A")
+		}
+	}
+	if len(f.Capabilities) > 0 {
+		where = append(where, `capability IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(f.Capabilities)), ", ")+`)`)
+		for _, c := range f.Capabilities {
+			args = append(args, c)
 		}
 	}
 	query := `SELECT ` + auditColumns + ` FROM audit_events`

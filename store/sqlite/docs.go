@@ -123,8 +123,17 @@ const deleteDocSQL = `DELETE FROM docs WHERE kind = ? AND key = ?`
 // invalid one fails the whole batch with nothing written. Several ops on one
 // document leave what the last one says.
 func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
+	return s.ApplyDocsAudited(ctx, ops, nil)
+}
+
+// ApplyDocsAudited is ApplyDocs committing the events of hook in the same
+// transaction; see registry.AuditedStore.
+func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *registry.AuditHook) error {
 	if err := s.checkOpen(); err != nil {
 		return err
+	}
+	if err := contract.CheckHook(hook, 0); err != nil {
+		return fmt.Errorf("apply %d document ops: %w: nothing was written", len(ops), err)
 	}
 	for i, op := range ops {
 		if err := contract.CheckDocOp(op); err != nil {
@@ -158,6 +167,11 @@ func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
 		}
 		if err != nil {
 			return fmt.Errorf("apply %d document ops to sqlite database %s: op %d (%s): %w: nothing was written", len(ops), s.path, i, contract.OpName(op), err)
+		}
+	}
+	if hook != nil {
+		if err := appendHook(ctx, tx, hook, nil); err != nil {
+			return fmt.Errorf("apply %d document ops to sqlite database %s: %w: nothing was written", len(ops), s.path, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

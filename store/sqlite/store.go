@@ -12,11 +12,24 @@ import (
 	"github.com/caphub/caphub/store/internal/contract"
 )
 
+var _ registry.AuditedStore = (*Store)(nil)
+
 // Put stores the records in one transaction; see registry.Store.
 func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.PutResult, error) {
+	return s.PutAudited(ctx, recs, nil)
+}
+
+// PutAudited is Put committing, in the same transaction, the audit events
+// of hook for the versions it creates; see registry.AuditedStore. The
+// transaction's BEGIN IMMEDIATE already makes it the database's only
+// writer, so the chain's last event cannot change under it.
+func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *registry.AuditHook) ([]registry.PutResult, error) {
 	results := make([]registry.PutResult, len(recs))
 	if len(recs) == 0 {
 		return results, nil
+	}
+	if err := contract.CheckHook(hook, len(recs)); err != nil {
+		return nil, fmt.Errorf("put %d records into sqlite database %s: %w: nothing was written", len(recs), s.path, err)
 	}
 	now := time.Now()
 	preps := make([]contract.Prepared, len(recs))
@@ -86,6 +99,11 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 			if _, err := stmt.ExecContext(ctx, c.scheme, c.domain, c.name); err != nil {
 				return nil, fmt.Errorf("put: mark the latest version of %s:%s/%s: %w", c.scheme, c.domain, c.name, err)
 			}
+		}
+	}
+	if hook != nil {
+		if err := appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created }); err != nil {
+			return nil, fmt.Errorf("put %d records into sqlite database %s: %w: nothing was written", len(recs), s.path, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -193,8 +211,17 @@ func collectWith(rows *sql.Rows, extra ...any) ([]registry.Record, error) {
 
 // Deprecate marks a version deprecated; see registry.Store.
 func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]registry.Record, error) {
+	return s.DeprecateAudited(ctx, ds, nil)
+}
+
+// DeprecateAudited is Deprecate committing the events of hook in the same
+// transaction; see registry.AuditedStore.
+func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *registry.AuditHook) ([]registry.Record, error) {
 	if len(ds) == 0 {
 		return nil, nil
+	}
+	if err := contract.CheckHook(hook, 0); err != nil {
+		return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w: nothing was written", ds[0].Key, s.path, err)
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -225,6 +252,11 @@ func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]reg
 			return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
 		}
 		out[i], events[i] = r, registry.Event{Kind: registry.EventDeprecated, Key: k}
+	}
+	if hook != nil {
+		if err := appendHook(ctx, tx, hook, nil); err != nil {
+			return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w: nothing was written", ds[0].Key, s.path, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("deprecate %s in sqlite database %s: commit: %w", ds[0].Key, s.path, err)

@@ -337,6 +337,8 @@ func testAuditListFilters(t *testing.T, tg AuditTarget) {
 		{"capability, one version", registry.AuditFilter{Capability: "ossa:a/x@1.0"}, []int64{1, 10}},
 		{"capability, full version", registry.AuditFilter{Capability: "ossa:a/x@1.0.3"}, []int64{8}},
 		{"capability, other", registry.AuditFilter{Capability: "ossa:b/y"}, []int64{6, 9}},
+		{"capabilities, exactly", registry.AuditFilter{Capabilities: []string{"ossa:a/x@1.0", "ossa:b/y@2.0", "ossa:a/x", "ossa:none@1.0"}}, []int64{1, 3, 9, 10}},
+		{"capabilities and kind", registry.AuditFilter{Capabilities: []string{"ossa:a/x@1.0", "ossa:b/y@2.0"}, Kind: audit.KindRegistered}, []int64{1, 9}},
 		{"since", registry.AuditFilter{Since: minute(5)}, seqRange(6, 10)},
 		{"since, nanoseconds after", registry.AuditFilter{Since: minute(5).Add(1)}, seqRange(7, 10)},
 		{"since, other zone", registry.AuditFilter{Since: minute(5).In(time.FixedZone("UTC+2", 7200))}, seqRange(6, 10)},

@@ -52,6 +52,11 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"WatchClosedOnClose", testWatchClosedOnClose},
 		{"ConcurrentSameKey", testConcurrentSameKey},
 		{"ConcurrentDifferentKeys", testConcurrentDifferentKeys},
+		{"AuditedPutRollsBack", testAuditedPutRollsBack},
+		{"AuditedPutAtomic", testAuditedPutAtomic},
+		{"AuditedConcurrent", testAuditedConcurrent},
+		{"AuditedDeprecate", testAuditedDeprecate},
+		{"AuditedDocs", testAuditedDocs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })

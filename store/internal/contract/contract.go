@@ -293,6 +293,63 @@ func CheckAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
 	return nil
 }
 
+// CheckHook checks a hook before its write begins: for PutAudited (n, the
+// number of records, > 0) one event per record, and a Chain to link them.
+// A nil hook (a plain write) is fine.
+func CheckHook(hook *registry.AuditHook, n int) error {
+	switch {
+	case hook == nil:
+		return nil
+	case hook.Chain == nil:
+		return errors.New("the audit hook has no Chain: make hooks with package audit (a bug in the caller)")
+	case n > 0 && len(hook.Events) != n:
+		return fmt.Errorf("the audit hook has %d events for %d records: give one event per record (a bug in the caller)", len(hook.Events), n)
+	}
+	return nil
+}
+
+// HookAppends reports whether a write appends any event of hook: whether
+// keep (nil keeps all) holds for one of them. When none does, the write
+// need not take the chain's lock.
+func HookAppends(hook *registry.AuditHook, keep func(i int) bool) bool {
+	for i := range hook.Events {
+		if keep == nil || keep(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// ChainHook returns the events of hook that a write appends after last,
+// the chain's last event: those for which keep holds (nil keeps all),
+// chained by hook.Chain and each checked as CheckAuditEvent checks an
+// appended one. No event to append is no error (and no call of Chain).
+func ChainHook(hook *registry.AuditHook, last *registry.AuditEvent, keep func(i int) bool) ([]registry.AuditEvent, error) {
+	var events []registry.AuditEvent
+	for i, e := range hook.Events {
+		if keep == nil || keep(i) {
+			events = append(events, e)
+		}
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	out, err := hook.Chain(last, events)
+	if err != nil {
+		return nil, fmt.Errorf("audit hook: %w", err)
+	}
+	if len(out) != len(events) {
+		return nil, fmt.Errorf("audit hook: Chain returned %d events for %d (a bug in the caller)", len(out), len(events))
+	}
+	for i := range out {
+		if err := CheckAuditEvent(out[i], last); err != nil {
+			return nil, fmt.Errorf("audit event %d: %w", out[i].Seq, err)
+		}
+		last = &out[i]
+	}
+	return out, nil
+}
+
 // DeprecationTime is when a deprecation takes effect as both stores record
 // it: at (now when zero), in UTC, to the microsecond.
 func DeprecationTime(at time.Time) time.Time {
