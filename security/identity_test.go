@@ -43,6 +43,7 @@ func TestTokenActsOnlyAsItsAgent(t *testing.T) {
 	admin := s.token("admin", "--scope", "admin")
 	anyone := s.token("anyone", "--scope", "invoke")
 	bossKey := s.token("boss-key", "--scope", "invoke", "--agent", "boss")
+	bossPub := s.token("boss-pub", "--scope", "publish", "--agent", "boss")
 	s.serve()
 	manifest := `{"apiVersion":"ossa/v0.2.9","kind":"Agent","metadata":{"name":"boss","version":"1.0.0"},"spec":{"role":"the boss","capabilities":["ossa:everruns/add@1.0"]}}`
 	if code, body, _ := s.do(req{method: "PUT", path: "/v1/agents/boss", body: manifest, token: admin}); code != http.StatusOK {
@@ -65,6 +66,15 @@ func TestTokenActsOnlyAsItsAgent(t *testing.T) {
 	out, errOut, rc := s.caphub("audit", "list", "--kind", "invocation", "--format", "json")
 	if rc != 0 || !strings.Contains(out, `"caller": "boss"`) && !strings.Contains(out, `"caller":"boss"`) || !strings.Contains(out, "token:boss-key") {
 		t.Errorf("the audit does not name the agent and the token: exit %d\n%s%s", rc, out, errOut)
+	}
+	// A change made with a token bound to an agent is the token's.
+	def := `{"capability":{"uri":"ossa:sec/note@1.0","name":"note","domain":"sec","version":"1.0.0","description":"x","stability":"stable","input":{"type":"object"},"output":{"type":"object"},"bindings":{"http":{"method":"GET","url":"http://127.0.0.1:1/x"}}}}`
+	if code, body, _ := s.do(req{method: "POST", path: "/registry/capabilities", body: def, token: bossPub}); code != http.StatusCreated {
+		t.Fatalf("register with boss-pub: %d %s", code, body)
+	}
+	out, errOut, _ = s.caphub("audit", "list", "--kind", "registered", "--capability", "ossa:sec/note", "--format", "json")
+	if !strings.Contains(out, "token:boss-pub") {
+		t.Errorf("the registration is not recorded as the token's:\n%s%s", out, errOut)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/agent"
+	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/format/ossa"
@@ -88,14 +89,21 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 }
 
 // ServeHTTP serves the API, each request within the time budget (see
-// WithRequestTimeout). Changes are recorded as made by the agent the
-// request names (X-Caphub-Agent), else by the remote address.
+// WithRequestTimeout). Changes are recorded as made by the request's token
+// ("token:NAME", set by the auth middleware), else by the agent the request
+// names (X-Caphub-Agent), else by the remote address.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	actor := r.Header.Get(invoke.CallerHeader)
-	if actor == "" {
-		actor = "rest:" + r.RemoteAddr
+	ctx := ApprovalContext(r)
+	if _, ok := auth.FromContext(ctx); !ok {
+		// No token: the actor is who the request says it is. With one, the
+		// auth middleware has set the token's actor already.
+		actor := r.Header.Get(invoke.CallerHeader)
+		if actor == "" {
+			actor = "rest:" + r.RemoteAddr
+		}
+		ctx = registry.WithActor(ctx, actor)
 	}
-	s.withinBudget(w, r.WithContext(registry.WithActor(ApprovalContext(r), actor)), s.mux)
+	s.withinBudget(w, r.WithContext(ctx), s.mux)
 }
 
 // route is one endpoint; the list feeds both the mux and the OpenAPI document.
