@@ -76,8 +76,15 @@ func (t *Tokens) Middleware(required func(r *http.Request) (scope string, public
 				fmt.Sprintf("session %s was opened with another token: a session is used by the token that opened it only; open your own with initialize", sid), "")
 			return
 		}
-		ctx, done := t.sessions.track(r.Context(), tok.ID)
-		defer done()
+		ctx := r.Context()
+		if under(r.URL.Path, "/mcp") {
+			// MCP requests may be streams that outlive the token: known by
+			// token, so that Supervise can end them. REST requests end
+			// within their time budget.
+			var done func()
+			ctx, done = t.sessions.track(ctx, tok.ID)
+			defer done()
+		}
 		actor := Actor(tok)
 		ctx = invoke.WithCredential(registry.WithActor(WithToken(ctx, tok), actor), actor)
 		r = r.WithContext(ctx)

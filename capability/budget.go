@@ -63,9 +63,14 @@ func (w *budgetWalker) full() bool {
 	return w.maxN > 0 && (w.nodes > w.maxN || w.objects > MaxSchemaObjects)
 }
 
-func (w *budgetWalker) path() string {
+func (w *budgetWalker) path() string { return JoinPath(w.segs) }
+
+// JoinPath writes path segments as an issue's field path: names joined by
+// ".", index segments ("[3]") attached as they are ("paths./a.get",
+// "input.items[0]").
+func JoinPath(segs []string) string {
 	var b strings.Builder
-	for _, s := range w.segs {
+	for _, s := range segs {
 		if b.Len() > 0 && !strings.HasPrefix(s, "[") {
 			b.WriteByte('.')
 		}

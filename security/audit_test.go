@@ -2,14 +2,10 @@ package security
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -18,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // the "sqlite" driver, to tamper with a site's database
 
 	"github.com/caphub/caphub/capability"
@@ -42,11 +37,7 @@ func TestAuditKill9DuringBulkRegistrationSQLite(t *testing.T) {
 // TestAuditKill9DuringBulkRegistrationPostgres is the same on PostgreSQL
 // (CAPHUB_TEST_POSTGRES), in a schema of its own.
 func TestAuditKill9DuringBulkRegistrationPostgres(t *testing.T) {
-	base := os.Getenv("CAPHUB_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("CAPHUB_TEST_POSTGRES not set: skipping the PostgreSQL kill -9 test")
-	}
-	kill9DuringBulkRegistration(t, newSite(t, "CAPHUB_DB="+freshSchema(t, base)))
+	kill9DuringBulkRegistration(t, newSite(t, "CAPHUB_DB="+postgresSchema(t)))
 }
 
 func kill9DuringBulkRegistration(t *testing.T, s *site) {
@@ -231,35 +222,4 @@ func registeredEvents(t *testing.T, s *site) map[string]bool {
 		m[base+" "+e.Data.Version] = true
 	}
 	return m
-}
-
-// freshSchema creates an empty schema in the database of base (dropped when
-// the test ends) and returns base's URL with search_path set to it.
-func freshSchema(t *testing.T, base string) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to CAPHUB_TEST_POSTGRES: %v", err)
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "caphub_security_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("create schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		conn.Close(context.Background())
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("CAPHUB_TEST_POSTGRES is not a URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }

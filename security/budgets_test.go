@@ -1,19 +1,13 @@
 package security
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Budgets on every input: a definition, a schema or an imported document
@@ -115,49 +109,6 @@ func TestDeepDefinitionSameOnBothStores(t *testing.T) {
 		s.serve("--db", postgresSchema(t))
 		check(t, s)
 	})
-}
-
-// postgresSchema creates an empty schema in the CAPHUB_TEST_POSTGRES
-// database, dropped when the test ends, and returns a URL whose
-// search_path selects it; it skips the test when the variable is unset.
-func postgresSchema(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("CAPHUB_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("CAPHUB_TEST_POSTGRES not set: skipping the PostgreSQL case")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to CAPHUB_TEST_POSTGRES: %v", err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "caphub_security_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("create schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		// Runs after the server's cleanup (registered later, run first).
-		conn, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("CAPHUB_TEST_POSTGRES is not a URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // 22 component schemas of 8 $refs each to the next expand into 8^22 nodes:

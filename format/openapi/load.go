@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/jsoncheck"
 	"gopkg.in/yaml.v3"
 )
@@ -164,16 +165,7 @@ type yamlConverter struct {
 }
 
 // pathString joins the segments of the current path ("paths./a.get").
-func (c *yamlConverter) pathString() string {
-	var b strings.Builder
-	for _, s := range c.path {
-		if b.Len() > 0 && !strings.HasPrefix(s, "[") {
-			b.WriteByte('.')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
-}
+func (c *yamlConverter) pathString() string { return capability.JoinPath(c.path) }
 
 func (c *yamlConverter) convert(n *yaml.Node, depth int) (any, error) {
 	if depth > maxNesting {

@@ -92,16 +92,24 @@ func (c *checker) run() *Error {
 			c.line++
 		default:
 			if b >= utf8.RuneSelf {
-				if err := c.utf8At(c.pos); err != nil {
+				if err := c.multibyte(); err != nil {
 					return err
 				}
-				_, n := utf8.DecodeRune(c.data[c.pos:])
-				c.pos += n
 				continue
 			}
 		}
 		c.pos++
 	}
+	return nil
+}
+
+// multibyte checks the UTF-8 sequence at c.pos and moves past it.
+func (c *checker) multibyte() *Error {
+	if err := c.utf8At(c.pos); err != nil {
+		return err
+	}
+	_, n := utf8.DecodeRune(c.data[c.pos:])
+	c.pos += n
 	return nil
 }
 
@@ -127,11 +135,9 @@ func (c *checker) str() *Error {
 			}
 			continue
 		case b >= utf8.RuneSelf:
-			if err := c.utf8At(c.pos); err != nil {
+			if err := c.multibyte(); err != nil {
 				return err
 			}
-			_, n := utf8.DecodeRune(c.data[c.pos:])
-			c.pos += n
 			continue
 		}
 		c.pos++
