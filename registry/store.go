@@ -198,6 +198,10 @@ type Store interface {
 	// version does not exist, nothing changes and the error wraps
 	// ErrNotFound and names it.
 	Deprecate(ctx context.Context, ds []Deprecation) ([]Record, error)
+	// KeysWithPrefix returns the capabilities p selects, each once (Key
+	// without Version), ordered by domain and name: an index range scan,
+	// for the tool-name check of registration.
+	KeysWithPrefix(ctx context.Context, p KeyPrefix) ([]Key, error)
 	// Watch reports every change made through any Store on the same database
 	// (PostgreSQL: across processes; SQLite: within this process) until ctx
 	// ends, when the channel is closed. The channel is also closed when the

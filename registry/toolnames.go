@@ -19,16 +19,6 @@ type KeyPrefix struct {
 	Name string
 }
 
-// KeyLister is implemented by stores that can list capabilities by the
-// start of their key with an index range scan (both stores do). The
-// tool-name check of registration uses it; without it the check pages
-// through List.
-type KeyLister interface {
-	// KeysWithPrefix returns the capabilities p selects, each once (Key
-	// without Version), ordered by domain and name.
-	KeysWithPrefix(ctx context.Context, p KeyPrefix) ([]Key, error)
-}
-
 // ToolNameConflictError refuses a capability whose MCP tool name
 // (capability.ToolName) is already another capability's, or that would
 // take the tool names of MCP servers' tools.
@@ -101,7 +91,7 @@ func (s *Service) checkToolNames(ctx context.Context, defs []capability.Definiti
 // ToolName is name, or "".
 func (s *Service) toolNameHolder(ctx context.Context, base, name string) (string, error) {
 	for _, p := range toolNamePrefixes(name) {
-		keys, err := s.keysWithPrefix(ctx, p)
+		keys, err := s.store.KeysWithPrefix(ctx, p)
 		if err != nil {
 			return "", fmt.Errorf("check the MCP tool name %q of %s: %w", name, base, err)
 		}
@@ -166,29 +156,4 @@ func isHashSuffix(s string) bool {
 		}
 	}
 	return true
-}
-
-// keysWithPrefix asks the store, or pages through List when it cannot.
-func (s *Service) keysWithPrefix(ctx context.Context, p KeyPrefix) ([]Key, error) {
-	if kl, ok := s.store.(KeyLister); ok {
-		return kl.KeysWithPrefix(ctx, p)
-	}
-	var out []Key
-	f := ListFilter{Scheme: p.Scheme, Limit: 1000}
-	for {
-		page, err := s.store.List(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page.Items {
-			k := r.Key
-			if p.DomainPrefix && strings.HasPrefix(k.Domain, p.Domain) || !p.DomainPrefix && k.Domain == p.Domain && strings.HasPrefix(k.Name, p.Name) {
-				out = append(out, Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name})
-			}
-		}
-		if page.NextCursor == "" || len(page.Items) == 0 {
-			return out, nil
-		}
-		f.Cursor = page.NextCursor
-	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/caphub/caphub/capability"
 )
 
-// matches reports whether p selects k, as KeyLister.KeysWithPrefix does.
+// matches reports whether p selects k, as Store.KeysWithPrefix does.
 func (p KeyPrefix) matches(k Key) bool {
 	if k.Scheme != p.Scheme {
 		return false

@@ -26,21 +26,13 @@ func toolDef(uri string) capability.Definition {
 	return d
 }
 
-// hideKeyLister is a store without registry.KeyLister, for the List
-// fallback.
-type hideKeyLister struct{ registry.Store }
-
-func newToolNameService(t *testing.T, hide bool) (*registry.Service, registry.Store) {
+func newToolNameService(t *testing.T) (*registry.Service, registry.Store) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s registry.Store = st
-	if hide {
-		s = hideKeyLister{st}
-	}
-	svc := registry.NewService(s)
+	svc := registry.NewService(st)
 	t.Cleanup(func() { svc.Close() })
 	return svc, st
 }
@@ -75,50 +67,46 @@ func register(t *testing.T, svc *registry.Service, uris ...string) {
 }
 
 func TestToolNamesCannotBeTaken(t *testing.T) {
-	for _, hide := range []bool{false, true} {
-		t.Run(map[bool]string{false: "KeyLister", true: "List"}[hide], func(t *testing.T) {
-			svc, st := newToolNameService(t, hide)
-			register(t, svc, "mcp:srv/tool_a@1.0")
-			// Across schemes, and within mcp: by "." for "_".
-			wantTaken(t, svc, "mcp_srv_tool_a", "mcp:srv/tool_a", "ossa:mcp/srv_tool_a@1.0")
-			wantTaken(t, svc, "mcp_srv_tool_a", "mcp:srv/tool_a", "mcp:srv/tool.a@1.0")
-			// The capability itself: a new version, the same again.
-			register(t, svc, "mcp:srv/tool_a@1.1")
-			register(t, svc, "mcp:srv/tool_a@1.1")
-			// Other names are free, in the same server too.
-			register(t, svc, "mcp:srv/tool.b@1.0", "mcp:srv/Tool_A@1.0", "ossa:srv/tool_a@1.0")
-			// Within one batch.
-			wantTaken(t, svc, "mcp_other_a_b", "mcp:other/a.b", "mcp:other/a.b@1.0", "mcp:other/a_b@1.0")
-			// The domain "mcp" is reserved in ossa:, even for a free name.
-			wantTaken(t, svc, "mcp_free", "", "ossa:mcp/free@1.0")
-			// A capability stored before the rule keeps its name against
-			// the mcp: tool that would take it.
-			legacy := toolDef("ossa:mcp/x_y@1.0")
-			legacy.Stability = capability.StabilityStable
-			digest, _ := registry.Digest(&legacy)
-			if _, err := st.Put(context.Background(), []registry.Record{{Key: registry.Key{Scheme: "ossa", Domain: "mcp", Name: "x_y", Version: "1.0.0"}, Definition: legacy, Digest: digest}}); err != nil {
-				t.Fatal(err)
-			}
-			wantTaken(t, svc, "mcp_x_y", "ossa:mcp/x_y", "mcp:x/y@1.0")
-			// A plain name equal to a long name's hashed one, either way.
-			long := "ossa:longnames/" + strings.Repeat("very_long_name_", 5) + "end@1.0"
-			hashed := capability.ToolName(strings.TrimSuffix(long, "@1.0"))
-			if len(hashed) != capability.MaxToolNameLen {
-				t.Fatalf("the test needs a hashed name: %s", hashed)
-			}
-			plain := "ossa:longnames/" + strings.TrimPrefix(hashed, "longnames_") + "@1.0"
-			register(t, svc, long)
-			wantTaken(t, svc, hashed, strings.TrimSuffix(long, "@1.0"), plain)
-			svc2, _ := newToolNameService(t, hide)
-			register(t, svc2, plain)
-			wantTaken(t, svc2, hashed, strings.TrimSuffix(plain, "@1.0"), long)
-		})
+	svc, st := newToolNameService(t)
+	register(t, svc, "mcp:srv/tool_a@1.0")
+	// Across schemes, and within mcp: by "." for "_".
+	wantTaken(t, svc, "mcp_srv_tool_a", "mcp:srv/tool_a", "ossa:mcp/srv_tool_a@1.0")
+	wantTaken(t, svc, "mcp_srv_tool_a", "mcp:srv/tool_a", "mcp:srv/tool.a@1.0")
+	// The capability itself: a new version, the same again.
+	register(t, svc, "mcp:srv/tool_a@1.1")
+	register(t, svc, "mcp:srv/tool_a@1.1")
+	// Other names are free, in the same server too.
+	register(t, svc, "mcp:srv/tool.b@1.0", "mcp:srv/Tool_A@1.0", "ossa:srv/tool_a@1.0")
+	// Within one batch.
+	wantTaken(t, svc, "mcp_other_a_b", "mcp:other/a.b", "mcp:other/a.b@1.0", "mcp:other/a_b@1.0")
+	// The domain "mcp" is reserved in ossa:, even for a free name.
+	wantTaken(t, svc, "mcp_free", "", "ossa:mcp/free@1.0")
+	// A capability stored before the rule keeps its name against
+	// the mcp: tool that would take it.
+	legacy := toolDef("ossa:mcp/x_y@1.0")
+	legacy.Stability = capability.StabilityStable
+	digest, _ := registry.Digest(&legacy)
+	if _, err := st.Put(context.Background(), []registry.Record{{Key: registry.Key{Scheme: "ossa", Domain: "mcp", Name: "x_y", Version: "1.0.0"}, Definition: legacy, Digest: digest}}); err != nil {
+		t.Fatal(err)
 	}
+	wantTaken(t, svc, "mcp_x_y", "ossa:mcp/x_y", "mcp:x/y@1.0")
+	// A plain name equal to a long name's hashed one, either way.
+	long := "ossa:longnames/" + strings.Repeat("very_long_name_", 5) + "end@1.0"
+	hashed := capability.ToolName(strings.TrimSuffix(long, "@1.0"))
+	if len(hashed) != capability.MaxToolNameLen {
+		t.Fatalf("the test needs a hashed name: %s", hashed)
+	}
+	plain := "ossa:longnames/" + strings.TrimPrefix(hashed, "longnames_") + "@1.0"
+	register(t, svc, long)
+	wantTaken(t, svc, hashed, strings.TrimSuffix(long, "@1.0"), plain)
+	svc2, _ := newToolNameService(t)
+	register(t, svc2, plain)
+	wantTaken(t, svc2, hashed, strings.TrimSuffix(plain, "@1.0"), long)
 }
 
 // A domain longer than what a hashed name keeps is found by its start.
 func TestToolNameLongDomain(t *testing.T) {
-	svc, _ := newToolNameService(t, false)
+	svc, _ := newToolNameService(t)
 	domain := strings.Repeat("d", 60)
 	register(t, svc, "ossa:"+domain+"/x@1.0", "ossa:"+domain+"a/x@1.0", "mcp:"+domain+"/x@1.0")
 	// Every registered name is distinct, and a second registration of the

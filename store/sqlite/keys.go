@@ -8,10 +8,8 @@ import (
 	"github.com/caphub/caphub/store/internal/contract"
 )
 
-var _ registry.KeyLister = (*Store)(nil)
-
 // KeysWithPrefix lists capabilities by the start of their key; see
-// registry.KeyLister.
+// registry.Store.
 func (s *Store) KeysWithPrefix(ctx context.Context, p registry.KeyPrefix) ([]registry.Key, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err

@@ -7,7 +7,7 @@ import (
 )
 
 // KeyPrefixQuery returns the SQL and arguments of
-// registry.KeyLister.KeysWithPrefix, as range conditions on the columns of
+// registry.Store.KeysWithPrefix, as range conditions on the columns of
 // the (scheme, domain, name, …) index so that both stores answer with a
 // range scan; ph writes the n-th placeholder (1-based). Text compares in
 // byte order in both stores, which PrefixEnd's bound needs.
