@@ -153,6 +153,39 @@ func Normalize(v any) any {
 	return v
 }
 
+// CloneValue deep-copies the maps and slices of a decoded JSON or YAML
+// value, so that a copy can be changed (or normalised) while the original is
+// read elsewhere.
+func CloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = CloneValue(e)
+		}
+		return m
+	case map[any]any:
+		m := make(map[any]any, len(x))
+		for k, e := range x {
+			m[k] = CloneValue(e)
+		}
+		return m
+	case []any:
+		if x == nil {
+			return x
+		}
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = CloneValue(e)
+		}
+		return s
+	}
+	return v
+}
+
 func normalizeSchema(s Schema) Schema {
 	if s == nil {
 		return nil

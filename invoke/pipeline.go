@@ -532,7 +532,7 @@ func ApplyDefaults(schema map[string]any, obj map[string]any) {
 		v, present := obj[name]
 		if !present {
 			if def, ok := ps["default"]; ok {
-				obj[name] = deepCopy(def)
+				obj[name] = capability.CloneValue(def)
 			}
 			continue
 		}
@@ -540,24 +540,6 @@ func ApplyDefaults(schema map[string]any, obj map[string]any) {
 			ApplyDefaults(ps, nested)
 		}
 	}
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = deepCopy(e)
-		}
-		return s
-	}
-	return v
 }
 
 // anyMap and anyValue hand values to the schema validator.

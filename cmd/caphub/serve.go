@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/auth"
+	"github.com/caphub/caphub/invoke/binding/allowlist"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/guard"
 	"github.com/caphub/caphub/server/mcpfront"
@@ -182,5 +183,5 @@ func isLoopback(addr string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("--addr %q: %v (write host:port, e.g. %s)", addr, err, defaultAddr)
 	}
-	return guard.IsLoopback(host), nil
+	return allowlist.IsLoopback(host), nil
 }

@@ -431,7 +431,7 @@ func (c *capReader) read() (*capability.Definition, *capability.ImportFailure) {
 		meta["extra"] = extra
 	}
 	if c.app.manifestExtra != nil {
-		meta["manifest_extra"] = capability.Normalize(deepCopy(c.app.manifestExtra))
+		meta["manifest_extra"] = capability.Normalize(capability.CloneValue(c.app.manifestExtra))
 	}
 
 	d := &capability.Definition{
@@ -725,23 +725,4 @@ func trimBOM(b []byte) []byte {
 		return b[3:]
 	}
 	return b
-}
-
-// deepCopy copies decoded JSON so that definitions never share maps.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = deepCopy(e)
-		}
-		return s
-	}
-	return v
 }

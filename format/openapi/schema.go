@@ -877,23 +877,3 @@ func (c *converter) dataRef(ref string, depth int) (any, int, error) {
 	}
 	return c.copyValue(t, depth+1)
 }
-
-// clone deep-copies a converted schema, so that each definition owns its
-// schemas although the converter shares the parts that came from one $ref.
-func clone(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = clone(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = clone(e)
-		}
-		return s
-	}
-	return v
-}

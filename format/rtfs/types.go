@@ -988,25 +988,5 @@ func requiredSet(s map[string]any) map[string]bool {
 
 // schemasEqual compares two schemas as the model holds them.
 func schemasEqual(a, b map[string]any) bool {
-	return reflect.DeepEqual(capability.Normalize(deepCopy(a)), capability.Normalize(deepCopy(b)))
-}
-
-// deepCopy copies maps and slices of decoded JSON, so that normalising the
-// copy leaves the original alone.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = deepCopy(e)
-		}
-		return s
-	}
-	return v
+	return reflect.DeepEqual(capability.Normalize(capability.CloneValue(a)), capability.Normalize(capability.CloneValue(b)))
 }

@@ -263,7 +263,7 @@ func clone(d *capability.Definition) capability.Definition {
 	if d.Examples != nil {
 		c.Examples = make([]capability.Example, len(d.Examples))
 		for i, e := range d.Examples {
-			e.Input, e.Output, e.Extra = cloneValue(e.Input), cloneValue(e.Output), cloneMap(e.Extra)
+			e.Input, e.Output, e.Extra = capability.CloneValue(e.Input), capability.CloneValue(e.Output), cloneMap(e.Extra)
 			c.Examples[i] = e
 		}
 	}
@@ -294,34 +294,7 @@ func clonePtr[T any](p *T, deep func(*T)) *T {
 	return &c
 }
 
+// cloneMap deep-copies m (nil stays nil).
 func cloneMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneValue(v)
-	}
-	return out
-}
-
-// cloneValue deep-copies the maps and slices of a decoded JSON or YAML value.
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneMap(x)
-	case map[any]any:
-		out := make(map[any]any, len(x))
-		for k, e := range x {
-			out[k] = cloneValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneValue(e)
-		}
-		return out
-	}
-	return v
+	return capability.CloneValue(m).(map[string]any)
 }

@@ -28,6 +28,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/caphub/caphub/invoke/binding/allowlist"
 )
 
 // Options configures a Guard.
@@ -146,7 +148,7 @@ func (g *Guard) HostAllowed(hostport string) bool {
 		return false
 	}
 	host := hostname(hostport)
-	if IsLoopback(host) || g.anyHost {
+	if allowlist.IsLoopback(host) || g.anyHost {
 		return true
 	}
 	for _, h := range g.hosts {
@@ -168,7 +170,7 @@ func (g *Guard) OriginAllowed(origin string) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	if (u.Scheme == "http" || u.Scheme == "https") && IsLoopback(u.Hostname()) {
+	if (u.Scheme == "http" || u.Scheme == "https") && allowlist.IsLoopback(u.Hostname()) {
 		return true
 	}
 	for _, o := range g.origins {
@@ -193,26 +195,6 @@ func Write(w http.ResponseWriter, r *http.Request, ref *Refusal) {
 		"type": "https://caphub.dev/problems/" + ref.Type, "title": ref.Title, "status": ref.Status,
 		"detail": ref.Detail, "instance": r.URL.Path, "header": ref.Header,
 	})
-}
-
-// IsLoopback reports whether a host name (no port, no brackets) is
-// localhost or a loopback address.
-func IsLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// IsLoopbackAddr reports whether a listen address (host:port) is on
-// loopback only.
-func IsLoopbackAddr(addr string) (bool, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false, err
-	}
-	return IsLoopback(host), nil
 }
 
 func safeMethod(m string) bool {

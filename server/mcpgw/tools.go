@@ -214,7 +214,7 @@ func outputSchemaWithError(s capability.Schema) (map[string]any, bool) {
 	if !relocatable(s) {
 		return nil, false
 	}
-	inner, _ := deepCopy(map[string]any(s)).(map[string]any)
+	inner, _ := capability.CloneValue(map[string]any(s)).(map[string]any)
 	root := map[string]any{"type": "object"}
 	for _, k := range []string{"$schema", "$defs", "definitions"} {
 		if v, ok := inner[k]; ok {
@@ -295,7 +295,7 @@ func toolInputSchema(s capability.Schema) map[string]any {
 // "x-mcp-header" keyword, on it and on the schemas of its properties (where
 // the SDK looks for it); property names are kept whatever they are.
 func stripHeaderAnnotations(v any) any {
-	m, ok := deepCopy(v).(map[string]any)
+	m, ok := capability.CloneValue(v).(map[string]any)
 	if !ok {
 		return v
 	}
@@ -311,24 +311,4 @@ func stripHeaderAnnotations(v any) any {
 	}
 	strip(m)
 	return m
-}
-
-// deepCopy copies decoded JSON, so that schemas handed to the SDK never
-// share maps with the registry's records.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = deepCopy(e)
-		}
-		return s
-	}
-	return v
 }

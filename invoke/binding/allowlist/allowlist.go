@@ -73,9 +73,12 @@ func match(pattern, host, port string) bool {
 	return ph == host
 }
 
-// IsLoopback reports whether host is "localhost" or a loopback IP literal.
+// IsLoopback reports whether host (no port, no brackets) is "localhost", in
+// any case, or a loopback IP literal. It is caphub's one loopback test: for
+// destinations here, and for listen addresses and Host headers in
+// server/guard.
 func IsLoopback(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
@@ -140,7 +143,7 @@ func Client(loopbackOnly bool, setting string) *http.Client {
 			if err != nil {
 				return err
 			}
-			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			if ip := net.ParseIP(host); ip == nil || !IsLoopback(host) {
 				return fmt.Errorf("%w: address %s is not loopback, and no allowed hosts are configured (%s)", ErrNotAllowed, address, setting)
 			}
 			return nil
