@@ -55,20 +55,6 @@ type Binding interface {
 	Invoke(ctx context.Context, call *Call) (*Outcome, error)
 }
 
-// Error codes the pipeline itself uses (besides the declared ones).
-const (
-	CodeInvalidInput   = "INVALID_INPUT"  // the input does not match the input schema
-	CodeInvalidOutput  = "INVALID_OUTPUT" // the output does not match the output schema
-	CodeBindingFailed  = "BINDING_FAILED" // a binding failed in a way the capability does not declare
-	CodeNoBinding      = "NO_BINDING"     // no binding of the capability can run here
-	CodeTimeout        = "TIMEOUT"        // an attempt exceeded its timeout
-	CodeDenied         = "DENIED"         // the policy refused the call
-	CodeNotFound       = "NOT_FOUND"      // the URI does not resolve
-	CodeNotExecutable  = "NOT_EXECUTABLE" // the binding is device-only (Agent OS handlers)
-	CodeUpstreamError  = "UPSTREAM_ERROR" // the upstream answered with an error it did not classify
-	CodeApprovalNeeded = "APPROVAL_REQUIRED"
-)
-
 // Error is a classified invocation failure.
 type Error struct {
 	Code      string         `json:"code"`

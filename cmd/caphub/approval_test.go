@@ -113,11 +113,11 @@ func TestInvokeApprovalRetry(t *testing.T) {
 	flow := func(t *testing.T, where ...string) {
 		args := append([]string{"invoke", "ossa:everruns/add@1.0", "--caller", "clerk", "--input", `{"a": 20, "b": 22}`}, where...)
 		code, out, errOut := caphub(t, args...)
-		if code != exitDenied {
-			t.Fatalf("first call: exit %d, want %d\n%s%s", code, exitDenied, out, errOut)
+		if code != invoke.ExitDenied {
+			t.Fatalf("first call: exit %d, want %d\n%s%s", code, invoke.ExitDenied, out, errOut)
 		}
 		id := approvalID(errOut)
-		if code, out, errOut = caphub(t, append(args, "--approval", id)...); code != exitDenied || !strings.Contains(errOut, "still pending") {
+		if code, out, errOut = caphub(t, append(args, "--approval", id)...); code != invoke.ExitDenied || !strings.Contains(errOut, "still pending") {
 			t.Errorf("retry before approval: exit %d %s%s", code, out, errOut)
 		}
 		if code, out, errOut = caphub(t, "approval", "approve", id, "--db", db, "--by", "alice"); code != exitOK {
@@ -126,7 +126,7 @@ func TestInvokeApprovalRetry(t *testing.T) {
 		if code, out, errOut = caphub(t, append(args, "--approval", id)...); code != exitOK || !strings.Contains(out, "42") {
 			t.Fatalf("approved retry: exit %d\n%s%s", code, out, errOut)
 		}
-		if code, _, errOut = caphub(t, append(args, "--approval", id)...); code != exitDenied || !strings.Contains(errOut, "DENIED") {
+		if code, _, errOut = caphub(t, append(args, "--approval", id)...); code != invoke.ExitDenied || !strings.Contains(errOut, "DENIED") {
 			t.Errorf("second retry: exit %d %s, want DENIED (an approval is used once)", code, errOut)
 		}
 	}

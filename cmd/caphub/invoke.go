@@ -15,15 +15,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes of `caphub invoke`, by error class.
-const (
-	exitCapabilityError = 1 // the capability failed with one of its declared errors
-	exitNotFound        = 3 // the URI does not resolve
-	exitInvalid         = 4 // the input (or the output) does not match its schema
-	exitDenied          = 5 // the policy refused, or the call waits for approval
-	exitUpstream        = 6 // every binding failed: unreachable, timed out, not executable here
-)
-
 func newInvokeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "invoke URI",
@@ -140,18 +131,7 @@ func invokeFailure(cmd *cobra.Command, err error) error {
 		return err
 	}
 	_ = writeJSON(cmd.ErrOrStderr(), map[string]any{"error": e})
-	code := exitCapabilityError
-	switch e.Code {
-	case invoke.CodeNotFound:
-		code = exitNotFound
-	case invoke.CodeInvalidInput, invoke.CodeInvalidOutput:
-		code = exitInvalid
-	case invoke.CodeDenied, invoke.CodeApprovalNeeded:
-		code = exitDenied
-	case invoke.CodeBindingFailed, invoke.CodeUpstreamError, invoke.CodeNoBinding, invoke.CodeNotExecutable, invoke.CodeTimeout, "UPSTREAM_UNAVAILABLE":
-		code = exitUpstream
-	}
-	return &exitError{code: code, msg: e.Error()}
+	return &exitError{code: invoke.ExitCode(e.Code), msg: e.Error()}
 }
 
 // exitError ends the command with a specific exit code; its message was

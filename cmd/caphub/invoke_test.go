@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/caphub/caphub/internal/testpeers"
+	"github.com/caphub/caphub/invoke"
 )
 
 func TestInvokeLocalExitCodes(t *testing.T) {
@@ -24,9 +25,9 @@ func TestInvokeLocalExitCodes(t *testing.T) {
 		code       int
 		contains   string
 	}{
-		{"ossa:everruns/divide@1.0", `{"a": 1, "b": 0}`, exitCapabilityError, "DIVISION_BY_ZERO"},
-		{"ossa:everruns/nope@1.0", `{}`, exitNotFound, "NOT_FOUND"},
-		{"ossa:everruns/add@1.0", `{"a": "two", "b": 1}`, exitInvalid, "INVALID_INPUT"},
+		{"ossa:everruns/divide@1.0", `{"a": 1, "b": 0}`, invoke.ExitDeclared, "DIVISION_BY_ZERO"},
+		{"ossa:everruns/nope@1.0", `{}`, invoke.ExitNotFound, "NOT_FOUND"},
+		{"ossa:everruns/add@1.0", `{"a": "two", "b": 1}`, invoke.ExitInvalid, "INVALID_INPUT"},
 	}
 	for _, c := range cases {
 		code, _, errOut := caphub(t, "invoke", c.uri, "--input", c.input, "--db", db)
@@ -62,7 +63,7 @@ func TestInvokeThroughServer(t *testing.T) {
 		t.Errorf("forecast: exit %d\n%s", code, out)
 	}
 	code, _, errOut = caphub(t, "invoke", "ossa:everruns/divide@1.0", "--input", `{"a": 1, "b": 0}`, "--server", p.url)
-	if code != exitCapabilityError || !strings.Contains(errOut, "DIVISION_BY_ZERO") {
+	if code != invoke.ExitDeclared || !strings.Contains(errOut, "DIVISION_BY_ZERO") {
 		t.Errorf("divide by zero through the server: exit %d\n%s", code, errOut)
 	}
 	code, out, _ = caphub(t, "server", "list", "--server", p.url)

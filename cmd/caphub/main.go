@@ -25,7 +25,7 @@ const (
 	// exitGaveUp: with --server, caphub stopped waiting for the answer to a
 	// change the server had received (--timeout passed, or the connection
 	// broke): the server may still complete it, so it is not reported as
-	// failed. 3 to 6 are invoke's.
+	// failed. 3 to 6 are invoke's (invoke.Exit*).
 	exitGaveUp = 7
 )
 

@@ -48,7 +48,7 @@ type Options struct {
 	ApprovalTTL time.Duration
 	// MaxPendingApprovals is how many pending approvals one caller may have
 	// (default DefaultMaxPendingApprovals; negative: no limit). Past it a
-	// call that needs approval is refused with CodeTooManyApprovals.
+	// call that needs approval is refused with invoke.CodeTooManyApprovals.
 	MaxPendingApprovals int
 	// Now is the clock (default time.Now); tests inject one.
 	Now func() time.Time
@@ -189,7 +189,7 @@ func (e *Engine) approval(ctx context.Context, call *invoke.Call, key, rule stri
 		if errors.Is(err, ErrTooManyPending) {
 			msg := fmt.Sprintf("%s needs human approval (%s), but %v", call.URI, rule, err)
 			return decision{Decision: "deny", Rule: "approval_limit", Policy: key, Message: msg},
-				&invoke.Error{Code: CodeTooManyApprovals, Message: msg, Retryable: true, Details: map[string]any{"rule": "approval_limit", "limit": e.opts.MaxPendingApprovals}}
+				&invoke.Error{Code: invoke.CodeTooManyApprovals, Message: msg, Retryable: true, Details: map[string]any{"rule": "approval_limit", "limit": e.opts.MaxPendingApprovals}}
 		}
 		if err != nil {
 			return e.deny("approval", key, fmt.Sprintf("%s needs human approval (%s), but the approval request could not be stored: %v", call.URI, rule, err), err)

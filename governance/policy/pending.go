@@ -12,11 +12,6 @@ import (
 // approvers (and the store) with requests.
 const DefaultMaxPendingApprovals = 100
 
-// CodeTooManyApprovals is the invocation error code of a call refused
-// because its caller already has the most pending approvals allowed
-// (REST: 429 Too Many Requests).
-const CodeTooManyApprovals = "TOO_MANY_APPROVALS"
-
 // ErrTooManyPending marks a new approval refused because the caller has
 // reached its cap of pending approvals.
 var ErrTooManyPending = errors.New("too many pending approvals")

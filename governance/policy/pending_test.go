@@ -48,7 +48,7 @@ func TestPendingApprovalsDeduplicatedAndCapped(t *testing.T) {
 	// The cap (3) is reached: a fourth distinct call is refused, saying why
 	// and what to do; a repeated one still gets its approval.
 	_, err = e.call(ctx, "a", "plain", in(2))
-	ie := invErr(t, err, policy.CodeTooManyApprovals, `caller "a" already has 3 pending approvals`, "(3)", "decided", "expire")
+	ie := invErr(t, err, invoke.CodeTooManyApprovals, `caller "a" already has 3 pending approvals`, "(3)", "decided", "expire")
 	if !ie.Retryable || ie.Details["limit"] != 3 {
 		t.Errorf("refusal: retryable %v, details %v", ie.Retryable, ie.Details)
 	}
@@ -71,7 +71,7 @@ func TestPendingApprovalsDeduplicatedAndCapped(t *testing.T) {
 		_, err = e.call(ctx, "a", "plain", in(10+i))
 		approvalID(t, err)
 	}
-	if _, err := e.call(ctx, "a", "plain", in(20)); err == nil || err.(*invoke.Error).Code != policy.CodeTooManyApprovals {
+	if _, err := e.call(ctx, "a", "plain", in(20)); err == nil || err.(*invoke.Error).Code != invoke.CodeTooManyApprovals {
 		t.Errorf("past the cap after expiry: %v", err)
 	}
 }

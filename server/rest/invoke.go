@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
 )
 
@@ -60,25 +59,7 @@ func invokeProblem(err error) *Problem {
 	if !errors.As(err, &e) {
 		return nil
 	}
-	status := http.StatusUnprocessableEntity // a declared error of the capability
-	switch e.Code {
-	case invoke.CodeNotFound:
-		status = http.StatusNotFound
-	case invoke.CodeInvalidInput:
-		status = http.StatusUnprocessableEntity
-	case invoke.CodeDenied:
-		status = http.StatusForbidden
-	case invoke.CodeApprovalNeeded:
-		status = http.StatusAccepted
-	case policy.CodeTooManyApprovals:
-		status = http.StatusTooManyRequests
-	case invoke.CodeTimeout:
-		status = http.StatusGatewayTimeout
-	case invoke.CodeNoBinding, invoke.CodeNotExecutable:
-		status = http.StatusNotImplemented
-	case invoke.CodeBindingFailed, invoke.CodeUpstreamError, invoke.CodeInvalidOutput, "UPSTREAM_UNAVAILABLE":
-		status = http.StatusBadGateway
-	}
+	status := invoke.HTTPStatus(e.Code)
 	return &Problem{Type: problemBase + "invocation-failed", Title: "The invocation failed: " + e.Code, Status: status, Detail: e.Error(),
 		Code: e.Code, Retryable: e.Retryable, Binding: e.Binding, Details: e.Details}
 }

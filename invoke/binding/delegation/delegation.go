@@ -174,7 +174,7 @@ func (b *Binding) post(ctx context.Context, t target, body any) (int, []byte, er
 		if errors.Is(err, allowlist.ErrNotAllowed) {
 			return 0, nil, &invoke.Error{Code: invoke.CodeNoBinding, Binding: capability.BindingDelegation, Message: fmt.Sprintf("delegate %s: %v", allowlist.Redact(req.URL), err), Cause: err}
 		}
-		return 0, nil, &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: fmt.Sprintf("delegate %s: %v", t.url, err), Cause: err}
+		return 0, nil, &invoke.Error{Code: invoke.CodeUpstreamUnavailable, Retryable: true, Message: fmt.Sprintf("delegate %s: %v", t.url, err), Cause: err}
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, b.opts.MaxResponseBytes+1))

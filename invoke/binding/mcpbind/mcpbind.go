@@ -111,7 +111,7 @@ func (b *Binding) session(ctx context.Context, name string) (*mcp.ClientSession,
 		return u.session, nil
 	}
 	if wait := time.Until(u.retryAt); wait > 0 {
-		return nil, &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true,
+		return nil, &invoke.Error{Code: invoke.CodeUpstreamUnavailable, Retryable: true,
 			Message: fmt.Sprintf("MCP server %q is down (%v); the next start is in %s", name, u.lastErr, wait.Round(time.Millisecond))}
 	}
 	return b.start(ctx, u)
@@ -128,7 +128,7 @@ func (b *Binding) start(ctx context.Context, u *upstream) (*mcp.ClientSession, e
 	cs, cmd, err := mcpconn.ConnectProcess(b.ctx, &u.config, b.opts.ClientVersion, nil)
 	if err != nil {
 		b.failed(u, err)
-		return nil, &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: err.Error(), Cause: err}
+		return nil, &invoke.Error{Code: invoke.CodeUpstreamUnavailable, Retryable: true, Message: err.Error(), Cause: err}
 	}
 	u.session, u.cmd, u.lastErr = cs, cmd, nil
 	go b.supervise(u, cs, cmd)
@@ -244,7 +244,7 @@ func (b *Binding) callError(server string, cs *mcp.ClientSession, err error) err
 			}
 			u.mu.Unlock()
 		}
-		return &invoke.Error{Code: "UPSTREAM_UNAVAILABLE", Retryable: true, Message: fmt.Sprintf("MCP server %q: %v", server, err), Cause: err}
+		return &invoke.Error{Code: invoke.CodeUpstreamUnavailable, Retryable: true, Message: fmt.Sprintf("MCP server %q: %v", server, err), Cause: err}
 	}
 }
 
