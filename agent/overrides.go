@@ -23,7 +23,7 @@ var _ invoke.BindingOverrides = (*BindingOverrides)(nil)
 // the caller of an invocation is an agent the registry keeps, and its
 // manifest bound the invoked capability (OSSA §10.1), those bindings run
 // instead of the registered ones. Install it with
-// invoke.Pipeline.SetBindingOverrides. It reads each agent through a short
+// invoke.Options.Overrides. It reads each agent through a short
 // cache, so that a call costs no database read.
 type BindingOverrides struct {
 	agents *Agents

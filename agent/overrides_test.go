@@ -71,9 +71,10 @@ func TestCapabilityBindingsAtInvocation(t *testing.T) {
 	applyYAML(t, a, looker(agentsOwn))
 
 	var records []invoke.Record
-	p := invoke.New(svc, []invoke.Binding{httpbind.New(httpbind.Options{})}, invoke.Options{})
-	p.SetRecorder(recorderFunc(func(r invoke.Record) { records = append(records, r) }))
-	p.SetBindingOverrides(a.Overrides())
+	p := invoke.New(svc, []invoke.Binding{httpbind.New(httpbind.Options{})}, invoke.Options{
+		Recorder:  recorderFunc(func(r invoke.Record) { records = append(records, r) }),
+		Overrides: a.Overrides(),
+	})
 	call := func(caller, uri string) string {
 		t.Helper()
 		res, err := p.Invoke(ctx, invoke.Request{URI: uri, Caller: caller})

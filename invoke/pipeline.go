@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -85,17 +84,23 @@ type Options struct {
 	BaseBackoff, MaxBackoff time.Duration
 	// Lenient turns output schema mismatches into warnings.
 	Lenient bool
+
+	// Policy decides whether each call may run; default AllowAll.
+	Policy Policy
+	// Recorder receives one record per invocation (the audit chain).
+	Recorder Recorder
+	// Observer receives invocation measurements (metrics).
+	Observer Observer
+	// Overrides gives per-caller bindings (agents' capability_bindings); a
+	// request's own Bindings still win.
+	Overrides BindingOverrides
 }
 
-// Pipeline invokes capabilities. It is safe for concurrent use.
+// Pipeline invokes capabilities. It is safe for concurrent use; its
+// configuration is fixed by New.
 type Pipeline struct {
 	resolver Resolver
 	bindings map[string]Binding
-	policy   Policy
-	recorder Recorder
-	observer Observer
-	override BindingOverrides
-	log      *slog.Logger
 	opts     Options
 
 	schemas sync.Map // schemaKey → *compiled
@@ -120,43 +125,30 @@ func New(resolver Resolver, bindings []Binding, opts Options) *Pipeline {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 2 * time.Second
 	}
-	p := &Pipeline{resolver: resolver, bindings: map[string]Binding{}, policy: AllowAll{}, log: slog.Default(), opts: opts}
+	if opts.Policy == nil {
+		opts.Policy = AllowAll{}
+	}
+	p := &Pipeline{resolver: resolver, bindings: map[string]Binding{}, opts: opts}
 	for _, b := range bindings {
 		p.bindings[b.Kind()] = b
 	}
 	return p
 }
 
-// SetPolicy installs the policy hook.
-func (p *Pipeline) SetPolicy(policy Policy) { p.policy = policy }
-
-// SetRecorder installs the invocation record sink.
-func (p *Pipeline) SetRecorder(r Recorder) { p.recorder = r }
-
-// SetBindingOverrides installs the lookup of per-caller bindings (agents'
-// capability_bindings); a request's own Bindings still win.
-func (p *Pipeline) SetBindingOverrides(o BindingOverrides) { p.override = o }
-
-// SetObserver installs the metrics sink.
-func (p *Pipeline) SetObserver(o Observer) { p.observer = o }
-
-// SetLogger sets the logger.
-func (p *Pipeline) SetLogger(l *slog.Logger) { p.log = l }
-
 // Authorize runs the policy hook on a call that does not go through Invoke
 // (a tools/call fronted to an upstream MCP server).
 func (p *Pipeline) Authorize(ctx context.Context, call *Call) error {
-	return p.policy.Check(ctx, call)
+	return p.opts.Policy.Check(ctx, call)
 }
 
 // Emit hands a record of a call that did not go through Invoke to the
 // recorder and the observer, as Invoke does for its own.
 func (p *Pipeline) Emit(ctx context.Context, rec Record) {
-	if p.observer != nil {
-		p.observer.ObserveInvocation(rec.Binding, rec.Code, time.Duration(rec.DurationMS*float64(time.Millisecond)))
+	if o := p.opts.Observer; o != nil {
+		o.ObserveInvocation(rec.Binding, rec.Code, time.Duration(rec.DurationMS*float64(time.Millisecond)))
 	}
-	if p.recorder != nil {
-		p.recorder.RecordInvocation(ctx, rec)
+	if r := p.opts.Recorder; r != nil {
+		r.RecordInvocation(ctx, rec)
 	}
 }
 
@@ -202,11 +194,11 @@ func (p *Pipeline) Invoke(ctx context.Context, req Request) (*Result, error) {
 		e := AsError(err, "")
 		code, rec.Code, rec.Message = e.Code, e.Code, e.Message
 	}
-	if p.observer != nil {
-		p.observer.ObserveInvocation(rec.Binding, code, d)
+	if o := p.opts.Observer; o != nil {
+		o.ObserveInvocation(rec.Binding, code, d)
 	}
-	if p.recorder != nil {
-		p.recorder.RecordInvocation(ctx, rec)
+	if r := p.opts.Recorder; r != nil {
+		r.RecordInvocation(ctx, rec)
 	}
 	if err != nil {
 		return nil, err
@@ -217,131 +209,214 @@ func (p *Pipeline) Invoke(ctx context.Context, req Request) (*Result, error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// invocation is one call on its way through the pipeline: what each step
+// reads and adds.
+type invocation struct {
+	req     Request
+	def     capability.Definition // the resolved definition; its Bindings are the ones that run
+	call    *Call
+	schemas *compiled
+	rec     Record
+	res     *Result
+}
+
+// invoke runs the steps of one call: resolve the URI, check the input, pick
+// the bindings, ask the policy, then try the bindings in order.
 func (p *Pipeline) invoke(ctx context.Context, req Request) (*Result, Record, error) {
-	var rec Record
-	resolution, err := p.resolver.Resolve(ctx, req.URI)
+	inv := &invocation{req: req}
+	if err := p.resolve(ctx, inv); err != nil {
+		return nil, inv.rec, err
+	}
+	if err := inv.checkInput(); err != nil {
+		return nil, inv.rec, err
+	}
+	if err := p.chooseBindings(ctx, inv); err != nil {
+		return nil, inv.rec, err
+	}
+	if err := p.opts.Policy.Check(ctx, inv.call); err != nil {
+		return nil, inv.rec, err
+	}
+	if err := p.runBindings(ctx, inv); err != nil {
+		return nil, inv.rec, err
+	}
+	return inv.res, inv.rec, nil
+}
+
+// resolve finds the definition the URI names and its compiled schemas. A
+// URI that does not resolve (or a sunset version) is NOT_FOUND.
+func (p *Pipeline) resolve(ctx context.Context, inv *invocation) error {
+	resolution, err := p.resolver.Resolve(ctx, inv.req.URI)
 	if err != nil {
 		var se *registry.SunsetError
 		switch {
 		case errors.As(err, &se):
-			return nil, rec, &Error{Code: CodeNotFound, Message: err.Error(), Cause: err, Details: map[string]any{"deprecated_by": se.DeprecatedBy, "migration_guide": se.MigrationGuide}}
+			return &Error{Code: CodeNotFound, Message: err.Error(), Cause: err, Details: map[string]any{"deprecated_by": se.DeprecatedBy, "migration_guide": se.MigrationGuide}}
 		case errors.Is(err, registry.ErrNotFound), errors.Is(err, registry.ErrInvalid):
-			return nil, rec, &Error{Code: CodeNotFound, Message: err.Error(), Cause: err}
+			return &Error{Code: CodeNotFound, Message: err.Error(), Cause: err}
 		}
-		return nil, rec, err
+		return err
 	}
-	def := resolution.Record.Definition
-	rec.URI, rec.Version = resolution.URI, resolution.Version
-	res := &Result{URI: resolution.URI, Version: resolution.Version}
+	inv.def = resolution.Record.Definition
+	inv.rec.URI, inv.rec.Version = resolution.URI, resolution.Version
+	inv.res = &Result{URI: resolution.URI, Version: resolution.Version}
 	for _, w := range resolution.Warnings {
-		res.Warnings = append(res.Warnings, w.Message)
+		inv.res.Warnings = append(inv.res.Warnings, w.Message)
 	}
-	schemas := p.compiled(&resolution)
-	if schemas.err != nil {
-		return nil, rec, &Error{Code: CodeBindingFailed, Message: "the registered schemas do not compile: " + schemas.err.Error()}
+	inv.schemas = p.compiled(&resolution)
+	if inv.schemas.err != nil {
+		return &Error{Code: CodeBindingFailed, Message: "the registered schemas do not compile: " + inv.schemas.err.Error()}
 	}
-	input := req.Input
+	return nil
+}
+
+// checkInput normalises the input, applies the schema's defaults and
+// validates it: a mismatch is INVALID_INPUT.
+func (inv *invocation) checkInput() error {
+	input := inv.req.Input
 	if input == nil {
 		input = map[string]any{}
 	}
 	input = capability.Normalize(input).(map[string]any)
-	ApplyDefaults(def.Input, input)
-	if schemas.input != nil {
-		if err := schemas.input.Validate(anyMap(input)); err != nil {
-			return nil, rec, &Error{Code: CodeInvalidInput, Message: "the input does not match the input schema: " + capability.FirstSchemaError(err)}
+	ApplyDefaults(inv.def.Input, input)
+	if inv.schemas.input != nil {
+		if err := inv.schemas.input.Validate(anyMap(input)); err != nil {
+			return &Error{Code: CodeInvalidInput, Message: "the input does not match the input schema: " + capability.FirstSchemaError(err)}
 		}
 	}
-	call := &Call{URI: resolution.URI, Definition: &def, Input: input, Caller: req.Caller}
+	inv.call = &Call{URI: inv.rec.URI, Definition: &inv.def, Input: input, Caller: inv.req.Caller}
+	return nil
+}
+
+// chooseBindings replaces the registered bindings with the request's own,
+// else with the caller's (an agent's capability_bindings), if any.
+func (p *Pipeline) chooseBindings(ctx context.Context, inv *invocation) error {
 	switch {
-	case req.Bindings != nil:
-		def.Bindings = *req.Bindings
-	case p.override != nil && req.Caller != "":
-		b, from, err := p.override.BindingsFor(ctx, req.Caller, resolution.URI, resolution.Version)
+	case inv.req.Bindings != nil:
+		inv.def.Bindings = *inv.req.Bindings
+	case p.opts.Overrides != nil && inv.req.Caller != "":
+		b, from, err := p.opts.Overrides.BindingsFor(ctx, inv.req.Caller, inv.rec.URI, inv.rec.Version)
 		if err != nil {
-			return nil, rec, &Error{Code: CodeBindingFailed, Message: fmt.Sprintf("cannot read the bindings caller %q has for %s: %v", req.Caller, resolution.URI, err), Cause: err}
+			return &Error{Code: CodeBindingFailed, Message: fmt.Sprintf("cannot read the bindings caller %q has for %s: %v", inv.req.Caller, inv.rec.URI, err), Cause: err}
 		}
 		if b != nil {
-			def.Bindings, rec.BindingsFrom = *b, from
+			inv.def.Bindings, inv.rec.BindingsFrom = *b, from
 		}
 	}
-	if err := p.policy.Check(ctx, call); err != nil {
-		return nil, rec, err
-	}
-	timeout, maxAttempts := p.limits(&def)
+	return nil
+}
+
+// runBindings tries each binding the definition declares, in order, until
+// one succeeds; it returns the last failure, with every attempt, when none
+// does.
+func (p *Pipeline) runBindings(ctx context.Context, inv *invocation) error {
 	var lastErr *Error
 	tried := false
-	for _, kind := range append(append([]string{}, capability.BindingOrder...), sortedExtraKinds(def.Bindings)...) {
-		if !hasBinding(def.Bindings, kind) {
+	for _, kind := range append(append([]string{}, capability.BindingOrder...), sortedExtraKinds(inv.def.Bindings)...) {
+		if !hasBinding(inv.def.Bindings, kind) {
 			continue
 		}
 		b, ok := p.bindings[kind]
 		if !ok {
-			e := &Error{Code: CodeNoBinding, Binding: kind, Message: fmt.Sprintf("caphub has no %s binding configured", kind)}
-			if !isKnownKind(kind) {
-				e = &Error{Code: CodeNotExecutable, Binding: kind, Message: fmt.Sprintf("the %s binding runs on a device (an Agent OS handler), not on a server", kind)}
-			}
-			rec.Attempts = append(rec.Attempts, Attempt{Binding: kind, Error: e})
-			lastErr = e
+			lastErr = unavailable(kind)
+			inv.rec.Attempts = append(inv.rec.Attempts, Attempt{Binding: kind, Error: lastErr})
 			continue
 		}
 		tried = true
-		for attempt := 1; attempt <= maxAttempts; attempt++ {
-			call.Attempt = attempt
-			actx, cancel := context.WithTimeout(ctx, timeout)
-			t0 := time.Now()
-			out, err := b.Invoke(actx, call)
-			cancel()
-			a := Attempt{Binding: kind, Attempt: attempt, Duration: time.Since(t0)}
-			a.DurationMS = ms(a.Duration)
-			if err == nil {
-				rec.Attempts = append(rec.Attempts, a)
-				rec.Binding = kind
-				output := mapOutput(def.Bindings, kind, out.Output)
-				if schemas.output != nil {
-					if verr := schemas.output.Validate(anyValue(output)); verr != nil {
-						msg := "the output does not match the output schema: " + capability.FirstSchemaError(verr)
-						if !p.lenient(req) {
-							return nil, rec, &Error{Code: CodeInvalidOutput, Binding: kind, Message: msg, Details: map[string]any{"attempts": rec.Attempts}}
-						}
-						res.Warnings = append(res.Warnings, msg)
-					}
-				}
-				res.Output, res.Binding, res.Attempts = output, kind, rec.Attempts
-				return res, rec, nil
-			}
-			e := classify(err, kind, &def)
-			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-				e = &Error{Code: CodeTimeout, Binding: kind, Message: "the call was cancelled", Cause: err}
-			}
-			a.Error = e
-			rec.Attempts = append(rec.Attempts, a)
-			lastErr = e
-			if !e.Retryable || attempt == maxAttempts || ctx.Err() != nil {
-				break
-			}
-			if err := sleep(ctx, p.backoff(attempt)); err != nil {
-				break
-			}
+		done, err := p.tryBinding(ctx, inv, b)
+		if done && err == nil {
+			return nil
 		}
+		if done {
+			return err
+		}
+		lastErr = err
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	if lastErr == nil {
-		return nil, rec, &Error{Code: CodeNoBinding, Message: fmt.Sprintf("%s declares no binding caphub can run", resolution.URI)}
+	return inv.failure(lastErr, tried)
+}
+
+// unavailable is the error of a declared binding caphub cannot run here.
+func unavailable(kind string) *Error {
+	if !isKnownKind(kind) {
+		return &Error{Code: CodeNotExecutable, Binding: kind, Message: fmt.Sprintf("the %s binding runs on a device (an Agent OS handler), not on a server", kind)}
 	}
-	final := *lastErr
-	final.Details = map[string]any{"attempts": rec.Attempts}
-	if len(rec.Attempts) > 1 || !tried {
+	return &Error{Code: CodeNoBinding, Binding: kind, Message: fmt.Sprintf("caphub has no %s binding configured", kind)}
+}
+
+// tryBinding runs one binding, retrying retryable errors with backoff. done
+// is true when the call is over (a success, or an output that fails its
+// schema); otherwise err is the binding's last error.
+func (p *Pipeline) tryBinding(ctx context.Context, inv *invocation, b Binding) (done bool, err *Error) {
+	kind := b.Kind()
+	timeout, maxAttempts := p.limits(&inv.def)
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		inv.call.Attempt = attempt
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		t0 := time.Now()
+		out, ierr := b.Invoke(actx, inv.call)
+		cancel()
+		a := Attempt{Binding: kind, Attempt: attempt, Duration: time.Since(t0)}
+		a.DurationMS = ms(a.Duration)
+		if ierr == nil {
+			inv.rec.Attempts = append(inv.rec.Attempts, a)
+			inv.rec.Binding = kind
+			return true, p.finish(inv, kind, out)
+		}
+		err = classify(ierr, kind, &inv.def)
+		if ctx.Err() != nil && errors.Is(ierr, context.Canceled) {
+			err = &Error{Code: CodeTimeout, Binding: kind, Message: "the call was cancelled", Cause: ierr}
+		}
+		a.Error = err
+		inv.rec.Attempts = append(inv.rec.Attempts, a)
+		if !err.Retryable || attempt == maxAttempts || ctx.Err() != nil {
+			break
+		}
+		if sleep(ctx, p.backoff(attempt)) != nil {
+			break
+		}
+	}
+	return false, err
+}
+
+// finish maps a binding's output to the capability's fields and validates
+// it: a mismatch is INVALID_OUTPUT, or a warning when the call is lenient.
+// It returns nil (an *Error typed nil would not be a nil error) on success.
+func (p *Pipeline) finish(inv *invocation, kind string, out *Outcome) *Error {
+	output := mapOutput(inv.def.Bindings, kind, out.Output)
+	if inv.schemas.output != nil {
+		if verr := inv.schemas.output.Validate(anyValue(output)); verr != nil {
+			msg := "the output does not match the output schema: " + capability.FirstSchemaError(verr)
+			if !p.lenient(inv.req) {
+				return &Error{Code: CodeInvalidOutput, Binding: kind, Message: msg, Details: map[string]any{"attempts": inv.rec.Attempts}}
+			}
+			inv.res.Warnings = append(inv.res.Warnings, msg)
+		}
+	}
+	inv.res.Output, inv.res.Binding, inv.res.Attempts = output, kind, inv.rec.Attempts
+	return nil
+}
+
+// failure is the error of a call no binding completed: the last error,
+// listing every attempt, with a summary message when there were several
+// (or none could run).
+func (inv *invocation) failure(last *Error, tried bool) error {
+	if last == nil {
+		return &Error{Code: CodeNoBinding, Message: fmt.Sprintf("%s declares no binding caphub can run", inv.rec.URI)}
+	}
+	final := *last
+	final.Details = map[string]any{"attempts": inv.rec.Attempts}
+	if len(inv.rec.Attempts) > 1 || !tried {
 		var parts []string
-		for _, a := range rec.Attempts {
+		for _, a := range inv.rec.Attempts {
 			if a.Error != nil {
 				parts = append(parts, fmt.Sprintf("%s#%d: %s", a.Binding, a.Attempt, a.Error.Error()))
 			}
 		}
 		final.Message = fmt.Sprintf("every binding failed (%s)", strings.Join(parts, "; "))
 	}
-	return nil, rec, &final
+	return &final
 }
 
 func (p *Pipeline) lenient(req Request) bool {

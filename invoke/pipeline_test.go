@@ -3,6 +3,7 @@ package invoke_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -48,22 +49,39 @@ func (r *recorder) ObserveInvocation(binding, code string, _ time.Duration) {
 	r.mu.Unlock()
 }
 
+// setup returns a pipeline over the definitions, resolved in memory (the
+// registry's own resolution is tested in registry/), with a recorder.
 func setup(t *testing.T, handlers map[string]native.Handler, defs ...capability.Definition) (*invoke.Pipeline, *recorder) {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc := registry.NewService(st)
-	if _, err := svc.RegisterBatch(context.Background(), defs); err != nil {
-		t.Fatal(err)
-	}
-	p := invoke.New(svc, []invoke.Binding{native.New(handlers)}, invoke.Options{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
 	rec := &recorder{}
-	p.SetRecorder(rec)
-	p.SetObserver(rec)
+	p := invoke.New(resolverOf(t, defs...), []invoke.Binding{native.New(handlers)},
+		invoke.Options{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Recorder: rec, Observer: rec})
 	return p, rec
+}
+
+// memResolver resolves ossa:DOMAIN/NAME@MAJOR[.MINOR] to the one version of
+// each definition it holds.
+type memResolver map[string]registry.Resolution
+
+func resolverOf(t testing.TB, defs ...capability.Definition) memResolver {
+	t.Helper()
+	r := memResolver{}
+	for _, d := range defs {
+		d.Normalize()
+		id, _, _ := strings.Cut(d.URI, "@")
+		r[id] = registry.Resolution{URI: d.URI, Version: d.Version,
+			Record: registry.Record{Definition: d, Digest: d.URI + "|" + d.Version}}
+	}
+	return r
+}
+
+func (r memResolver) Resolve(_ context.Context, uri string) (registry.Resolution, error) {
+	id, _, _ := strings.Cut(uri, "@")
+	res, ok := r[id]
+	if !ok {
+		return registry.Resolution{}, fmt.Errorf("%s: %w", uri, registry.ErrNotFound)
+	}
+	return res, nil
 }
 
 func code(err error) string {
@@ -168,13 +186,14 @@ func TestTimeoutPolicyAndDeviceBindings(t *testing.T) {
 	device := def("device", obj, obj)
 	device.Bindings = capability.Bindings{Extra: map[string]any{"intent": map[string]any{"action": "SEND"}}}
 	var calls atomic.Int32
-	p, _ := setup(t, map[string]native.Handler{
+	handlers := map[string]native.Handler{
 		"slow": func(ctx context.Context, _ *invoke.Call) (any, error) {
 			calls.Add(1)
 			<-ctx.Done()
 			return nil, ctx.Err()
 		},
-	}, slow, device)
+	}
+	p, _ := setup(t, handlers, slow, device)
 	ctx := context.Background()
 	start := time.Now()
 	_, err := p.Invoke(ctx, invoke.Request{URI: "ossa:test/slow@1.0"})
@@ -186,9 +205,9 @@ func TestTimeoutPolicyAndDeviceBindings(t *testing.T) {
 		t.Errorf("device binding: %v", err)
 	}
 
-	p.SetPolicy(policyFunc(func(_ context.Context, c *invoke.Call) error {
+	p = invoke.New(resolverOf(t, slow, device), []invoke.Binding{native.New(handlers)}, invoke.Options{Policy: policyFunc(func(_ context.Context, c *invoke.Call) error {
 		return &invoke.Error{Code: invoke.CodeDenied, Message: "rule no-slow: " + c.URI}
-	}))
+	})})
 	before := calls.Load()
 	_, err = p.Invoke(ctx, invoke.Request{URI: "ossa:test/slow@1.0"})
 	if code(err) != invoke.CodeDenied || calls.Load() != before {

@@ -85,11 +85,7 @@ func main() {
 		handlers[name] = native.Handler(h)
 	}
 	bindings := []invoke.Binding{native.New(handlers)}
-	newPipe := func() *invoke.Pipeline {
-		p := invoke.New(svc, bindings, invoke.Options{})
-		p.SetLogger(quiet)
-		return p
-	}
+	newPipe := func(opts invoke.Options) *invoke.Pipeline { return invoke.New(svc, bindings, opts) }
 
 	auditLog := audit.New(st, audit.WithLogger(quiet))
 	defer auditLog.Close()
@@ -106,15 +102,10 @@ func main() {
 		return e
 	}
 
-	off := newPipe()
-	polOnly := newPipe()
-	polOnly.SetPolicy(newEngine(nil))
-	auditOnly := newPipe()
-	auditOnly.SetRecorder(auditLog)
-	on := newPipe()
-	on.SetPolicy(newEngine(auditLog))
-	on.SetRecorder(auditLog)
-	on.SetBindingOverrides(agent.NewAgents(st, svc).Overrides())
+	off := newPipe(invoke.Options{})
+	polOnly := newPipe(invoke.Options{Policy: newEngine(nil)})
+	auditOnly := newPipe(invoke.Options{Recorder: auditLog})
+	on := newPipe(invoke.Options{Policy: newEngine(auditLog), Recorder: auditLog, Overrides: agent.NewAgents(st, svc).Overrides()})
 	configs := []*config{{name: "off", pipe: off}, {name: "policy", pipe: polOnly}, {name: "audit", pipe: auditOnly}, {name: "on", pipe: on}}
 
 	call := func(p *invoke.Pipeline) time.Duration {

@@ -158,19 +158,19 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		clibind.New(clibind.Options{AllowedCommands: c.allowCmds, Getenv: a.permits.Getenv}),
 		delegation.New(delegation.Options{Agents: c.a2aAgents, AllowedHosts: c.allowHosts, Getenv: a.permits.Getenv}),
 	}
-	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{})
-	a.pipeline.SetLogger(c.log)
-	a.pipeline.SetObserver(a.metrics)
-	a.pipeline.SetRecorder(recorders{logRecorder{c.log}, a.audit})
 	humanApproval, err := policy.HumanApprovalFromEnv()
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	a.governance = policy.NewEngine(docs, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: humanApproval, Log: c.log})
-	a.pipeline.SetPolicy(a.governance)
 	a.agents = agent.NewAgents(docs, a.svc, agent.WithRecorder(a.audit))
-	a.pipeline.SetBindingOverrides(a.agents.Overrides())
+	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{
+		Policy:    a.governance,
+		Recorder:  recorders{logRecorder{c.log}, a.audit},
+		Observer:  a.metrics,
+		Overrides: a.agents.Overrides(),
+	})
 	return a, nil
 }
 

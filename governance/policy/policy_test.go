@@ -80,14 +80,13 @@ func newEnv(t *testing.T, opts policy.Options) *env {
 			return map[string]any{"ok": true}, nil
 		}
 	}
-	e.pipe = invoke.New(svc, []invoke.Binding{native.New(handlers)}, invoke.Options{})
 	e.audit = audit.New(st)
 	t.Cleanup(func() { e.audit.Close() })
 	opts.Tiers = policy.ResolverTiers(svc)
 	opts.Audit = e.audit
 	opts.Now = e.clock.now
 	e.engine = policy.NewEngine(st, opts)
-	e.pipe.SetPolicy(e.engine)
+	e.pipe = invoke.New(svc, []invoke.Binding{native.New(handlers)}, invoke.Options{Policy: e.engine})
 	return e
 }
 

@@ -41,8 +41,7 @@ func benchClients(tb testing.TB) benchSessions {
 	up := newUpstream()
 	upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.server }, nil))
 	tb.Cleanup(upSrv.Close)
-	pipeline := invoke.New(nil, nil, invoke.Options{})
-	pipeline.SetRecorder(discardRecorder{})
+	pipeline := invoke.New(nil, nil, invoke.Options{Recorder: discardRecorder{}})
 	frontURL := func(configure func(*Front)) string {
 		front := New(savedServers{"up": {Name: "up", Transport: mcpconn.TransportHTTP, URL: upSrv.URL}}, pipeline, Options{Log: testLog()})
 		configure(front)

@@ -106,8 +106,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := &recordSink{}
-	pipeline := invoke.New(nil, nil, invoke.Options{})
-	pipeline.SetRecorder(recs)
+	pipeline := invoke.New(nil, nil, invoke.Options{Recorder: recs})
 	front := New(servers, pipeline, Options{Version: "conformance", Log: testLog()})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp/servers/", front.Handler())

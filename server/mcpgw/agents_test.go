@@ -60,7 +60,6 @@ func newAgentFixture(t *testing.T) *agentFixture {
 		handlers[name] = native.Handler(h)
 	}
 	pipe := invoke.New(svc, []invoke.Binding{native.New(handlers)}, invoke.Options{})
-	pipe.SetLogger(log)
 	inv := &recordingInvoker{next: pipe}
 
 	agents := agent.NewAgents(st, svc)

@@ -21,7 +21,8 @@ func requireApproval(t *testing.T, f *fixture) *policy.Approvals {
 		RequireApproval: []string{"ossa:everruns/add"}}); err != nil {
 		t.Fatal(err)
 	}
-	f.pipe.SetPolicy(e)
+	f.pipe = invoke.New(f.svc, f.bindings, invoke.Options{Policy: e})
+	f.inv.next = f.pipe
 	return e.Approvals()
 }
 

@@ -31,15 +31,17 @@ import (
 // registry with the built-ins, native binding, pipeline) with a gateway in
 // front, served by an httptest server at /mcp and /mcp/sse.
 type fixture struct {
-	store   *sqlite.Store
-	svc     *registry.Service
-	pipe    *invoke.Pipeline
-	inv     *recordingInvoker
-	gw      *mcpgw.Gateway
-	srv     *httptest.Server
-	mcpURL  string // streamable HTTP endpoint
-	sseURL  string // HTTP+SSE endpoint
-	handler http.Handler
+	store *sqlite.Store
+	svc   *registry.Service
+	pipe  *invoke.Pipeline
+	// bindings are pipe's, for a test that needs another pipeline (a policy).
+	bindings []invoke.Binding
+	inv      *recordingInvoker
+	gw       *mcpgw.Gateway
+	srv      *httptest.Server
+	mcpURL   string // streamable HTTP endpoint
+	sseURL   string // HTTP+SSE endpoint
+	handler  http.Handler
 }
 
 // recordingInvoker remembers the caller of every call.
@@ -85,8 +87,8 @@ func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
 	for name, h := range builtin.Handlers(builtin.Env{Registry: svc, Docs: st, Log: log, Now: time.Now}) {
 		handlers[name] = native.Handler(h)
 	}
-	pipe := invoke.New(svc, []invoke.Binding{native.New(handlers)}, invoke.Options{})
-	pipe.SetLogger(log)
+	bindings := []invoke.Binding{native.New(handlers)}
+	pipe := invoke.New(svc, bindings, invoke.Options{})
 	inv := &recordingInvoker{next: pipe}
 	if opts.Log == nil {
 		opts.Log = log
@@ -98,7 +100,7 @@ func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
 	mux.Handle("/mcp", h)
 	mux.Handle("/mcp/sse", h)
 	srv := httptest.NewServer(mux)
-	f := &fixture{store: st, svc: svc, pipe: pipe, inv: inv, gw: gw, srv: srv, mcpURL: srv.URL + "/mcp", sseURL: srv.URL + "/mcp/sse", handler: h}
+	f := &fixture{store: st, svc: svc, pipe: pipe, bindings: bindings, inv: inv, gw: gw, srv: srv, mcpURL: srv.URL + "/mcp", sseURL: srv.URL + "/mcp/sse", handler: h}
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		gw.Close()

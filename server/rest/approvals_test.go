@@ -43,15 +43,14 @@ func newApprovalServer(t *testing.T, now func() time.Time) (*httptest.Server, *p
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	pipe := invoke.New(svc, []invoke.Binding{native.New(map[string]native.Handler{"wipe": func(context.Context, *invoke.Call) (any, error) {
-		runs.Add(1)
-		return map[string]any{"wiped": true}, nil
-	}})}, invoke.Options{})
 	engine := policy.NewEngine(st, policy.Options{Tiers: policy.ResolverTiers(svc), Now: now})
 	if err := engine.Policies().Put(ctx, policy.Policy{Agent: "ops", GrantedPermissions: []string{"*"}, AllowedEffects: []string{"destructive"}, RequireApproval: []string{"ossa:test/*"}}); err != nil {
 		t.Fatal(err)
 	}
-	pipe.SetPolicy(engine)
+	pipe := invoke.New(svc, []invoke.Binding{native.New(map[string]native.Handler{"wipe": func(context.Context, *invoke.Call) (any, error) {
+		runs.Add(1)
+		return map[string]any{"wiped": true}, nil
+	}})}, invoke.Options{Policy: engine})
 	s := New(svc, log, WithInvoker(pipe))
 	mux := http.NewServeMux()
 	for _, rt := range s.approvalRoutes(engine.Approvals()) {
