@@ -2,12 +2,12 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/caphub/caphub/internal/problem"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
@@ -158,22 +158,8 @@ func unauthorized(w http.ResponseWriter, r *http.Request, err error) {
 		err.Error()+"; create a token with `caphub token create NAME --scope read` on the server's machine", "")
 }
 
-// problem is an RFC 9457 problem document, shaped like the REST server's.
-type problem struct {
-	Type          string `json:"type"`
-	Title         string `json:"title"`
-	Status        int    `json:"status"`
-	Detail        string `json:"detail,omitempty"`
-	Instance      string `json:"instance,omitempty"`
-	RequiredScope string `json:"required_scope,omitempty"`
-}
-
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, typ, title, detail, scope string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(problem{Type: "https://caphub.dev/problems/" + typ, Title: title, Status: status, Detail: detail, Instance: r.URL.Path, RequiredScope: scope})
+	_ = problem.Write(w, status, &problem.Document{Type: problem.Base + typ, Title: title, Status: status, Detail: detail, Instance: r.URL.Path, RequiredScope: scope})
 }
 
 func scopeList(s []Scope) string {

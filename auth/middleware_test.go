@@ -116,16 +116,17 @@ func restRoutes(t *testing.T, srv *rest.Server) []string {
 
 func TestScopeForEveryRoute(t *testing.T) {
 	srv, _ := restServer(t)
+	mux := mountLikeServe(srv)
 	routes := restRoutes(t, srv)
 	seen := map[string]bool{}
 	for _, rt := range routes {
 		seen[rt] = true
 		want, ok := routeScopes[rt]
 		if !ok {
-			t.Errorf("route %s has no entry in routeScopes: decide its scope (and update ScopeFor if needed)", rt)
+			t.Errorf("route %s has no entry in routeScopes: decide its scope (the route's scope field) and list it here", rt)
 			continue
 		}
-		checkScope(t, rt, want)
+		checkScope(t, mux, rt, want)
 	}
 	for rt := range routeScopes {
 		if !seen[rt] {
@@ -133,23 +134,36 @@ func TestScopeForEveryRoute(t *testing.T) {
 		}
 	}
 	for rt, want := range mcpScopes {
-		checkScope(t, rt, want)
+		checkScope(t, mux, rt, want)
 	}
 }
 
-func checkScope(t *testing.T, rt, want string) {
+// mountLikeServe mounts the MCP endpoints beside the REST API as caphub
+// serve does.
+func mountLikeServe(srv *rest.Server) *auth.Routes {
+	mcp := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux := auth.NewRoutes()
+	mux.Handle("/mcp/agents/", auth.ScopeInvoke, mcp)
+	mux.Handle("/mcp", auth.ScopeInvoke, mcp)
+	mux.Handle("/mcp/sse", auth.ScopeInvoke, mcp)
+	mux.Handle("/mcp/servers/", auth.ScopeInvoke, mcp)
+	mux.Mount("/", srv)
+	return mux
+}
+
+func checkScope(t *testing.T, mux *auth.Routes, rt, want string) {
 	t.Helper()
 	method, path, _ := strings.Cut(rt, " ")
 	r := httptest.NewRequest(method, concrete(path), nil)
-	scope, public := auth.ScopeFor(r)
+	scope, public := mux.ScopeOf(r)
 	if want == "" {
 		if !public {
-			t.Errorf("ScopeFor(%s) = %q, want public", rt, scope)
+			t.Errorf("ScopeOf(%s) = %q, want public", rt, scope)
 		}
 		return
 	}
 	if public || scope != want {
-		t.Errorf("ScopeFor(%s) = %q (public %v), want %q", rt, scope, public, want)
+		t.Errorf("ScopeOf(%s) = %q (public %v), want %q", rt, scope, public, want)
 	}
 }
 
@@ -171,12 +185,8 @@ func newFixture(t *testing.T) fixture {
 		f.secrets[string(s)] = secret
 	}
 	// As caphub serve mounts it: the MCP endpoints beside the REST API.
-	mux := http.NewServeMux()
-	mcp := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.Handle("/mcp", mcp)
-	mux.Handle("/mcp/", mcp)
-	mux.Handle("/", srv)
-	f.handler = toks.Middleware(auth.ScopeFor, mux)
+	mux := mountLikeServe(srv)
+	f.handler = toks.Middleware(mux.ScopeOf, mux)
 	return f
 }
 
@@ -279,12 +289,17 @@ func TestMiddlewareActor(t *testing.T) {
 	}
 	var actor, header, cred string
 	var tok *auth.Token
-	h := toks.Middleware(auth.ScopeFor, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		actor = registry.ActorFrom(r.Context())
 		header = r.Header.Get(auth.AgentHeader)
 		cred = invoke.CredentialFrom(r.Context())
 		tok, _ = auth.FromContext(r.Context())
-	}))
+	})
+	mux := auth.NewRoutes()
+	mux.Handle("GET /v1/capabilities", auth.ScopeRead, record)
+	mux.Handle("POST /v1/invoke", auth.ScopeInvoke, record)
+	mux.Handle("/mcp/agents/", auth.ScopeInvoke, record)
+	h := toks.Middleware(mux.ScopeOf, mux)
 	for _, tc := range []struct {
 		name, secret, path, claim string
 		status                    int

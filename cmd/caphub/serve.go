@@ -96,21 +96,16 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 				AllowedHosts: hosts, AllowedOrigins: origins,
 			})
 			defer agentGW.Close() // before a.Close: it watches the store
-			mux := http.NewServeMux()
-			mux.Handle("/mcp/agents/", agentGW.Handler()) // one agent's tools: /mcp/agents/{id}
-			mux.Handle("/mcp", gw.Handler())              // streamable HTTP
-			mux.Handle("/mcp/sse", gw.Handler())          // HTTP+SSE (GET opens, POST ?sessionid=… sends)
-			mux.Handle("/mcp/servers/", front.Handler())  // saved upstreams fronted: /mcp/servers/{name}[/sse]
 			budget, _ := cmd.Flags().GetDuration("request-timeout")
 			api := rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(budget))
-			mux.Handle("/", api)
+			mux := serveRoutes(api, gw.Handler(), agentGW.Handler(), front.Handler())
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)
 			}
 			var handler http.Handler = mux
 			if enforce {
-				handler = tokens.Middleware(auth.ScopeFor, mux)
+				handler = tokens.Middleware(mux.ScopeOf, mux)
 				// A revoked or expired token's open streams end within
 				// tokenRecheck.
 				go tokens.Supervise(ctx, tokenRecheck, func(id string, n int) {
@@ -174,6 +169,18 @@ func allowedHosts(cmd *cobra.Command) []string {
 // allowedOrigins are the browser origins accepted besides loopback ones.
 func allowedOrigins(cmd *cobra.Command) []string {
 	return append(listFlag(cmd, "allowed-origin", "CAPHUB_ALLOWED_ORIGINS"), listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS")...)
+}
+
+// serveRoutes mounts the MCP endpoints beside the REST API, each with the
+// scope it needs: every MCP request calls tools (invoke).
+func serveRoutes(api auth.Scoped, gateway, agents, front http.Handler) *auth.Routes {
+	mux := auth.NewRoutes()
+	mux.Handle("/mcp/agents/", auth.ScopeInvoke, agents) // one agent's tools: /mcp/agents/{id}
+	mux.Handle("/mcp", auth.ScopeInvoke, gateway)        // streamable HTTP
+	mux.Handle("/mcp/sse", auth.ScopeInvoke, gateway)    // HTTP+SSE (GET opens, POST ?sessionid=… sends)
+	mux.Handle("/mcp/servers/", auth.ScopeInvoke, front) // saved upstreams fronted: /mcp/servers/{name}[/sse]
+	mux.Mount("/", api)
+	return mux
 }
 
 // isLoopback reports whether addr (host:port) listens on loopback only,

@@ -21,7 +21,6 @@
 package guard
 
 import (
-	"encoding/json"
 	"fmt"
 	"mime"
 	"net"
@@ -29,6 +28,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/caphub/caphub/internal/problem"
 	"github.com/caphub/caphub/invoke/binding/allowlist"
 )
 
@@ -186,15 +186,8 @@ func (g *Guard) OriginAllowed(origin string) bool {
 
 // Write answers a refusal as an RFC 9457 problem document.
 func Write(w http.ResponseWriter, r *http.Request, ref *Refusal) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(ref.Status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(map[string]any{
-		"type": "https://caphub.dev/problems/" + ref.Type, "title": ref.Title, "status": ref.Status,
-		"detail": ref.Detail, "instance": r.URL.Path, "header": ref.Header,
-	})
+	_ = problem.Write(w, ref.Status, &problem.Document{Type: problem.Base + ref.Type, Title: ref.Title, Status: ref.Status,
+		Detail: ref.Detail, Instance: r.URL.Path, Header: ref.Header})
 }
 
 func safeMethod(m string) bool {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/caphub/caphub/agent"
+	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 )
@@ -32,15 +33,15 @@ func (s *Server) agentRoutes(agents *agent.Agents) []route {
 	h := agentHandlers{s: s, agents: agents}
 	id := []param{{name: "id", in: "path", required: true, desc: "agent id (the manifest's metadata.name)"}}
 	return []route{
-		{method: "GET", path: "/v1/agents", summary: "List agents by id, a page at a time", params: pageParams, handler: h.list, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
-		{method: "GET", path: "/v1/agents/{id}", summary: "An agent: prompt, capabilities by position, applied manifest", params: id, handler: h.get, responses: map[int]string{200: "agent", 404: "no such agent"}},
-		{method: "PUT", path: "/v1/agents/{id}", summary: "Create or replace an agent from its OSSA v0.2.9 manifest (JSON, or YAML with Content-Type application/yaml)", params: id, body: "OSSA agent manifest (kind: Agent)", yaml: true, handler: h.put,
+		{method: "GET", path: "/v1/agents", scope: auth.ScopeRead, summary: "List agents by id, a page at a time", params: pageParams, handler: h.list, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/v1/agents/{id}", scope: auth.ScopeRead, summary: "An agent: prompt, capabilities by position, applied manifest", params: id, handler: h.get, responses: map[int]string{200: "agent", 404: "no such agent"}},
+		{method: "PUT", path: "/v1/agents/{id}", scope: auth.ScopePublish, summary: "Create or replace an agent from its OSSA v0.2.9 manifest (JSON, or YAML with Content-Type application/yaml)", params: id, body: "OSSA agent manifest (kind: Agent)", yaml: true, handler: h.put,
 			responses: map[int]string{200: "agent applied", 400: "unreadable body, or metadata.name differs from the path", 422: "manifest issues: schema, unresolvable or unavailable capabilities, tool-name conflicts"}},
-		{method: "DELETE", path: "/v1/agents/{id}", summary: "Delete an agent", params: id, handler: h.delete, responses: map[int]string{204: "deleted", 404: "no such agent"}},
-		{method: "GET", path: "/v1/agents/{id}/capabilities", summary: "An agent's capabilities (everruns shape: capability_id and position)", params: id, handler: h.getCapabilities, responses: map[int]string{200: "items and total", 404: "no such agent"}},
-		{method: "PUT", path: "/v1/agents/{id}/capabilities", summary: "Set an agent's capabilities (everruns: {\"capabilities\": [...]}; array order is position)", params: id, body: "{\"capabilities\": [capability URI or everruns id, ...]}", handler: h.setCapabilities,
+		{method: "DELETE", path: "/v1/agents/{id}", scope: auth.ScopePublish, summary: "Delete an agent", params: id, handler: h.delete, responses: map[int]string{204: "deleted", 404: "no such agent"}},
+		{method: "GET", path: "/v1/agents/{id}/capabilities", scope: auth.ScopeRead, summary: "An agent's capabilities (everruns shape: capability_id and position)", params: id, handler: h.getCapabilities, responses: map[int]string{200: "items and total", 404: "no such agent"}},
+		{method: "PUT", path: "/v1/agents/{id}/capabilities", scope: auth.ScopePublish, summary: "Set an agent's capabilities (everruns: {\"capabilities\": [...]}; array order is position)", params: id, body: "{\"capabilities\": [capability URI or everruns id, ...]}", handler: h.setCapabilities,
 			responses: map[int]string{200: "items and total", 404: "no such agent", 422: "unknown or unavailable capabilities, tool-name conflicts"}},
-		{method: "GET", path: "/v1/agents/{id}/config", summary: "The AgentConfig: system prompt and tools composed from the capabilities in position order", params: id, handler: h.config,
+		{method: "GET", path: "/v1/agents/{id}/config", scope: auth.ScopeRead, summary: "The AgentConfig: system prompt and tools composed from the capabilities in position order", params: id, handler: h.config,
 			responses: map[int]string{200: "AgentConfig", 404: "no such agent", 422: "the capabilities cannot be applied"}},
 	}
 }

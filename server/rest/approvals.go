@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
@@ -45,12 +46,12 @@ func (s *Server) approvalRoutes(a *policy.Approvals) []route {
 	h := approvalHandlers{s: s, a: a}
 	id := []param{{name: "id", in: "path", required: true, desc: "approval id (details.approval_id of an APPROVAL_REQUIRED answer)"}}
 	return []route{
-		{method: "GET", path: "/v1/approvals", summary: "List approvals, oldest first, a page at a time", params: append([]param{{name: "status", in: "query", desc: "pending, approved, denied or expired (default: all)"}}, pageParams...),
+		{method: "GET", path: "/v1/approvals", scope: auth.ScopeAdmin, summary: "List approvals, oldest first, a page at a time", params: append([]param{{name: "status", in: "query", desc: "pending, approved, denied or expired (default: all)"}}, pageParams...),
 			handler: h.list, responses: map[int]string{200: "items, total and next_cursor", 400: "unknown status; " + pageRefused}},
-		{method: "GET", path: "/v1/approvals/{id}", summary: "An approval: caller, capability, input, status, decision", params: id, handler: h.get, responses: map[int]string{200: "approval", 404: "no such approval"}},
-		{method: "POST", path: "/v1/approvals/{id}/approve", summary: "Approve a pending call: the caller may then run it once, retrying with header X-Caphub-Approval: {id}", params: id,
+		{method: "GET", path: "/v1/approvals/{id}", scope: auth.ScopeAdmin, summary: "An approval: caller, capability, input, status, decision", params: id, handler: h.get, responses: map[int]string{200: "approval", 404: "no such approval"}},
+		{method: "POST", path: "/v1/approvals/{id}/approve", scope: auth.ScopeAdmin, summary: "Approve a pending call: the caller may then run it once, retrying with header X-Caphub-Approval: {id}", params: id,
 			handler: h.approve, responses: map[int]string{200: "approval", 404: "no such approval", 409: "not pending (decided or expired)"}},
-		{method: "POST", path: "/v1/approvals/{id}/deny", summary: "Deny a pending call", params: id, body: "{\"reason\": \"...\"} (optional)",
+		{method: "POST", path: "/v1/approvals/{id}/deny", scope: auth.ScopeAdmin, summary: "Deny a pending call", params: id, body: "{\"reason\": \"...\"} (optional)",
 			handler: h.deny, responses: map[int]string{200: "approval", 404: "no such approval", 409: "not pending (decided or expired)"}},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/invoke"
 )
 
@@ -22,13 +23,13 @@ func WithMetrics(h http.Handler) Option { return func(s *Server) { s.metrics = h
 func (s *Server) invokeRoutes() []route {
 	var out []route
 	if s.invoker != nil {
-		out = append(out, route{method: "POST", path: "/v1/invoke", summary: "Invoke a capability: {uri, input} → {output, binding, attempts, duration_ms, warnings}",
+		out = append(out, route{method: "POST", path: "/v1/invoke", scope: auth.ScopeInvoke, summary: "Invoke a capability: {uri, input} → {output, binding, attempts, duration_ms, warnings}",
 			body: "{uri, input, lenient?}", handler: s.invoke,
 			responses: map[int]string{200: "result", 202: "held for a human's approval (details.approval_id; the same call again gives the same pending approval)", 404: "not found", 422: "invalid input or a declared error",
 				429: "the caller has the most pending approvals allowed: decide some or wait for them to expire", 502: "the upstream failed", 504: "timeout"}})
 	}
 	if s.metrics != nil {
-		out = append(out, route{method: "GET", path: "/metrics", summary: "Prometheus metrics", handler: func(w http.ResponseWriter, r *http.Request) error {
+		out = append(out, route{method: "GET", path: "/metrics", scope: auth.ScopeRead, summary: "Prometheus metrics", handler: func(w http.ResponseWriter, r *http.Request) error {
 			s.metrics.ServeHTTP(w, r)
 			return nil
 		}, responses: map[int]string{200: "metrics in the Prometheus text format"}})

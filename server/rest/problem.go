@@ -9,6 +9,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/internal/problem"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -45,7 +46,7 @@ type BatchFailure struct {
 	Problem *Problem `json:"problem"`
 }
 
-const problemBase = "https://caphub.dev/problems/"
+const problemBase = problem.Base
 
 // problemFor maps an error to its problem document: the one place where
 // domain errors become HTTP statuses.
@@ -128,11 +129,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeProblem writes a problem document as the response.
 func (s *Server) writeProblem(w http.ResponseWriter, p *Problem) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(p.Status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
+	if err := problem.Write(w, p.Status, p); err != nil {
 		s.log.Debug("write problem", "err", err)
 	}
 }

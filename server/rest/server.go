@@ -42,7 +42,7 @@ type Server struct {
 	agents    *agent.Agents     // /v1/agents; from the store's documents when not given
 	metrics   http.Handler      // GET /metrics when set
 	permits   *permit.Permits   // what servers saved over the API may do
-	mux       *http.ServeMux
+	mux       *auth.Routes
 	// yamlRoutes matches the routes whose body may be YAML (AcceptsYAML).
 	yamlRoutes *http.ServeMux
 	log        *slog.Logger
@@ -75,7 +75,7 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{svc: svc, mux: http.NewServeMux(), log: log, version: "dev", budget: DefaultRequestTimeout}
+	s := &Server{svc: svc, mux: auth.NewRoutes(), log: log, version: "dev", budget: DefaultRequestTimeout}
 	for _, o := range opts {
 		o(s)
 	}
@@ -106,9 +106,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.withinBudget(w, r.WithContext(ctx), s.mux)
 }
 
-// route is one endpoint; the list feeds both the mux and the OpenAPI document.
+// route is one endpoint; the list feeds the mux, the auth middleware (the
+// scope) and the OpenAPI document.
 type route struct {
 	method, path string
+	scope        auth.Scope // what a token needs to call it (auth.Public: nothing)
 	summary      string
 	params       []param
 	body         string // request body description, "" for none
@@ -139,20 +141,20 @@ var listParams = []param{
 func (s *Server) routeTable() []route {
 	dn := []param{{name: "domain", in: "path", required: true, desc: "capability domain"}, {name: "name", in: "path", required: true, desc: "capability name, optionally @version (MAJOR, MAJOR.MINOR or full)"}}
 	routes := []route{
-		{method: "GET", path: "/registry/capabilities", summary: "List capabilities (highest version of each unless all_versions), a page at a time", params: listParams, handler: s.list, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
-		{method: "GET", path: "/registry/capabilities/{domain}", summary: "List the capabilities of a domain, a page at a time", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
-		{method: "GET", path: "/registry/capabilities/{domain}/{name}", summary: "The versions of a capability (ascending, a page at a time), or with name@version one version", params: append(append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), pageParams...), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 400: pageRefused, 404: "not found"}},
-		{method: "POST", path: "/registry/capabilities", summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml)", body: "OSSA capability document", yaml: true, handler: s.register,
+		{method: "GET", path: "/registry/capabilities", scope: auth.ScopeRead, summary: "List capabilities (highest version of each unless all_versions), a page at a time", params: listParams, handler: s.list, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/registry/capabilities/{domain}", scope: auth.ScopeRead, summary: "List the capabilities of a domain, a page at a time", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/registry/capabilities/{domain}/{name}", scope: auth.ScopeRead, summary: "The versions of a capability (ascending, a page at a time), or with name@version one version", params: append(append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), pageParams...), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 400: pageRefused, 404: "not found"}},
+		{method: "POST", path: "/registry/capabilities", scope: auth.ScopePublish, summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml)", body: "OSSA capability document", yaml: true, handler: s.register,
 			responses: map[int]string{201: "registered", 200: "identical content already registered", 409: "version registered with other content, or the MCP tool name is another capability's (tool-name-taken)", 422: "invalid definition or version bump too small"}},
-		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
-		{method: "POST", path: "/registry/negotiate", summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
-		{method: "GET", path: "/registry/resolve", summary: "Resolve a URI to the version it names", params: []param{{name: "uri", in: "query", required: true, desc: "capability URI"}}, handler: s.resolve, responses: map[int]string{200: "resolution", 404: "not found", 410: "sunset"}},
-		{method: "GET", path: "/registry/search", summary: "Ranked full-text search with filters, a page at a time", params: append([]param{{name: "q", in: "query", desc: "free text"}}, listParams...), handler: s.search, responses: map[int]string{200: "items, total and next_cursor, best first", 400: pageRefused}},
-		{method: "GET", path: "/registry/index.yaml", summary: "The registry index in the OSSA §5.1 format, a page of versions at a time: the Link rel=\"next\" header (and a closing comment) give the next page", params: pageParams, handler: s.index, responses: map[int]string{200: "YAML index", 400: pageRefused}},
-		{method: "GET", path: "/v1/capabilities", summary: "Capabilities in the everruns shape, a page at a time", params: pageParams, handler: s.everrunsList, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
-		{method: "GET", path: "/v1/capabilities/{id...}", summary: "One capability in the everruns shape (id: URI or unique name)", params: []param{{name: "id", in: "path", required: true, desc: "URI or name"}}, handler: s.everrunsGet, responses: map[int]string{200: "capability", 404: "not found"}},
-		{method: "GET", path: "/healthz", summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
-		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
+		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", scope: auth.ScopePublish, summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
+		{method: "POST", path: "/registry/negotiate", scope: auth.ScopeRead, summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
+		{method: "GET", path: "/registry/resolve", scope: auth.ScopeRead, summary: "Resolve a URI to the version it names", params: []param{{name: "uri", in: "query", required: true, desc: "capability URI"}}, handler: s.resolve, responses: map[int]string{200: "resolution", 404: "not found", 410: "sunset"}},
+		{method: "GET", path: "/registry/search", scope: auth.ScopeRead, summary: "Ranked full-text search with filters, a page at a time", params: append([]param{{name: "q", in: "query", desc: "free text"}}, listParams...), handler: s.search, responses: map[int]string{200: "items, total and next_cursor, best first", 400: pageRefused}},
+		{method: "GET", path: "/registry/index.yaml", scope: auth.ScopeRead, summary: "The registry index in the OSSA §5.1 format, a page of versions at a time: the Link rel=\"next\" header (and a closing comment) give the next page", params: pageParams, handler: s.index, responses: map[int]string{200: "YAML index", 400: pageRefused}},
+		{method: "GET", path: "/v1/capabilities", scope: auth.ScopeRead, summary: "Capabilities in the everruns shape, a page at a time", params: pageParams, handler: s.everrunsList, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/v1/capabilities/{id...}", scope: auth.ScopeRead, summary: "One capability in the everruns shape (id: URI or unique name)", params: []param{{name: "id", in: "path", required: true, desc: "URI or name"}}, handler: s.everrunsGet, responses: map[int]string{200: "capability", 404: "not found"}},
+		{method: "GET", path: "/healthz", scope: auth.Public, summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
+		{method: "GET", path: "/openapi.json", scope: auth.Public, summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
 	routes = append(routes, s.serverRoutes()...)
 	agents := s.agents
@@ -178,16 +180,20 @@ func (s *Server) routes() {
 			s.yamlRoutes.Handle(rt.method+" "+rt.path, http.NotFoundHandler())
 		}
 		h := rt.handler
-		s.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+		s.mux.Handle(rt.method+" "+rt.path, rt.scope, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
 				s.writeError(w, r, err)
 			}
-		})
+		}))
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle("/", auth.ScopeAdmin, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("no endpoint %s %s (see /openapi.json): %w", r.Method, r.URL.Path, registry.ErrNotFound))
-	})
+	}))
 }
+
+// ScopeOf is the scope a request needs, from the route table (see
+// auth.Routes): auth.Middleware takes it.
+func (s *Server) ScopeOf(r *http.Request) (scope string, public bool) { return s.mux.ScopeOf(r) }
 
 // filterFrom reads the list filter from query parameters.
 func filterFrom(q url.Values) (registry.ListFilter, error) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/mcpconn"
 )
@@ -18,12 +19,12 @@ func (s *Server) serverRoutes() []route {
 	}
 	name := []param{{name: "name", in: "path", required: true, desc: "saved server name"}}
 	return []route{
-		{method: "GET", path: "/v1/servers", summary: "List saved MCP servers by name, a page at a time", params: pageParams, handler: s.listServers, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
-		{method: "GET", path: "/v1/servers/{name}", summary: "A saved MCP server with its last listing", params: name, handler: s.getServer, responses: map[int]string{200: "server", 404: "not saved"}},
-		{method: "PUT", path: "/v1/servers/{name}", summary: "Save an MCP server connection (secrets only as ${VAR} references)", params: name, body: "connection", handler: s.putServer, responses: map[int]string{200: "saved", 400: "invalid"}},
-		{method: "DELETE", path: "/v1/servers/{name}", summary: "Forget a saved MCP server", params: name, handler: s.deleteServer, responses: map[int]string{204: "removed", 404: "not saved"}},
-		{method: "PUT", path: "/v1/servers/{name}/listing", summary: "Cache a server's tool listing", params: name, body: "listing", handler: s.putListing, responses: map[int]string{200: "saved"}},
-		{method: "POST", path: "/v1/servers/{name}/discover", summary: "Discover an MCP server from this caphub and (register=true) register its tools", params: append(name, param{name: "register", in: "query", desc: "true (default) or false"}), body: "connection", handler: s.discoverServer, responses: map[int]string{200: "report"}},
+		{method: "GET", path: "/v1/servers", scope: auth.ScopeRead, summary: "List saved MCP servers by name, a page at a time", params: pageParams, handler: s.listServers, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/v1/servers/{name}", scope: auth.ScopeRead, summary: "A saved MCP server with its last listing", params: name, handler: s.getServer, responses: map[int]string{200: "server", 404: "not saved"}},
+		{method: "PUT", path: "/v1/servers/{name}", scope: auth.ScopePublish, summary: "Save an MCP server connection (secrets only as ${VAR} references)", params: name, body: "connection", handler: s.putServer, responses: map[int]string{200: "saved", 400: "invalid"}},
+		{method: "DELETE", path: "/v1/servers/{name}", scope: auth.ScopePublish, summary: "Forget a saved MCP server", params: name, handler: s.deleteServer, responses: map[int]string{204: "removed", 404: "not saved"}},
+		{method: "PUT", path: "/v1/servers/{name}/listing", scope: auth.ScopePublish, summary: "Cache a server's tool listing", params: name, body: "listing", handler: s.putListing, responses: map[int]string{200: "saved"}},
+		{method: "POST", path: "/v1/servers/{name}/discover", scope: auth.ScopePublish, summary: "Discover an MCP server from this caphub and (register=true) register its tools", params: append(name, param{name: "register", in: "query", desc: "true (default) or false"}), body: "connection", handler: s.discoverServer, responses: map[int]string{200: "report"}},
 	}
 }
 
