@@ -118,6 +118,63 @@ func New(docs registry.DocStore) *Tokens {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
+// checkRequest checks what a new token is asked for and returns its
+// scopes, parsed and without duplicates.
+func checkRequest(name string, scopes []Scope, ttl time.Duration, agentID string) ([]Scope, error) {
+	if agentID != "" && !nameRE.MatchString(agentID) {
+		return nil, fmt.Errorf("agent %q: an agent ID uses letters, digits, '.', '_', '@' or '-'", agentID)
+	}
+	if !nameRE.MatchString(name) {
+		return nil, fmt.Errorf("token name %q: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", name)
+	}
+	if len(scopes) == 0 {
+		return nil, errors.New("a token needs at least one scope: read, publish, invoke or admin")
+	}
+	var sc []Scope
+	for _, s := range scopes {
+		p, err := ParseScope(string(s))
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(sc, p) {
+			sc = append(sc, p)
+		}
+	}
+	if ttl < 0 {
+		return nil, fmt.Errorf("token expiry %s is negative: give a positive duration such as 720h, or 0 for none", ttl)
+	}
+	return sc, nil
+}
+
+// checkNameFree refuses a name an active token has.
+func (t *Tokens) checkNameFree(ctx context.Context, name string, now time.Time) error {
+	all, err := t.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, o := range all {
+		if o.Name == name && o.State(now) == "active" {
+			return fmt.Errorf("an active token named %q exists (id %s): revoke it first (caphub token revoke %s) or choose another name", name, o.ID, o.ID)
+		}
+	}
+	return nil
+}
+
+// newSecret draws a token id and its secret, Prefix + id + "_" + 32 random
+// bytes.
+func newSecret() (id, secret string, err error) {
+	idb := make([]byte, 6)
+	secb := make([]byte, 32)
+	if _, err := rand.Read(idb); err != nil {
+		return "", "", err
+	}
+	if _, err := rand.Read(secb); err != nil {
+		return "", "", err
+	}
+	id = hex.EncodeToString(idb)
+	return id, Prefix + id + "_" + base64.RawURLEncoding.EncodeToString(secb), nil
+}
+
 // Create makes a token named name with the given scopes, valid for ttl (0:
 // no expiry). It returns the record and the secret, which is not kept and
 // cannot be shown again. Names are unique among active tokens.
@@ -128,48 +185,18 @@ func (t *Tokens) Create(ctx context.Context, name string, scopes []Scope, ttl ti
 // CreateForAgent is Create for a token bound to one agent (Token.Agent);
 // agentID "" binds none.
 func (t *Tokens) CreateForAgent(ctx context.Context, name string, scopes []Scope, ttl time.Duration, agentID string) (*Token, string, error) {
-	if agentID != "" && !nameRE.MatchString(agentID) {
-		return nil, "", fmt.Errorf("agent %q: an agent ID uses letters, digits, '.', '_', '@' or '-'", agentID)
-	}
-	if !nameRE.MatchString(name) {
-		return nil, "", fmt.Errorf("token name %q: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", name)
-	}
-	if len(scopes) == 0 {
-		return nil, "", errors.New("a token needs at least one scope: read, publish, invoke or admin")
-	}
-	var sc []Scope
-	for _, s := range scopes {
-		p, err := ParseScope(string(s))
-		if err != nil {
-			return nil, "", err
-		}
-		if !slices.Contains(sc, p) {
-			sc = append(sc, p)
-		}
-	}
-	if ttl < 0 {
-		return nil, "", fmt.Errorf("token expiry %s is negative: give a positive duration such as 720h, or 0 for none", ttl)
-	}
-	all, err := t.List(ctx)
+	sc, err := checkRequest(name, scopes, ttl, agentID)
 	if err != nil {
 		return nil, "", err
 	}
 	now := t.now().UTC()
-	for _, o := range all {
-		if o.Name == name && o.State(now) == "active" {
-			return nil, "", fmt.Errorf("an active token named %q exists (id %s): revoke it first (caphub token revoke %s) or choose another name", name, o.ID, o.ID)
-		}
-	}
-	idb := make([]byte, 6)
-	secb := make([]byte, 32)
-	if _, err := rand.Read(idb); err != nil {
+	if err := t.checkNameFree(ctx, name, now); err != nil {
 		return nil, "", err
 	}
-	if _, err := rand.Read(secb); err != nil {
+	id, secret, err := newSecret()
+	if err != nil {
 		return nil, "", err
 	}
-	id := hex.EncodeToString(idb)
-	secret := Prefix + id + "_" + base64.RawURLEncoding.EncodeToString(secb)
 	rec := stored{Token: Token{ID: id, Name: name, Scopes: sc, CreatedAt: now.Truncate(time.Second), Agent: agentID}, Hash: hashOf(secret)}
 	if ttl > 0 {
 		exp := now.Add(ttl).Truncate(time.Second)

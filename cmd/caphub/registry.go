@@ -478,9 +478,7 @@ func describeBindings(b capability.Bindings) string {
 	if b.Delegation != nil {
 		parts = append(parts, "delegation "+b.Delegation.Agent+b.Delegation.URL)
 	}
-	for _, k := range b.Types()[len(parts):] {
-		parts = append(parts, k)
-	}
+	parts = append(parts, b.Types()[len(parts):]...)
 	if len(parts) == 0 {
 		return "none"
 	}

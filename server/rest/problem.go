@@ -68,15 +68,7 @@ func problemFor(err error) *Problem {
 	)
 	switch {
 	case errors.As(err, &ba):
-		p := &Problem{Type: problemBase + "batch-refused", Title: "Some definitions were refused; nothing was registered", Status: http.StatusUnprocessableEntity, Detail: err.Error()}
-		for _, f := range ba.Failures {
-			sub := problemFor(f.Err)
-			p.Failures = append(p.Failures, BatchFailure{Index: f.Index, URI: f.URI, Problem: sub})
-			if sub.Status == http.StatusConflict {
-				p.Status = http.StatusConflict
-			}
-		}
-		return p
+		return batchProblem(err, ba)
 	case errors.As(err, &sc):
 		return &Problem{Type: problemBase + "insufficient-scope", Title: "The token lacks the scope this request needs", Status: http.StatusForbidden, Detail: err.Error()}
 	case errors.As(err, &ae):
@@ -96,6 +88,28 @@ func problemFor(err error) *Problem {
 		return &Problem{Type: problemBase + "bad-request", Title: "The request is malformed", Status: http.StatusBadRequest, Detail: re.msg, Issues: re.issues}
 	case errors.As(err, &ue):
 		return &Problem{Type: problemBase + "upstream-failed", Title: "The upstream server failed", Status: http.StatusBadGateway, Detail: err.Error()}
+	}
+	return sentinelProblem(err)
+}
+
+// batchProblem lists one problem per refused definition of a batch; the
+// batch is a conflict when one of them is.
+func batchProblem(err error, ba *registry.BatchError) *Problem {
+	p := &Problem{Type: problemBase + "batch-refused", Title: "Some definitions were refused; nothing was registered", Status: http.StatusUnprocessableEntity, Detail: err.Error()}
+	for _, f := range ba.Failures {
+		sub := problemFor(f.Err)
+		p.Failures = append(p.Failures, BatchFailure{Index: f.Index, URI: f.URI, Problem: sub})
+		if sub.Status == http.StatusConflict {
+			p.Status = http.StatusConflict
+		}
+	}
+	return p
+}
+
+// sentinelProblem maps the errors known by identity; anything else is an
+// internal error, whose details stay in the server log.
+func sentinelProblem(err error) *Problem {
+	switch {
 	case errors.Is(err, registry.ErrNotFound):
 		return &Problem{Type: problemBase + "not-found", Title: "Not found", Status: http.StatusNotFound, Detail: err.Error()}
 	case errors.Is(err, registry.ErrInvalid), errors.Is(err, registry.ErrInvalidCursor):
