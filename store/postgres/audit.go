@@ -10,11 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/store/internal/contract"
 )
 
-var _ registry.AuditStore = (*Store)(nil)
+var _ chain.Store = (*Store)(nil)
 
 // auditColumns are the columns scanAudit reads.
 const auditColumns = `seq, time, kind, actor, capability, data::text, prev_hash, hash`
@@ -23,17 +23,17 @@ const auditColumns = `seq, time, kind, actor, capability, data::text, prev_hash,
 const auditPage = 500
 
 // AppendAudit appends one event to the audit chain; see
-// registry.AuditStore. The transaction first takes the chain's advisory lock
+// chain.Store. The transaction first takes the chain's advisory lock
 // (one per schema, released at commit), so appenders on every replica
 // queue: each reads the last event only once the previous append has
 // committed (in READ COMMITTED every statement sees what committed before
 // it), and none can insert a second event with the same seq. The primary
 // key on seq refuses a fork even if the lock were bypassed.
-func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditEvent) (registry.AuditEvent, error)) (registry.AuditEvent, error) {
+func (s *Store) AppendAudit(ctx context.Context, next func(last *chain.Event) (chain.Event, error)) (chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
-		return registry.AuditEvent{}, err
+		return chain.Event{}, err
 	}
-	var ev registry.AuditEvent
+	var ev chain.Event
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		last, err := s.lockAudit(ctx, tx)
 		if err != nil {
@@ -54,19 +54,19 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 		return nil
 	})
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to postgres %s: %w: nothing was written", s.where, err)
+		return chain.Event{}, fmt.Errorf("append audit event to postgres %s: %w: nothing was written", s.where, err)
 	}
 	ev.Time = ev.Time.UTC()
 	return ev, nil
 }
 
 // AppendAuditBatch appends n events in one transaction; see
-// registry.AuditStore.
-func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *registry.AuditEvent, i int) (registry.AuditEvent, error)) ([]registry.AuditEvent, error) {
+// chain.Store.
+func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	var out []registry.AuditEvent
+	var out []chain.Event
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
 		last, err := s.lockAudit(ctx, tx)
@@ -105,7 +105,7 @@ const insertAuditSQL = `INSERT INTO audit_events (seq, time, kind, actor, capabi
 // it returns, no other transaction can append until tx ends: in READ
 // COMMITTED the read sees every append committed before the lock was
 // granted.
-func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*registry.AuditEvent, error) {
+func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*chain.Event, error) {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
 		return nil, fmt.Errorf("take the audit chain lock: %w", err)
 	}
@@ -120,11 +120,11 @@ func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*registry.AuditEvent,
 }
 
 // appendHook appends, in tx, the events of hook that keep selects (nil:
-// all), chained onto the chain's last event; see registry.AuditedStore. It
+// all), chained onto the chain's last event; see registry.Store. It
 // is the last thing a write transaction does before it commits, so that
 // the chain's lock, which every appender on every replica waits for, is
 // held only for the inserts and the commit.
-func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *registry.AuditHook, keep func(i int) bool) error {
+func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *chain.Hook, keep func(i int) bool) error {
 	if !contract.HookAppends(hook, keep) {
 		return nil
 	}
@@ -147,8 +147,8 @@ func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *registry.AuditH
 }
 
 // ListAudit returns the events the filter selects, in ascending seq; see
-// registry.AuditStore.
-func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]registry.AuditEvent, error) {
+// chain.Store.
+func (s *Store) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]regist
 		return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
 	}
 	defer rows.Close()
-	out, err := contract.Collect(rows, func() (registry.AuditEvent, error) { return scanAudit(rows) })
+	out, err := contract.Collect(rows, func() (chain.Event, error) { return scanAudit(rows) })
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
 	}
@@ -173,7 +173,7 @@ func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]regist
 // versioned URIs, [uri@, uriA) in byte order ('A' follows '@'; the column is
 // COLLATE "C", which the parameters take on), which the (capability, seq)
 // index serves.
-func listAuditSQL(f registry.AuditFilter) (string, []any) {
+func listAuditSQL(f chain.Filter) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -213,11 +213,11 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 }
 
 // ScanAudit calls fn with every event in ascending seq, a page at a time;
-// see registry.AuditStore.
-func (s *Store) ScanAudit(ctx context.Context, fn func(registry.AuditEvent) error) error {
+// see chain.Store.
+func (s *Store) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
 	var after int64
 	for {
-		page, err := s.ListAudit(ctx, registry.AuditFilter{AfterSeq: after, Limit: auditPage})
+		page, err := s.ListAudit(ctx, chain.Filter{AfterSeq: after, Limit: auditPage})
 		if err != nil {
 			return fmt.Errorf("scan the audit chain after event %d: %w", after, err)
 		}
@@ -234,13 +234,13 @@ func (s *Store) ScanAudit(ctx context.Context, fn func(registry.AuditEvent) erro
 }
 
 // scanAudit reads one row of auditColumns.
-func scanAudit(row pgx.Row) (registry.AuditEvent, error) {
+func scanAudit(row pgx.Row) (chain.Event, error) {
 	var (
-		e    registry.AuditEvent
+		e    chain.Event
 		data string
 	)
 	if err := row.Scan(&e.Seq, &e.Time, &e.Kind, &e.Actor, &e.Capability, &data, &e.PrevHash, &e.Hash); err != nil {
-		return registry.AuditEvent{}, err
+		return chain.Event{}, err
 	}
 	e.Time = e.Time.UTC()
 	e.Data = json.RawMessage(data)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/internal/contract"
 )
@@ -129,8 +130,8 @@ func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
 }
 
 // ApplyDocsAudited is ApplyDocs committing the events of hook in the same
-// transaction (the chain's lock taken last); see registry.AuditedStore.
-func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *registry.AuditHook) error {
+// transaction (the chain's lock taken last); see registry.Store.
+func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *chain.Hook) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/internal/contract"
@@ -104,7 +105,7 @@ func TestAudit(t *testing.T) {
 		return storetest.AuditTarget{
 			Store:   s,
 			Exec:    func(ctx context.Context, q string) error { _, err := s.pool.Exec(ctx, q); return err },
-			Replica: func(t *testing.T) registry.AuditStore { return open(t, url) },
+			Replica: func(t *testing.T) chain.Store { return open(t, url) },
 		}
 	})
 }

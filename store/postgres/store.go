@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/internal/contract"
@@ -100,18 +101,16 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return err
 }
 
-var _ registry.AuditedStore = (*Store)(nil)
-
 // Put stores the records in one transaction; see registry.Store.
 func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.PutResult, error) {
 	return s.PutAudited(ctx, recs, nil)
 }
 
 // PutAudited is Put committing, in the same transaction, the audit events
-// of hook for the versions it creates; see registry.AuditedStore. The
+// of hook for the versions it creates; see registry.Store. The
 // chain's lock is taken after everything else, just before the events are
 // inserted and the transaction commits.
-func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *registry.AuditHook) ([]registry.PutResult, error) {
+func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *chain.Hook) ([]registry.PutResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -368,8 +367,8 @@ func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]reg
 }
 
 // DeprecateAudited is Deprecate committing the events of hook in the same
-// transaction (the chain's lock taken last); see registry.AuditedStore.
-func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *registry.AuditHook) ([]registry.Record, error) {
+// transaction (the chain's lock taken last); see registry.Store.
+func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *chain.Hook) ([]registry.Record, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -420,10 +419,8 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 	return out, nil
 }
 
-var _ registry.RawGetter = (*Store)(nil)
-
 // GetRaw returns one version's stored definition JSON; see
-// registry.RawGetter.
+// registry.Store.
 func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return registry.RawRecord{}, err

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/store/internal/contract"
 )
 
-var _ registry.AuditStore = (*Store)(nil)
+var _ chain.Store = (*Store)(nil)
 
 // auditColumns are the columns scanAudit reads.
 const auditColumns = `seq, time, kind, actor, capability, data, prev_hash, hash`
@@ -21,44 +21,44 @@ const auditColumns = `seq, time, kind, actor, capability, data, prev_hash, hash`
 const auditPage = 500
 
 // AppendAudit appends one event to the audit chain; see
-// registry.AuditStore. The read of the last event and the insert run in one
+// chain.Store. The read of the last event and the insert run in one
 // BEGIN IMMEDIATE transaction on the single writer connection: writers in
 // this process queue for that connection, writers in other processes wait
 // for SQLite's write lock, so no two appends ever see the same last event.
-func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditEvent) (registry.AuditEvent, error)) (registry.AuditEvent, error) {
+func (s *Store) AppendAudit(ctx context.Context, next func(last *chain.Event) (chain.Event, error)) (chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
-		return registry.AuditEvent{}, err
+		return chain.Event{}, err
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
 	}
 	defer tx.Rollback()
 	last, err := lastAudit(ctx, tx)
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: %w", s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: %w", s.path, err)
 	}
 	ev, err := next(last)
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: %w: nothing was written", s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: %w: nothing was written", s.path, err)
 	}
 	if err := contract.CheckAuditEvent(ev, last); err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, insertAuditSQL,
 		ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: commit: %w: nothing was written", ev.Seq, s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: commit: %w: nothing was written", ev.Seq, s.path, err)
 	}
 	ev.Time = ev.Time.UTC()
 	return ev, nil
 }
 
 // AppendAuditBatch appends n events in one transaction; see
-// registry.AuditStore.
-func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *registry.AuditEvent, i int) (registry.AuditEvent, error)) ([]registry.AuditEvent, error) {
+// chain.Store.
+func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 		return nil, fmt.Errorf("append audit events to sqlite database %s: %w", s.path, err)
 	}
 	defer stmt.Close()
-	out := make([]registry.AuditEvent, 0, n)
+	out := make([]chain.Event, 0, n)
 	for i := 0; i < n; i++ {
 		ev, err := next(last, i)
 		if err != nil {
@@ -104,7 +104,7 @@ const insertAuditSQL = `INSERT INTO audit_events (` + auditColumns + `) VALUES (
 // lastAudit reads the chain's last event in tx (nil when the chain is
 // empty). tx is a write transaction: BEGIN IMMEDIATE holds the database's
 // write lock, so no other writer can append before it commits.
-func lastAudit(ctx context.Context, tx *sql.Tx) (*registry.AuditEvent, error) {
+func lastAudit(ctx context.Context, tx *sql.Tx) (*chain.Event, error) {
 	e, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -117,8 +117,8 @@ func lastAudit(ctx context.Context, tx *sql.Tx) (*registry.AuditEvent, error) {
 
 // appendHook appends, in the write transaction tx, the events of hook that
 // keep selects (nil: all), chained onto the chain's last event; see
-// registry.AuditedStore.
-func appendHook(ctx context.Context, tx *sql.Tx, hook *registry.AuditHook, keep func(i int) bool) error {
+// registry.Store.
+func appendHook(ctx context.Context, tx *sql.Tx, hook *chain.Hook, keep func(i int) bool) error {
 	if !contract.HookAppends(hook, keep) {
 		return nil
 	}
@@ -139,8 +139,8 @@ func appendHook(ctx context.Context, tx *sql.Tx, hook *registry.AuditHook, keep 
 }
 
 // ListAudit returns the events the filter selects, in ascending seq; see
-// registry.AuditStore.
-func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]registry.AuditEvent, error) {
+// chain.Store.
+func (s *Store) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]regist
 		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	out, err := contract.Collect(rows, func() (registry.AuditEvent, error) { return scanAudit(rows) })
+	out, err := contract.Collect(rows, func() (chain.Event, error) { return scanAudit(rows) })
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
 	}
@@ -164,7 +164,7 @@ func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]regist
 // capability without a version matches itself and the range of its
 // versioned URIs, [uri@, uriA) in byte order ('A' follows '@'), which the
 // (capability, seq) index serves.
-func listAuditSQL(f registry.AuditFilter) (string, []any) {
+func listAuditSQL(f chain.Filter) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -216,11 +216,11 @@ func listAuditSQL(f registry.AuditFilter) (string, []any) {
 }
 
 // ScanAudit calls fn with every event in ascending seq, a page at a time;
-// see registry.AuditStore.
-func (s *Store) ScanAudit(ctx context.Context, fn func(registry.AuditEvent) error) error {
+// see chain.Store.
+func (s *Store) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
 	var after int64
 	for {
-		page, err := s.ListAudit(ctx, registry.AuditFilter{AfterSeq: after, Limit: auditPage})
+		page, err := s.ListAudit(ctx, chain.Filter{AfterSeq: after, Limit: auditPage})
 		if err != nil {
 			return fmt.Errorf("scan the audit chain after event %d: %w", after, err)
 		}
@@ -237,17 +237,17 @@ func (s *Store) ScanAudit(ctx context.Context, fn func(registry.AuditEvent) erro
 }
 
 // scanAudit reads one row of auditColumns.
-func scanAudit(sc scanner) (registry.AuditEvent, error) {
+func scanAudit(sc scanner) (chain.Event, error) {
 	var (
-		e        registry.AuditEvent
+		e        chain.Event
 		at, data string
 	)
 	if err := sc.Scan(&e.Seq, &at, &e.Kind, &e.Actor, &e.Capability, &data, &e.PrevHash, &e.Hash); err != nil {
-		return registry.AuditEvent{}, err
+		return chain.Event{}, err
 	}
 	t, err := parseTime(at)
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("decode the time of audit event %d: %w: the database is damaged (run caphub audit verify)", e.Seq, err)
+		return chain.Event{}, fmt.Errorf("decode the time of audit event %d: %w: the database is damaged (run caphub audit verify)", e.Seq, err)
 	}
 	e.Time = t
 	e.Data = json.RawMessage(data)

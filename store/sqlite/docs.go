@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/internal/contract"
 )
@@ -127,8 +128,8 @@ func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
 }
 
 // ApplyDocsAudited is ApplyDocs committing the events of hook in the same
-// transaction; see registry.AuditedStore.
-func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *registry.AuditHook) error {
+// transaction; see registry.Store.
+func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *chain.Hook) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}

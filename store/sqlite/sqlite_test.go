@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/internal/contract"
@@ -52,7 +53,7 @@ func TestAudit(t *testing.T) {
 		return storetest.AuditTarget{
 			Store:   s,
 			Exec:    func(ctx context.Context, q string) error { _, err := s.writer.ExecContext(ctx, q); return err },
-			Replica: func(t *testing.T) registry.AuditStore { return open(t, path) },
+			Replica: func(t *testing.T) chain.Store { return open(t, path) },
 		}
 	})
 }

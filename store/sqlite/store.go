@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/internal/contract"
 )
-
-var _ registry.AuditedStore = (*Store)(nil)
 
 // Put stores the records in one transaction; see registry.Store.
 func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.PutResult, error) {
@@ -20,10 +19,10 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 }
 
 // PutAudited is Put committing, in the same transaction, the audit events
-// of hook for the versions it creates; see registry.AuditedStore. The
+// of hook for the versions it creates; see registry.Store. The
 // transaction's BEGIN IMMEDIATE already makes it the database's only
 // writer, so the chain's last event cannot change under it.
-func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *registry.AuditHook) ([]registry.PutResult, error) {
+func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *chain.Hook) ([]registry.PutResult, error) {
 	results := make([]registry.PutResult, len(recs))
 	if len(recs) == 0 {
 		return results, nil
@@ -215,8 +214,8 @@ func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]reg
 }
 
 // DeprecateAudited is Deprecate committing the events of hook in the same
-// transaction; see registry.AuditedStore.
-func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *registry.AuditHook) ([]registry.Record, error) {
+// transaction; see registry.Store.
+func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *chain.Hook) ([]registry.Record, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -265,10 +264,8 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 	return out, nil
 }
 
-var _ registry.RawGetter = (*Store)(nil)
-
 // GetRaw returns one version's stored definition JSON; see
-// registry.RawGetter.
+// registry.Store.
 func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return registry.RawRecord{}, err

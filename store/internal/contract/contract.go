@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 )
@@ -247,7 +248,7 @@ func CeilMicro(t time.Time) time.Time {
 }
 
 // CheckAuditFilter refuses negative bounds.
-func CheckAuditFilter(f registry.AuditFilter) error {
+func CheckAuditFilter(f chain.Filter) error {
 	switch {
 	case f.Limit < 0:
 		return fmt.Errorf("the limit %d is negative: give 0 (no limit) or more", f.Limit)
@@ -260,7 +261,7 @@ func CheckAuditFilter(f registry.AuditFilter) error {
 // CheckAuditEvent checks an event to be appended after last: the next seq,
 // a time in microseconds, a kind, text PostgreSQL can hold (valid UTF-8, no
 // NUL; both stores refuse alike), and one JSON text as data.
-func CheckAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
+func CheckAuditEvent(e chain.Event, last *chain.Event) error {
 	want := int64(1)
 	if last != nil {
 		want = last.Seq + 1
@@ -296,7 +297,7 @@ func CheckAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
 // CheckHook checks a hook before its write begins: for PutAudited (n, the
 // number of records, > 0) one event per record, and a Chain to link them.
 // A nil hook (a plain write) is fine.
-func CheckHook(hook *registry.AuditHook, n int) error {
+func CheckHook(hook *chain.Hook, n int) error {
 	switch {
 	case hook == nil:
 		return nil
@@ -311,7 +312,7 @@ func CheckHook(hook *registry.AuditHook, n int) error {
 // HookAppends reports whether a write appends any event of hook: whether
 // keep (nil keeps all) holds for one of them. When none does, the write
 // need not take the chain's lock.
-func HookAppends(hook *registry.AuditHook, keep func(i int) bool) bool {
+func HookAppends(hook *chain.Hook, keep func(i int) bool) bool {
 	for i := range hook.Events {
 		if keep == nil || keep(i) {
 			return true
@@ -324,8 +325,8 @@ func HookAppends(hook *registry.AuditHook, keep func(i int) bool) bool {
 // the chain's last event: those for which keep holds (nil keeps all),
 // chained by hook.Chain and each checked as CheckAuditEvent checks an
 // appended one. No event to append is no error (and no call of Chain).
-func ChainHook(hook *registry.AuditHook, last *registry.AuditEvent, keep func(i int) bool) ([]registry.AuditEvent, error) {
-	var events []registry.AuditEvent
+func ChainHook(hook *chain.Hook, last *chain.Event, keep func(i int) bool) ([]chain.Event, error) {
+	var events []chain.Event
 	for i, e := range hook.Events {
 		if keep == nil || keep(i) {
 			events = append(events, e)
