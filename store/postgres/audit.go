@@ -5,22 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/caphub/caphub/audit/chain"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
 var _ chain.Store = (*Store)(nil)
 
 // auditColumns are the columns scanAudit reads.
 const auditColumns = `seq, time, kind, actor, capability, data::text, prev_hash, hash`
-
-// auditPage is how many events ScanAudit reads at a time.
-const auditPage = 500
 
 // AppendAudit appends one event to the audit chain; see
 // chain.Store. The transaction first takes the chain's advisory lock
@@ -43,7 +39,7 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *chain.Event) (c
 		if err != nil {
 			return err
 		}
-		if err := contract.CheckAuditEvent(ev, last); err != nil {
+		if err := write.CheckAuditEvent(ev, last); err != nil {
 			return fmt.Errorf("event %d: %w", ev.Seq, err)
 		}
 		_, err = tx.Exec(ctx, insertAuditSQL,
@@ -79,7 +75,7 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *cha
 			if err != nil {
 				return err
 			}
-			if err := contract.CheckAuditEvent(ev, last); err != nil {
+			if err := write.CheckAuditEvent(ev, last); err != nil {
 				return fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
 			batch.Queue(insertAuditSQL,
@@ -125,14 +121,14 @@ func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*chain.Event, error) 
 // the chain's lock, which every appender on every replica waits for, is
 // held only for the inserts and the commit.
 func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *chain.Hook, keep func(i int) bool) error {
-	if !contract.HookAppends(hook, keep) {
+	if !write.HookAppends(hook, keep) {
 		return nil
 	}
 	last, err := s.lockAudit(ctx, tx)
 	if err != nil {
 		return err
 	}
-	events, err := contract.ChainHook(hook, last, keep)
+	events, err := write.ChainHook(hook, last, keep)
 	if err != nil || len(events) == 0 {
 		return err
 	}
@@ -152,85 +148,26 @@ func (s *Store) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, e
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := contract.CheckAuditFilter(f); err != nil {
+	if err := read.CheckAuditFilter(f); err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
-	query, args := listAuditSQL(f)
+	query, args := read.AuditListQuery(dialect, auditColumns, f)
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
 	}
 	defer rows.Close()
-	out, err := contract.Collect(rows, func() (chain.Event, error) { return scanAudit(rows) })
+	out, err := read.Collect(rows, func() (chain.Event, error) { return scanAudit(rows) })
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
 	}
 	return out, nil
 }
 
-// listAuditSQL returns the query of ListAudit and its arguments. A
-// capability without a version matches itself and the range of its
-// versioned URIs, [uri@, uriA) in byte order ('A' follows '@'; the column is
-// COLLATE "C", which the parameters take on), which the (capability, seq)
-// index serves.
-func listAuditSQL(f chain.Filter) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if f.AfterSeq > 0 {
-		where = append(where, `seq > `+arg(f.AfterSeq))
-	}
-	if !f.Since.IsZero() {
-		where = append(where, `time >= `+arg(contract.CeilMicro(f.Since)))
-	}
-	if f.Kind != "" {
-		where = append(where, `kind = `+arg(f.Kind))
-	}
-	if f.Capability != "" {
-		if strings.Contains(f.Capability, "@") {
-			where = append(where, `capability = `+arg(f.Capability))
-		} else {
-			where = append(where, `(capability = `+arg(f.Capability)+` OR (capability >= `+arg(f.Capability+"@")+` AND capability < `+arg(f.Capability+"A")+`))`)
-		}
-	}
-	if len(f.Capabilities) > 0 {
-		where = append(where, `capability = ANY(`+arg(f.Capabilities)+`::text[])`)
-	}
-	query := `SELECT ` + auditColumns + ` FROM audit_events`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	query += ` ORDER BY seq`
-	if f.Limit > 0 {
-		query += ` LIMIT ` + arg(f.Limit)
-	}
-	return query, args
-}
-
 // ScanAudit calls fn with every event in ascending seq, a page at a time;
 // see chain.Store.
 func (s *Store) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
-	var after int64
-	for {
-		page, err := s.ListAudit(ctx, chain.Filter{AfterSeq: after, Limit: auditPage})
-		if err != nil {
-			return fmt.Errorf("scan the audit chain after event %d: %w", after, err)
-		}
-		for _, e := range page {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(page) < auditPage {
-			return nil
-		}
-		after = page[len(page)-1].Seq
-	}
+	return read.ScanAudit(ctx, s.ListAudit, fn)
 }
 
 // scanAudit reads one row of auditColumns.

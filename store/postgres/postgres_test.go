@@ -17,7 +17,7 @@ import (
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/migrate"
 	"github.com/caphub/caphub/store/storetest"
 )
 
@@ -232,7 +232,7 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 	s := open(t, url)
 	var n int
-	migs, _ := contract.LoadMigrations(migrationFiles)
+	migs, _ := migrate.Load(migrationFiles)
 	if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
 		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))
 	}

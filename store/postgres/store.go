@@ -15,7 +15,8 @@ import (
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
 // maxAttempts bounds how often a write transaction is retried after a
@@ -118,15 +119,15 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *ch
 	if len(recs) == 0 {
 		return results, nil
 	}
-	if err := contract.CheckHook(hook, len(recs)); err != nil {
+	if err := write.CheckHook(hook, len(recs)); err != nil {
 		return nil, fmt.Errorf("put %d records into postgres %s: %w: nothing was written", len(recs), s.where, err)
 	}
 	now := time.Now()
-	preps := make([]contract.Prepared, len(recs))
+	preps := make([]write.Prepared, len(recs))
 	first := map[registry.Key]int{} // key → index of its first record
 	var unique []int
 	for i, r := range recs {
-		p, err := contract.Prepare(r, now)
+		p, err := write.Prepare(r, now)
 		if err != nil {
 			return nil, err
 		}
@@ -358,7 +359,7 @@ func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]re
 // non-nil slice when there are none.
 func collect(rows pgx.Rows) ([]registry.Record, error) {
 	defer rows.Close()
-	return contract.Collect(rows, func() (registry.Record, error) { return scanRecord(rows) })
+	return read.Collect(rows, func() (registry.Record, error) { return scanRecord(rows) })
 }
 
 // Deprecate marks a version deprecated; see registry.Store.
@@ -375,7 +376,7 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	if err := contract.CheckHook(hook, 0); err != nil {
+	if err := write.CheckHook(hook, 0); err != nil {
 		return nil, fmt.Errorf("deprecate %s in postgres %s: %w: nothing was written", ds[0].Key, s.where, err)
 	}
 	out := make([]registry.Record, len(ds))
@@ -390,9 +391,9 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 			if err != nil {
 				return err
 			}
-			at := contract.DeprecationTime(d.At)
-			contract.ApplyDeprecation(&r, d, at)
-			def, err := contract.MarshalDefinition(r.Definition)
+			at := write.DeprecationTime(d.At)
+			write.ApplyDeprecation(&r, d, at)
+			def, err := write.MarshalDefinition(r.Definition)
 			if err != nil {
 				return err
 			}

@@ -6,19 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/caphub/caphub/audit/chain"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
 var _ chain.Store = (*Store)(nil)
 
 // auditColumns are the columns scanAudit reads.
 const auditColumns = `seq, time, kind, actor, capability, data, prev_hash, hash`
-
-// auditPage is how many events ScanAudit reads at a time.
-const auditPage = 500
 
 // AppendAudit appends one event to the audit chain; see
 // chain.Store. The read of the last event and the insert run in one
@@ -42,7 +39,7 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *chain.Event) (c
 	if err != nil {
 		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: %w: nothing was written", s.path, err)
 	}
-	if err := contract.CheckAuditEvent(ev, last); err != nil {
+	if err := write.CheckAuditEvent(ev, last); err != nil {
 		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, insertAuditSQL,
@@ -82,7 +79,7 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *cha
 		if err != nil {
 			return nil, fmt.Errorf("append audit events to sqlite database %s: %w: nothing was written", s.path, err)
 		}
-		if err := contract.CheckAuditEvent(ev, last); err != nil {
+		if err := write.CheckAuditEvent(ev, last); err != nil {
 			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 		}
 		if _, err := stmt.ExecContext(ctx, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
@@ -119,14 +116,14 @@ func lastAudit(ctx context.Context, tx *sql.Tx) (*chain.Event, error) {
 // keep selects (nil: all), chained onto the chain's last event; see
 // registry.Store.
 func appendHook(ctx context.Context, tx *sql.Tx, hook *chain.Hook, keep func(i int) bool) error {
-	if !contract.HookAppends(hook, keep) {
+	if !write.HookAppends(hook, keep) {
 		return nil
 	}
 	last, err := lastAudit(ctx, tx)
 	if err != nil {
 		return err
 	}
-	events, err := contract.ChainHook(hook, last, keep)
+	events, err := write.ChainHook(hook, last, keep)
 	if err != nil {
 		return err
 	}
@@ -144,96 +141,26 @@ func (s *Store) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, e
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := contract.CheckAuditFilter(f); err != nil {
+	if err := read.CheckAuditFilter(f); err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
-	query, args := listAuditSQL(f)
+	query, args := read.AuditListQuery(dialect, auditColumns, f)
 	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	out, err := contract.Collect(rows, func() (chain.Event, error) { return scanAudit(rows) })
+	out, err := read.Collect(rows, func() (chain.Event, error) { return scanAudit(rows) })
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
 	}
 	return out, nil
 }
 
-// listAuditSQL returns the query of ListAudit and its arguments. A
-// capability without a version matches itself and the range of its
-// versioned URIs, [uri@, uriA) in byte order ('A' follows '@'), which the
-// (capability, seq) index serves.
-func listAuditSQL(f chain.Filter) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	if f.AfterSeq > 0 {
-		where = append(where, `seq > ?`)
-		args = append(args, f.AfterSeq)
-	}
-	if !f.Since.IsZero() {
-		where = append(where, `time >= ?`)
-		args = append(args, formatTime(contract.CeilMicro(f.Since)))
-	}
-	if f.Kind != "" {
-		// With a capability, its index is the narrow one: the unary +
-		// keeps SQLite (which has no statistics) from scanning every event
-		// of the kind instead, per capability.
-		if f.Capability != "" || len(f.Capabilities) > 0 {
-			where = append(where, `+kind = ?`)
-		} else {
-			where = append(where, `kind = ?`)
-		}
-		args = append(args, f.Kind)
-	}
-	if f.Capability != "" {
-		if strings.Contains(f.Capability, "@") {
-			where = append(where, `capability = ?`)
-			args = append(args, f.Capability)
-		} else {
-			where = append(where, `(capability = ? OR (capability >= ? AND capability < ?))`)
-			args = append(args, f.Capability, f.Capability+"@", f.Capability+"A")
-		}
-	}
-	if len(f.Capabilities) > 0 {
-		where = append(where, `capability IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(f.Capabilities)), ", ")+`)`)
-		for _, c := range f.Capabilities {
-			args = append(args, c)
-		}
-	}
-	query := `SELECT ` + auditColumns + ` FROM audit_events`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	query += ` ORDER BY seq`
-	if f.Limit > 0 {
-		query += ` LIMIT ?`
-		args = append(args, f.Limit)
-	}
-	return query, args
-}
-
 // ScanAudit calls fn with every event in ascending seq, a page at a time;
 // see chain.Store.
 func (s *Store) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
-	var after int64
-	for {
-		page, err := s.ListAudit(ctx, chain.Filter{AfterSeq: after, Limit: auditPage})
-		if err != nil {
-			return fmt.Errorf("scan the audit chain after event %d: %w", after, err)
-		}
-		for _, e := range page {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(page) < auditPage {
-			return nil
-		}
-		after = page[len(page)-1].Seq
-	}
+	return read.ScanAudit(ctx, s.ListAudit, fn)
 }
 
 // scanAudit reads one row of auditColumns.

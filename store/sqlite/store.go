@@ -10,7 +10,8 @@ import (
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
 // Put stores the records in one transaction; see registry.Store.
@@ -27,13 +28,13 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *ch
 	if len(recs) == 0 {
 		return results, nil
 	}
-	if err := contract.CheckHook(hook, len(recs)); err != nil {
+	if err := write.CheckHook(hook, len(recs)); err != nil {
 		return nil, fmt.Errorf("put %d records into sqlite database %s: %w: nothing was written", len(recs), s.path, err)
 	}
 	now := time.Now()
-	preps := make([]contract.Prepared, len(recs))
+	preps := make([]write.Prepared, len(recs))
 	for i, r := range recs {
-		p, err := contract.Prepare(r, now)
+		p, err := write.Prepare(r, now)
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +206,7 @@ func collect(rows *sql.Rows) ([]registry.Record, error) { return collectWith(row
 // scanned into extra (so that the last row's values remain).
 func collectWith(rows *sql.Rows, extra ...any) ([]registry.Record, error) {
 	defer rows.Close()
-	return contract.Collect(rows, func() (registry.Record, error) { return scanRecord(rows, extra...) })
+	return read.Collect(rows, func() (registry.Record, error) { return scanRecord(rows, extra...) })
 }
 
 // Deprecate marks a version deprecated; see registry.Store.
@@ -219,7 +220,7 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	if err := contract.CheckHook(hook, 0); err != nil {
+	if err := write.CheckHook(hook, 0); err != nil {
 		return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w: nothing was written", ds[0].Key, s.path, err)
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
@@ -240,9 +241,9 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 		if err != nil {
 			return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
 		}
-		at := contract.DeprecationTime(d.At)
-		contract.ApplyDeprecation(&r, d, at)
-		b, err := contract.MarshalDefinition(r.Definition)
+		at := write.DeprecationTime(d.At)
+		write.ApplyDeprecation(&r, d, at)
+		b, err := write.MarshalDefinition(r.Definition)
 		if err != nil {
 			return nil, fmt.Errorf("deprecate %s: %w", k, err)
 		}

@@ -1,4 +1,4 @@
-package contract
+package read
 
 import (
 	"crypto/sha256"

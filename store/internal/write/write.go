@@ -1,9 +1,10 @@
-// Package contract holds what both stores check and derive alike: the
-// checks of a record, a document and an audit event before they are
-// written, the values a record is indexed by, and the bound of a prefix
-// range scan. Keeping them here makes the two stores refuse and index the
-// same things the same way; only their SQL differs.
-package contract
+// Package write holds what both stores (store/sqlite, store/postgres)
+// check and derive alike before they write: the checks of a record, a
+// document, an audit event and an audit hook, the values a record is
+// indexed by, and the fields a deprecation sets. Keeping them here makes
+// the two stores refuse and index the same things the same way; only
+// their SQL differs.
+package write
 
 import (
 	"encoding/json"
@@ -213,51 +214,6 @@ func checkDocText(what, s string) error {
 	return nil
 }
 
-// PrefixEnd returns the least valid UTF-8 string greater than every string
-// that starts with prefix, the exclusive upper bound of a range scan for the
-// prefix in byte order; false when there is none (the prefix is all
-// U+10FFFF). prefix must be valid UTF-8: the successor of its last rune
-// replaces it (skipping the surrogates, which UTF-8 cannot encode), so the
-// bound is valid UTF-8 too, as a PostgreSQL text parameter must be. UTF-8's
-// byte order is code point order, so a valid string is in [prefix, end)
-// exactly when it starts with prefix.
-func PrefixEnd(prefix string) (string, bool) {
-	for prefix != "" {
-		r, size := utf8.DecodeLastRuneInString(prefix)
-		prefix = prefix[:len(prefix)-size]
-		if r == utf8.MaxRune {
-			continue
-		}
-		r++
-		if r >= 0xD800 && r <= 0xDFFF {
-			r = 0xE000
-		}
-		return prefix + string(r), true
-	}
-	return "", false
-}
-
-// CeilMicro rounds t up to the microsecond the store keeps, so that a
-// filter's bound includes no event before it.
-func CeilMicro(t time.Time) time.Time {
-	t = t.UTC()
-	if c := t.Truncate(time.Microsecond); c.Before(t) {
-		return c.Add(time.Microsecond)
-	}
-	return t
-}
-
-// CheckAuditFilter refuses negative bounds.
-func CheckAuditFilter(f chain.Filter) error {
-	switch {
-	case f.Limit < 0:
-		return fmt.Errorf("the limit %d is negative: give 0 (no limit) or more", f.Limit)
-	case f.AfterSeq < 0:
-		return fmt.Errorf("after_seq %d is negative: give 0 (from the first event) or more", f.AfterSeq)
-	}
-	return nil
-}
-
 // CheckAuditEvent checks an event to be appended after last: the next seq,
 // a time in microseconds, a kind, text PostgreSQL can hold (valid UTF-8, no
 // NUL; both stores refuse alike), and one JSON text as data.
@@ -367,26 +323,4 @@ func ApplyDeprecation(r *registry.Record, d registry.Deprecation, at time.Time) 
 	r.Definition.SunsetDate = d.SunsetDate
 	r.Definition.MigrationGuide = d.MigrationGuide
 	r.DeprecatedAt = &at
-}
-
-// Rows is what both drivers' result sets (database/sql's and pgx's) offer
-// for reading them row by row.
-type Rows interface {
-	Next() bool
-	Err() error
-}
-
-// Collect reads every row of rows with scan, which reads the current one:
-// the loop both stores' listings share. It returns an empty slice, not
-// nil, for no rows.
-func Collect[T any](rows Rows, scan func() (T, error)) ([]T, error) {
-	out := []T{}
-	for rows.Next() {
-		v, err := scan()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
