@@ -87,11 +87,7 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 	if err := s.checkOpen(); err != nil {
 		return registry.Page{}, err
 	}
-	if err := read.CheckLimit(f.Limit); err != nil {
-		return registry.Page{}, err
-	}
-	fp := read.Fingerprint("list", f, "")
-	cur, err := read.DecodeCursor(f.Cursor, "list", fp)
+	cur, fp, err := read.OpenPage("list", f, "")
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -148,11 +144,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		return registry.Page{}, err
 	}
 	f := q.Filter
-	if err := read.CheckLimit(f.Limit); err != nil {
-		return registry.Page{}, err
-	}
-	fp := read.Fingerprint("search", f, q.Text)
-	cur, err := read.DecodeCursor(f.Cursor, "search", fp)
+	cur, fp, err := read.OpenPage("search", f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -178,37 +170,39 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		ORDER BY rank DESC, ` + orderBy + ` LIMIT ` + a.Add(sqlLimit(f.Limit)) + ` OFFSET ` + a.Add(cur.Offset) + `)
 		SELECT ` + recordColumns + `, m.total FROM m JOIN capabilities c ON c.id = m.id
 		ORDER BY m.rank DESC, m.scheme, m.domain, m.name, m.version_key, m.version`
-	page := registry.Page{Items: []registry.Record{}}
-	err = func() error {
-		rows, err := s.pool.Query(ctx, pageSQL, a.Vals...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var total int64
-		for rows.Next() {
-			r, err := scanRecord(rows, &total)
-			if err != nil {
-				return err
-			}
-			page.Items = append(page.Items, r)
-			page.Total = int(total)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(page.Items) == 0 && cur.Offset > 0 {
-			// Past the end: the count needs a query of its own.
-			return s.pool.QueryRow(ctx, `SELECT count(*)`+from, countArgs...).Scan(&page.Total)
-		}
-		return nil
-	}()
+	page, err := s.searchPage(ctx, pageSQL, a.Vals, `SELECT count(*)`+from, countArgs, cur.Offset)
 	if err != nil {
 		return registry.Page{}, fmt.Errorf("search postgres %s for %q: %w", s.where, q.Text, err)
 	}
-	if f.Limit > 0 && len(page.Items) > f.Limit {
-		page.Items = page.Items[:f.Limit]
-		page.NextCursor = read.Cursor{Kind: "search", Query: fp, Offset: cur.Offset + f.Limit}.Encode()
+	read.EndSearchPage(&page, f.Limit, fp, cur.Offset)
+	return page, nil
+}
+
+// searchPage reads the rows of a search's pageSQL, each with the total
+// of matches, and counts them with countSQL when the page is past the end
+// (offset > 0 and no rows).
+func (s *Store) searchPage(ctx context.Context, pageSQL string, args []any, countSQL string, countArgs []any, offset int) (registry.Page, error) {
+	page := registry.Page{Items: []registry.Record{}}
+	rows, err := s.pool.Query(ctx, pageSQL, args...)
+	if err != nil {
+		return page, err
+	}
+	defer rows.Close()
+	var total int64
+	for rows.Next() {
+		r, err := scanRecord(rows, &total)
+		if err != nil {
+			return page, err
+		}
+		page.Items = append(page.Items, r)
+		page.Total = int(total)
+	}
+	if err := rows.Err(); err != nil {
+		return page, err
+	}
+	if len(page.Items) == 0 && offset > 0 {
+		// Past the end: the count needs a query of its own.
+		return page, s.pool.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total)
 	}
 	return page, nil
 }

@@ -78,11 +78,7 @@ func sqlLimit(limit int) int {
 
 // List returns a page of records in the stable order; see registry.Store.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	if err := read.CheckLimit(f.Limit); err != nil {
-		return registry.Page{}, err
-	}
-	fp := read.Fingerprint("list", f, "")
-	cur, err := read.DecodeCursor(f.Cursor, "list", fp)
+	cur, fp, err := read.OpenPage("list", f, "")
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -136,11 +132,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		return s.List(ctx, q.Filter)
 	}
 	f := q.Filter
-	if err := read.CheckLimit(f.Limit); err != nil {
-		return registry.Page{}, err
-	}
-	fp := read.Fingerprint("search", f, q.Text)
-	cur, err := read.DecodeCursor(f.Cursor, "search", fp)
+	cur, fp, err := read.OpenPage("search", f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -197,10 +189,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 	if err != nil {
 		return registry.Page{}, fmt.Errorf("search sqlite database %s for %q: %w", s.path, q.Text, err)
 	}
-	if f.Limit > 0 && len(page.Items) > f.Limit {
-		page.Items = page.Items[:f.Limit]
-		page.NextCursor = read.Cursor{Kind: "search", Query: fp, Offset: cur.Offset + f.Limit}.Encode()
-	}
+	read.EndSearchPage(&page, f.Limit, fp, cur.Offset)
 	return page, nil
 }
 

@@ -33,7 +33,18 @@ type Prepared struct {
 	Categories   []string
 	Intents      []string
 	Bindings     []string
-	FTS          [7]string // name, title, description, keywords, intents, domains, categories
+	FTS          FullText
+}
+
+// FullText is the text of a record's full-text index, one field per
+// indexed column.
+type FullText struct {
+	Name, Title, Description, Keywords, Intents, Domains, Categories string
+}
+
+// Map returns the text with f applied to every field.
+func (t FullText) Map(f func(string) string) FullText {
+	return FullText{f(t.Name), f(t.Title), f(t.Description), f(t.Keywords), f(t.Intents), f(t.Domains), f(t.Categories)}
 }
 
 // Prepare checks a record's key and encodes it. It does no I/O, so a batch
@@ -78,14 +89,14 @@ func Prepare(r registry.Record, now time.Time) (Prepared, error) {
 		primary = k.Domain
 	}
 	p.Domains = Uniq(append([]string{primary}, d.Domains...))
-	p.FTS = [7]string{
-		Words(k.Name),
-		d.Title,
-		d.Description,
-		strings.Join(d.Keywords, " "),
-		WordsOf(d.Intents),
-		WordsOf(p.Domains),
-		WordsOf(d.Categories),
+	p.FTS = FullText{
+		Name:        Words(k.Name),
+		Title:       d.Title,
+		Description: d.Description,
+		Keywords:    strings.Join(d.Keywords, " "),
+		Intents:     WordsOf(d.Intents),
+		Domains:     WordsOf(p.Domains),
+		Categories:  WordsOf(d.Categories),
 	}
 	return p, nil
 }
