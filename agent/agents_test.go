@@ -13,6 +13,7 @@ import (
 
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/testpeers"
@@ -523,8 +524,8 @@ func TestApplyCorpusCapabilities(t *testing.T) {
 func TestChangesRecorded(t *testing.T) {
 	_, svc := newAgents(t)
 	st := svc.Store()
-	log := audit.New(st.(audit.Store))
-	a := agent.NewAgents(st.(registry.DocStore), svc, agent.WithRecorder(log))
+	log := audit.New(st)
+	a := agent.NewAgents(st, svc, agent.WithRecorder(log))
 	ctx := registry.WithActor(context.Background(), "token:ops")
 	m, _, err := agent.ReadManifest("agent.yaml", []byte(calculator))
 	if err != nil {
@@ -542,7 +543,7 @@ func TestChangesRecorded(t *testing.T) {
 	if err := a.Delete(ctx, "calculator"); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	events, err := log.List(ctx, audit.Filter{})
+	events, err := log.List(ctx, chain.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

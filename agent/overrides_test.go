@@ -13,7 +13,6 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/httpbind"
-	"github.com/caphub/caphub/registry"
 )
 
 // who is an HTTP service that answers every request with its own name.
@@ -119,7 +118,7 @@ func TestCapabilityBindingsAtInvocation(t *testing.T) {
 
 	// Another process sharing the database (here: another Agents over the
 	// same store) sees a change within a second.
-	other := agent.NewAgents(svc.Store().(registry.DocStore), svc)
+	other := agent.NewAgents(svc.Store(), svc)
 	applyYAML(t, other, looker(agentsOwn))
 	time.Sleep(1100 * time.Millisecond)
 	if got := call("looker", "ossa:test/lookup@1.0"); got != "agent's own" {

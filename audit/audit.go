@@ -5,8 +5,8 @@
 // Changing, removing or reordering a stored event breaks the chain at that
 // event, and Verify says where.
 //
-// The chain lives in the registry's database (registry.AuditStore, which
-// both stores implement); Append assigns the sequence number, time and
+// The chain lives in the registry's database (chain.Store, which both
+// stores implement); Append assigns the sequence number, time and
 // hashes inside the store's append transaction, so concurrent appenders —
 // in one process or on several replicas — never fork it. Changes are never
 // recorded after the fact: a Log is a registry.ChangeRecorder whose hooks
@@ -30,18 +30,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/internal/envflag"
-	"github.com/caphub/caphub/registry"
 )
-
-// Event is one event of the chain; see registry.AuditEvent.
-type Event = registry.AuditEvent
-
-// Filter selects events for List; see registry.AuditFilter.
-type Filter = registry.AuditFilter
-
-// Store keeps the chain; store/sqlite and store/postgres implement it.
-type Store = registry.AuditStore
 
 // Event kinds caphub appends. Kind is an open set: other components may
 // append kinds of their own.
@@ -65,7 +56,7 @@ const recordTimeout = 5 * time.Second
 // Log appends to and checks the audit chain of a store. It is safe for
 // concurrent use.
 type Log struct {
-	store           Store
+	store           chain.Store
 	log             *slog.Logger
 	now             func() time.Time
 	syncInvocations bool
@@ -91,7 +82,7 @@ func WithClock(now func() time.Time) Option { return func(g *Log) { g.now = now 
 func WithSyncInvocations() Option { return func(g *Log) { g.syncInvocations = true } }
 
 // New returns the Log of a store's audit chain.
-func New(store Store, opts ...Option) *Log {
+func New(store chain.Store, opts ...Option) *Log {
 	l := &Log{store: store, log: slog.Default(), now: time.Now}
 	for _, o := range opts {
 		o(l)
@@ -106,10 +97,10 @@ func New(store Store, opts ...Option) *Log {
 // the next number, PrevHash the last Hash, Time the current time in
 // microseconds (never earlier than the last event's, so that time order
 // follows the chain even across replicas whose clocks differ a little).
-func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
+func (l *Log) Append(ctx context.Context, e chain.Event) (chain.Event, error) {
 	data, err := eventData(e.Kind, e.Data)
 	if err != nil {
-		return Event{}, fmt.Errorf("append audit event: %w", err)
+		return chain.Event{}, fmt.Errorf("append audit event: %w", err)
 	}
 	e.Data = data
 	l.startOnce.Do(l.start)
@@ -117,18 +108,18 @@ func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
 	select {
 	case l.queue <- r:
 	case <-ctx.Done():
-		return Event{}, fmt.Errorf("%s event: %w", e.Kind, ctx.Err())
+		return chain.Event{}, fmt.Errorf("%s event: %w", e.Kind, ctx.Err())
 	case <-l.stop:
-		return Event{}, fmt.Errorf("%s event: the audit log is closed", e.Kind)
+		return chain.Event{}, fmt.Errorf("%s event: the audit log is closed", e.Kind)
 	}
 	select {
 	case res := <-r.done:
 		if res.err != nil {
-			return Event{}, fmt.Errorf("%s event: %w", e.Kind, res.err)
+			return chain.Event{}, fmt.Errorf("%s event: %w", e.Kind, res.err)
 		}
 		return res.ev, nil
 	case <-ctx.Done():
-		return Event{}, fmt.Errorf("%s event: %w (it may still be appended)", e.Kind, ctx.Err())
+		return chain.Event{}, fmt.Errorf("%s event: %w (it may still be appended)", e.Kind, ctx.Err())
 	}
 }
 
@@ -142,7 +133,7 @@ func (l *Log) Append(ctx context.Context, e Event) (Event, error) {
 // queued before it returns; Flush waits for it.
 func (l *Log) Enqueue(kind, actor, capability string, data any) {
 	l.startOnce.Do(l.start)
-	r := &pending{e: Event{Kind: kind, Actor: actor, Capability: capability}, data: data, async: true}
+	r := &pending{e: chain.Event{Kind: kind, Actor: actor, Capability: capability}, data: data, async: true}
 	select {
 	case l.queue <- r:
 	case <-l.stop:
@@ -214,7 +205,7 @@ func (l *Log) Flush(ctx context.Context) error {
 
 // pending is an event waiting for the writer; appended is its outcome.
 type pending struct {
-	e     Event
+	e     chain.Event
 	data  any  // enqueued: the value Data is encoded from, by the writer
 	flush bool // a Flush marker: no event, answered once what precedes it is committed
 	async bool // enqueued: nobody waits (done is nil), so the writer logs a failure itself
@@ -222,7 +213,7 @@ type pending struct {
 }
 
 type appended struct {
-	ev  Event
+	ev  chain.Event
 	err error
 }
 
@@ -301,7 +292,7 @@ func (l *Log) write(all []*pending) {
 	}(markers)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	evs, err := l.store.AppendAuditBatch(ctx, len(batch), func(last *Event, i int) (Event, error) {
+	evs, err := l.store.AppendAuditBatch(ctx, len(batch), func(last *chain.Event, i int) (chain.Event, error) {
 		return l.link(last, batch[i].e), nil
 	})
 	for i, r := range batch {
@@ -323,8 +314,8 @@ func (l *Log) write(all []*pending) {
 // microseconds (never earlier than last's), and Hash covers it all. Every
 // event of the chain, appended or committed with a change (Hook), is made
 // here.
-func (l *Log) link(last *Event, e Event) Event {
-	next := Event{Seq: 1, Time: l.now().UTC().Truncate(time.Microsecond), Kind: e.Kind, Actor: e.Actor,
+func (l *Log) link(last *chain.Event, e chain.Event) chain.Event {
+	next := chain.Event{Seq: 1, Time: l.now().UTC().Truncate(time.Microsecond), Kind: e.Kind, Actor: e.Actor,
 		Capability: e.Capability, Data: e.Data, PrevHash: GenesisHash}
 	if last != nil {
 		next.Seq = last.Seq + 1
@@ -339,8 +330,8 @@ func (l *Log) link(last *Event, e Event) Event {
 
 // chain links events one after the other onto last: the Chain of the hooks
 // Hook makes.
-func (l *Log) chain(last *Event, events []Event) ([]Event, error) {
-	out := make([]Event, len(events))
+func (l *Log) chain(last *chain.Event, events []chain.Event) ([]chain.Event, error) {
+	out := make([]chain.Event, len(events))
 	for i, e := range events {
 		out[i] = l.link(last, e)
 		last = &out[i]
@@ -349,32 +340,32 @@ func (l *Log) chain(last *Event, events []Event) ([]Event, error) {
 }
 
 // Hook returns the hook with which a store commits events in the
-// transaction of the change they record (registry.AuditedStore), instead of
+// transaction of the change they record (registry.Store.PutAudited), instead of
 // appending them after it: the change and its events commit together or
 // not at all. Of each event it takes Kind (required), Actor, Capability and
 // Data (a JSON object, stored in canonical form; empty means {}); the
 // store's transaction assigns the rest, as Append's does.
-func (l *Log) Hook(events ...Event) (*registry.AuditHook, error) {
-	out := make([]Event, len(events))
+func (l *Log) Hook(events ...chain.Event) (*chain.Hook, error) {
+	out := make([]chain.Event, len(events))
 	for i, e := range events {
 		data, err := eventData(e.Kind, e.Data)
 		if err != nil {
 			return nil, fmt.Errorf("audit event: %w", err)
 		}
-		out[i] = Event{Kind: e.Kind, Actor: e.Actor, Capability: e.Capability, Data: data}
+		out[i] = chain.Event{Kind: e.Kind, Actor: e.Actor, Capability: e.Capability, Data: data}
 	}
-	return &registry.AuditHook{Events: out, Chain: l.chain}, nil
+	return &chain.Hook{Events: out, Chain: l.chain}, nil
 }
 
 // ChangeHook returns the Hook of one event whose Data is the JSON encoding
 // of data (which must encode as an object: a struct or a map); see
 // registry.ChangeRecorder.
-func (l *Log) ChangeHook(kind, actor, capability string, data any) (*registry.AuditHook, error) {
+func (l *Log) ChangeHook(kind, actor, capability string, data any) (*chain.Hook, error) {
 	b, err := marshalData(kind, data)
 	if err != nil {
 		return nil, err
 	}
-	return l.Hook(Event{Kind: kind, Actor: actor, Capability: capability, Data: b})
+	return l.Hook(chain.Event{Kind: kind, Actor: actor, Capability: capability, Data: b})
 }
 
 // Close stops the writer once the events already handed to it (enqueued
@@ -419,16 +410,16 @@ func kindOfJSON(c byte) string {
 
 // Record appends an event whose Data is the JSON encoding of data (which
 // must encode as an object: a struct or a map).
-func (l *Log) Record(ctx context.Context, kind, actor, capability string, data any) (Event, error) {
+func (l *Log) Record(ctx context.Context, kind, actor, capability string, data any) (chain.Event, error) {
 	b, err := marshalData(kind, data)
 	if err != nil {
-		return Event{}, fmt.Errorf("append audit event: %w", err)
+		return chain.Event{}, fmt.Errorf("append audit event: %w", err)
 	}
-	return l.Append(ctx, Event{Kind: kind, Actor: actor, Capability: capability, Data: b})
+	return l.Append(ctx, chain.Event{Kind: kind, Actor: actor, Capability: capability, Data: b})
 }
 
 // List returns the events the filter selects, in ascending Seq.
-func (l *Log) List(ctx context.Context, f Filter) ([]Event, error) {
+func (l *Log) List(ctx context.Context, f chain.Filter) ([]chain.Event, error) {
 	return l.store.ListAudit(ctx, f)
 }
 
@@ -534,7 +525,7 @@ var errStop = errors.New("stop")
 func (l *Log) Verify(ctx context.Context) (*VerifyResult, error) {
 	res := &VerifyResult{}
 	prevSeq, prevHash := int64(0), GenesisHash
-	err := l.store.ScanAudit(ctx, func(e Event) error {
+	err := l.store.ScanAudit(ctx, func(e chain.Event) error {
 		if b := checkLink(e, prevSeq, prevHash); b != nil {
 			res.Break = b
 			return errStop
@@ -557,7 +548,7 @@ func (l *Log) Verify(ctx context.Context) (*VerifyResult, error) {
 // prevHash (0 and GenesisHash at the start): its Seq first, then its link,
 // then its content, so that a reordered event is reported as such rather
 // than as altered (its Seq, which its Hash covers, changed too).
-func checkLink(e Event, prevSeq int64, prevHash string) *Break {
+func checkLink(e chain.Event, prevSeq int64, prevHash string) *Break {
 	want := prevSeq + 1
 	switch {
 	case e.Seq < want:

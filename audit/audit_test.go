@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
@@ -36,7 +37,7 @@ func TestHashKnownAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := audit.Event{Seq: 1, Time: time.Date(2025, 1, 2, 4, 4, 5, 123400000, time.FixedZone("CET", 3600)), Kind: "registered", Actor: "alice",
+	e := chain.Event{Seq: 1, Time: time.Date(2025, 1, 2, 4, 4, 5, 123400000, time.FixedZone("CET", 3600)), Kind: "registered", Actor: "alice",
 		Capability: "ossa:security/scan@1.0", Data: data, PrevHash: audit.GenesisHash}
 	wantPre := `{"actor":"alice","capability":"ossa:security/scan@1.0","data":{"digest":"ab","n":[1,0.5,"é\n"],"version":"1.0.3"},"kind":"registered","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","seq":1,"time":"2025-01-02T03:04:05.1234Z"}`
 	if got := string(audit.Preimage(e)); got != wantPre {
@@ -50,14 +51,14 @@ func TestHashKnownAnswer(t *testing.T) {
 		t.Errorf("the preimage is not canonical: %s, %v", c, err)
 	}
 	// Every field is covered.
-	for name, change := range map[string]func(*audit.Event){
-		"seq":        func(e *audit.Event) { e.Seq = 2 },
-		"time":       func(e *audit.Event) { e.Time = e.Time.Add(time.Microsecond) },
-		"kind":       func(e *audit.Event) { e.Kind = "deprecated" },
-		"actor":      func(e *audit.Event) { e.Actor = "bob" },
-		"capability": func(e *audit.Event) { e.Capability = "ossa:security/scan@1.1" },
-		"data":       func(e *audit.Event) { e.Data = json.RawMessage(`{}`) },
-		"prev_hash":  func(e *audit.Event) { e.PrevHash = strings.Repeat("1", 64) },
+	for name, change := range map[string]func(*chain.Event){
+		"seq":        func(e *chain.Event) { e.Seq = 2 },
+		"time":       func(e *chain.Event) { e.Time = e.Time.Add(time.Microsecond) },
+		"kind":       func(e *chain.Event) { e.Kind = "deprecated" },
+		"actor":      func(e *chain.Event) { e.Actor = "bob" },
+		"capability": func(e *chain.Event) { e.Capability = "ossa:security/scan@1.1" },
+		"data":       func(e *chain.Event) { e.Data = json.RawMessage(`{}`) },
+		"prev_hash":  func(e *chain.Event) { e.PrevHash = strings.Repeat("1", 64) },
 	} {
 		c := e
 		change(&c)
@@ -76,7 +77,7 @@ func TestAppend(t *testing.T) {
 	}
 	i := 0
 	l := audit.New(openStore(t), audit.WithClock(func() time.Time { i = min(i+1, len(clock)); return clock[i-1] }))
-	e1, err := l.Append(ctx, audit.Event{Kind: "test", Actor: "a", Data: json.RawMessage(` {"b": 1, "a": "\u00e9"} `)})
+	e1, err := l.Append(ctx, chain.Event{Kind: "test", Actor: "a", Data: json.RawMessage(` {"b": 1, "a": "\u00e9"} `)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,14 +102,14 @@ func TestAppend(t *testing.T) {
 
 	for _, tt := range []struct {
 		name string
-		e    audit.Event
+		e    chain.Event
 		want string
 	}{
-		{"empty kind", audit.Event{}, "the kind is empty"},
-		{"array data", audit.Event{Kind: "k", Data: json.RawMessage(`[1]`)}, "data is an array, not a JSON object"},
-		{"null data", audit.Event{Kind: "k", Data: json.RawMessage(`null`)}, "data is null, not a JSON object"},
-		{"invalid data", audit.Event{Kind: "k", Data: json.RawMessage(`{"a":1,"a":2}`)}, "duplicate member name"},
-		{"NUL in actor", audit.Event{Kind: "k", Actor: "\x00"}, "NUL"},
+		{"empty kind", chain.Event{}, "the kind is empty"},
+		{"array data", chain.Event{Kind: "k", Data: json.RawMessage(`[1]`)}, "data is an array, not a JSON object"},
+		{"null data", chain.Event{Kind: "k", Data: json.RawMessage(`null`)}, "data is null, not a JSON object"},
+		{"invalid data", chain.Event{Kind: "k", Data: json.RawMessage(`{"a":1,"a":2}`)}, "duplicate member name"},
+		{"NUL in actor", chain.Event{Kind: "k", Actor: "\x00"}, "NUL"},
 	} {
 		if _, err := l.Append(ctx, tt.e); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Append with %s: %v, want an error containing %q", tt.name, err, tt.want)
@@ -126,27 +127,27 @@ func TestAppend(t *testing.T) {
 // sliceStore is an AuditStore over a slice, for chains the real stores
 // refuse to hold (duplicate seqs).
 type sliceStore struct {
-	events []audit.Event
+	events []chain.Event
 	err    error
 }
 
-func (s *sliceStore) AppendAudit(ctx context.Context, next func(last *audit.Event) (audit.Event, error)) (audit.Event, error) {
-	var last *audit.Event
+func (s *sliceStore) AppendAudit(ctx context.Context, next func(last *chain.Event) (chain.Event, error)) (chain.Event, error) {
+	var last *chain.Event
 	if len(s.events) > 0 {
 		last = &s.events[len(s.events)-1]
 	}
 	e, err := next(last)
 	if err != nil {
-		return audit.Event{}, err
+		return chain.Event{}, err
 	}
 	s.events = append(s.events, e)
 	return e, nil
 }
 
-func (s *sliceStore) AppendAuditBatch(ctx context.Context, n int, next func(last *audit.Event, i int) (audit.Event, error)) ([]audit.Event, error) {
-	var out []audit.Event
+func (s *sliceStore) AppendAuditBatch(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
+	var out []chain.Event
 	for i := 0; i < n; i++ {
-		e, err := s.AppendAudit(ctx, func(last *audit.Event) (audit.Event, error) { return next(last, i) })
+		e, err := s.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) { return next(last, i) })
 		if err != nil {
 			return nil, err
 		}
@@ -155,11 +156,11 @@ func (s *sliceStore) AppendAuditBatch(ctx context.Context, n int, next func(last
 	return out, nil
 }
 
-func (s *sliceStore) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Event, error) {
+func (s *sliceStore) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, error) {
 	return s.events, nil
 }
 
-func (s *sliceStore) ScanAudit(ctx context.Context, fn func(audit.Event) error) error {
+func (s *sliceStore) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
 	for _, e := range s.events {
 		if err := fn(e); err != nil {
 			return err
@@ -173,7 +174,7 @@ func TestVerifyBreaks(t *testing.T) {
 		s := &sliceStore{}
 		l := audit.New(s, audit.WithClock(func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }))
 		for range 6 {
-			if _, err := l.Append(t.Context(), audit.Event{Kind: "test"}); err != nil {
+			if _, err := l.Append(t.Context(), chain.Event{Kind: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -227,7 +228,7 @@ func TestRecordInvocation(t *testing.T) {
 		Attempts: []invoke.Attempt{{Binding: "native", Attempt: 1, DurationMS: 0.25}}, DurationMS: 0.5}
 	check := func(t *testing.T, l *audit.Log, want int) {
 		t.Helper()
-		events, err := l.List(t.Context(), audit.Filter{Kind: audit.KindInvocation})
+		events, err := l.List(t.Context(), chain.Filter{Kind: audit.KindInvocation})
 		if err != nil || len(events) != want {
 			t.Fatalf("List = %v, %v; want %d invocation events", events, err, want)
 		}
@@ -337,7 +338,7 @@ func TestRecorder(t *testing.T) {
 	if _, err := api.Deprecate(ctx, "ossa", "text", "echo", "1.0", registry.DeprecateRequest{MigrationGuide: "use upper"}); err != nil {
 		t.Fatal(err)
 	}
-	events, err := l.List(ctx, audit.Filter{})
+	events, err := l.List(ctx, chain.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
-func digest(t *testing.T, e audit.Event) string {
+func digest(t *testing.T, e chain.Event) string {
 	t.Helper()
 	var d struct{ Digest string }
 	if err := json.Unmarshal(e.Data, &d); err != nil || len(d.Digest) != 64 {

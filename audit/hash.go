@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caphub/caphub/audit/chain"
 )
 
 // GenesisHash is the PrevHash of the first event: 64 zeros.
@@ -32,7 +34,7 @@ var GenesisHash = strings.Repeat("0", 64)
 //
 // Anyone can check a chain with a JSON canonicaliser and SHA-256 alone:
 // each Hash is hex(SHA-256(Preimage)), and each PrevHash the Hash before it.
-func Preimage(e Event) []byte {
+func Preimage(e chain.Event) []byte {
 	var b bytes.Buffer
 	b.Grow(160 + len(e.Actor) + len(e.Capability) + len(e.Kind) + len(e.Data))
 	b.WriteString(`{"actor":`)
@@ -55,7 +57,7 @@ func Preimage(e Event) []byte {
 
 // Hash returns the hex SHA-256 of the event's Preimage: what its Hash must
 // be. It ignores e.Hash.
-func Hash(e Event) string {
+func Hash(e chain.Event) string {
 	sum := sha256.Sum256(Preimage(e))
 	return hex.EncodeToString(sum[:])
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
@@ -48,14 +49,14 @@ type registered struct {
 // registered changes nothing and records nothing). Capability is the
 // result's URI (@MAJOR.MINOR); Data holds the full version and the content
 // digest.
-func (l *Log) RegisteredHook(actor string, results []registry.RegisterResult) (*registry.AuditHook, error) {
-	events := make([]Event, len(results))
+func (l *Log) RegisteredHook(actor string, results []registry.RegisterResult) (*chain.Hook, error) {
+	events := make([]chain.Event, len(results))
 	for i, r := range results {
 		b, err := marshalData(KindRegistered, registered{Version: r.Version, Digest: r.Digest})
 		if err != nil {
 			return nil, err
 		}
-		events[i] = Event{Kind: KindRegistered, Actor: actor, Capability: r.URI, Data: b}
+		events[i] = chain.Event{Kind: KindRegistered, Actor: actor, Capability: r.URI, Data: b}
 	}
 	return l.Hook(events...)
 }
@@ -64,14 +65,14 @@ func (l *Log) RegisteredHook(actor string, results []registry.RegisterResult) (*
 // "deprecated" event for every version it marks, whose Capability is the
 // version's full URI (as DeprecateResult lists it) and Data the request
 // (deprecated_by, sunset_date, migration_guide).
-func (l *Log) DeprecatedHook(actor string, req registry.DeprecateRequest, res registry.DeprecateResult) (*registry.AuditHook, error) {
+func (l *Log) DeprecatedHook(actor string, req registry.DeprecateRequest, res registry.DeprecateResult) (*chain.Hook, error) {
 	b, err := marshalData(KindDeprecated, req)
 	if err != nil {
 		return nil, err
 	}
-	events := make([]Event, len(res.Deprecated))
+	events := make([]chain.Event, len(res.Deprecated))
 	for i, uri := range res.Deprecated {
-		events[i] = Event{Kind: KindDeprecated, Actor: actor, Capability: uri, Data: b}
+		events[i] = chain.Event{Kind: KindDeprecated, Actor: actor, Capability: uri, Data: b}
 	}
 	return l.Hook(events...)
 }

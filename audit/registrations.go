@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 )
@@ -76,7 +77,7 @@ func versions(n int64) string {
 // versions has its "registered" event in the chain: an event about the
 // version's URI (@MAJOR.MINOR, as the registry records it) whose data names
 // its full version. Since a version and its event commit in one
-// transaction (registry.AuditedStore), a version without one was stored
+// transaction (registry.Store.PutAudited), a version without one was stored
 // past the registry, or its event was removed — which the chain alone
 // cannot show when the newest events were cut off. Versions stored before
 // the chain's first event predate it and are counted apart; when the chain
@@ -86,7 +87,7 @@ func versions(n int64) string {
 // "registered" events of the page; memory does not grow with the registry.
 func (l *Log) CheckRegistrations(ctx context.Context, vs Versions) (*RegistrationCheck, error) {
 	c := &RegistrationCheck{}
-	first, err := l.store.ListAudit(ctx, Filter{Limit: 1})
+	first, err := l.store.ListAudit(ctx, chain.Filter{Limit: 1})
 	if err != nil {
 		return nil, fmt.Errorf("check registrations: %w", err)
 	}
@@ -145,7 +146,7 @@ func (l *Log) registeredVersions(ctx context.Context, uris []string) (map[string
 	}
 	distinct := slices.Clone(uris)
 	slices.Sort(distinct)
-	events, err := l.store.ListAudit(ctx, Filter{Capabilities: slices.Compact(distinct), Kind: KindRegistered})
+	events, err := l.store.ListAudit(ctx, chain.Filter{Capabilities: slices.Compact(distinct), Kind: KindRegistered})
 	if err != nil {
 		return nil, fmt.Errorf("check registrations: list the registered events: %w", err)
 	}

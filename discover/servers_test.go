@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
@@ -35,7 +36,7 @@ func TestServerChangesRecorded(t *testing.T) {
 	if err := s.RemoveServer(ctx, "files"); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("second remove: %v", err)
 	}
-	events, err := log.List(ctx, audit.Filter{})
+	events, err := log.List(ctx, chain.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

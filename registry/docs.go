@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/caphub/caphub/audit/chain"
 )
 
 // Doc is a JSON document a store keeps beside the capabilities, for the
@@ -26,8 +28,9 @@ type DocOp struct {
 	Delete bool
 }
 
-// DocStore keeps documents. Both stores implement it (store/storetest runs
-// one behaviour suite against both).
+// DocStore keeps documents: the part of Store that the registry's other
+// records need. Both stores implement it (store/storetest runs one
+// behaviour suite against both).
 type DocStore interface {
 	// PutDoc creates or replaces a document.
 	PutDoc(ctx context.Context, kind, key string, value []byte) error
@@ -42,6 +45,10 @@ type DocStore interface {
 	// ApplyDocs applies every op in one transaction: all or nothing. A
 	// delete of a missing document is not an error here.
 	ApplyDocs(ctx context.Context, ops []DocOp) error
+	// ApplyDocsAudited is ApplyDocs recording the ops with every event of
+	// hook.Events in the same transaction (see Store); a nil hook makes
+	// the plain ApplyDocs.
+	ApplyDocsAudited(ctx context.Context, ops []DocOp, hook *chain.Hook) error
 }
 
 // ApplyDocsRecorded applies ops to docs in one transaction together with
@@ -53,13 +60,9 @@ func ApplyDocsRecorded(ctx context.Context, docs DocStore, rec ChangeRecorder, o
 	if rec == nil {
 		return docs.ApplyDocs(ctx, ops)
 	}
-	as, ok := docs.(AuditedStore)
-	if !ok {
-		return fmt.Errorf("record %s: the store %T cannot commit audit events with its writes, so nothing was written: use a SQLite or PostgreSQL store", kind, docs)
-	}
 	hook, err := rec.ChangeHook(kind, actor, capability, data)
 	if err != nil {
 		return fmt.Errorf("record %s: %w: nothing was written", kind, err)
 	}
-	return as.ApplyDocsAudited(ctx, ops, hook)
+	return docs.ApplyDocsAudited(ctx, ops, hook)
 }

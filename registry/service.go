@@ -42,25 +42,14 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
 // WithRecorder records every registration and deprecation with r's events,
-// committed in the change's own transaction (see AuditedStore): a change
-// whose events cannot be written is not made. The store must implement
-// AuditedStore (both stores do); otherwise every change fails.
+// committed in the change's own transaction (see Store.PutAudited): a
+// change whose events cannot be written is not made.
 func WithRecorder(r ChangeRecorder) Option { return func(s *Service) { s.recorder = r } }
 
 // Recorder returns the recorder of WithRecorder, nil when there is none, so
 // that the registry's other writers (agents, saved servers) record their
 // changes in the same audit chain.
 func (s *Service) Recorder() ChangeRecorder { return s.recorder }
-
-// audited returns the store's audited writes, or an error when a recorder
-// is set and the store cannot commit its events with its writes.
-func (s *Service) audited() (AuditedStore, error) {
-	as, ok := s.store.(AuditedStore)
-	if !ok {
-		return nil, fmt.Errorf("the store %T cannot commit audit events with its writes, so nothing was written: use a SQLite or PostgreSQL store", s.store)
-	}
-	return as, nil
-}
 
 // WithVerifier sets the trust check of registration: check is called, with
 // the registration's context (which says who registers: an API token, for
@@ -373,15 +362,11 @@ func (s *Service) put(ctx context.Context, recs []Record, out []RegisterResult) 
 	if s.recorder == nil {
 		return s.store.Put(ctx, recs)
 	}
-	as, err := s.audited()
-	if err != nil {
-		return nil, err
-	}
 	hook, err := s.recorder.RegisteredHook(ActorFrom(ctx), out)
 	if err != nil {
 		return nil, fmt.Errorf("record the registration: %w: nothing was registered", err)
 	}
-	return as.PutAudited(ctx, recs, hook)
+	return s.store.PutAudited(ctx, recs, hook)
 }
 
 // inferenceSource is what domain inference starts from: for an mcp: URI the
@@ -577,15 +562,13 @@ func (s *Service) Get(ctx context.Context, scheme, domain, name, version string)
 }
 
 // GetRaw returns one version's stored definition JSON, digest and trust
-// tier, for a full version on a store that can (ok false otherwise: use
-// Get).
+// tier, for a full version (ok false otherwise: use Get).
 func (s *Service) GetRaw(ctx context.Context, scheme, domain, name, version string) (raw RawRecord, ok bool, err error) {
-	rg, can := s.store.(RawGetter)
 	v, perr := capability.ParseVersion(version)
-	if !can || perr != nil || v.Parts != 3 {
+	if perr != nil || v.Parts != 3 {
 		return RawRecord{}, false, nil
 	}
-	raw, err = rg.GetRaw(ctx, Key{Scheme: scheme, Domain: domain, Name: name, Version: v.Full()})
+	raw, err = s.store.GetRaw(ctx, Key{Scheme: scheme, Domain: domain, Name: name, Version: v.Full()})
 	return raw, true, err
 }
 
@@ -705,14 +688,10 @@ func (s *Service) deprecate(ctx context.Context, ds []Deprecation, req Deprecate
 		_, err := s.store.Deprecate(ctx, ds)
 		return err
 	}
-	as, err := s.audited()
-	if err != nil {
-		return err
-	}
 	hook, err := s.recorder.DeprecatedHook(ActorFrom(ctx), req, res)
 	if err != nil {
 		return fmt.Errorf("record the deprecation: %w: nothing was deprecated", err)
 	}
-	_, err = as.DeprecateAudited(ctx, ds, hook)
+	_, err = s.store.DeprecateAudited(ctx, ds, hook)
 	return err
 }

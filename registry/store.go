@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 )
 
@@ -170,18 +171,36 @@ type Event struct {
 	Key  Key
 }
 
-// Store persists capability versions and answers queries over them. Both
-// implementations (store/sqlite, store/postgres) pass the behaviour suite in
+// Store persists capability versions, the documents kept beside them and
+// the audit chain, and answers queries over them. Both implementations
+// (store/sqlite, store/postgres) pass the behaviour suites in
 // store/storetest. All methods are safe for concurrent use.
+//
+// The audited writes (PutAudited, DeprecateAudited and DocStore's
+// ApplyDocsAudited) commit a write and the audit events that record it in
+// one database transaction; a nil hook makes the plain write (Put,
+// Deprecate, ApplyDocs). In the transaction the store makes the write,
+// then takes the audit chain's lock (SQLite: its single writer already
+// holds it; PostgreSQL: the advisory lock AppendAudit takes, taken last so
+// that it is held only until the commit), reads the chain's last event,
+// calls hook.Chain and inserts the events it returns. When any step fails
+// nothing is written, neither the change nor its events.
 type Store interface {
 	// Put stores all records in one transaction. Each is created, or left as
 	// it is when the same key is stored with the same Digest (Created false).
 	// When any key is stored with a different Digest, nothing of the batch is
 	// written and the error is a *ConflictError.
 	Put(ctx context.Context, recs []Record) ([]PutResult, error)
+	// PutAudited is Put recording each created version with its event of
+	// hook.Events (one per record).
+	PutAudited(ctx context.Context, recs []Record, hook *chain.Hook) ([]PutResult, error)
 	// Get returns one version; the error wraps ErrNotFound and names the key
 	// when there is none.
 	Get(ctx context.Context, k Key) (Record, error)
+	// GetRaw returns one version's definition as stored (the JSON encoding
+	// of a capability.Definition), its digest and trust tier, without
+	// decoding it (the REST API serves it as it is); ErrNotFound as Get.
+	GetRaw(ctx context.Context, k Key) (RawRecord, error)
 	// Versions returns every version of a capability in ascending semver
 	// precedence; an empty slice, not an error, when there is none.
 	Versions(ctx context.Context, scheme, domain, name string) ([]Record, error)
@@ -198,6 +217,9 @@ type Store interface {
 	// version does not exist, nothing changes and the error wraps
 	// ErrNotFound and names it.
 	Deprecate(ctx context.Context, ds []Deprecation) ([]Record, error)
+	// DeprecateAudited is Deprecate recording the deprecation with every
+	// event of hook.Events.
+	DeprecateAudited(ctx context.Context, ds []Deprecation, hook *chain.Hook) ([]Record, error)
 	// KeysWithPrefix returns the capabilities p selects, each once (Key
 	// without Version), ordered by domain and name: an index range scan,
 	// for the tool-name check of registration.
@@ -211,6 +233,9 @@ type Store interface {
 	Watch(ctx context.Context) (<-chan Event, error)
 	// Close releases the store's resources and closes its Watch channels.
 	Close() error
+
+	DocStore
+	chain.Store
 }
 
 // VersionKey returns a string whose byte order is the Semantic Versioning
@@ -280,21 +305,12 @@ func isNumeric(s string) bool {
 	return true
 }
 
-// RawGetter is implemented by stores that can return one version's stored
-// definition JSON without decoding it; the REST API serves it as it is.
-type RawGetter interface {
-	// GetRaw returns the definition as stored (the JSON encoding of a
-	// capability.Definition), its digest and trust tier; ErrNotFound as
-	// Get.
-	GetRaw(ctx context.Context, k Key) (RawRecord, error)
-}
-
 // TrustTierHeader is the HTTP header in which caphub serve answers a GET of
 // one version with its Record.TrustTier (verified, trusted, community,
 // untrusted; absent for a version registered before tiers existed).
 const TrustTierHeader = "Caphub-Trust-Tier"
 
-// RawRecord is one version as RawGetter returns it.
+// RawRecord is one version as Store.GetRaw returns it.
 type RawRecord struct {
 	Definition []byte // the stored JSON
 	Digest     string

@@ -38,6 +38,7 @@ import (
 
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
@@ -136,7 +137,7 @@ func main() {
 
 	// The "on" configuration must have written both kinds of event.
 	for _, kind := range []string{audit.KindPolicyDecision, audit.KindInvocation} {
-		evs, err := auditLog.List(ctx, audit.Filter{Kind: kind, Limit: 1})
+		evs, err := auditLog.List(ctx, chain.Filter{Kind: kind, Limit: 1})
 		if err != nil || len(evs) == 0 {
 			log.Fatalf("no %s event in the audit chain (%v): the benchmark does not measure what it says", kind, err)
 		}

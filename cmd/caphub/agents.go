@@ -34,17 +34,13 @@ func withAgents(cmd *cobra.Command, fn func(*agent.Agents) error) error {
 	}
 	return withRegistry(cmd, func(reg registry.API) error {
 		svc, ok := reg.(*registry.Service)
-		var docs registry.DocStore
-		if ok {
-			docs, ok = svc.Store().(registry.DocStore)
-		}
 		if !ok {
 			return fmt.Errorf("the database %s cannot keep agents (its store keeps no documents)", dbFlag(cmd))
 		}
 		if _, err := svc.RegisterBatch(registry.WithActor(cmd.Context(), "caphub"), builtin.Definitions()); err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the built-in capabilities could not be registered in %s, so agents cannot use them: %v\n", dbFlag(cmd), err)
 		}
-		return fn(agent.NewAgents(docs, svc, agent.WithRecorder(svc.Recorder())))
+		return fn(agent.NewAgents(svc.Store(), svc, agent.WithRecorder(svc.Recorder())))
 	})
 }
 

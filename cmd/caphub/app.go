@@ -108,16 +108,6 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, err
 	}
 	a := &app{store: st, closers: []func() error{st.Close}}
-	docs, ok := st.(registry.DocStore)
-	if !ok {
-		a.Close()
-		return nil, fmt.Errorf("the store at %s cannot keep documents", c.db)
-	}
-	chain, ok := st.(audit.Store)
-	if !ok {
-		a.Close()
-		return nil, fmt.Errorf("the store at %s cannot keep the audit chain", c.db)
-	}
 	auditOpts := []audit.Option{audit.WithLogger(c.log)}
 	if sync, err := audit.SyncFromEnv(); err != nil {
 		a.Close()
@@ -125,7 +115,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	} else if sync {
 		auditOpts = append(auditOpts, audit.WithSyncInvocations())
 	}
-	a.audit = audit.New(chain, auditOpts...)
+	a.audit = audit.New(st, auditOpts...)
 	a.closers = append(a.closers, a.audit.Close)
 	verifier, err := trustVerifier()
 	if err != nil {
@@ -137,14 +127,14 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	// What definitions and API-saved servers may make caphub do: the
 	// operator's allow-lists, never the definitions' own say.
 	a.permits = &permit.Permits{Commands: c.allowCmds, Env: c.allowEnv, Hosts: c.allowHosts}
-	a.servers = discover.NewServers(docs, discover.APIPermits(a.permits), discover.WithRecorder(a.audit))
+	a.servers = discover.NewServers(st, discover.APIPermits(a.permits), discover.WithRecorder(a.audit))
 	a.metrics = metrics.New()
 	if _, err := a.svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions()); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("register the built-in capabilities: %w", err)
 	}
 	handlers := map[string]native.Handler{}
-	for name, h := range builtin.Handlers(builtin.Env{Registry: a.svc, Docs: docs, Log: c.log, Metrics: metricSink{a.metrics}, Now: time.Now}) {
+	for name, h := range builtin.Handlers(builtin.Env{Registry: a.svc, Docs: st, Log: c.log, Metrics: metricSink{a.metrics}, Now: time.Now}) {
 		handlers[name] = native.Handler(h)
 	}
 	mcpB := mcpbind.New(a.servers, mcpbind.Options{ClientVersion: buildVersion(), Log: c.log})
@@ -163,8 +153,8 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		a.Close()
 		return nil, err
 	}
-	a.governance = policy.NewEngine(docs, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: humanApproval, Log: c.log})
-	a.agents = agent.NewAgents(docs, a.svc, agent.WithRecorder(a.audit))
+	a.governance = policy.NewEngine(st, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: humanApproval, Log: c.log})
+	a.agents = agent.NewAgents(st, a.svc, agent.WithRecorder(a.audit))
 	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{
 		Policy:    a.governance,
 		Recorder:  recorders{logRecorder{c.log}, a.audit},

@@ -16,7 +16,6 @@ import (
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/governance/policy"
-	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
 
@@ -38,16 +37,9 @@ func withGovernance(cmd *cobra.Command, fn func(*policy.Policies, *policy.Approv
 		return err
 	}
 	defer st.Close()
-	docs, ok := st.(registry.DocStore)
-	if !ok {
-		return fmt.Errorf("the database %s cannot keep policies or approvals (its store keeps no documents): use a SQLite file or a postgres:// database with --db", db)
-	}
-	var log *audit.Log
-	if chain, ok := st.(audit.Store); ok {
-		log = audit.New(chain)
-		defer log.Close()
-	}
-	return fn(policy.NewPolicies(docs), policy.NewApprovals(docs, log, nil, 0))
+	log := audit.New(st)
+	defer log.Close()
+	return fn(policy.NewPolicies(st), policy.NewApprovals(st, log, nil, 0))
 }
 
 func newApprovalCmd() *cobra.Command {

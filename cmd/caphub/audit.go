@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
@@ -44,7 +45,7 @@ func newAuditListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f := audit.Filter{}
+			f := chain.Filter{}
 			f.Capability, _ = cmd.Flags().GetString("capability")
 			f.Kind, _ = cmd.Flags().GetString("kind")
 			f.AfterSeq, _ = cmd.Flags().GetInt64("after-seq")
@@ -80,8 +81,8 @@ func newAuditListCmd() *cobra.Command {
 
 // collectEvents pages through the events the filter selects, up to limit
 // (0: all).
-func collectEvents(cmd *cobra.Command, l *audit.Log, f audit.Filter, limit int) ([]audit.Event, error) {
-	out := []audit.Event{}
+func collectEvents(cmd *cobra.Command, l *audit.Log, f chain.Filter, limit int) ([]chain.Event, error) {
+	out := []chain.Event{}
 	for {
 		f.Limit = auditPageSize
 		if limit > 0 {
@@ -99,7 +100,7 @@ func collectEvents(cmd *cobra.Command, l *audit.Log, f audit.Filter, limit int) 
 	}
 }
 
-func printEvents(cmd *cobra.Command, format string, events []audit.Event) error {
+func printEvents(cmd *cobra.Command, format string, events []chain.Event) error {
 	out := cmd.OutOrStdout()
 	if format == "json" {
 		return writeJSON(out, map[string]any{"items": events})
@@ -199,11 +200,7 @@ func withAuditLog(cmd *cobra.Command, fn func(l *audit.Log, st registry.Store) e
 		return err
 	}
 	defer st.Close()
-	chain, ok := st.(audit.Store)
-	if !ok {
-		return fmt.Errorf("the store at %s (%T) does not keep an audit chain: use a SQLite file or a postgres:// database with --db", db, st)
-	}
-	return fn(audit.New(chain), st)
+	return fn(audit.New(st), st)
 }
 
 // parseSince reads --since: an RFC 3339 time, a date (midnight UTC), or a

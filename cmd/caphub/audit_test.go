@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/store/sqlite"
 )
 
@@ -36,7 +37,7 @@ func TestAuditCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := audit.New(st)
-	for i, e := range []audit.Event{
+	for i, e := range []chain.Event{
 		{Kind: audit.KindRegistered, Actor: "alice", Capability: "ossa:text/echo@1.0", Data: json.RawMessage(`{"version":"1.0.0"}`)},
 		{Kind: audit.KindInvocation, Actor: "agent-7", Capability: "ossa:text/echo@1", Data: json.RawMessage(`{"code":""}`)},
 		{Kind: audit.KindRegistered, Actor: "alice", Capability: "ossa:text/upper@1.0", Data: json.RawMessage(`{"version":"1.0.0"}`)},
@@ -73,7 +74,7 @@ func TestAuditCommands(t *testing.T) {
 		{[]string{"--since", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, []int64{}},
 	} {
 		code, out, errOut := cli(append([]string{"audit", "list", "--format", "json"}, tt.args...)...)
-		var got struct{ Items []audit.Event }
+		var got struct{ Items []chain.Event }
 		if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
 			t.Errorf("list %v: exit %d\n%s%s", tt.args, code, out, errOut)
 			continue

@@ -24,9 +24,7 @@ func serversOf(reg registry.API) (discover.ServerAPI, error) {
 	case *client.Client:
 		return r, nil
 	case *registry.Service:
-		if docs, ok := r.Store().(registry.DocStore); ok {
-			return discover.NewServers(docs, discover.WithRecorder(r.Recorder())), nil
-		}
+		return discover.NewServers(r.Store(), discover.WithRecorder(r.Recorder())), nil
 	}
 	return nil, fmt.Errorf("this registry cannot save MCP servers")
 }

@@ -117,9 +117,7 @@ func openRegistry(cmd *cobra.Command) (registry.API, error) {
 	// The command prints its own results; the service logs only problems.
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []registry.Option{registry.WithLogger(log)}
-	if chain, ok := st.(audit.Store); ok {
-		opts = append(opts, registry.WithRecorder(audit.New(chain, audit.WithLogger(log))))
-	}
+	opts = append(opts, registry.WithRecorder(audit.New(st, audit.WithLogger(log))))
 	verifier, err := trustVerifier()
 	if err != nil {
 		st.Close()

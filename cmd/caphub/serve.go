@@ -14,7 +14,6 @@ import (
 
 	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/invoke/binding/allowlist"
-	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/guard"
 	"github.com/caphub/caphub/server/mcpfront"
 	"github.com/caphub/caphub/server/mcpgw"
@@ -67,11 +66,7 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 				return err
 			}
 			defer a.Close()
-			docs, ok := a.store.(registry.DocStore)
-			if !ok {
-				return fmt.Errorf("database %s keeps no documents, so it cannot hold API tokens", dbFlag(cmd))
-			}
-			tokens := auth.New(docs)
+			tokens := auth.New(a.store)
 			exist, err := tokens.Exist(ctx)
 			if err != nil {
 				return err

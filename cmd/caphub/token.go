@@ -9,7 +9,6 @@ import (
 
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/auth"
-	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
 
@@ -45,12 +44,7 @@ func openTokens(cmd *cobra.Command) (*auth.Tokens, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	docs, ok := st.(registry.DocStore)
-	if !ok {
-		_ = st.Close()
-		return nil, nil, fmt.Errorf("database %s keeps no documents, so it cannot hold tokens", db)
-	}
-	return auth.New(docs), st.Close, nil
+	return auth.New(st), st.Close, nil
 }
 
 func newTokenCreateCmd() *cobra.Command {

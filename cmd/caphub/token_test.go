@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/caphub/caphub/auth"
-	"github.com/caphub/caphub/registry"
 )
 
 func TestTokenCLI(t *testing.T) {
@@ -52,7 +51,7 @@ func TestTokenCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := auth.New(st.(registry.DocStore)).Authenticate(context.Background(), secret)
+	tok, err := auth.New(st).Authenticate(context.Background(), secret)
 	_ = st.Close()
 	if err != nil || tok.Name != "ci-bot" || !tok.Has(auth.ScopeInvoke) || tok.Has(auth.ScopePublish) {
 		t.Fatalf("Authenticate = %+v, %v", tok, err)
@@ -70,7 +69,7 @@ func TestTokenCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = auth.New(st.(registry.DocStore)).Authenticate(context.Background(), secret)
+	_, err = auth.New(st).Authenticate(context.Background(), secret)
 	_ = st.Close()
 	if !errors.Is(err, auth.ErrRevoked) {
 		t.Fatalf("after revoke: %v, want ErrRevoked", err)

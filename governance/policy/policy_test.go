@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
@@ -187,7 +188,7 @@ func TestAllowAndAudit(t *testing.T) {
 	if err := e.audit.Flush(ctx); err != nil { // decisions are enqueued, not waited for
 		t.Fatal(err)
 	}
-	evs, err := e.audit.List(ctx, audit.Filter{Kind: audit.KindPolicyDecision})
+	evs, err := e.audit.List(ctx, chain.Filter{Kind: audit.KindPolicyDecision})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestApprovalFlow(t *testing.T) {
 	if err != nil || got.Status != policy.StatusApproved || got.DecidedBy != "alice" || got.UsedAt == nil {
 		t.Errorf("approval after use: %+v %v", got, err)
 	}
-	evs, _ := e.audit.List(ctx, audit.Filter{Kind: audit.KindApproval})
+	evs, _ := e.audit.List(ctx, chain.Filter{Kind: audit.KindApproval})
 	if len(evs) != 1 || evs[0].Actor != "alice" || !strings.Contains(string(evs[0].Data), `"decision":"approved"`) {
 		t.Errorf("approval events: %+v", evs)
 	}

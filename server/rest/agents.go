@@ -10,17 +10,11 @@ import (
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/capability"
-	"github.com/caphub/caphub/registry"
 )
 
-// newAgents returns the agents kept in the server's store, or nil when the
-// store keeps no documents (agentRoutes then serves nothing).
+// newAgents returns the agents kept in the server's store.
 func (s *Server) newAgents() *agent.Agents {
-	docs, ok := s.svc.Store().(registry.DocStore)
-	if !ok {
-		return nil
-	}
-	return agent.NewAgents(docs, s.svc, agent.WithRecorder(s.svc.Recorder()))
+	return agent.NewAgents(s.svc.Store(), s.svc, agent.WithRecorder(s.svc.Recorder()))
 }
 
 // agentRoutes are the agent endpoints: agents applied from OSSA manifests,

@@ -79,11 +79,9 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	if docs, ok := svc.Store().(registry.DocStore); ok {
-		// What is saved here arrived over the API: the operator's
-		// allow-lists bound it.
-		s.servers = discover.NewServers(docs, discover.SavedOverAPI(), discover.APIPermits(s.permits), discover.WithRecorder(svc.Recorder()))
-	}
+	// What is saved here arrived over the API: the operator's allow-lists
+	// bound it.
+	s.servers = discover.NewServers(svc.Store(), discover.SavedOverAPI(), discover.APIPermits(s.permits), discover.WithRecorder(svc.Recorder()))
 	s.routes()
 	return s
 }

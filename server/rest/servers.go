@@ -11,12 +11,8 @@ import (
 	"github.com/caphub/caphub/mcpconn"
 )
 
-// serverRoutes are the saved MCP server endpoints; present when the store
-// can keep documents.
+// serverRoutes are the saved MCP server endpoints.
 func (s *Server) serverRoutes() []route {
-	if s.servers == nil {
-		return nil
-	}
 	name := []param{{name: "name", in: "path", required: true, desc: "saved server name"}}
 	return []route{
 		{method: "GET", path: "/v1/servers", scope: auth.ScopeRead, summary: "List saved MCP servers by name, a page at a time", params: pageParams, handler: s.listServers, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},

@@ -5,35 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/audit/chain"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
-var _ registry.AuditStore = (*Store)(nil)
+var _ chain.Store = (*Store)(nil)
 
 // auditColumns are the columns scanAudit reads.
 const auditColumns = `seq, time, kind, actor, capability, data::text, prev_hash, hash`
 
-// auditPage is how many events ScanAudit reads at a time.
-const auditPage = 500
-
 // AppendAudit appends one event to the audit chain; see
-// registry.AuditStore. The transaction first takes the chain's advisory lock
+// chain.Store. The transaction first takes the chain's advisory lock
 // (one per schema, released at commit), so appenders on every replica
 // queue: each reads the last event only once the previous append has
 // committed (in READ COMMITTED every statement sees what committed before
 // it), and none can insert a second event with the same seq. The primary
 // key on seq refuses a fork even if the lock were bypassed.
-func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditEvent) (registry.AuditEvent, error)) (registry.AuditEvent, error) {
+func (s *Store) AppendAudit(ctx context.Context, next func(last *chain.Event) (chain.Event, error)) (chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
-		return registry.AuditEvent{}, err
+		return chain.Event{}, err
 	}
-	var ev registry.AuditEvent
+	var ev chain.Event
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		last, err := s.lockAudit(ctx, tx)
 		if err != nil {
@@ -43,7 +39,7 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 		if err != nil {
 			return err
 		}
-		if err := contract.CheckAuditEvent(ev, last); err != nil {
+		if err := write.CheckAuditEvent(ev, last); err != nil {
 			return fmt.Errorf("event %d: %w", ev.Seq, err)
 		}
 		_, err = tx.Exec(ctx, insertAuditSQL,
@@ -54,19 +50,19 @@ func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditE
 		return nil
 	})
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to postgres %s: %w: nothing was written", s.where, err)
+		return chain.Event{}, fmt.Errorf("append audit event to postgres %s: %w: nothing was written", s.where, err)
 	}
 	ev.Time = ev.Time.UTC()
 	return ev, nil
 }
 
 // AppendAuditBatch appends n events in one transaction; see
-// registry.AuditStore.
-func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *registry.AuditEvent, i int) (registry.AuditEvent, error)) ([]registry.AuditEvent, error) {
+// chain.Store.
+func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	var out []registry.AuditEvent
+	var out []chain.Event
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
 		last, err := s.lockAudit(ctx, tx)
@@ -79,7 +75,7 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 			if err != nil {
 				return err
 			}
-			if err := contract.CheckAuditEvent(ev, last); err != nil {
+			if err := write.CheckAuditEvent(ev, last); err != nil {
 				return fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
 			batch.Queue(insertAuditSQL,
@@ -105,7 +101,7 @@ const insertAuditSQL = `INSERT INTO audit_events (seq, time, kind, actor, capabi
 // it returns, no other transaction can append until tx ends: in READ
 // COMMITTED the read sees every append committed before the lock was
 // granted.
-func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*registry.AuditEvent, error) {
+func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*chain.Event, error) {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
 		return nil, fmt.Errorf("take the audit chain lock: %w", err)
 	}
@@ -120,19 +116,19 @@ func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*registry.AuditEvent,
 }
 
 // appendHook appends, in tx, the events of hook that keep selects (nil:
-// all), chained onto the chain's last event; see registry.AuditedStore. It
+// all), chained onto the chain's last event; see registry.Store. It
 // is the last thing a write transaction does before it commits, so that
 // the chain's lock, which every appender on every replica waits for, is
 // held only for the inserts and the commit.
-func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *registry.AuditHook, keep func(i int) bool) error {
-	if !contract.HookAppends(hook, keep) {
+func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *chain.Hook, keep func(i int) bool) error {
+	if !write.HookAppends(hook, keep) {
 		return nil
 	}
 	last, err := s.lockAudit(ctx, tx)
 	if err != nil {
 		return err
 	}
-	events, err := contract.ChainHook(hook, last, keep)
+	events, err := write.ChainHook(hook, last, keep)
 	if err != nil || len(events) == 0 {
 		return err
 	}
@@ -147,100 +143,41 @@ func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *registry.AuditH
 }
 
 // ListAudit returns the events the filter selects, in ascending seq; see
-// registry.AuditStore.
-func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]registry.AuditEvent, error) {
+// chain.Store.
+func (s *Store) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := contract.CheckAuditFilter(f); err != nil {
+	if err := read.CheckAuditFilter(f); err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
-	query, args := listAuditSQL(f)
+	query, args := read.AuditListQuery(dialect, auditColumns, f)
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
 	}
 	defer rows.Close()
-	out, err := contract.Collect(rows, func() (registry.AuditEvent, error) { return scanAudit(rows) })
+	out, err := read.Collect(rows, func() (chain.Event, error) { return scanAudit(rows) })
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in postgres %s: %w", s.where, err)
 	}
 	return out, nil
 }
 
-// listAuditSQL returns the query of ListAudit and its arguments. A
-// capability without a version matches itself and the range of its
-// versioned URIs, [uri@, uriA) in byte order ('A' follows '@'; the column is
-// COLLATE "C", which the parameters take on), which the (capability, seq)
-// index serves.
-func listAuditSQL(f registry.AuditFilter) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if f.AfterSeq > 0 {
-		where = append(where, `seq > `+arg(f.AfterSeq))
-	}
-	if !f.Since.IsZero() {
-		where = append(where, `time >= `+arg(contract.CeilMicro(f.Since)))
-	}
-	if f.Kind != "" {
-		where = append(where, `kind = `+arg(f.Kind))
-	}
-	if f.Capability != "" {
-		if strings.Contains(f.Capability, "@") {
-			where = append(where, `capability = `+arg(f.Capability))
-		} else {
-			where = append(where, `(capability = `+arg(f.Capability)+` OR (capability >= `+arg(f.Capability+"@")+` AND capability < `+arg(f.Capability+"A")+`))`)
-		}
-	}
-	if len(f.Capabilities) > 0 {
-		where = append(where, `capability = ANY(`+arg(f.Capabilities)+`::text[])`)
-	}
-	query := `SELECT ` + auditColumns + ` FROM audit_events`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	query += ` ORDER BY seq`
-	if f.Limit > 0 {
-		query += ` LIMIT ` + arg(f.Limit)
-	}
-	return query, args
-}
-
 // ScanAudit calls fn with every event in ascending seq, a page at a time;
-// see registry.AuditStore.
-func (s *Store) ScanAudit(ctx context.Context, fn func(registry.AuditEvent) error) error {
-	var after int64
-	for {
-		page, err := s.ListAudit(ctx, registry.AuditFilter{AfterSeq: after, Limit: auditPage})
-		if err != nil {
-			return fmt.Errorf("scan the audit chain after event %d: %w", after, err)
-		}
-		for _, e := range page {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(page) < auditPage {
-			return nil
-		}
-		after = page[len(page)-1].Seq
-	}
+// see chain.Store.
+func (s *Store) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
+	return read.ScanAudit(ctx, s.ListAudit, fn)
 }
 
 // scanAudit reads one row of auditColumns.
-func scanAudit(row pgx.Row) (registry.AuditEvent, error) {
+func scanAudit(row pgx.Row) (chain.Event, error) {
 	var (
-		e    registry.AuditEvent
+		e    chain.Event
 		data string
 	)
 	if err := row.Scan(&e.Seq, &e.Time, &e.Kind, &e.Actor, &e.Capability, &data, &e.PrevHash, &e.Hash); err != nil {
-		return registry.AuditEvent{}, err
+		return chain.Event{}, err
 	}
 	e.Time = e.Time.UTC()
 	e.Data = json.RawMessage(data)

@@ -11,8 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
 var _ registry.DocStore = (*Store)(nil)
@@ -32,11 +34,11 @@ func (s *Store) PutDoc(ctx context.Context, kind, key string, value []byte) erro
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if err := contract.CheckDoc(kind, key, value); err != nil {
-		return fmt.Errorf("put %s: %w", contract.DocName(kind, key), err)
+	if err := write.CheckDoc(kind, key, value); err != nil {
+		return fmt.Errorf("put %s: %w", write.DocName(kind, key), err)
 	}
 	if _, err := s.pool.Exec(ctx, putDocSQL, kind, key, string(value), docTime()); err != nil {
-		return fmt.Errorf("put %s into postgres %s: %w", contract.DocName(kind, key), s.where, err)
+		return fmt.Errorf("put %s into postgres %s: %w", write.DocName(kind, key), s.where, err)
 	}
 	return nil
 }
@@ -46,15 +48,15 @@ func (s *Store) GetDoc(ctx context.Context, kind, key string) (registry.Doc, err
 	if err := s.checkOpen(); err != nil {
 		return registry.Doc{}, err
 	}
-	if err := contract.CheckDocName(kind, key); err != nil {
-		return registry.Doc{}, fmt.Errorf("get %s: %w", contract.DocName(kind, key), err)
+	if err := write.CheckDocName(kind, key); err != nil {
+		return registry.Doc{}, fmt.Errorf("get %s: %w", write.DocName(kind, key), err)
 	}
 	d, err := scanDoc(s.pool.QueryRow(ctx, `SELECT `+docColumns+` FROM docs WHERE kind = $1 AND key = $2`, kind, key))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return registry.Doc{}, fmt.Errorf("%s: %w", contract.DocName(kind, key), registry.ErrNotFound)
+		return registry.Doc{}, fmt.Errorf("%s: %w", write.DocName(kind, key), registry.ErrNotFound)
 	}
 	if err != nil {
-		return registry.Doc{}, fmt.Errorf("get %s from postgres %s: %w", contract.DocName(kind, key), s.where, err)
+		return registry.Doc{}, fmt.Errorf("get %s from postgres %s: %w", write.DocName(kind, key), s.where, err)
 	}
 	return d, nil
 }
@@ -68,37 +70,20 @@ func (s *Store) ListDocs(ctx context.Context, kind, prefix string) ([]registry.D
 		return nil, err
 	}
 	what := fmt.Sprintf("list documents of kind %q with key prefix %q", kind, prefix)
-	if err := contract.CheckDocPrefix(kind, prefix); err != nil {
+	if err := write.CheckDocPrefix(kind, prefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	query, args := listDocsSQL(kind, prefix)
+	query, args := read.DocListQuery(dialect, docColumns, kind, prefix)
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s in postgres %s: %w", what, s.where, err)
 	}
 	defer rows.Close()
-	out, err := contract.Collect(rows, func() (registry.Doc, error) { return scanDoc(rows) })
+	out, err := read.Collect(rows, func() (registry.Doc, error) { return scanDoc(rows) })
 	if err != nil {
 		return nil, fmt.Errorf("%s in postgres %s: %w", what, s.where, err)
 	}
 	return out, nil
-}
-
-// listDocsSQL returns the query of ListDocs and its arguments. The key
-// column is COLLATE "C", which the parameters take on, so the range is in
-// byte order and the primary key's index serves it.
-func listDocsSQL(kind, prefix string) (string, []any) {
-	query := `SELECT ` + docColumns + ` FROM docs WHERE kind = $1`
-	args := []any{kind}
-	if prefix != "" {
-		query += ` AND key >= $2`
-		args = append(args, prefix)
-		if end, ok := contract.PrefixEnd(prefix); ok {
-			query += ` AND key < $3`
-			args = append(args, end)
-		}
-	}
-	return query + ` ORDER BY key`, args
 }
 
 // DeleteDoc deletes a document; see registry.DocStore.
@@ -106,15 +91,15 @@ func (s *Store) DeleteDoc(ctx context.Context, kind, key string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if err := contract.CheckDocName(kind, key); err != nil {
-		return fmt.Errorf("delete %s: %w", contract.DocName(kind, key), err)
+	if err := write.CheckDocName(kind, key); err != nil {
+		return fmt.Errorf("delete %s: %w", write.DocName(kind, key), err)
 	}
 	tag, err := s.pool.Exec(ctx, deleteDocSQL, kind, key)
 	if err != nil {
-		return fmt.Errorf("delete %s from postgres %s: %w", contract.DocName(kind, key), s.where, err)
+		return fmt.Errorf("delete %s from postgres %s: %w", write.DocName(kind, key), s.where, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("delete %s: %w", contract.DocName(kind, key), registry.ErrNotFound)
+		return fmt.Errorf("delete %s: %w", write.DocName(kind, key), registry.ErrNotFound)
 	}
 	return nil
 }
@@ -129,17 +114,17 @@ func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
 }
 
 // ApplyDocsAudited is ApplyDocs committing the events of hook in the same
-// transaction (the chain's lock taken last); see registry.AuditedStore.
-func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *registry.AuditHook) error {
+// transaction (the chain's lock taken last); see registry.Store.
+func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *chain.Hook) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if err := contract.CheckHook(hook, 0); err != nil {
+	if err := write.CheckHook(hook, 0); err != nil {
 		return fmt.Errorf("apply %d document ops: %w: nothing was written", len(ops), err)
 	}
 	for i, op := range ops {
-		if err := contract.CheckDocOp(op); err != nil {
-			return fmt.Errorf("apply %d document ops: op %d (%s): %w: nothing was written", len(ops), i, contract.OpName(op), err)
+		if err := write.CheckDocOp(op); err != nil {
+			return fmt.Errorf("apply %d document ops: op %d (%s): %w: nothing was written", len(ops), i, write.OpName(op), err)
 		}
 	}
 	if len(ops) == 0 {

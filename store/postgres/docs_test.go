@@ -10,7 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/migrate"
+	"github.com/caphub/caphub/store/internal/read"
 )
 
 // TestDocsMigration checks that a schema made before the docs table existed
@@ -50,7 +51,7 @@ func TestDocsMigration(t *testing.T) {
 	s.Close()
 
 	s = open(t, url)
-	migs, _ := contract.LoadMigrations(migrationFiles)
+	migs, _ := migrate.Load(migrationFiles)
 	var n int
 	if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
 		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))
@@ -93,7 +94,7 @@ func TestDocsListUsesIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, prefix := range []string{"key012", "key0%_", "key\U0010ffff"} {
-		query, args := listDocsSQL("k1", prefix)
+		query, args := read.DocListQuery(dialect, docColumns, "k1", prefix)
 		rows, err := s.pool.Query(t.Context(), `EXPLAIN `+query, args...)
 		if err != nil {
 			t.Fatal(err)
@@ -133,12 +134,12 @@ func TestPrefixEnd(t *testing.T) {
 		{"\U0010ffff", "", false},
 		{"\U0010ffff\U0010ffff", "", false},
 	} {
-		end, ok := contract.PrefixEnd(tt.prefix)
+		end, ok := read.PrefixEnd(tt.prefix)
 		if end != tt.end || ok != tt.ok {
-			t.Errorf("contract.PrefixEnd(%+q) = %+q, %v; want %+q, %v", tt.prefix, end, ok, tt.end, tt.ok)
+			t.Errorf("read.PrefixEnd(%+q) = %+q, %v; want %+q, %v", tt.prefix, end, ok, tt.end, tt.ok)
 		}
 		if ok && (!utf8.ValidString(end) || end <= tt.prefix) {
-			t.Errorf("contract.PrefixEnd(%+q) = %+q: not valid UTF-8 above the prefix", tt.prefix, end)
+			t.Errorf("read.PrefixEnd(%+q) = %+q: not valid UTF-8 above the prefix", tt.prefix, end)
 		}
 	}
 }

@@ -3,10 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
 )
 
 // KeysWithPrefix lists capabilities by the start of their key; see
@@ -15,16 +14,13 @@ func (s *Store) KeysWithPrefix(ctx context.Context, p registry.KeyPrefix) ([]reg
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	query, args := contract.KeyPrefixQuery(p, func(n int) string { return "$" + strconv.Itoa(n) })
+	query, args := read.KeyPrefixQuery(dialect, p)
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list capabilities by key prefix in postgres %s: %w", s.where, err)
 	}
 	defer rows.Close()
-	keys, err := contract.Collect(rows, func() (registry.Key, error) {
-		var k registry.Key
-		return k, rows.Scan(&k.Scheme, &k.Domain, &k.Name)
-	})
+	keys, err := read.Keys(rows)
 	if err != nil {
 		return nil, fmt.Errorf("list capabilities by key prefix in postgres %s: %w", s.where, err)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/migrate"
 )
 
 //go:embed migrations/*.sql
@@ -128,7 +128,7 @@ func (s *Store) checkOpen() error {
 // holds an advisory lock on the schema, so that replicas starting at once
 // apply each exactly once.
 func (s *Store) migrate(ctx context.Context) error {
-	migs, err := contract.LoadMigrations(migrationFiles)
+	migs, err := migrate.Load(migrationFiles)
 	if err != nil {
 		return fmt.Errorf("migrate postgres %s: %w (a build problem: report it)", s.where, err)
 	}

@@ -14,9 +14,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/migrate"
 	"github.com/caphub/caphub/store/storetest"
 )
 
@@ -104,7 +105,7 @@ func TestAudit(t *testing.T) {
 		return storetest.AuditTarget{
 			Store:   s,
 			Exec:    func(ctx context.Context, q string) error { _, err := s.pool.Exec(ctx, q); return err },
-			Replica: func(t *testing.T) registry.AuditStore { return open(t, url) },
+			Replica: func(t *testing.T) chain.Store { return open(t, url) },
 		}
 	})
 }
@@ -231,7 +232,7 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 	s := open(t, url)
 	var n int
-	migs, _ := contract.LoadMigrations(migrationFiles)
+	migs, _ := migrate.Load(migrationFiles)
 	if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
 		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))
 	}

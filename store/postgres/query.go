@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
+	"time"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -28,20 +28,9 @@ const rankWeights = `'{0.1, 0.2, 0.4, 1.0}'::float4[]`
 // long descriptions do not win by size alone.
 const rankNormalization = 1
 
-// maxSearchTerms bounds the words of a search text that are used.
-const maxSearchTerms = 32
-
-// args collects query arguments and returns their placeholders.
-type args []any
-
-func (a *args) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
-}
-
 // filterSQL returns the conditions (on capabilities aliased c) that select
 // what f asks for, joined with AND, adding their arguments to a.
-func filterSQL(f registry.ListFilter, a *args) string {
+func filterSQL(f registry.ListFilter, a *read.Args) string {
 	conds := []string{"true"}
 	if !f.AllVersions {
 		conds = append(conds, "c.is_latest")
@@ -50,7 +39,7 @@ func filterSQL(f registry.ListFilter, a *args) string {
 		{"c.scheme", f.Scheme}, {"c.name", f.Name}, {"c.stability", f.Stability}, {"c.source", f.Source},
 	} {
 		if eq.val != "" {
-			conds = append(conds, eq.col+" = "+a.add(eq.val))
+			conds = append(conds, eq.col+" = "+a.Add(eq.val))
 		}
 	}
 	// Hierarchical values match when equal, when the stored value is below
@@ -64,14 +53,14 @@ func filterSQL(f registry.ListFilter, a *args) string {
 			continue
 		}
 		cond := fmt.Sprintf("c.id IN (SELECT capability_id FROM %s WHERE %s = ANY(%s::text[]) OR (%s >= %s AND %s < %s))",
-			h.table, h.col, a.add(contract.DottedAncestors(h.val)), h.col, a.add(h.val+"."), h.col, a.add(h.val+"/"))
+			h.table, h.col, a.Add(read.DottedAncestors(h.val)), h.col, a.Add(h.val+"."), h.col, a.Add(h.val+"/"))
 		conds = append(conds, cond)
 	}
 	for _, m := range []struct{ table, col, val string }{
 		{"capability_intents", "intent", f.Intent}, {"capability_bindings", "binding_type", f.BindingType},
 	} {
 		if m.val != "" {
-			conds = append(conds, fmt.Sprintf("c.id IN (SELECT capability_id FROM %s WHERE %s = %s)", m.table, m.col, a.add(m.val)))
+			conds = append(conds, fmt.Sprintf("c.id IN (SELECT capability_id FROM %s WHERE %s = %s)", m.table, m.col, a.Add(m.val)))
 		}
 	}
 	return strings.Join(conds, " AND ")
@@ -98,31 +87,27 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 	if err := s.checkOpen(); err != nil {
 		return registry.Page{}, err
 	}
-	if err := contract.CheckLimit(f.Limit); err != nil {
-		return registry.Page{}, err
-	}
-	fp := contract.Fingerprint("list", f, "")
-	cur, err := contract.DecodeCursor(f.Cursor, "list", fp)
+	cur, fp, err := read.OpenPage("list", f, "")
 	if err != nil {
 		return registry.Page{}, err
 	}
-	var a args
-	where := filterSQL(f, &a)
-	countArgs := slices.Clone(a)
+	a := read.NewArgs(dialect)
+	where := filterSQL(f, a)
+	countArgs := slices.Clone(a.Vals)
 	if cur.After != nil {
 		where += fmt.Sprintf(` AND (c.scheme, c.domain, c.name, c.version_key, c.version) > (%s, %s, %s, %s, %s)`,
-			a.add(cur.After[0]), a.add(cur.After[1]), a.add(cur.After[2]), a.add(cur.After[3]), a.add(cur.After[4]))
+			a.Add(cur.After[0]), a.Add(cur.After[1]), a.Add(cur.After[2]), a.Add(cur.After[3]), a.Add(cur.After[4]))
 	}
 	pageSQL := `SELECT ` + recordColumns + `, c.version_key FROM capabilities c WHERE ` + where +
-		` ORDER BY ` + orderBy + ` LIMIT ` + a.add(sqlLimit(f.Limit))
-	countSQL := `SELECT count(*) FROM capabilities c WHERE ` + filterSQL(f, new(args))
+		` ORDER BY ` + orderBy + ` LIMIT ` + a.Add(sqlLimit(f.Limit))
+	countSQL := `SELECT count(*) FROM capabilities c WHERE ` + filterSQL(f, read.NewArgs(dialect))
 	var page registry.Page
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		page = registry.Page{Items: []registry.Record{}}
 		if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
 			return fmt.Errorf("count: %w", err)
 		}
-		rows, err := tx.Query(ctx, pageSQL, a...)
+		rows, err := tx.Query(ctx, pageSQL, a.Vals...)
 		if err != nil {
 			return err
 		}
@@ -136,7 +121,7 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 			}
 			if f.Limit > 0 && len(page.Items) == f.Limit {
 				last := page.Items[len(page.Items)-1].Key
-				page.NextCursor = contract.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
+				page.NextCursor = read.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
 				break
 			}
 			page.Items = append(page.Items, r)
@@ -159,11 +144,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		return registry.Page{}, err
 	}
 	f := q.Filter
-	if err := contract.CheckLimit(f.Limit); err != nil {
-		return registry.Page{}, err
-	}
-	fp := contract.Fingerprint("search", f, q.Text)
-	cur, err := contract.DecodeCursor(f.Cursor, "search", fp)
+	cur, fp, err := read.OpenPage("search", f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -172,54 +153,56 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		// Nothing searchable (only punctuation or common words).
 		return registry.Page{Items: []registry.Record{}}, nil
 	}
-	var a args
-	query := a.add(tsq)
-	where := filterSQL(f, &a)
+	a := read.NewArgs(dialect)
+	query := a.Add(tsq)
+	where := filterSQL(f, a)
 	table := "capabilities"
 	if where == "true AND c.is_latest" {
 		// Only the latest-version filter: rank from the narrow copy.
 		table, where = "search_latest", "true"
 	}
 	from := ` FROM ` + table + ` c, to_tsquery('english', ` + query + `) AS q WHERE c.search @@ q AND ` + where
-	countArgs := slices.Clone(a)
+	countArgs := slices.Clone(a.Vals)
 	// Rank and count the matches in one pass, sorting only their keys; then
 	// read the definitions of the page's rows.
 	pageSQL := `WITH m AS (SELECT c.id, ` + fmt.Sprintf(`ts_rank(%s, c.search, q, %d)`, rankWeights, rankNormalization) + ` AS rank,
 			c.scheme, c.domain, c.name, c.version_key, c.version, count(*) OVER () AS total` + from + `
-		ORDER BY rank DESC, ` + orderBy + ` LIMIT ` + a.add(sqlLimit(f.Limit)) + ` OFFSET ` + a.add(cur.Offset) + `)
+		ORDER BY rank DESC, ` + orderBy + ` LIMIT ` + a.Add(sqlLimit(f.Limit)) + ` OFFSET ` + a.Add(cur.Offset) + `)
 		SELECT ` + recordColumns + `, m.total FROM m JOIN capabilities c ON c.id = m.id
 		ORDER BY m.rank DESC, m.scheme, m.domain, m.name, m.version_key, m.version`
-	page := registry.Page{Items: []registry.Record{}}
-	err = func() error {
-		rows, err := s.pool.Query(ctx, pageSQL, a...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var total int64
-		for rows.Next() {
-			r, err := scanRecord(rows, &total)
-			if err != nil {
-				return err
-			}
-			page.Items = append(page.Items, r)
-			page.Total = int(total)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(page.Items) == 0 && cur.Offset > 0 {
-			// Past the end: the count needs a query of its own.
-			return s.pool.QueryRow(ctx, `SELECT count(*)`+from, countArgs...).Scan(&page.Total)
-		}
-		return nil
-	}()
+	page, err := s.searchPage(ctx, pageSQL, a.Vals, `SELECT count(*)`+from, countArgs, cur.Offset)
 	if err != nil {
 		return registry.Page{}, fmt.Errorf("search postgres %s for %q: %w", s.where, q.Text, err)
 	}
-	if f.Limit > 0 && len(page.Items) > f.Limit {
-		page.Items = page.Items[:f.Limit]
-		page.NextCursor = contract.Cursor{Kind: "search", Query: fp, Offset: cur.Offset + f.Limit}.Encode()
+	read.EndSearchPage(&page, f.Limit, fp, cur.Offset)
+	return page, nil
+}
+
+// searchPage reads the rows of a search's pageSQL, each with the total
+// of matches, and counts them with countSQL when the page is past the end
+// (offset > 0 and no rows).
+func (s *Store) searchPage(ctx context.Context, pageSQL string, args []any, countSQL string, countArgs []any, offset int) (registry.Page, error) {
+	page := registry.Page{Items: []registry.Record{}}
+	rows, err := s.pool.Query(ctx, pageSQL, args...)
+	if err != nil {
+		return page, err
+	}
+	defer rows.Close()
+	var total int64
+	for rows.Next() {
+		r, err := scanRecord(rows, &total)
+		if err != nil {
+			return page, err
+		}
+		page.Items = append(page.Items, r)
+		page.Total = int(total)
+	}
+	if err := rows.Err(); err != nil {
+		return page, err
+	}
+	if len(page.Items) == 0 && offset > 0 {
+		// Past the end: the count needs a query of its own.
+		return page, s.pool.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total)
 	}
 	return page, nil
 }
@@ -230,45 +213,18 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 // stop words, all required, the last one also matching as a prefix. It
 // returns "" when the text has no word to search for.
 func tsQuery(text string) string {
-	terms := searchTerms(text)
+	terms := read.SearchTerms(text)
 	if len(terms) == 0 {
 		return ""
 	}
 	return strings.Join(terms, " & ") + ":*"
 }
 
-// searchTerms splits text into lower-case words, keeping at most
-// maxSearchTerms distinct ones that are not stop words. A text of stop words
-// only gives none, as PostgreSQL's english configuration does.
-func searchTerms(text string) []string {
-	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-	})
-	var out []string
-	for _, f := range fields {
-		if stopWords[f] || slices.Contains(out, f) {
-			continue
-		}
-		out = append(out, f)
-		if len(out) == maxSearchTerms {
-			break
-		}
-	}
-	return out
+// dialect is PostgreSQL's SQL for the queries package read builds.
+var dialect = read.Dialect{
+	Placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
+	Time:        func(t time.Time) any { return t },
+	AnyOf: func(a *read.Args, col string, values []string) string {
+		return col + ` = ANY(` + a.Add(values) + `::text[])`
+	},
 }
-
-// stopWords are PostgreSQL's english stop words, left out of searches so
-// that both stores treat "scan for vulnerabilities" alike.
-var stopWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`i me my myself we our ours ourselves you your yours yourself yourselves
-		he him his himself she her hers herself it its itself they them their theirs themselves what which
-		who whom this that these those am is are was were be been being have has had having do does did doing
-		a an the and but if or because as until while of at by for with about against between into through
-		during before after above below to from up down in out on off over under again further then once here
-		there when where why how all any both each few more most other some such no nor not only own same so
-		than too very s t can will just don should now`) {
-		m[w] = true
-	}
-	return m
-}()

@@ -12,9 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
 // maxAttempts bounds how often a write transaction is retried after a
@@ -100,18 +102,16 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return err
 }
 
-var _ registry.AuditedStore = (*Store)(nil)
-
 // Put stores the records in one transaction; see registry.Store.
 func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.PutResult, error) {
 	return s.PutAudited(ctx, recs, nil)
 }
 
 // PutAudited is Put committing, in the same transaction, the audit events
-// of hook for the versions it creates; see registry.AuditedStore. The
-// chain's lock is taken after everything else, just before the events are
+// of hook for the versions it creates; see registry.Store. The chain's
+// lock is taken after everything else, just before the events are
 // inserted and the transaction commits.
-func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *registry.AuditHook) ([]registry.PutResult, error) {
+func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *chain.Hook) ([]registry.PutResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -119,188 +119,17 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *re
 	if len(recs) == 0 {
 		return results, nil
 	}
-	if err := contract.CheckHook(hook, len(recs)); err != nil {
+	if err := write.CheckHook(hook, len(recs)); err != nil {
 		return nil, fmt.Errorf("put %d records into postgres %s: %w: nothing was written", len(recs), s.where, err)
 	}
-	now := time.Now()
-	preps := make([]contract.Prepared, len(recs))
-	first := map[registry.Key]int{} // key → index of its first record
-	var unique []int
-	for i, r := range recs {
-		p, err := contract.Prepare(r, now)
-		if err != nil {
-			return nil, err
-		}
-		for f := range p.FTS {
-			p.FTS[f] = clean(p.FTS[f]) // text PostgreSQL can hold
-		}
-		preps[i] = p
-		results[i].Key = r.Key
-		if _, dup := first[r.Key]; !dup {
-			first[r.Key] = i
-			unique = append(unique, i)
-		}
+	b, err := preparePut(recs)
+	if err != nil {
+		return nil, err
 	}
-	// Insert in key order, so that transactions sharing keys wait for each
-	// other in the same order and never deadlock.
-	slices.SortFunc(unique, func(a, b int) int { return compareKeys(recs[a].Key, recs[b].Key) })
-
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		for i := range results {
-			results[i].Created = false
-		}
-		var locks []int64
-		for _, i := range unique {
-			locks = append(locks, s.capabilityLock(recs[i].Key))
-		}
-		slices.Sort(locks)
-		locks = slices.Compact(locks)
-		lockBatch := &pgx.Batch{}
-		for _, l := range locks {
-			lockBatch.Queue(`SELECT pg_advisory_xact_lock($1)`, l)
-		}
-		if err := tx.SendBatch(ctx, lockBatch).Close(); err != nil {
-			return fmt.Errorf("lock capabilities: %w", err)
-		}
-
-		var cols [18][]string
-		var times []time.Time
-		for _, i := range unique {
-			p, k := preps[i], recs[i].Key
-			for c, v := range []string{k.Scheme, k.Domain, k.Name, k.Version, p.VersionKey, p.Stability, p.Source, p.Definition, p.Rec.Digest, p.Rec.TrustTier} {
-				cols[c] = append(cols[c], v)
-			}
-			for c, v := range p.FTS {
-				cols[11+c] = append(cols[11+c], v)
-			}
-			times = append(times, p.RegisteredAt)
-		}
-		args := make([]any, 0, 18)
-		for c := 0; c < 10; c++ {
-			args = append(args, cols[c])
-		}
-		args = append(args, times)
-		for c := 11; c < 18; c++ {
-			args = append(args, cols[c])
-		}
-		rows, err := tx.Query(ctx, insertSQL, args...)
-		if err != nil {
-			return fmt.Errorf("insert: %w", err)
-		}
-		created := map[registry.Key]int64{}
-		for rows.Next() {
-			var id int64
-			var k registry.Key
-			if err := rows.Scan(&id, &k.Scheme, &k.Domain, &k.Name, &k.Version); err != nil {
-				rows.Close()
-				return fmt.Errorf("insert: %w", err)
-			}
-			created[k] = id
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("insert: %w", err)
-		}
-
-		// Keys that existed: identical content is a no-op, other content a
-		// conflict that rolls back the whole batch.
-		stored := map[registry.Key]string{}
-		var missing [4][]string
-		for _, i := range unique {
-			k := recs[i].Key
-			if _, ok := created[k]; ok {
-				stored[k] = recs[i].Digest
-				continue
-			}
-			for c, v := range []string{k.Scheme, k.Domain, k.Name, k.Version} {
-				missing[c] = append(missing[c], v)
-			}
-		}
-		if len(missing[0]) > 0 {
-			rows, err := tx.Query(ctx, `SELECT scheme, domain, name, version, digest FROM capabilities
-				WHERE (scheme, domain, name, version) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]))`,
-				missing[0], missing[1], missing[2], missing[3])
-			if err != nil {
-				return fmt.Errorf("read stored digests: %w", err)
-			}
-			for rows.Next() {
-				var k registry.Key
-				var digest string
-				if err := rows.Scan(&k.Scheme, &k.Domain, &k.Name, &k.Version, &digest); err != nil {
-					rows.Close()
-					return fmt.Errorf("read stored digests: %w", err)
-				}
-				stored[k] = digest
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("read stored digests: %w", err)
-			}
-		}
-		for i, r := range recs {
-			existing, ok := stored[r.Key]
-			if !ok {
-				return fmt.Errorf("put %s: the version was neither inserted nor found: retry", r.Key)
-			}
-			if existing != r.Digest {
-				return &registry.ConflictError{Key: r.Key, ExistingDigest: existing, NewDigest: r.Digest}
-			}
-			_, isNew := created[r.Key]
-			results[i].Created = isNew && first[r.Key] == i
-		}
-		if len(created) == 0 {
-			return nil
-		}
-
-		// Side tables, latest versions and notifications of what was created.
-		var sideIDs [4][]int64
-		var sideVals [4][]string
-		var capCols [3][]string
-		var notes []string
-		seenCap := map[[3]string]bool{}
-		for _, i := range unique {
-			k := recs[i].Key
-			id, ok := created[k]
-			if !ok {
-				continue
-			}
-			for t, vals := range [][]string{preps[i].Domains, preps[i].Categories, preps[i].Intents, preps[i].Bindings} {
-				for _, v := range vals {
-					sideIDs[t] = append(sideIDs[t], id)
-					sideVals[t] = append(sideVals[t], v)
-				}
-			}
-			if c := [3]string{k.Scheme, k.Domain, k.Name}; !seenCap[c] {
-				seenCap[c] = true
-				for j := range c {
-					capCols[j] = append(capCols[j], c[j])
-				}
-			}
-		}
-		for i, r := range recs {
-			if results[i].Created {
-				notes = append(notes, payload(registry.EventRegistered, r.Key))
-			}
-		}
-		b := &pgx.Batch{}
-		for t, table := range []string{"capability_domains (capability_id, domain)", "capability_categories (capability_id, category)",
-			"capability_intents (capability_id, intent)", "capability_bindings (capability_id, binding_type)"} {
-			if len(sideIDs[t]) > 0 {
-				b.Queue(`INSERT INTO `+table+` SELECT * FROM unnest($1::bigint[], $2::text[]) ON CONFLICT DO NOTHING`, sideIDs[t], sideVals[t])
-			}
-		}
-		b.Queue(latestSQL, capCols[0], capCols[1], capCols[2])
-		b.Queue(searchLatestDeleteSQL, capCols[0], capCols[1], capCols[2])
-		b.Queue(searchLatestInsertSQL, capCols[0], capCols[1], capCols[2])
-		b.Queue(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.channel, notes)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("index: %w", err)
-		}
-		if hook != nil {
-			return s.appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created })
-		}
-		return nil
-	})
+	for i, r := range recs {
+		results[i].Key = r.Key
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error { return s.putInTx(ctx, tx, b, results, hook) })
 	if err != nil {
 		var ce *registry.ConflictError
 		if errors.As(err, &ce) {
@@ -309,6 +138,284 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *re
 		return nil, fmt.Errorf("put %d records into postgres %s: %w: nothing was written", len(recs), s.where, err)
 	}
 	return results, nil
+}
+
+// putBatch is a batch of records checked and encoded for Put.
+type putBatch struct {
+	recs  []registry.Record
+	preps []write.Prepared
+	first map[registry.Key]int // key → index of its first record
+	// unique are the indexes of each key's first record, in key order, so
+	// that transactions sharing keys insert (and wait for each other) in
+	// the same order and never deadlock.
+	unique []int
+}
+
+// preparePut checks and encodes recs, before any I/O.
+func preparePut(recs []registry.Record) (*putBatch, error) {
+	now := time.Now()
+	b := &putBatch{recs: recs, preps: make([]write.Prepared, len(recs)), first: map[registry.Key]int{}}
+	for i, r := range recs {
+		p, err := write.Prepare(r, now)
+		if err != nil {
+			return nil, err
+		}
+		p.FTS = p.FTS.Map(clean) // text PostgreSQL can hold
+		b.preps[i] = p
+		if _, dup := b.first[r.Key]; !dup {
+			b.first[r.Key] = i
+			b.unique = append(b.unique, i)
+		}
+	}
+	slices.SortFunc(b.unique, func(x, y int) int { return compareKeys(recs[x].Key, recs[y].Key) })
+	return b, nil
+}
+
+// putInTx is one attempt of PutAudited's transaction: it fills results.
+func (s *Store) putInTx(ctx context.Context, tx pgx.Tx, b *putBatch, results []registry.PutResult, hook *chain.Hook) error {
+	for i := range results {
+		results[i].Created = false
+	}
+	if err := s.lockCapabilities(ctx, tx, b); err != nil {
+		return err
+	}
+	created, err := insertVersions(ctx, tx, b)
+	if err != nil {
+		return err
+	}
+	stored, err := storedDigests(ctx, tx, b, created)
+	if err != nil {
+		return err
+	}
+	if err := b.settle(results, created, stored); err != nil {
+		return err
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := s.indexCreated(ctx, tx, b, created, results); err != nil {
+		return err
+	}
+	if hook != nil {
+		return s.appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created })
+	}
+	return nil
+}
+
+// lockCapabilities takes the advisory locks of the batch's capabilities,
+// in ascending order.
+func (s *Store) lockCapabilities(ctx context.Context, tx pgx.Tx, b *putBatch) error {
+	var locks []int64
+	for _, i := range b.unique {
+		locks = append(locks, s.capabilityLock(b.recs[i].Key))
+	}
+	slices.Sort(locks)
+	locks = slices.Compact(locks)
+	batch := &pgx.Batch{}
+	for _, l := range locks {
+		batch.Queue(`SELECT pg_advisory_xact_lock($1)`, l)
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("lock capabilities: %w", err)
+	}
+	return nil
+}
+
+// insertColumns are the parameters of insertSQL: parallel arrays, one
+// element per version to insert.
+type insertColumns struct {
+	scheme, domain, name, version, versionKey, stability, source, definition, digest, trustTier []string
+	registeredAt                                                                                []time.Time
+	tName, tTitle, tDescription, tKeywords, tIntents, tDomains, tCategories                     []string
+}
+
+// add appends one prepared record.
+func (c *insertColumns) add(p write.Prepared) {
+	k := p.Rec.Key
+	c.scheme = append(c.scheme, k.Scheme)
+	c.domain = append(c.domain, k.Domain)
+	c.name = append(c.name, k.Name)
+	c.version = append(c.version, k.Version)
+	c.versionKey = append(c.versionKey, p.VersionKey)
+	c.stability = append(c.stability, p.Stability)
+	c.source = append(c.source, p.Source)
+	c.definition = append(c.definition, p.Definition)
+	c.digest = append(c.digest, p.Rec.Digest)
+	c.trustTier = append(c.trustTier, p.Rec.TrustTier)
+	c.registeredAt = append(c.registeredAt, p.RegisteredAt)
+	c.tName = append(c.tName, p.FTS.Name)
+	c.tTitle = append(c.tTitle, p.FTS.Title)
+	c.tDescription = append(c.tDescription, p.FTS.Description)
+	c.tKeywords = append(c.tKeywords, p.FTS.Keywords)
+	c.tIntents = append(c.tIntents, p.FTS.Intents)
+	c.tDomains = append(c.tDomains, p.FTS.Domains)
+	c.tCategories = append(c.tCategories, p.FTS.Categories)
+}
+
+// args returns the columns in the order of insertSQL's parameters.
+func (c *insertColumns) args() []any {
+	return []any{c.scheme, c.domain, c.name, c.version, c.versionKey, c.stability, c.source, c.definition, c.digest, c.trustTier,
+		c.registeredAt, c.tName, c.tTitle, c.tDescription, c.tKeywords, c.tIntents, c.tDomains, c.tCategories}
+}
+
+// insertVersions inserts the batch's keys that do not exist yet and
+// returns the ids of those it created.
+func insertVersions(ctx context.Context, tx pgx.Tx, b *putBatch) (map[registry.Key]int64, error) {
+	var cols insertColumns
+	for _, i := range b.unique {
+		cols.add(b.preps[i])
+	}
+	rows, err := tx.Query(ctx, insertSQL, cols.args()...)
+	if err != nil {
+		return nil, fmt.Errorf("insert: %w", err)
+	}
+	defer rows.Close()
+	created := map[registry.Key]int64{}
+	for rows.Next() {
+		var id int64
+		var k registry.Key
+		if err := rows.Scan(&id, &k.Scheme, &k.Domain, &k.Name, &k.Version); err != nil {
+			return nil, fmt.Errorf("insert: %w", err)
+		}
+		created[k] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("insert: %w", err)
+	}
+	return created, nil
+}
+
+// keyColumns are parallel arrays of keys, for unnest.
+type keyColumns struct{ scheme, domain, name, version []string }
+
+func (c *keyColumns) add(k registry.Key) {
+	c.scheme = append(c.scheme, k.Scheme)
+	c.domain = append(c.domain, k.Domain)
+	c.name = append(c.name, k.Name)
+	c.version = append(c.version, k.Version)
+}
+
+// storedDigests returns the digest of every key of the batch: the new
+// one of a created key, the stored one of a key that existed.
+func storedDigests(ctx context.Context, tx pgx.Tx, b *putBatch, created map[registry.Key]int64) (map[registry.Key]string, error) {
+	stored := map[registry.Key]string{}
+	var missing keyColumns
+	for _, i := range b.unique {
+		k := b.recs[i].Key
+		if _, ok := created[k]; ok {
+			stored[k] = b.recs[i].Digest
+			continue
+		}
+		missing.add(k)
+	}
+	if len(missing.scheme) == 0 {
+		return stored, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT scheme, domain, name, version, digest FROM capabilities
+		WHERE (scheme, domain, name, version) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]))`,
+		missing.scheme, missing.domain, missing.name, missing.version)
+	if err != nil {
+		return nil, fmt.Errorf("read stored digests: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k registry.Key
+		var digest string
+		if err := rows.Scan(&k.Scheme, &k.Domain, &k.Name, &k.Version, &digest); err != nil {
+			return nil, fmt.Errorf("read stored digests: %w", err)
+		}
+		stored[k] = digest
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read stored digests: %w", err)
+	}
+	return stored, nil
+}
+
+// settle sets results from what was created, or refuses the batch: a key
+// that existed with other content is a conflict that rolls back the whole
+// batch; with identical content it is a no-op.
+func (b *putBatch) settle(results []registry.PutResult, created map[registry.Key]int64, stored map[registry.Key]string) error {
+	for i, r := range b.recs {
+		existing, ok := stored[r.Key]
+		if !ok {
+			return fmt.Errorf("put %s: the version was neither inserted nor found: retry", r.Key)
+		}
+		if existing != r.Digest {
+			return &registry.ConflictError{Key: r.Key, ExistingDigest: existing, NewDigest: r.Digest}
+		}
+		_, isNew := created[r.Key]
+		results[i].Created = isNew && b.first[r.Key] == i
+	}
+	return nil
+}
+
+// sideTables are the capability_* tables of the filters, with the values
+// of a prepared record each holds.
+var sideTables = []struct {
+	table  string
+	values func(p write.Prepared) []string
+}{
+	{"capability_domains (capability_id, domain)", func(p write.Prepared) []string { return p.Domains }},
+	{"capability_categories (capability_id, category)", func(p write.Prepared) []string { return p.Categories }},
+	{"capability_intents (capability_id, intent)", func(p write.Prepared) []string { return p.Intents }},
+	{"capability_bindings (capability_id, binding_type)", func(p write.Prepared) []string { return p.Bindings }},
+}
+
+// indexCreated fills the side tables of the created versions, recomputes
+// the latest versions of their capabilities and notifies watchers of
+// them.
+func (s *Store) indexCreated(ctx context.Context, tx pgx.Tx, b *putBatch, created map[registry.Key]int64, results []registry.PutResult) error {
+	batch := &pgx.Batch{}
+	for _, side := range sideTables {
+		var ids []int64
+		var vals []string
+		for _, i := range b.unique {
+			id, ok := created[b.recs[i].Key]
+			if !ok {
+				continue
+			}
+			for _, v := range side.values(b.preps[i]) {
+				ids, vals = append(ids, id), append(vals, v)
+			}
+		}
+		if len(ids) > 0 {
+			batch.Queue(`INSERT INTO `+side.table+` SELECT * FROM unnest($1::bigint[], $2::text[]) ON CONFLICT DO NOTHING`, ids, vals)
+		}
+	}
+	caps := b.createdCapabilities(created)
+	batch.Queue(latestSQL, caps.scheme, caps.domain, caps.name)
+	batch.Queue(searchLatestDeleteSQL, caps.scheme, caps.domain, caps.name)
+	batch.Queue(searchLatestInsertSQL, caps.scheme, caps.domain, caps.name)
+	var notes []string
+	for i, r := range b.recs {
+		if results[i].Created {
+			notes = append(notes, payload(registry.EventRegistered, r.Key))
+		}
+	}
+	batch.Queue(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.channel, notes)
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	return nil
+}
+
+// createdCapabilities returns each capability with a created version
+// once (Key without Version).
+func (b *putBatch) createdCapabilities(created map[registry.Key]int64) keyColumns {
+	var caps keyColumns
+	seen := map[registry.Key]bool{}
+	for _, i := range b.unique {
+		k := b.recs[i].Key
+		if _, ok := created[k]; !ok {
+			continue
+		}
+		if c := (registry.Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name}); !seen[c] {
+			seen[c] = true
+			caps.add(c)
+		}
+	}
+	return caps
 }
 
 func compareKeys(a, b registry.Key) int {
@@ -359,7 +466,7 @@ func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]re
 // non-nil slice when there are none.
 func collect(rows pgx.Rows) ([]registry.Record, error) {
 	defer rows.Close()
-	return contract.Collect(rows, func() (registry.Record, error) { return scanRecord(rows) })
+	return read.Collect(rows, func() (registry.Record, error) { return scanRecord(rows) })
 }
 
 // Deprecate marks a version deprecated; see registry.Store.
@@ -368,15 +475,15 @@ func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]reg
 }
 
 // DeprecateAudited is Deprecate committing the events of hook in the same
-// transaction (the chain's lock taken last); see registry.AuditedStore.
-func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *registry.AuditHook) ([]registry.Record, error) {
+// transaction (the chain's lock taken last); see registry.Store.
+func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *chain.Hook) ([]registry.Record, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	if err := contract.CheckHook(hook, 0); err != nil {
+	if err := write.CheckHook(hook, 0); err != nil {
 		return nil, fmt.Errorf("deprecate %s in postgres %s: %w: nothing was written", ds[0].Key, s.where, err)
 	}
 	out := make([]registry.Record, len(ds))
@@ -391,9 +498,9 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 			if err != nil {
 				return err
 			}
-			at := contract.DeprecationTime(d.At)
-			contract.ApplyDeprecation(&r, d, at)
-			def, err := contract.MarshalDefinition(r.Definition)
+			at := write.DeprecationTime(d.At)
+			write.ApplyDeprecation(&r, d, at)
+			def, err := write.MarshalDefinition(r.Definition)
 			if err != nil {
 				return err
 			}
@@ -420,10 +527,8 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 	return out, nil
 }
 
-var _ registry.RawGetter = (*Store)(nil)
-
 // GetRaw returns one version's stored definition JSON; see
-// registry.RawGetter.
+// registry.Store.
 func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return registry.RawRecord{}, err

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/watch"
 )
 
 // Watch reports every change to the schema, made by this or any other
@@ -103,14 +103,14 @@ func (s *Store) listen(ctx context.Context) (*listener, error) {
 // has its own queue, drained by its own goroutine.
 type hub struct {
 	mu   sync.Mutex
-	subs map[*contract.Watcher]struct{}
+	subs map[*watch.Watcher]struct{}
 }
 
-func newHub() *hub { return &hub{subs: map[*contract.Watcher]struct{}{}} }
+func newHub() *hub { return &hub{subs: map[*watch.Watcher]struct{}{}} }
 
 // subscribe adds a watcher that lives until ctx ends or it is halted.
 func (h *hub) subscribe(ctx context.Context) <-chan registry.Event {
-	w := contract.NewWatcher()
+	w := watch.New()
 	h.mu.Lock()
 	h.subs[w] = struct{}{}
 	h.mu.Unlock()

@@ -6,59 +6,56 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/audit/chain"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
-var _ registry.AuditStore = (*Store)(nil)
+var _ chain.Store = (*Store)(nil)
 
 // auditColumns are the columns scanAudit reads.
 const auditColumns = `seq, time, kind, actor, capability, data, prev_hash, hash`
 
-// auditPage is how many events ScanAudit reads at a time.
-const auditPage = 500
-
 // AppendAudit appends one event to the audit chain; see
-// registry.AuditStore. The read of the last event and the insert run in one
+// chain.Store. The read of the last event and the insert run in one
 // BEGIN IMMEDIATE transaction on the single writer connection: writers in
 // this process queue for that connection, writers in other processes wait
 // for SQLite's write lock, so no two appends ever see the same last event.
-func (s *Store) AppendAudit(ctx context.Context, next func(last *registry.AuditEvent) (registry.AuditEvent, error)) (registry.AuditEvent, error) {
+func (s *Store) AppendAudit(ctx context.Context, next func(last *chain.Event) (chain.Event, error)) (chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
-		return registry.AuditEvent{}, err
+		return chain.Event{}, err
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
 	}
 	defer tx.Rollback()
 	last, err := lastAudit(ctx, tx)
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: %w", s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: %w", s.path, err)
 	}
 	ev, err := next(last)
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event to sqlite database %s: %w: nothing was written", s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: %w: nothing was written", s.path, err)
 	}
-	if err := contract.CheckAuditEvent(ev, last); err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
+	if err := write.CheckAuditEvent(ev, last); err != nil {
+		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, insertAuditSQL,
 		ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("append audit event %d to sqlite database %s: commit: %w: nothing was written", ev.Seq, s.path, err)
+		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: commit: %w: nothing was written", ev.Seq, s.path, err)
 	}
 	ev.Time = ev.Time.UTC()
 	return ev, nil
 }
 
 // AppendAuditBatch appends n events in one transaction; see
-// registry.AuditStore.
-func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *registry.AuditEvent, i int) (registry.AuditEvent, error)) ([]registry.AuditEvent, error) {
+// chain.Store.
+func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -76,13 +73,13 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *reg
 		return nil, fmt.Errorf("append audit events to sqlite database %s: %w", s.path, err)
 	}
 	defer stmt.Close()
-	out := make([]registry.AuditEvent, 0, n)
+	out := make([]chain.Event, 0, n)
 	for i := 0; i < n; i++ {
 		ev, err := next(last, i)
 		if err != nil {
 			return nil, fmt.Errorf("append audit events to sqlite database %s: %w: nothing was written", s.path, err)
 		}
-		if err := contract.CheckAuditEvent(ev, last); err != nil {
+		if err := write.CheckAuditEvent(ev, last); err != nil {
 			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 		}
 		if _, err := stmt.ExecContext(ctx, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
@@ -104,7 +101,7 @@ const insertAuditSQL = `INSERT INTO audit_events (` + auditColumns + `) VALUES (
 // lastAudit reads the chain's last event in tx (nil when the chain is
 // empty). tx is a write transaction: BEGIN IMMEDIATE holds the database's
 // write lock, so no other writer can append before it commits.
-func lastAudit(ctx context.Context, tx *sql.Tx) (*registry.AuditEvent, error) {
+func lastAudit(ctx context.Context, tx *sql.Tx) (*chain.Event, error) {
 	e, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -117,16 +114,16 @@ func lastAudit(ctx context.Context, tx *sql.Tx) (*registry.AuditEvent, error) {
 
 // appendHook appends, in the write transaction tx, the events of hook that
 // keep selects (nil: all), chained onto the chain's last event; see
-// registry.AuditedStore.
-func appendHook(ctx context.Context, tx *sql.Tx, hook *registry.AuditHook, keep func(i int) bool) error {
-	if !contract.HookAppends(hook, keep) {
+// registry.Store.
+func appendHook(ctx context.Context, tx *sql.Tx, hook *chain.Hook, keep func(i int) bool) error {
+	if !write.HookAppends(hook, keep) {
 		return nil
 	}
 	last, err := lastAudit(ctx, tx)
 	if err != nil {
 		return err
 	}
-	events, err := contract.ChainHook(hook, last, keep)
+	events, err := write.ChainHook(hook, last, keep)
 	if err != nil {
 		return err
 	}
@@ -139,115 +136,45 @@ func appendHook(ctx context.Context, tx *sql.Tx, hook *registry.AuditHook, keep 
 }
 
 // ListAudit returns the events the filter selects, in ascending seq; see
-// registry.AuditStore.
-func (s *Store) ListAudit(ctx context.Context, f registry.AuditFilter) ([]registry.AuditEvent, error) {
+// chain.Store.
+func (s *Store) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	if err := contract.CheckAuditFilter(f); err != nil {
+	if err := read.CheckAuditFilter(f); err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
-	query, args := listAuditSQL(f)
+	query, args := read.AuditListQuery(dialect, auditColumns, f)
 	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	out, err := contract.Collect(rows, func() (registry.AuditEvent, error) { return scanAudit(rows) })
+	out, err := read.Collect(rows, func() (chain.Event, error) { return scanAudit(rows) })
 	if err != nil {
 		return nil, fmt.Errorf("list audit events in sqlite database %s: %w", s.path, err)
 	}
 	return out, nil
 }
 
-// listAuditSQL returns the query of ListAudit and its arguments. A
-// capability without a version matches itself and the range of its
-// versioned URIs, [uri@, uriA) in byte order ('A' follows '@'), which the
-// (capability, seq) index serves.
-func listAuditSQL(f registry.AuditFilter) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	if f.AfterSeq > 0 {
-		where = append(where, `seq > ?`)
-		args = append(args, f.AfterSeq)
-	}
-	if !f.Since.IsZero() {
-		where = append(where, `time >= ?`)
-		args = append(args, formatTime(contract.CeilMicro(f.Since)))
-	}
-	if f.Kind != "" {
-		// With a capability, its index is the narrow one: the unary +
-		// keeps SQLite (which has no statistics) from scanning every event
-		// of the kind instead, per capability.
-		if f.Capability != "" || len(f.Capabilities) > 0 {
-			where = append(where, `+kind = ?`)
-		} else {
-			where = append(where, `kind = ?`)
-		}
-		args = append(args, f.Kind)
-	}
-	if f.Capability != "" {
-		if strings.Contains(f.Capability, "@") {
-			where = append(where, `capability = ?`)
-			args = append(args, f.Capability)
-		} else {
-			where = append(where, `(capability = ? OR (capability >= ? AND capability < ?))`)
-			args = append(args, f.Capability, f.Capability+"@", f.Capability+"A")
-		}
-	}
-	if len(f.Capabilities) > 0 {
-		where = append(where, `capability IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(f.Capabilities)), ", ")+`)`)
-		for _, c := range f.Capabilities {
-			args = append(args, c)
-		}
-	}
-	query := `SELECT ` + auditColumns + ` FROM audit_events`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	query += ` ORDER BY seq`
-	if f.Limit > 0 {
-		query += ` LIMIT ?`
-		args = append(args, f.Limit)
-	}
-	return query, args
-}
-
 // ScanAudit calls fn with every event in ascending seq, a page at a time;
-// see registry.AuditStore.
-func (s *Store) ScanAudit(ctx context.Context, fn func(registry.AuditEvent) error) error {
-	var after int64
-	for {
-		page, err := s.ListAudit(ctx, registry.AuditFilter{AfterSeq: after, Limit: auditPage})
-		if err != nil {
-			return fmt.Errorf("scan the audit chain after event %d: %w", after, err)
-		}
-		for _, e := range page {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(page) < auditPage {
-			return nil
-		}
-		after = page[len(page)-1].Seq
-	}
+// see chain.Store.
+func (s *Store) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
+	return read.ScanAudit(ctx, s.ListAudit, fn)
 }
 
 // scanAudit reads one row of auditColumns.
-func scanAudit(sc scanner) (registry.AuditEvent, error) {
+func scanAudit(sc scanner) (chain.Event, error) {
 	var (
-		e        registry.AuditEvent
+		e        chain.Event
 		at, data string
 	)
 	if err := sc.Scan(&e.Seq, &at, &e.Kind, &e.Actor, &e.Capability, &data, &e.PrevHash, &e.Hash); err != nil {
-		return registry.AuditEvent{}, err
+		return chain.Event{}, err
 	}
 	t, err := parseTime(at)
 	if err != nil {
-		return registry.AuditEvent{}, fmt.Errorf("decode the time of audit event %d: %w: the database is damaged (run caphub audit verify)", e.Seq, err)
+		return chain.Event{}, fmt.Errorf("decode the time of audit event %d: %w: the database is damaged (run caphub audit verify)", e.Seq, err)
 	}
 	e.Time = t
 	e.Data = json.RawMessage(data)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
 
 var _ registry.DocStore = (*Store)(nil)
@@ -21,11 +23,11 @@ func (s *Store) PutDoc(ctx context.Context, kind, key string, value []byte) erro
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if err := contract.CheckDoc(kind, key, value); err != nil {
-		return fmt.Errorf("put %s: %w", contract.DocName(kind, key), err)
+	if err := write.CheckDoc(kind, key, value); err != nil {
+		return fmt.Errorf("put %s: %w", write.DocName(kind, key), err)
 	}
 	if _, err := s.writer.ExecContext(ctx, putDocSQL, kind, key, string(value), formatTime(time.Now())); err != nil {
-		return fmt.Errorf("put %s into sqlite database %s: %w", contract.DocName(kind, key), s.path, err)
+		return fmt.Errorf("put %s into sqlite database %s: %w", write.DocName(kind, key), s.path, err)
 	}
 	return nil
 }
@@ -40,15 +42,15 @@ func (s *Store) GetDoc(ctx context.Context, kind, key string) (registry.Doc, err
 	if err := s.checkOpen(); err != nil {
 		return registry.Doc{}, err
 	}
-	if err := contract.CheckDocName(kind, key); err != nil {
-		return registry.Doc{}, fmt.Errorf("get %s: %w", contract.DocName(kind, key), err)
+	if err := write.CheckDocName(kind, key); err != nil {
+		return registry.Doc{}, fmt.Errorf("get %s: %w", write.DocName(kind, key), err)
 	}
 	d, err := scanDoc(s.reader.QueryRowContext(ctx, `SELECT `+docColumns+` FROM docs WHERE kind = ? AND key = ?`, kind, key))
 	if errors.Is(err, sql.ErrNoRows) {
-		return registry.Doc{}, fmt.Errorf("%s: %w", contract.DocName(kind, key), registry.ErrNotFound)
+		return registry.Doc{}, fmt.Errorf("%s: %w", write.DocName(kind, key), registry.ErrNotFound)
 	}
 	if err != nil {
-		return registry.Doc{}, fmt.Errorf("get %s from sqlite database %s: %w", contract.DocName(kind, key), s.path, err)
+		return registry.Doc{}, fmt.Errorf("get %s from sqlite database %s: %w", write.DocName(kind, key), s.path, err)
 	}
 	return d, nil
 }
@@ -62,36 +64,20 @@ func (s *Store) ListDocs(ctx context.Context, kind, prefix string) ([]registry.D
 		return nil, err
 	}
 	what := fmt.Sprintf("list documents of kind %q with key prefix %q", kind, prefix)
-	if err := contract.CheckDocPrefix(kind, prefix); err != nil {
+	if err := write.CheckDocPrefix(kind, prefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	query, args := listDocsSQL(kind, prefix)
+	query, args := read.DocListQuery(dialect, docColumns, kind, prefix)
 	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s in sqlite database %s: %w", what, s.path, err)
 	}
 	defer rows.Close()
-	out, err := contract.Collect(rows, func() (registry.Doc, error) { return scanDoc(rows) })
+	out, err := read.Collect(rows, func() (registry.Doc, error) { return scanDoc(rows) })
 	if err != nil {
 		return nil, fmt.Errorf("%s in sqlite database %s: %w", what, s.path, err)
 	}
 	return out, nil
-}
-
-// listDocsSQL returns the query of ListDocs and its arguments: a range of
-// the primary key's index, in byte order (BINARY).
-func listDocsSQL(kind, prefix string) (string, []any) {
-	query := `SELECT ` + docColumns + ` FROM docs WHERE kind = ?`
-	args := []any{kind}
-	if prefix != "" {
-		query += ` AND key >= ?`
-		args = append(args, prefix)
-		if end, ok := contract.PrefixEnd(prefix); ok {
-			query += ` AND key < ?`
-			args = append(args, end)
-		}
-	}
-	return query + ` ORDER BY key`, args
 }
 
 // DeleteDoc deletes a document; see registry.DocStore.
@@ -99,19 +85,19 @@ func (s *Store) DeleteDoc(ctx context.Context, kind, key string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if err := contract.CheckDocName(kind, key); err != nil {
-		return fmt.Errorf("delete %s: %w", contract.DocName(kind, key), err)
+	if err := write.CheckDocName(kind, key); err != nil {
+		return fmt.Errorf("delete %s: %w", write.DocName(kind, key), err)
 	}
 	res, err := s.writer.ExecContext(ctx, deleteDocSQL, kind, key)
 	if err != nil {
-		return fmt.Errorf("delete %s from sqlite database %s: %w", contract.DocName(kind, key), s.path, err)
+		return fmt.Errorf("delete %s from sqlite database %s: %w", write.DocName(kind, key), s.path, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("delete %s from sqlite database %s: %w", contract.DocName(kind, key), s.path, err)
+		return fmt.Errorf("delete %s from sqlite database %s: %w", write.DocName(kind, key), s.path, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("delete %s: %w", contract.DocName(kind, key), registry.ErrNotFound)
+		return fmt.Errorf("delete %s: %w", write.DocName(kind, key), registry.ErrNotFound)
 	}
 	return nil
 }
@@ -127,17 +113,17 @@ func (s *Store) ApplyDocs(ctx context.Context, ops []registry.DocOp) error {
 }
 
 // ApplyDocsAudited is ApplyDocs committing the events of hook in the same
-// transaction; see registry.AuditedStore.
-func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *registry.AuditHook) error {
+// transaction; see registry.Store.
+func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook *chain.Hook) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if err := contract.CheckHook(hook, 0); err != nil {
+	if err := write.CheckHook(hook, 0); err != nil {
 		return fmt.Errorf("apply %d document ops: %w: nothing was written", len(ops), err)
 	}
 	for i, op := range ops {
-		if err := contract.CheckDocOp(op); err != nil {
-			return fmt.Errorf("apply %d document ops: op %d (%s): %w: nothing was written", len(ops), i, contract.OpName(op), err)
+		if err := write.CheckDocOp(op); err != nil {
+			return fmt.Errorf("apply %d document ops: op %d (%s): %w: nothing was written", len(ops), i, write.OpName(op), err)
 		}
 	}
 	if len(ops) == 0 {
@@ -166,7 +152,7 @@ func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook
 			_, err = put.ExecContext(ctx, op.Kind, op.Key, string(op.Value), now)
 		}
 		if err != nil {
-			return fmt.Errorf("apply %d document ops to sqlite database %s: op %d (%s): %w: nothing was written", len(ops), s.path, i, contract.OpName(op), err)
+			return fmt.Errorf("apply %d document ops to sqlite database %s: op %d (%s): %w: nothing was written", len(ops), s.path, i, write.OpName(op), err)
 		}
 	}
 	if hook != nil {
@@ -202,7 +188,7 @@ func scanDoc(sc scanner) (registry.Doc, error) {
 	d.Value = []byte(value)
 	t, err := parseTime(updatedAt)
 	if err != nil {
-		return registry.Doc{}, fmt.Errorf("decode updated_at of %s: %w: the database is damaged", contract.DocName(d.Kind, d.Key), err)
+		return registry.Doc{}, fmt.Errorf("decode updated_at of %s: %w: the database is damaged", write.DocName(d.Kind, d.Key), err)
 	}
 	d.UpdatedAt = t
 	return d, nil

@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/migrate"
+	"github.com/caphub/caphub/store/internal/read"
 )
 
 // TestDocsMigration checks that a database made before the docs table
@@ -49,7 +50,7 @@ func TestDocsMigration(t *testing.T) {
 	s.Close()
 
 	s = open(t, path)
-	migs, _ := contract.LoadMigrations(migrationFiles)
+	migs, _ := migrate.Load(migrationFiles)
 	if err := s.reader.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
 		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))
 	}
@@ -67,7 +68,7 @@ func TestDocsListUsesIndex(t *testing.T) {
 		{"\U0010ffff", "(kind=? AND key>?)"},
 		{"", "(kind=?)"},
 	} {
-		query, args := listDocsSQL("k", tt.prefix)
+		query, args := read.DocListQuery(dialect, docColumns, "k", tt.prefix)
 		rows, err := s.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+query, args...)
 		if err != nil {
 			t.Fatal(err)
@@ -109,12 +110,12 @@ func TestPrefixEnd(t *testing.T) {
 		{"\U0010ffff", "", false},
 		{"\U0010ffff\U0010ffff", "", false},
 	} {
-		end, ok := contract.PrefixEnd(tt.prefix)
+		end, ok := read.PrefixEnd(tt.prefix)
 		if end != tt.end || ok != tt.ok {
-			t.Errorf("contract.PrefixEnd(%+q) = %+q, %v; want %+q, %v", tt.prefix, end, ok, tt.end, tt.ok)
+			t.Errorf("read.PrefixEnd(%+q) = %+q, %v; want %+q, %v", tt.prefix, end, ok, tt.end, tt.ok)
 		}
 		if ok && (!utf8.ValidString(end) || end <= tt.prefix) {
-			t.Errorf("contract.PrefixEnd(%+q) = %+q: not valid UTF-8 above the prefix", tt.prefix, end)
+			t.Errorf("read.PrefixEnd(%+q) = %+q: not valid UTF-8 above the prefix", tt.prefix, end)
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
 )
 
 // KeysWithPrefix lists capabilities by the start of their key; see
@@ -14,16 +14,13 @@ func (s *Store) KeysWithPrefix(ctx context.Context, p registry.KeyPrefix) ([]reg
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	query, args := contract.KeyPrefixQuery(p, func(int) string { return "?" })
+	query, args := read.KeyPrefixQuery(dialect, p)
 	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list capabilities by key prefix in sqlite database %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	keys, err := contract.Collect(rows, func() (registry.Key, error) {
-		var k registry.Key
-		return k, rows.Scan(&k.Scheme, &k.Domain, &k.Name)
-	})
+	keys, err := read.Keys(rows)
 	if err != nil {
 		return nil, fmt.Errorf("list capabilities by key prefix in sqlite database %s: %w", s.path, err)
 	}

@@ -5,12 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
-	"unicode"
+	"time"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
 )
 
 // orderBy is the stable List order: scheme, domain, name, then version
@@ -22,9 +21,6 @@ const orderBy = `c.scheme, c.domain, c.name, c.version_key, c.version`
 // keywords, intents, domains, categories): a word in the name or title
 // counts far more than one in the description.
 const bm25Weights = `10.0, 8.0, 1.0, 4.0, 4.0, 2.0, 2.0`
-
-// maxSearchTerms bounds the words of a search text that are used.
-const maxSearchTerms = 32
 
 // filterSQL returns the conditions (on capabilities aliased c) that select
 // what f asks for, joined with AND, and their arguments.
@@ -51,7 +47,7 @@ func filterSQL(f registry.ListFilter) (string, []any) {
 		if h.val == "" {
 			continue
 		}
-		exact := contract.DottedAncestors(h.val)
+		exact := read.DottedAncestors(h.val)
 		cond := fmt.Sprintf("c.id IN (SELECT capability_id FROM %s WHERE %s IN (?%s) OR (%s >= ? AND %s < ?))",
 			h.table, h.col, strings.Repeat(", ?", len(exact)-1), h.col, h.col)
 		conds = append(conds, cond)
@@ -82,11 +78,7 @@ func sqlLimit(limit int) int {
 
 // List returns a page of records in the stable order; see registry.Store.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	if err := contract.CheckLimit(f.Limit); err != nil {
-		return registry.Page{}, err
-	}
-	fp := contract.Fingerprint("list", f, "")
-	cur, err := contract.DecodeCursor(f.Cursor, "list", fp)
+	cur, fp, err := read.OpenPage("list", f, "")
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -122,7 +114,7 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 		}
 		if f.Limit > 0 && len(page.Items) == f.Limit {
 			last := page.Items[len(page.Items)-1].Key
-			page.NextCursor = contract.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
+			page.NextCursor = read.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
 			break
 		}
 		page.Items = append(page.Items, r)
@@ -140,11 +132,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		return s.List(ctx, q.Filter)
 	}
 	f := q.Filter
-	if err := contract.CheckLimit(f.Limit); err != nil {
-		return registry.Page{}, err
-	}
-	fp := contract.Fingerprint("search", f, q.Text)
-	cur, err := contract.DecodeCursor(f.Cursor, "search", fp)
+	cur, fp, err := read.OpenPage("search", f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -201,10 +189,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 	if err != nil {
 		return registry.Page{}, fmt.Errorf("search sqlite database %s for %q: %w", s.path, q.Text, err)
 	}
-	if f.Limit > 0 && len(page.Items) > f.Limit {
-		page.Items = page.Items[:f.Limit]
-		page.NextCursor = contract.Cursor{Kind: "search", Query: fp, Offset: cur.Offset + f.Limit}.Encode()
-	}
+	read.EndSearchPage(&page, f.Limit, fp, cur.Offset)
 	return page, nil
 }
 
@@ -215,7 +200,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 // last one also matching as a prefix. It returns "" when the text has no
 // word to search for.
 func matchQuery(text string) string {
-	terms := searchTerms(text)
+	terms := read.SearchTerms(text)
 	if len(terms) == 0 {
 		return ""
 	}
@@ -226,38 +211,16 @@ func matchQuery(text string) string {
 	return strings.Join(quoted, " ") + "*"
 }
 
-// searchTerms splits text into lower-case words, keeping at most
-// maxSearchTerms distinct ones that are not stop words. A text of stop words
-// only gives none, as PostgreSQL's english configuration does.
-func searchTerms(text string) []string {
-	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-	})
-	var out []string
-	for _, f := range fields {
-		if stopWords[f] || slices.Contains(out, f) {
-			continue
+// dialect is SQLite's SQL for the queries package read builds.
+var dialect = read.Dialect{
+	Placeholder: func(int) string { return "?" },
+	Time:        func(t time.Time) any { return formatTime(t) },
+	AnyOf: func(a *read.Args, col string, values []string) string {
+		marks := make([]string, len(values))
+		for i, v := range values {
+			marks[i] = a.Add(v)
 		}
-		out = append(out, f)
-		if len(out) == maxSearchTerms {
-			break
-		}
-	}
-	return out
+		return col + ` IN (` + strings.Join(marks, ", ") + `)`
+	},
+	KindHint: true,
 }
-
-// stopWords are PostgreSQL's english stop words, left out of searches so
-// that both stores treat "scan for vulnerabilities" alike.
-var stopWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`i me my myself we our ours ourselves you your yours yourself yourselves
-		he him his himself she her hers herself it its itself they them their theirs themselves what which
-		who whom this that these those am is are was were be been being have has had having do does did doing
-		a an the and but if or because as until while of at by for with about against between into through
-		during before after above below to from up down in out on off over under again further then once here
-		there when where why how all any both each few more most other some such no nor not only own same so
-		than too very s t can will just don should now`) {
-		m[w] = true
-	}
-	return m
-}()

@@ -27,7 +27,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/migrate"
 )
 
 //go:embed migrations/*.sql
@@ -177,7 +177,7 @@ func (s *Store) Close() error {
 // transaction, so that two processes opening a new file at once apply them
 // exactly once.
 func (s *Store) migrate(ctx context.Context) error {
-	migs, err := contract.LoadMigrations(migrationFiles)
+	migs, err := migrate.Load(migrationFiles)
 	if err != nil {
 		return fmt.Errorf("migrate sqlite database %s: %w (a build problem: report it)", s.path, err)
 	}

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/migrate"
 	"github.com/caphub/caphub/store/storetest"
 )
 
@@ -52,7 +53,7 @@ func TestAudit(t *testing.T) {
 		return storetest.AuditTarget{
 			Store:   s,
 			Exec:    func(ctx context.Context, q string) error { _, err := s.writer.ExecContext(ctx, q); return err },
-			Replica: func(t *testing.T) registry.AuditStore { return open(t, path) },
+			Replica: func(t *testing.T) chain.Store { return open(t, path) },
 		}
 	})
 }
@@ -98,7 +99,7 @@ func TestReopen(t *testing.T) {
 	}
 	var n int
 	var mode string
-	migs, _ := contract.LoadMigrations(migrationFiles)
+	migs, _ := migrate.Load(migrationFiles)
 	if err := s.reader.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(migs) {
 		t.Errorf("schema_migrations has %d rows (%v), want %d", n, err, len(migs))
 	}

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/read"
+	"github.com/caphub/caphub/store/internal/write"
 )
-
-var _ registry.AuditedStore = (*Store)(nil)
 
 // Put stores the records in one transaction; see registry.Store.
 func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.PutResult, error) {
@@ -20,86 +20,49 @@ func (s *Store) Put(ctx context.Context, recs []registry.Record) ([]registry.Put
 }
 
 // PutAudited is Put committing, in the same transaction, the audit events
-// of hook for the versions it creates; see registry.AuditedStore. The
+// of hook for the versions it creates; see registry.Store. The
 // transaction's BEGIN IMMEDIATE already makes it the database's only
 // writer, so the chain's last event cannot change under it.
-func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *registry.AuditHook) ([]registry.PutResult, error) {
+func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *chain.Hook) ([]registry.PutResult, error) {
 	results := make([]registry.PutResult, len(recs))
 	if len(recs) == 0 {
 		return results, nil
 	}
-	if err := contract.CheckHook(hook, len(recs)); err != nil {
+	if err := write.CheckHook(hook, len(recs)); err != nil {
 		return nil, fmt.Errorf("put %d records into sqlite database %s: %w: nothing was written", len(recs), s.path, err)
 	}
-	now := time.Now()
-	preps := make([]contract.Prepared, len(recs))
-	for i, r := range recs {
-		p, err := contract.Prepare(r, now)
-		if err != nil {
-			return nil, err
-		}
-		preps[i] = p
+	preps, err := prepareAll(recs)
+	if err != nil {
+		return nil, err
 	}
-
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("put %d records into sqlite database %s: begin: %w", len(recs), s.path, err)
 	}
 	defer tx.Rollback()
-	st, err := prepareStatements(ctx, tx)
+	st, err := prepareStatements(ctx, tx, s.path)
 	if err != nil {
 		return nil, fmt.Errorf("put into sqlite database %s: %w", s.path, err)
 	}
 	defer st.close()
 
-	type capKey struct{ scheme, domain, name string }
-	touched := map[capKey]bool{}
+	touched := map[registry.Key]bool{} // capabilities with a created version (Key without Version)
 	var events []registry.Event
 	for i, p := range preps {
 		k := p.Rec.Key
 		results[i].Key = k
-		var id int64
-		err := st.insert.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version, p.VersionKey, p.Stability, p.Source,
-			p.Definition, p.Rec.Digest, p.Rec.TrustTier, formatTime(p.RegisteredAt)).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			// The key exists: identical content is a no-op, other content a
-			// conflict that rolls back the whole batch.
-			var existing string
-			if err := st.digest.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version).Scan(&existing); err != nil {
-				return nil, fmt.Errorf("put %s: read the stored digest: %w", k, err)
-			}
-			if existing != p.Rec.Digest {
-				return nil, &registry.ConflictError{Key: k, ExistingDigest: existing, NewDigest: p.Rec.Digest}
-			}
-			continue
-		}
+		created, err := st.insertRecord(ctx, p)
 		if err != nil {
-			return nil, fmt.Errorf("put %s into sqlite database %s: %w", k, s.path, err)
+			return nil, err
 		}
-		for _, side := range []struct {
-			stmt   *sql.Stmt
-			values []string
-		}{{st.domain, p.Domains}, {st.category, p.Categories}, {st.intent, p.Intents}, {st.binding, p.Bindings}} {
-			for _, v := range side.values {
-				if _, err := side.stmt.ExecContext(ctx, id, v); err != nil {
-					return nil, fmt.Errorf("put %s: index %q: %w", k, v, err)
-				}
-			}
+		if created {
+			results[i].Created = true
+			touched[registry.Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name}] = true
+			events = append(events, registry.Event{Kind: registry.EventRegistered, Key: k})
 		}
-		f := p.FTS
-		if _, err := st.fts.ExecContext(ctx, id, f[0], f[1], f[2], f[3], f[4], f[5], f[6]); err != nil {
-			return nil, fmt.Errorf("put %s: full-text index: %w", k, err)
-		}
-		results[i].Created = true
-		touched[capKey{k.Scheme, k.Domain, k.Name}] = true
-		events = append(events, registry.Event{Kind: registry.EventRegistered, Key: k})
 	}
-	for c := range touched {
-		for _, stmt := range []*sql.Stmt{st.latest, st.ftsLatestDelete, st.ftsLatestInsert} {
-			if _, err := stmt.ExecContext(ctx, c.scheme, c.domain, c.name); err != nil {
-				return nil, fmt.Errorf("put: mark the latest version of %s:%s/%s: %w", c.scheme, c.domain, c.name, err)
-			}
-		}
+	if err := st.markLatest(ctx, touched); err != nil {
+		return nil, err
 	}
 	if hook != nil {
 		if err := appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created }); err != nil {
@@ -113,14 +76,97 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *re
 	return results, nil
 }
 
+// prepareAll checks and encodes recs, before any I/O.
+func prepareAll(recs []registry.Record) ([]write.Prepared, error) {
+	now := time.Now()
+	preps := make([]write.Prepared, len(recs))
+	for i, r := range recs {
+		p, err := write.Prepare(r, now)
+		if err != nil {
+			return nil, err
+		}
+		preps[i] = p
+	}
+	return preps, nil
+}
+
+// insertRecord inserts one version with its side tables and full-text
+// row, and reports whether it created it. A key that exists with the
+// same digest is a no-op (false); with another digest it is a conflict
+// that rolls back the whole batch.
+func (st *statements) insertRecord(ctx context.Context, p write.Prepared) (bool, error) {
+	k := p.Rec.Key
+	var id int64
+	err := st.insert.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version, p.VersionKey, p.Stability, p.Source,
+		p.Definition, p.Rec.Digest, p.Rec.TrustTier, formatTime(p.RegisteredAt)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, st.checkSameDigest(ctx, p.Rec)
+	}
+	if err != nil {
+		return false, fmt.Errorf("put %s into sqlite database %s: %w", k, st.path, err)
+	}
+	if err := st.indexRecord(ctx, id, p); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// checkSameDigest returns a *registry.ConflictError when r's key is
+// stored with another digest.
+func (st *statements) checkSameDigest(ctx context.Context, r registry.Record) error {
+	var existing string
+	if err := st.digest.QueryRowContext(ctx, r.Key.Scheme, r.Key.Domain, r.Key.Name, r.Key.Version).Scan(&existing); err != nil {
+		return fmt.Errorf("put %s: read the stored digest: %w", r.Key, err)
+	}
+	if existing != r.Digest {
+		return &registry.ConflictError{Key: r.Key, ExistingDigest: existing, NewDigest: r.Digest}
+	}
+	return nil
+}
+
+// indexRecord fills the side tables and the full-text row of the version
+// just inserted as id.
+func (st *statements) indexRecord(ctx context.Context, id int64, p write.Prepared) error {
+	k := p.Rec.Key
+	for _, side := range []struct {
+		stmt   *sql.Stmt
+		values []string
+	}{{st.domain, p.Domains}, {st.category, p.Categories}, {st.intent, p.Intents}, {st.binding, p.Bindings}} {
+		for _, v := range side.values {
+			if _, err := side.stmt.ExecContext(ctx, id, v); err != nil {
+				return fmt.Errorf("put %s: index %q: %w", k, v, err)
+			}
+		}
+	}
+	f := p.FTS
+	if _, err := st.fts.ExecContext(ctx, id, f.Name, f.Title, f.Description, f.Keywords, f.Intents, f.Domains, f.Categories); err != nil {
+		return fmt.Errorf("put %s: full-text index: %w", k, err)
+	}
+	return nil
+}
+
+// markLatest recomputes the latest version, and the latest-only full-text
+// index, of each capability in caps.
+func (st *statements) markLatest(ctx context.Context, caps map[registry.Key]bool) error {
+	for c := range caps {
+		for _, stmt := range []*sql.Stmt{st.latest, st.ftsLatestDelete, st.ftsLatestInsert} {
+			if _, err := stmt.ExecContext(ctx, c.Scheme, c.Domain, c.Name); err != nil {
+				return fmt.Errorf("put: mark the latest version of %s:%s/%s: %w", c.Scheme, c.Domain, c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // statements are the statements Put runs for each record.
 type statements struct {
+	path                                                           string // the database, for messages
 	insert, digest, domain, category, intent, binding, fts, latest *sql.Stmt
 	ftsLatestDelete, ftsLatestInsert                               *sql.Stmt
 }
 
-func prepareStatements(ctx context.Context, tx *sql.Tx) (*statements, error) {
-	st := &statements{}
+func prepareStatements(ctx context.Context, tx *sql.Tx, path string) (*statements, error) {
+	st := &statements{path: path}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
@@ -206,7 +252,7 @@ func collect(rows *sql.Rows) ([]registry.Record, error) { return collectWith(row
 // scanned into extra (so that the last row's values remain).
 func collectWith(rows *sql.Rows, extra ...any) ([]registry.Record, error) {
 	defer rows.Close()
-	return contract.Collect(rows, func() (registry.Record, error) { return scanRecord(rows, extra...) })
+	return read.Collect(rows, func() (registry.Record, error) { return scanRecord(rows, extra...) })
 }
 
 // Deprecate marks a version deprecated; see registry.Store.
@@ -215,12 +261,12 @@ func (s *Store) Deprecate(ctx context.Context, ds []registry.Deprecation) ([]reg
 }
 
 // DeprecateAudited is Deprecate committing the events of hook in the same
-// transaction; see registry.AuditedStore.
-func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *registry.AuditHook) ([]registry.Record, error) {
+// transaction; see registry.Store.
+func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation, hook *chain.Hook) ([]registry.Record, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	if err := contract.CheckHook(hook, 0); err != nil {
+	if err := write.CheckHook(hook, 0); err != nil {
 		return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w: nothing was written", ds[0].Key, s.path, err)
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
@@ -241,9 +287,9 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 		if err != nil {
 			return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w", k, s.path, err)
 		}
-		at := contract.DeprecationTime(d.At)
-		contract.ApplyDeprecation(&r, d, at)
-		b, err := contract.MarshalDefinition(r.Definition)
+		at := write.DeprecationTime(d.At)
+		write.ApplyDeprecation(&r, d, at)
+		b, err := write.MarshalDefinition(r.Definition)
 		if err != nil {
 			return nil, fmt.Errorf("deprecate %s: %w", k, err)
 		}
@@ -265,10 +311,8 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 	return out, nil
 }
 
-var _ registry.RawGetter = (*Store)(nil)
-
 // GetRaw returns one version's stored definition JSON; see
-// registry.RawGetter.
+// registry.Store.
 func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return registry.RawRecord{}, err

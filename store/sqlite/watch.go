@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/internal/contract"
+	"github.com/caphub/caphub/store/internal/watch"
 )
 
 // hubs holds one hub per database file, shared by every Store of this
@@ -28,7 +28,7 @@ type hub struct {
 
 // watcher is a subscription and the Store whose Close ends it.
 type watcher struct {
-	*contract.Watcher
+	*watch.Watcher
 	owner *Store
 }
 
@@ -69,7 +69,7 @@ func (h *hub) detach(owner *Store) {
 
 // subscribe adds a watcher that lives until ctx ends or owner closes.
 func (h *hub) subscribe(ctx context.Context, owner *Store) <-chan registry.Event {
-	w := &watcher{Watcher: contract.NewWatcher(), owner: owner}
+	w := &watcher{Watcher: watch.New(), owner: owner}
 	h.mu.Lock()
 	if owner.closed.Load() {
 		// Close ran (or is running) detach: it would not see this watcher.

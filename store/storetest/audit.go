@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
-	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/audit/chain"
 )
 
 // AuditTarget is a store under test for RunAudit.
 type AuditTarget struct {
 	// Store is a new store with an empty audit chain.
-	Store registry.AuditStore
+	Store chain.Store
 	// Exec runs one SQL statement on the store's database directly, past
 	// the store, as someone tampering with the chain would. The suite
 	// writes statements both SQLite and PostgreSQL accept.
@@ -27,10 +27,10 @@ type AuditTarget struct {
 	// Replica opens another store on the same database, as another replica
 	// (or process) would, closed when the test ends; nil when the database
 	// cannot be shared (SQLite :memory:).
-	Replica func(t *testing.T) registry.AuditStore
+	Replica func(t *testing.T) chain.Store
 }
 
-// RunAudit runs the behaviour suite of registry.AuditStore, with package
+// RunAudit runs the behaviour suite of chain.Store, with package
 // audit's Log on top: appends, filters, paging, the tamper tests (rows
 // altered, removed and reordered with SQL, each reported by Verify as the
 // first broken link) and concurrent appenders, in one process and across
@@ -81,15 +81,15 @@ func steppingClock() func() time.Time {
 
 // appendEvents appends n events to l: kinds alternate registered and
 // invocation, data {"i":i}.
-func appendEvents(t *testing.T, l *audit.Log, n int) []audit.Event {
+func appendEvents(t *testing.T, l *audit.Log, n int) []chain.Event {
 	t.Helper()
-	out := make([]audit.Event, n)
+	out := make([]chain.Event, n)
 	for i := range n {
 		kind := audit.KindRegistered
 		if i%2 == 1 {
 			kind = audit.KindInvocation
 		}
-		e, err := l.Append(t.Context(), audit.Event{Kind: kind, Actor: "tester", Capability: fmt.Sprintf("ossa:test/cap_%d@1.0", i%3),
+		e, err := l.Append(t.Context(), chain.Event{Kind: kind, Actor: "tester", Capability: fmt.Sprintf("ossa:test/cap_%d@1.0", i%3),
 			Data: json.RawMessage(fmt.Sprintf(`{"i": %d, "note": "event %d"}`, i+1, i+1))})
 		if err != nil {
 			t.Fatalf("Append event %d: %v", i+1, err)
@@ -141,7 +141,7 @@ func tamper(t *testing.T, tg AuditTarget, query string) {
 	}
 }
 
-func listAudit(t *testing.T, s registry.AuditStore, f registry.AuditFilter) []registry.AuditEvent {
+func listAudit(t *testing.T, s chain.Store, f chain.Filter) []chain.Event {
 	t.Helper()
 	got, err := s.ListAudit(t.Context(), f)
 	if err != nil {
@@ -150,7 +150,7 @@ func listAudit(t *testing.T, s registry.AuditStore, f registry.AuditFilter) []re
 	return got
 }
 
-func seqs(events []registry.AuditEvent) []int64 {
+func seqs(events []chain.Event) []int64 {
 	out := make([]int64, len(events))
 	for i, e := range events {
 		out[i] = e.Seq
@@ -172,7 +172,7 @@ func testAuditEmpty(t *testing.T, tg AuditTarget) {
 	if res.HeadHash != "" {
 		t.Errorf("empty chain: HeadHash = %q, want \"\"", res.HeadHash)
 	}
-	got := listAudit(t, tg.Store, registry.AuditFilter{})
+	got := listAudit(t, tg.Store, chain.Filter{})
 	if got == nil || len(got) != 0 {
 		t.Errorf("ListAudit on an empty chain = %#v, want an empty, non-nil slice", got)
 	}
@@ -181,7 +181,7 @@ func testAuditEmpty(t *testing.T, tg AuditTarget) {
 func testAuditAppend(t *testing.T, tg AuditTarget) {
 	l := audit.New(tg.Store, audit.WithClock(steppingClock()))
 	appended := appendEvents(t, l, 5)
-	got := listAudit(t, tg.Store, registry.AuditFilter{})
+	got := listAudit(t, tg.Store, chain.Filter{})
 	if len(got) != 5 {
 		t.Fatalf("ListAudit returned %d events, want 5", len(got))
 	}
@@ -223,8 +223,8 @@ func testAuditDataExact(t *testing.T, tg AuditTarget) {
 	}
 	at := time.Date(2025, 1, 2, 3, 4, 5, 6000, time.UTC)
 	for i, v := range values {
-		_, err := tg.Store.AppendAudit(t.Context(), func(last *registry.AuditEvent) (registry.AuditEvent, error) {
-			e := registry.AuditEvent{Seq: 1, Time: at, Kind: "test", Data: json.RawMessage(v), PrevHash: audit.GenesisHash, Hash: "h"}
+		_, err := tg.Store.AppendAudit(t.Context(), func(last *chain.Event) (chain.Event, error) {
+			e := chain.Event{Seq: 1, Time: at, Kind: "test", Data: json.RawMessage(v), PrevHash: audit.GenesisHash, Hash: "h"}
 			if last != nil {
 				e.Seq, e.PrevHash = last.Seq+1, last.Hash
 			}
@@ -234,7 +234,7 @@ func testAuditDataExact(t *testing.T, tg AuditTarget) {
 			t.Fatalf("AppendAudit with data %d: %v", i, err)
 		}
 	}
-	got := listAudit(t, tg.Store, registry.AuditFilter{})
+	got := listAudit(t, tg.Store, chain.Filter{})
 	if len(got) != len(values) {
 		t.Fatalf("ListAudit returned %d events, want %d", len(got), len(values))
 	}
@@ -254,23 +254,23 @@ func testAuditDataExact(t *testing.T, tg AuditTarget) {
 func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 	ctx := t.Context()
 	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	event := func(last *registry.AuditEvent) registry.AuditEvent {
-		e := registry.AuditEvent{Seq: 1, Time: at, Kind: "test", Actor: "a", Capability: "ossa:t/c@1.0", Data: json.RawMessage(`{}`), PrevHash: audit.GenesisHash, Hash: "h1"}
+	event := func(last *chain.Event) chain.Event {
+		e := chain.Event{Seq: 1, Time: at, Kind: "test", Actor: "a", Capability: "ossa:t/c@1.0", Data: json.RawMessage(`{}`), PrevHash: audit.GenesisHash, Hash: "h1"}
 		if last != nil {
 			e.Seq, e.PrevHash, e.Hash = last.Seq+1, last.Hash, fmt.Sprintf("h%d", last.Seq+1)
 		}
 		return e
 	}
 	var sawNil bool
-	first, err := tg.Store.AppendAudit(ctx, func(last *registry.AuditEvent) (registry.AuditEvent, error) {
+	first, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
 		sawNil = last == nil
 		return event(last), nil
 	})
 	if err != nil || !sawNil || first.Seq != 1 || first.Hash != "h1" {
 		t.Fatalf("first AppendAudit = %+v, %v (next saw nil: %v); want event 1, next called with nil", first, err, sawNil)
 	}
-	var seen *registry.AuditEvent
-	second, err := tg.Store.AppendAudit(ctx, func(last *registry.AuditEvent) (registry.AuditEvent, error) {
+	var seen *chain.Event
+	second, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
 		seen = last
 		return event(last), nil
 	})
@@ -281,22 +281,22 @@ func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 	boom := errors.New("boom")
 	refused := []struct {
 		name   string
-		modify func(e *registry.AuditEvent) error
+		modify func(e *chain.Event) error
 		want   string
 	}{
-		{"error from next", func(e *registry.AuditEvent) error { return boom }, "boom"},
-		{"seq reused", func(e *registry.AuditEvent) error { e.Seq = 2; return nil }, "seq"},
-		{"seq skipped", func(e *registry.AuditEvent) error { e.Seq = 4; return nil }, "seq"},
-		{"zero time", func(e *registry.AuditEvent) error { e.Time = time.Time{}; return nil }, "time"},
-		{"nanoseconds", func(e *registry.AuditEvent) error { e.Time = e.Time.Add(1); return nil }, "microsecond"},
-		{"empty kind", func(e *registry.AuditEvent) error { e.Kind = ""; return nil }, "kind"},
-		{"NUL in actor", func(e *registry.AuditEvent) error { e.Actor = "a\x00b"; return nil }, "actor"},
-		{"invalid UTF-8 capability", func(e *registry.AuditEvent) error { e.Capability = "ossa:\xff"; return nil }, "capability"},
-		{"invalid JSON data", func(e *registry.AuditEvent) error { e.Data = json.RawMessage(`{"a":`); return nil }, "JSON"},
-		{"empty data", func(e *registry.AuditEvent) error { e.Data = nil; return nil }, "JSON"},
+		{"error from next", func(e *chain.Event) error { return boom }, "boom"},
+		{"seq reused", func(e *chain.Event) error { e.Seq = 2; return nil }, "seq"},
+		{"seq skipped", func(e *chain.Event) error { e.Seq = 4; return nil }, "seq"},
+		{"zero time", func(e *chain.Event) error { e.Time = time.Time{}; return nil }, "time"},
+		{"nanoseconds", func(e *chain.Event) error { e.Time = e.Time.Add(1); return nil }, "microsecond"},
+		{"empty kind", func(e *chain.Event) error { e.Kind = ""; return nil }, "kind"},
+		{"NUL in actor", func(e *chain.Event) error { e.Actor = "a\x00b"; return nil }, "actor"},
+		{"invalid UTF-8 capability", func(e *chain.Event) error { e.Capability = "ossa:\xff"; return nil }, "capability"},
+		{"invalid JSON data", func(e *chain.Event) error { e.Data = json.RawMessage(`{"a":`); return nil }, "JSON"},
+		{"empty data", func(e *chain.Event) error { e.Data = nil; return nil }, "JSON"},
 	}
 	for _, tt := range refused {
-		_, err := tg.Store.AppendAudit(ctx, func(last *registry.AuditEvent) (registry.AuditEvent, error) {
+		_, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
 			e := event(last)
 			return e, tt.modify(&e)
 		})
@@ -307,7 +307,7 @@ func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 			t.Errorf("AppendAudit with an error from next: %v does not wrap it", err)
 		}
 	}
-	if got := seqs(listAudit(t, tg.Store, registry.AuditFilter{})); !slices.Equal(got, []int64{1, 2}) {
+	if got := seqs(listAudit(t, tg.Store, chain.Filter{})); !slices.Equal(got, []int64{1, 2}) {
 		t.Errorf("after refused appends the chain holds events %v, want [1 2]", got)
 	}
 }
@@ -320,37 +320,37 @@ func testAuditListFilters(t *testing.T, tg AuditTarget) {
 		if i%2 == 1 {
 			kind = audit.KindInvocation
 		}
-		if _, err := l.Append(t.Context(), audit.Event{Kind: kind, Capability: c, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i+1))}); err != nil {
+		if _, err := l.Append(t.Context(), chain.Event{Kind: kind, Capability: c, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i+1))}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	minute := func(i int) time.Time { return auditEpoch.Add(time.Duration(i) * time.Minute) } // event i+1's time
 	tests := []struct {
 		name string
-		f    registry.AuditFilter
+		f    chain.Filter
 		want []int64
 	}{
-		{"all", registry.AuditFilter{}, seqRange(1, 10)},
-		{"kind", registry.AuditFilter{Kind: audit.KindInvocation}, []int64{2, 4, 6, 8, 10}},
-		{"unknown kind", registry.AuditFilter{Kind: "nothing"}, []int64{}},
-		{"capability, any version", registry.AuditFilter{Capability: "ossa:a/x"}, []int64{1, 2, 3, 8, 10}},
-		{"capability, one version", registry.AuditFilter{Capability: "ossa:a/x@1.0"}, []int64{1, 10}},
-		{"capability, full version", registry.AuditFilter{Capability: "ossa:a/x@1.0.3"}, []int64{8}},
-		{"capability, other", registry.AuditFilter{Capability: "ossa:b/y"}, []int64{6, 9}},
-		{"capabilities, exactly", registry.AuditFilter{Capabilities: []string{"ossa:a/x@1.0", "ossa:b/y@2.0", "ossa:a/x", "ossa:none@1.0"}}, []int64{1, 3, 9, 10}},
-		{"capabilities and kind", registry.AuditFilter{Capabilities: []string{"ossa:a/x@1.0", "ossa:b/y@2.0"}, Kind: audit.KindRegistered}, []int64{1, 9}},
-		{"since", registry.AuditFilter{Since: minute(5)}, seqRange(6, 10)},
-		{"since, nanoseconds after", registry.AuditFilter{Since: minute(5).Add(1)}, seqRange(7, 10)},
-		{"since, other zone", registry.AuditFilter{Since: minute(5).In(time.FixedZone("UTC+2", 7200))}, seqRange(6, 10)},
-		{"since, before all", registry.AuditFilter{Since: auditEpoch.Add(-time.Hour)}, seqRange(1, 10)},
-		{"since, after all", registry.AuditFilter{Since: minute(20)}, []int64{}},
-		{"limit", registry.AuditFilter{Limit: 3}, []int64{1, 2, 3}},
-		{"after_seq", registry.AuditFilter{AfterSeq: 7}, []int64{8, 9, 10}},
-		{"after_seq past the end", registry.AuditFilter{AfterSeq: 10}, []int64{}},
-		{"page", registry.AuditFilter{AfterSeq: 3, Limit: 4}, []int64{4, 5, 6, 7}},
-		{"combined", registry.AuditFilter{Kind: audit.KindRegistered, Capability: "ossa:a/x", Since: minute(1), Limit: 1}, []int64{3}},
-		{"combined, next page", registry.AuditFilter{Kind: audit.KindRegistered, Capability: "ossa:a/x", Since: minute(1), AfterSeq: 3}, []int64{}},
-		{"combined, invocations", registry.AuditFilter{Kind: audit.KindInvocation, Capability: "ossa:a/x", AfterSeq: 2}, []int64{8, 10}},
+		{"all", chain.Filter{}, seqRange(1, 10)},
+		{"kind", chain.Filter{Kind: audit.KindInvocation}, []int64{2, 4, 6, 8, 10}},
+		{"unknown kind", chain.Filter{Kind: "nothing"}, []int64{}},
+		{"capability, any version", chain.Filter{Capability: "ossa:a/x"}, []int64{1, 2, 3, 8, 10}},
+		{"capability, one version", chain.Filter{Capability: "ossa:a/x@1.0"}, []int64{1, 10}},
+		{"capability, full version", chain.Filter{Capability: "ossa:a/x@1.0.3"}, []int64{8}},
+		{"capability, other", chain.Filter{Capability: "ossa:b/y"}, []int64{6, 9}},
+		{"capabilities, exactly", chain.Filter{Capabilities: []string{"ossa:a/x@1.0", "ossa:b/y@2.0", "ossa:a/x", "ossa:none@1.0"}}, []int64{1, 3, 9, 10}},
+		{"capabilities and kind", chain.Filter{Capabilities: []string{"ossa:a/x@1.0", "ossa:b/y@2.0"}, Kind: audit.KindRegistered}, []int64{1, 9}},
+		{"since", chain.Filter{Since: minute(5)}, seqRange(6, 10)},
+		{"since, nanoseconds after", chain.Filter{Since: minute(5).Add(1)}, seqRange(7, 10)},
+		{"since, other zone", chain.Filter{Since: minute(5).In(time.FixedZone("UTC+2", 7200))}, seqRange(6, 10)},
+		{"since, before all", chain.Filter{Since: auditEpoch.Add(-time.Hour)}, seqRange(1, 10)},
+		{"since, after all", chain.Filter{Since: minute(20)}, []int64{}},
+		{"limit", chain.Filter{Limit: 3}, []int64{1, 2, 3}},
+		{"after_seq", chain.Filter{AfterSeq: 7}, []int64{8, 9, 10}},
+		{"after_seq past the end", chain.Filter{AfterSeq: 10}, []int64{}},
+		{"page", chain.Filter{AfterSeq: 3, Limit: 4}, []int64{4, 5, 6, 7}},
+		{"combined", chain.Filter{Kind: audit.KindRegistered, Capability: "ossa:a/x", Since: minute(1), Limit: 1}, []int64{3}},
+		{"combined, next page", chain.Filter{Kind: audit.KindRegistered, Capability: "ossa:a/x", Since: minute(1), AfterSeq: 3}, []int64{}},
+		{"combined, invocations", chain.Filter{Kind: audit.KindInvocation, Capability: "ossa:a/x", AfterSeq: 2}, []int64{8, 10}},
 	}
 	for _, tt := range tests {
 		got := listAudit(t, tg.Store, tt.f)
@@ -358,7 +358,7 @@ func testAuditListFilters(t *testing.T, tg AuditTarget) {
 			t.Errorf("%s: ListAudit(%+v) = events %v, want %v", tt.name, tt.f, seqs(got), tt.want)
 		}
 	}
-	for _, f := range []registry.AuditFilter{{Limit: -1}, {AfterSeq: -1}} {
+	for _, f := range []chain.Filter{{Limit: -1}, {AfterSeq: -1}} {
 		if _, err := tg.Store.ListAudit(t.Context(), f); err == nil || !strings.Contains(err.Error(), "negative") {
 			t.Errorf("ListAudit(%+v): error %v, want one saying it is negative", f, err)
 		}
@@ -372,7 +372,7 @@ func testAuditScanPages(t *testing.T, tg AuditTarget) {
 	l := audit.New(tg.Store)
 	appendEvents(t, l, n)
 	var got []int64
-	if err := tg.Store.ScanAudit(t.Context(), func(e registry.AuditEvent) error {
+	if err := tg.Store.ScanAudit(t.Context(), func(e chain.Event) error {
 		got = append(got, e.Seq)
 		return nil
 	}); err != nil {
@@ -385,7 +385,7 @@ func testAuditScanPages(t *testing.T, tg AuditTarget) {
 
 	stop := errors.New("stop here")
 	calls := 0
-	err := tg.Store.ScanAudit(t.Context(), func(e registry.AuditEvent) error {
+	err := tg.Store.ScanAudit(t.Context(), func(e chain.Event) error {
 		calls++
 		if e.Seq == 3 {
 			return stop
@@ -518,7 +518,7 @@ func appendConcurrently(t *testing.T, logs []*audit.Log, workers, per int) {
 			<-start
 			l := logs[w%len(logs)]
 			for i := range per {
-				_, err := l.Append(context.Background(), audit.Event{Kind: audit.KindInvocation, Actor: fmt.Sprintf("worker-%d", w),
+				_, err := l.Append(context.Background(), chain.Event{Kind: audit.KindInvocation, Actor: fmt.Sprintf("worker-%d", w),
 					Capability: "ossa:race/append@1.0", Data: json.RawMessage(fmt.Sprintf(`{"worker":%d,"i":%d}`, w, i))})
 				if err != nil {
 					errs <- fmt.Errorf("worker %d, append %d: %w", w, i, err)
@@ -541,9 +541,9 @@ func appendConcurrently(t *testing.T, logs []*audit.Log, workers, per int) {
 // checkOneChain checks that the store holds exactly n events, 1..n, each
 // linked to the one before, times never going back, and every worker's
 // appends in its own order.
-func checkOneChain(t *testing.T, s registry.AuditStore, n int) {
+func checkOneChain(t *testing.T, s chain.Store, n int) {
 	t.Helper()
-	events := listAudit(t, s, registry.AuditFilter{})
+	events := listAudit(t, s, chain.Filter{})
 	if !slices.Equal(seqs(events), seqRange(1, int64(n))) {
 		t.Fatalf("the chain holds %d events (%v…), want 1..%d", len(events), seqs(events)[:min(len(events), 10)], n)
 	}

@@ -962,20 +962,16 @@ func testDeprecate(t *testing.T, s registry.Store) {
 	}
 }
 
-// testGetRaw checks RawGetter, which both stores implement: the stored
-// JSON decodes to the definition Get returns, with its digest and tier.
+// testGetRaw checks GetRaw: the stored JSON decodes to the definition Get
+// returns, with its digest and tier.
 func testGetRaw(t *testing.T, s registry.Store) {
-	rg, ok := s.(registry.RawGetter)
-	if !ok {
-		t.Skip("the store does not implement registry.RawGetter")
-	}
 	ctx := t.Context()
 	rec := NewRecord(fullDefinition())
 	rec.TrustTier = "trusted"
 	if _, err := s.Put(ctx, []registry.Record{rec}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := rg.GetRaw(ctx, rec.Key)
+	raw, err := s.GetRaw(ctx, rec.Key)
 	if err != nil {
 		t.Fatalf("GetRaw: %v", err)
 	}
@@ -992,7 +988,7 @@ func testGetRaw(t *testing.T, s registry.Store) {
 	}
 	missing := rec.Key
 	missing.Version = "9.9.9"
-	if _, err := rg.GetRaw(ctx, missing); !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
+	if _, err := s.GetRaw(ctx, missing); !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
 		t.Errorf("GetRaw of a missing version: %v; want ErrNotFound naming it", err)
 	}
 }

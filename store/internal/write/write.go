@@ -1,9 +1,10 @@
-// Package contract holds what both stores check and derive alike: the
-// checks of a record, a document and an audit event before they are
-// written, the values a record is indexed by, and the bound of a prefix
-// range scan. Keeping them here makes the two stores refuse and index the
-// same things the same way; only their SQL differs.
-package contract
+// Package write holds what both stores (store/sqlite, store/postgres)
+// check and derive alike before they write: the checks of a record, a
+// document, an audit event and an audit hook, the values a record is
+// indexed by, and the fields a deprecation sets. Keeping them here makes
+// the two stores refuse and index the same things the same way; only
+// their SQL differs.
+package write
 
 import (
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 )
@@ -31,7 +33,18 @@ type Prepared struct {
 	Categories   []string
 	Intents      []string
 	Bindings     []string
-	FTS          [7]string // name, title, description, keywords, intents, domains, categories
+	FTS          FullText
+}
+
+// FullText is the text of a record's full-text index, one field per
+// indexed column.
+type FullText struct {
+	Name, Title, Description, Keywords, Intents, Domains, Categories string
+}
+
+// Map returns the text with f applied to every field.
+func (t FullText) Map(f func(string) string) FullText {
+	return FullText{f(t.Name), f(t.Title), f(t.Description), f(t.Keywords), f(t.Intents), f(t.Domains), f(t.Categories)}
 }
 
 // Prepare checks a record's key and encodes it. It does no I/O, so a batch
@@ -76,14 +89,14 @@ func Prepare(r registry.Record, now time.Time) (Prepared, error) {
 		primary = k.Domain
 	}
 	p.Domains = Uniq(append([]string{primary}, d.Domains...))
-	p.FTS = [7]string{
-		Words(k.Name),
-		d.Title,
-		d.Description,
-		strings.Join(d.Keywords, " "),
-		WordsOf(d.Intents),
-		WordsOf(p.Domains),
-		WordsOf(d.Categories),
+	p.FTS = FullText{
+		Name:        Words(k.Name),
+		Title:       d.Title,
+		Description: d.Description,
+		Keywords:    strings.Join(d.Keywords, " "),
+		Intents:     WordsOf(d.Intents),
+		Domains:     WordsOf(p.Domains),
+		Categories:  WordsOf(d.Categories),
 	}
 	return p, nil
 }
@@ -212,55 +225,10 @@ func checkDocText(what, s string) error {
 	return nil
 }
 
-// PrefixEnd returns the least valid UTF-8 string greater than every string
-// that starts with prefix, the exclusive upper bound of a range scan for the
-// prefix in byte order; false when there is none (the prefix is all
-// U+10FFFF). prefix must be valid UTF-8: the successor of its last rune
-// replaces it (skipping the surrogates, which UTF-8 cannot encode), so the
-// bound is valid UTF-8 too, as a PostgreSQL text parameter must be. UTF-8's
-// byte order is code point order, so a valid string is in [prefix, end)
-// exactly when it starts with prefix.
-func PrefixEnd(prefix string) (string, bool) {
-	for prefix != "" {
-		r, size := utf8.DecodeLastRuneInString(prefix)
-		prefix = prefix[:len(prefix)-size]
-		if r == utf8.MaxRune {
-			continue
-		}
-		r++
-		if r >= 0xD800 && r <= 0xDFFF {
-			r = 0xE000
-		}
-		return prefix + string(r), true
-	}
-	return "", false
-}
-
-// CeilMicro rounds t up to the microsecond the store keeps, so that a
-// filter's bound includes no event before it.
-func CeilMicro(t time.Time) time.Time {
-	t = t.UTC()
-	if c := t.Truncate(time.Microsecond); c.Before(t) {
-		return c.Add(time.Microsecond)
-	}
-	return t
-}
-
-// CheckAuditFilter refuses negative bounds.
-func CheckAuditFilter(f registry.AuditFilter) error {
-	switch {
-	case f.Limit < 0:
-		return fmt.Errorf("the limit %d is negative: give 0 (no limit) or more", f.Limit)
-	case f.AfterSeq < 0:
-		return fmt.Errorf("after_seq %d is negative: give 0 (from the first event) or more", f.AfterSeq)
-	}
-	return nil
-}
-
 // CheckAuditEvent checks an event to be appended after last: the next seq,
 // a time in microseconds, a kind, text PostgreSQL can hold (valid UTF-8, no
 // NUL; both stores refuse alike), and one JSON text as data.
-func CheckAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
+func CheckAuditEvent(e chain.Event, last *chain.Event) error {
 	want := int64(1)
 	if last != nil {
 		want = last.Seq + 1
@@ -296,7 +264,7 @@ func CheckAuditEvent(e registry.AuditEvent, last *registry.AuditEvent) error {
 // CheckHook checks a hook before its write begins: for PutAudited (n, the
 // number of records, > 0) one event per record, and a Chain to link them.
 // A nil hook (a plain write) is fine.
-func CheckHook(hook *registry.AuditHook, n int) error {
+func CheckHook(hook *chain.Hook, n int) error {
 	switch {
 	case hook == nil:
 		return nil
@@ -311,7 +279,7 @@ func CheckHook(hook *registry.AuditHook, n int) error {
 // HookAppends reports whether a write appends any event of hook: whether
 // keep (nil keeps all) holds for one of them. When none does, the write
 // need not take the chain's lock.
-func HookAppends(hook *registry.AuditHook, keep func(i int) bool) bool {
+func HookAppends(hook *chain.Hook, keep func(i int) bool) bool {
 	for i := range hook.Events {
 		if keep == nil || keep(i) {
 			return true
@@ -324,8 +292,8 @@ func HookAppends(hook *registry.AuditHook, keep func(i int) bool) bool {
 // the chain's last event: those for which keep holds (nil keeps all),
 // chained by hook.Chain and each checked as CheckAuditEvent checks an
 // appended one. No event to append is no error (and no call of Chain).
-func ChainHook(hook *registry.AuditHook, last *registry.AuditEvent, keep func(i int) bool) ([]registry.AuditEvent, error) {
-	var events []registry.AuditEvent
+func ChainHook(hook *chain.Hook, last *chain.Event, keep func(i int) bool) ([]chain.Event, error) {
+	var events []chain.Event
 	for i, e := range hook.Events {
 		if keep == nil || keep(i) {
 			events = append(events, e)
@@ -366,26 +334,4 @@ func ApplyDeprecation(r *registry.Record, d registry.Deprecation, at time.Time) 
 	r.Definition.SunsetDate = d.SunsetDate
 	r.Definition.MigrationGuide = d.MigrationGuide
 	r.DeprecatedAt = &at
-}
-
-// Rows is what both drivers' result sets (database/sql's and pgx's) offer
-// for reading them row by row.
-type Rows interface {
-	Next() bool
-	Err() error
-}
-
-// Collect reads every row of rows with scan, which reads the current one:
-// the loop both stores' listings share. It returns an empty slice, not
-// nil, for no rows.
-func Collect[T any](rows Rows, scan func() (T, error)) ([]T, error) {
-	out := []T{}
-	for rows.Next() {
-		v, err := scan()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }

@@ -1,4 +1,5 @@
-package contract
+// Package migrate reads the numbered schema migrations a store embeds.
+package migrate
 
 import (
 	"fmt"
@@ -16,10 +17,10 @@ type Migration struct {
 	SQL     string
 }
 
-// LoadMigrations reads the migrations/NNNN_name.sql files of fsys in
+// Load reads the migrations/NNNN_name.sql files of fsys in
 // version order; a file named otherwise, or two files with one number, is
 // an error (a build problem).
-func LoadMigrations(fsys fs.FS) ([]Migration, error) {
+func Load(fsys fs.FS) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, "migrations")
 	if err != nil {
 		return nil, err

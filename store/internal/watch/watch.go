@@ -1,4 +1,6 @@
-package contract
+// Package watch is the subscription both stores' Watch hands out: a
+// queue per watcher that publishing never blocks on.
+package watch
 
 import (
 	"context"
@@ -24,8 +26,8 @@ type Watcher struct {
 	queue []registry.Event
 }
 
-// NewWatcher returns a watcher; its owner runs Run and closes Out after.
-func NewWatcher() *Watcher {
+// New returns a watcher; its owner runs Run and closes Out after.
+func New() *Watcher {
 	return &Watcher{Out: make(chan registry.Event), wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 }
 

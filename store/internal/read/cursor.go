@@ -1,4 +1,4 @@
-package contract
+package read
 
 import (
 	"crypto/sha256"
@@ -89,4 +89,25 @@ func CheckLimit(limit int) error {
 		return fmt.Errorf("page limit %d is negative: give 0 for no limit, or a page size", limit)
 	}
 	return nil
+}
+
+// OpenPage starts a page of a List (kind "list", text "") or Search (kind
+// "search"): it checks the limit and decodes the cursor, and returns it
+// with the fingerprint the page's NextCursor must carry.
+func OpenPage(kind string, f registry.ListFilter, text string) (Cursor, string, error) {
+	if err := CheckLimit(f.Limit); err != nil {
+		return Cursor{}, "", err
+	}
+	fp := Fingerprint(kind, f, text)
+	cur, err := DecodeCursor(f.Cursor, kind, fp)
+	return cur, fp, err
+}
+
+// EndSearchPage cuts a search page read with one row more than limit
+// (from offset) to limit, and sets its NextCursor when there is more.
+func EndSearchPage(page *registry.Page, limit int, fp string, offset int) {
+	if limit > 0 && len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = Cursor{Kind: "search", Query: fp, Offset: offset + limit}.Encode()
+	}
 }

@@ -1,0 +1,114 @@
+// Package chain holds the records of the audit chain (the CCOS causal
+// chain) and the interface of the store that keeps them: what package
+// audit, which appends to and verifies the chain, and the registry's stores
+// (store/sqlite, store/postgres), which keep it, share. It imports nothing
+// of caphub, so both can use it without an import cycle.
+package chain
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Event is one event of the audit chain: a registration, deprecation,
+// policy decision, approval or invocation. Package audit assigns Seq, Time,
+// PrevHash and Hash and checks the chain; a store only keeps events,
+// exactly as given.
+type Event struct {
+	// Seq numbers the events 1, 2, 3, … without gaps.
+	Seq int64 `json:"seq"`
+	// Time is when the event was appended, UTC. Stores keep microseconds
+	// and refuse a time with finer digits, which would not read back as
+	// hashed.
+	Time time.Time `json:"time"`
+	// Kind says what happened: "registered", "deprecated",
+	// "policy_decision", "approval", "invocation", …
+	Kind string `json:"kind"`
+	// Actor is who did it (a caller, a token's subject, a user); may be "".
+	Actor string `json:"actor"`
+	// Capability is the URI of the capability the event is about; may be "".
+	Capability string `json:"capability"`
+	// Data is the event's details, a JSON object in canonical form (RFC
+	// 8785), kept byte for byte.
+	Data json.RawMessage `json:"data"`
+	// PrevHash is the previous event's Hash (64 zeros for the first event);
+	// Hash covers this event's fields and PrevHash. Both are hex SHA-256.
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+}
+
+// Filter selects audit events. Empty fields do not filter; the events come
+// in ascending Seq.
+type Filter struct {
+	// Since keeps events whose Time is at or after it.
+	Since time.Time
+	// Capability keeps the events about a capability: equal to it, or, when
+	// it carries no version ("ossa:security/scan"), about any version of it
+	// ("ossa:security/scan@1.0").
+	Capability string
+	// Capabilities keeps the events whose Capability is one of these,
+	// exactly (no version ranges): the events of a page of versions in one
+	// query (audit.Log.CheckRegistrations). Empty does not filter.
+	Capabilities []string
+	// Kind keeps the events of one kind.
+	Kind string
+	// Limit is the most events to return; 0 means no limit.
+	Limit int
+	// AfterSeq keeps events whose Seq is greater: the Seq of the last event
+	// of the previous page continues a listing.
+	AfterSeq int64
+}
+
+// Store keeps the audit chain. Both registry stores implement it
+// (store/storetest runs one behaviour suite, RunAudit, against both). All
+// methods are safe for concurrent use, across processes and replicas too.
+type Store interface {
+	// AppendAudit appends one event atomically: in one write transaction
+	// that holds the chain's lock (SQLite: the single writer of BEGIN
+	// IMMEDIATE; PostgreSQL: a transaction-scoped advisory lock of the
+	// schema), it reads the last event (nil when the chain is empty), calls
+	// next with it, and inserts the event next returns, which must have Seq
+	// last.Seq+1 (1 for the first). So concurrent appenders, in one process
+	// or on several replicas, never fork the chain. next may be called more
+	// than once (when the transaction is retried) and must not call the
+	// store; an error from it aborts the append and is returned wrapped.
+	AppendAudit(ctx context.Context, next func(last *Event) (Event, error)) (Event, error)
+	// AppendAuditBatch appends n events in one such transaction (a group
+	// commit): next is called for i = 0..n-1, each time with the event
+	// before it (the chain's last event, then the one just made); a retried
+	// transaction calls it again from i = 0.
+	AppendAuditBatch(ctx context.Context, n int, next func(last *Event, i int) (Event, error)) ([]Event, error)
+	// ListAudit returns the events the filter selects in ascending Seq; an
+	// empty slice, not an error, when there are none.
+	ListAudit(ctx context.Context, f Filter) ([]Event, error)
+	// ScanAudit calls fn with every event in ascending Seq, reading a page at
+	// a time (memory stays bounded however long the chain is) and calling fn
+	// outside of any database transaction. An error from fn stops the scan
+	// and is returned as it is.
+	ScanAudit(ctx context.Context, fn func(Event) error) error
+}
+
+// Hook records a write in the audit chain inside the write's own
+// transaction, so that the change and the events that record it commit
+// together or not at all: no crash, cancelled request or failed append can
+// leave a change without its record, nor a record without its change.
+// Package audit makes hooks (audit.Log is a registry.ChangeRecorder); the
+// stores' audited writes (registry.Store's PutAudited, DeprecateAudited and
+// ApplyDocsAudited) run them.
+type Hook struct {
+	// Events are the events that record the write: Kind, Actor, Capability
+	// and Data (canonical JSON) set; Seq, Time, PrevHash and Hash are
+	// Chain's to assign. For PutAudited, Events[i] records recs[i] and is
+	// appended only when the Put creates that version (identical content
+	// already stored changes nothing and records nothing); the other writes
+	// append every event.
+	Events []Event
+	// Chain returns events (a subset of Events, in order) chained onto
+	// last, the chain's last event (nil when it is empty): numbered from
+	// last.Seq+1, stamped and hashed. The store calls it inside the write's
+	// transaction while it holds the chain's lock, as AppendAudit does, and
+	// may call it more than once (a retried transaction); it must not call
+	// the store. An error from it rolls the whole write back.
+	Chain func(last *Event, events []Event) ([]Event, error)
+}
