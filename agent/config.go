@@ -48,7 +48,7 @@ type AgentConfig struct {
 // ConfigTool is one tool of an AgentConfig: a unit capability, as an LLM
 // tool (name, description, input schema) with the capability it invokes.
 type ConfigTool struct {
-	Name         string            `json:"name"`    // ToolName(URI)
+	Name         string            `json:"name"`    // capability.ToolName(URI)
 	URI          string            `json:"uri"`     // the resolved version, scheme:domain/name@MAJOR.MINOR
 	Version      string            `json:"version"` // its full version
 	Description  string            `json:"description,omitempty"`
@@ -273,7 +273,7 @@ func (c *composer) lookup(id string, pos int, bundle string) (*registry.Resoluti
 // there (from an earlier capability) or its name is taken by another
 // capability, which is a problem.
 func (c *composer) addTool(res *registry.Resolution, from AgentCapability) (string, bool) {
-	name := ToolName(res.URI)
+	name := capability.ToolName(res.URI)
 	if i, taken := c.byName[name]; taken {
 		prev := c.cfg.Tools[i]
 		if prev.URI == res.URI && prev.Version == res.Version {

@@ -70,10 +70,11 @@ func Introspect(ctx context.Context, s *mcpconn.Server, clientVersion string) (*
 
 var mcpNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
-// ToolName returns the URI name of an upstream tool: the tool's own name
-// when it fits the mcp name grammar, else a sanitised form (the binding
-// keeps the exact upstream name either way).
-func ToolName(tool string) string {
+// uriName returns the name part of the mcp: URI of an upstream tool (the
+// other way round from capability.ToolName, which names the gateway tool of
+// a URI): the tool's own name when it fits the mcp name grammar, else a
+// sanitised form (the binding keeps the exact upstream name either way).
+func uriName(tool string) string {
 	if mcpNameRE.MatchString(tool) {
 		return tool
 	}
@@ -160,7 +161,7 @@ func Definitions(l *Listing, introspectorVersion string) ([]capability.Definitio
 	var failures []capability.ImportFailure
 	used := map[string]string{}
 	for _, t := range l.Tools {
-		name := ToolName(t.Name)
+		name := uriName(t.Name)
 		if other, dup := used[name]; dup {
 			failures = append(failures, capability.ImportFailure{Item: t.Name, Reason: fmt.Sprintf("its URI name %q is already taken by the tool %q: rename one of them upstream", name, other)})
 			continue

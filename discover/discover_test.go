@@ -61,7 +61,7 @@ func TestDiscoverEverythingOverStdio(t *testing.T) {
 		t.Fatalf("report: %d tools, %d new, failures %v", rep.Tools, len(rep.Plan.New), rep.Failures)
 	}
 	for _, tool := range advertised {
-		rec, err := reg.Get(ctx, capability.SchemeMCP, "everything", ToolName(tool.Name), "1.0.0")
+		rec, err := reg.Get(ctx, capability.SchemeMCP, "everything", uriName(tool.Name), "1.0.0")
 		if err != nil {
 			t.Errorf("%s not registered: %v", tool.Name, err)
 			continue
@@ -253,10 +253,10 @@ func TestEffects(t *testing.T) {
 	}
 }
 
-func TestToolNames(t *testing.T) {
+func TestURIName(t *testing.T) {
 	for in, want := range map[string]string{"echo": "echo", "get-sum": "get-sum", "printEnv": "printEnv", "a b/c": "a_b_c", "-x": "_-x", "héllo": "h_llo"} {
-		if got := ToolName(in); got != want {
-			t.Errorf("ToolName(%q) = %q, want %q", in, got, want)
+		if got := uriName(in); got != want {
+			t.Errorf("uriName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-// Package resolve finds what to use when a capability URI does not resolve
+// Package fallback finds what to use when a capability URI does not resolve
 // (CCOS missing-capability resolution). It looks, in order, at the registry
 // itself (an exact hit), configured aliases and deprecated_by chains, names
 // in the same domain that share a prefix with the wanted one, and the
@@ -7,7 +7,7 @@
 // the best proposal that is not registered yet, and it never registers over
 // an existing capability, so what an existing URI resolves to never changes
 // behind the caller's back.
-package resolve
+package fallback
 
 import (
 	"context"
