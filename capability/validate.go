@@ -88,15 +88,6 @@ func HasErrors(issues []Issue) bool {
 	return false
 }
 
-// Check validates d and returns a *ValidationError when it has errors, nil
-// otherwise; warnings alone do not fail it.
-func Check(d *Definition) error {
-	if issues := Validate(d); HasErrors(issues) {
-		return &ValidationError{Issues: issues}
-	}
-	return nil
-}
-
 // Rule identifiers name where a rule comes from.
 const (
 	RuleURI            = "OSSA-12.1.1" // MUST have a valid URI

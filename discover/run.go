@@ -94,7 +94,7 @@ func ReadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: max_parallel_discoveries %d must be positive", path, c.MaxParallelDiscoveries)
 	}
 	if len(c.Servers) == 0 {
-		return nil, fmt.Errorf("%s: no servers: list them under servers:", path)
+		return nil, fmt.Errorf("%s: no servers: list them under the servers key", path)
 	}
 	seen := map[string]bool{}
 	for i := range c.Servers {
