@@ -60,6 +60,70 @@ var bodylessMethods = map[string]bool{http.MethodGet: true, http.MethodHead: tru
 // build fills the binding's templates with input and places the remaining
 // fields, producing the request to send (not yet authenticated: see auth).
 func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*request, error) {
+	rb, err := newRequestBuilder(hb, input)
+	if err != nil {
+		return nil, err
+	}
+	origin, path, err := rb.destination(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := rb.templateHeaders(); err != nil {
+		return nil, err
+	}
+	if err := rb.templateBody(); err != nil {
+		return nil, err
+	}
+	for _, field := range slices.Sorted(maps.Keys(input)) {
+		if err := rb.place(field); err != nil {
+			return nil, err
+		}
+	}
+	if len(rb.cookies) > 0 {
+		rb.r.header.Add("Cookie", strings.Join(rb.cookies, "; "))
+	}
+	if err := rb.encodeBody(); err != nil {
+		return nil, err
+	}
+	// Auth, then the final URL.
+	query, err := b.auth(hb.Auth, rb.r, rb.query)
+	if err != nil {
+		return nil, err
+	}
+	raw := origin + path
+	if len(query) > 0 {
+		raw += "?" + strings.Join(query, "&")
+	}
+	rb.r.url, err = url.Parse(raw)
+	if err != nil {
+		// Not quoted: the query may hold an api key.
+		return nil, fmt.Errorf("http binding: the query built from url template %q and the input is not valid: check bindings.http.url", hb.URL)
+	}
+	return rb.r, nil
+}
+
+// requestBuilder holds a request while build fills it from a binding and
+// an input: what each step has placed so far.
+type requestBuilder struct {
+	hb        *capability.HTTPBinding
+	input     map[string]any
+	locs      map[string]location
+	bodyField string // x-body's field: the whole body
+	bodyType  string // x-body's content_type
+	r         *request
+	consumed  map[string]bool // fields the templates used
+	query     []string
+	cookies   []string
+	// bodyFields are the fields placed in the body; whole is the value of
+	// bodyField when it is set.
+	bodyFields map[string]any
+	whole      any
+	wholeSet   bool
+}
+
+// newRequestBuilder checks the method and reads the recorded parameter
+// locations and body spec of hb.
+func newRequestBuilder(hb *capability.HTTPBinding, input map[string]any) (*requestBuilder, error) {
 	method := strings.ToUpper(strings.TrimSpace(hb.Method))
 	if method == "" {
 		method = http.MethodGet
@@ -75,163 +139,182 @@ func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*requ
 	if err != nil {
 		return nil, err
 	}
-	r := &request{method: method, header: http.Header{}}
-	consumed := map[string]bool{}
+	return &requestBuilder{hb: hb, input: input, locs: locs, bodyField: bodyField, bodyType: bodyType,
+		r: &request{method: method, header: http.Header{}}, consumed: map[string]bool{}, bodyFields: map[string]any{}}, nil
+}
 
-	origin, path, query, err := fillURL(hb.URL, input, locs, consumed)
+// destination fills the url template and checks the destination before
+// anything else is read (secrets included); it returns the origin and path.
+func (rb *requestBuilder) destination(b *Binding) (origin, path string, err error) {
+	origin, path, rb.query, err = fillURL(rb.hb.URL, rb.input, rb.locs, rb.consumed)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	// The destination is checked before anything else is read (secrets
-	// included); the URL parsed here holds no query, so no secret.
+	// The URL parsed here holds no query, so no secret.
 	dest, err := url.Parse(origin + path)
 	if err != nil {
-		return nil, fmt.Errorf("http binding: url template %q does not make a valid URL (%v): fix bindings.http.url", hb.URL, err)
+		return "", "", fmt.Errorf("http binding: url template %q does not make a valid URL (%v): fix bindings.http.url", rb.hb.URL, err)
 	}
 	if err := b.checkURL(dest); err != nil {
 		e := noBinding(map[string]any{"url": redact(dest)}, "%v", err)
 		e.Cause = err
-		return nil, e
+		return "", "", e
 	}
+	return origin, path, nil
+}
 
-	// Header templates.
-	for _, name := range slices.Sorted(maps.Keys(hb.Headers)) {
+// templateHeaders fills the header templates; one naming an absent field
+// is not sent.
+func (rb *requestBuilder) templateHeaders() error {
+	for _, name := range slices.Sorted(maps.Keys(rb.hb.Headers)) {
 		if !isToken(name) {
-			return nil, fmt.Errorf("http binding: header name %q is not a valid HTTP header name: fix bindings.http.headers", name)
+			return fmt.Errorf("http binding: header name %q is not a valid HTTP header name: fix bindings.http.headers", name)
 		}
-		tmpl := hb.Headers[name]
-		value, ok, err := fillText(tmpl, input, consumed, nil)
+		tmpl := rb.hb.Headers[name]
+		value, ok, err := fillText(tmpl, rb.input, rb.consumed, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
 			continue // names an absent field: not sent
 		}
 		if err := checkHeaderValue(value); err != nil {
-			return nil, invalidInput("header %s (template %q): %v", name, tmpl, err)
+			return invalidInput("header %s (template %q): %v", name, tmpl, err)
 		}
-		r.header.Set(name, value)
+		rb.r.header.Set(name, value)
 	}
+	return nil
+}
 
-	// Body template.
-	if hb.BodyTemplate != "" {
-		r.body, err = renderBody(hb.BodyTemplate, input, consumed)
-		if err != nil {
-			return nil, err
-		}
-		if r.header.Get("Content-Type") == "" {
-			r.header.Set("Content-Type", "application/json")
-		}
+// templateBody renders the body template, JSON unless a header says
+// otherwise.
+func (rb *requestBuilder) templateBody() error {
+	if rb.hb.BodyTemplate == "" {
+		return nil
 	}
+	var err error
+	rb.r.body, err = renderBody(rb.hb.BodyTemplate, rb.input, rb.consumed)
+	if err != nil {
+		return err
+	}
+	if rb.r.header.Get("Content-Type") == "" {
+		rb.r.header.Set("Content-Type", "application/json")
+	}
+	return nil
+}
 
-	// Remaining fields, by recorded location or by default.
-	var (
-		cookies    []string
-		bodyFields = map[string]any{}
-		whole      any
-		wholeSet   bool
-	)
-	for _, field := range slices.Sorted(maps.Keys(input)) {
-		if consumed[field] {
-			continue
-		}
-		v := input[field]
-		loc, recorded := locs[field]
-		switch {
-		case field == bodyField && bodyField != "":
-			loc = location{in: inBody, name: field}
-		case !recorded:
-			loc = location{in: inBody, name: field, explode: true}
-			if bodylessMethods[method] {
-				loc.in = inQuery
-			}
-		}
-		switch loc.in {
-		case inPath:
-			return nil, fmt.Errorf("http binding: bindings.http.%s puts field %s in the path, but the url template %q has no {%s} placeholder: add it to the url", ExtraParameters, field, hb.URL, field)
-		case inQuery:
-			query = appendQuery(query, loc, v)
-		case inHeader, inCookie:
-			if v == nil {
-				continue
-			}
-			text, err := headerText(v, loc)
-			if err != nil {
-				return nil, err
-			}
-			if loc.in == inCookie {
-				if strings.ContainsAny(text, ";\r\n\x00") {
-					return nil, invalidInput("cookie %s (input field %s) contains ';', CR, LF or NUL, which would change the Cookie header: remove them", loc.name, field)
-				}
-				cookies = append(cookies, loc.name+"="+text)
-				continue
-			}
-			if !isToken(loc.name) {
-				return nil, fmt.Errorf("http binding: bindings.http.%s names header %q for field %s, which is not a valid header name: fix the definition", ExtraParameters, loc.name, field)
-			}
-			if err := checkHeaderValue(text); err != nil {
-				return nil, invalidInput("header %s (input field %s): %v", loc.name, field, err)
-			}
-			r.header.Add(loc.name, text)
-		case inBody:
-			switch {
-			case hb.BodyTemplate != "":
-				// The template is the whole body.
-			case field == bodyField:
-				whole, wholeSet = v, v != nil
-			default:
-				bodyFields[loc.name] = v
-			}
-		}
-	}
-	if len(cookies) > 0 {
-		r.header.Add("Cookie", strings.Join(cookies, "; "))
-	}
+// locationOf is where a field the templates did not use goes: the body
+// when it is x-body's field, its recorded location, else the body (the
+// query for methods without one).
+func (rb *requestBuilder) locationOf(field string) location {
+	loc, recorded := rb.locs[field]
 	switch {
-	case wholeSet && len(bodyFields) > 0:
-		return nil, fmt.Errorf("http binding: bindings.http.%s.field makes %s the whole body, but fields %s are placed in the body too: give them another location in %s", ExtraBody, bodyField, strings.Join(slices.Sorted(maps.Keys(bodyFields)), ", "), ExtraParameters)
-	case wholeSet:
-		r.body, err = encodeWhole(whole, b.contentType(r, bodyType))
-		if err != nil {
-			return nil, fmt.Errorf("http binding: request body (input field %s): %w", bodyField, err)
+	case field == rb.bodyField && rb.bodyField != "":
+		loc = location{in: inBody, name: field}
+	case !recorded:
+		loc = location{in: inBody, name: field, explode: true}
+		if bodylessMethods[rb.r.method] {
+			loc.in = inQuery
 		}
-	case len(bodyFields) > 0:
-		ct := b.contentType(r, bodyType)
-		r.body, ct, err = encodeFields(bodyFields, ct)
+	}
+	return loc
+}
+
+// place puts a field the templates did not use where it goes.
+func (rb *requestBuilder) place(field string) error {
+	if rb.consumed[field] {
+		return nil
+	}
+	v := rb.input[field]
+	loc := rb.locationOf(field)
+	switch loc.in {
+	case inPath:
+		return fmt.Errorf("http binding: bindings.http.%s puts field %s in the path, but the url template %q has no {%s} placeholder: add it to the url", ExtraParameters, field, rb.hb.URL, field)
+	case inQuery:
+		rb.query = appendQuery(rb.query, loc, v)
+	case inHeader, inCookie:
+		if v == nil {
+			return nil
+		}
+		return rb.placeHeader(field, loc, v)
+	case inBody:
+		rb.placeBody(field, loc, v)
+	}
+	return nil
+}
+
+// placeHeader adds a field as a header or a cookie.
+func (rb *requestBuilder) placeHeader(field string, loc location, v any) error {
+	text, err := headerText(v, loc)
+	if err != nil {
+		return err
+	}
+	if loc.in == inCookie {
+		if strings.ContainsAny(text, ";\r\n\x00") {
+			return invalidInput("cookie %s (input field %s) contains ';', CR, LF or NUL, which would change the Cookie header: remove them", loc.name, field)
+		}
+		rb.cookies = append(rb.cookies, loc.name+"="+text)
+		return nil
+	}
+	if !isToken(loc.name) {
+		return fmt.Errorf("http binding: bindings.http.%s names header %q for field %s, which is not a valid header name: fix the definition", ExtraParameters, loc.name, field)
+	}
+	if err := checkHeaderValue(text); err != nil {
+		return invalidInput("header %s (input field %s): %v", loc.name, field, err)
+	}
+	rb.r.header.Add(loc.name, text)
+	return nil
+}
+
+// placeBody puts a field in the body: as the whole body when it is x-body's
+// field, else as a property; with a body template, the template is the
+// whole body and the field is dropped.
+func (rb *requestBuilder) placeBody(field string, loc location, v any) {
+	switch {
+	case rb.hb.BodyTemplate != "":
+		// The template is the whole body.
+	case field == rb.bodyField:
+		rb.whole, rb.wholeSet = v, v != nil
+	default:
+		rb.bodyFields[loc.name] = v
+	}
+}
+
+// encodeBody encodes the fields placed in the body (or the whole-body
+// field) and sets the Content-Type of any body.
+func (rb *requestBuilder) encodeBody() error {
+	r := rb.r
+	var err error
+	switch {
+	case rb.wholeSet && len(rb.bodyFields) > 0:
+		return fmt.Errorf("http binding: bindings.http.%s.field makes %s the whole body, but fields %s are placed in the body too: give them another location in %s", ExtraBody, rb.bodyField, strings.Join(slices.Sorted(maps.Keys(rb.bodyFields)), ", "), ExtraParameters)
+	case rb.wholeSet:
+		r.body, err = encodeWhole(rb.whole, rb.contentType())
 		if err != nil {
-			return nil, fmt.Errorf("http binding: request body: %w", err)
+			return fmt.Errorf("http binding: request body (input field %s): %w", rb.bodyField, err)
+		}
+	case len(rb.bodyFields) > 0:
+		var ct string
+		r.body, ct, err = encodeFields(rb.bodyFields, rb.contentType())
+		if err != nil {
+			return fmt.Errorf("http binding: request body: %w", err)
 		}
 		r.header.Set("Content-Type", ct)
 	}
 	if r.body != nil && r.header.Get("Content-Type") == "" {
-		r.header.Set("Content-Type", b.contentType(r, bodyType))
+		r.header.Set("Content-Type", rb.contentType())
 	}
-
-	// Auth, then the final URL.
-	query, err = b.auth(hb.Auth, r, query)
-	if err != nil {
-		return nil, err
-	}
-	raw := origin + path
-	if len(query) > 0 {
-		raw += "?" + strings.Join(query, "&")
-	}
-	r.url, err = url.Parse(raw)
-	if err != nil {
-		// Not quoted: the query may hold an api key.
-		return nil, fmt.Errorf("http binding: the query built from url template %q and the input is not valid: check bindings.http.url", hb.URL)
-	}
-	return r, nil
+	return nil
 }
 
 // contentType is the request body's media type: the header the templates
 // set, else x-body's content_type, else JSON.
-func (b *Binding) contentType(r *request, bodyType string) string {
-	if ct := r.header.Get("Content-Type"); ct != "" {
+func (rb *requestBuilder) contentType() string {
+	if ct := rb.r.header.Get("Content-Type"); ct != "" {
 		return ct
 	}
-	if bodyType != "" {
-		return bodyType
+	if rb.bodyType != "" {
+		return rb.bodyType
 	}
 	return "application/json"
 }
