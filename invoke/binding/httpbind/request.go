@@ -323,10 +323,28 @@ func (rb *requestBuilder) contentType() string {
 // url.PathEscape, in the query with url.QueryEscape. It returns the origin
 // (scheme://host), the escaped path and the query pairs.
 func fillURL(tmpl string, input map[string]any, locs map[string]location, consumed map[string]bool) (origin, path string, query []string, err error) {
+	origin, rawPath, rawQuery, err := splitURLTemplate(tmpl)
+	if err != nil {
+		return "", "", nil, err
+	}
+	path, err = fillPath(rawPath, input, locs, consumed)
+	if err != nil {
+		return "", "", nil, err
+	}
+	query, err = fillQuery(rawQuery, input, consumed)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return origin, path, query, nil
+}
+
+// splitURLTemplate splits an absolute url template into its origin (which
+// must hold no placeholder), path and query, dropping any fragment.
+func splitURLTemplate(tmpl string) (origin, rawPath, rawQuery string, err error) {
 	t := strings.TrimSpace(tmpl)
 	i := strings.Index(t, "://")
 	if i <= 0 {
-		return "", "", nil, fmt.Errorf("http binding: url template %q is not an absolute URL: write bindings.http.url as http(s)://host/path", tmpl)
+		return "", "", "", fmt.Errorf("http binding: url template %q is not an absolute URL: write bindings.http.url as http(s)://host/path", tmpl)
 	}
 	rest := t[i+3:]
 	j := strings.IndexAny(rest, "/?#")
@@ -335,21 +353,23 @@ func fillURL(tmpl string, input map[string]any, locs map[string]location, consum
 	}
 	origin, tail := t[:i+3+j], rest[j:]
 	if len(capability.Placeholders(origin)) > 0 {
-		return "", "", nil, fmt.Errorf("http binding: the scheme or host of url template %q holds a placeholder; the destination must be fixed by the definition: move the input into the path or query", tmpl)
+		return "", "", "", fmt.Errorf("http binding: the scheme or host of url template %q holds a placeholder; the destination must be fixed by the definition: move the input into the path or query", tmpl)
 	}
-	if k := strings.IndexByte(tail, '#'); k >= 0 {
-		tail = tail[:k]
-	}
-	rawPath, rawQuery, _ := strings.Cut(tail, "?")
+	tail, _, _ = strings.Cut(tail, "#")
+	rawPath, rawQuery, _ = strings.Cut(tail, "?")
+	return origin, rawPath, rawQuery, nil
+}
 
-	// Path: every placeholder required, each value within one segment.
+// fillPath fills the path placeholders: every one required, each value
+// within one segment and no dot segment made.
+func fillPath(rawPath string, input map[string]any, locs map[string]location, consumed map[string]bool) (string, error) {
 	var pairs []string
 	for _, name := range capability.Placeholders(rawPath) {
 		top := topField(name)
 		consumed[top] = true
 		v, ok := lookup(input, name)
 		if !ok || v == nil {
-			return "", "", nil, invalidInput("the url path %q needs {%s}, but input field %s is absent: supply it", rawPath, name, name)
+			return "", invalidInput("the url path %q needs {%s}, but input field %s is absent: supply it", rawPath, name, name)
 		}
 		loc, recorded := locs[top]
 		if !recorded || name != top {
@@ -357,39 +377,52 @@ func fillURL(tmpl string, input map[string]any, locs map[string]location, consum
 		}
 		text, err := pathText(v, loc, name)
 		if err != nil {
-			return "", "", nil, err
+			return "", err
 		}
 		pairs = append(pairs, "{"+name+"}", text)
 	}
-	path = rawPath
-	if len(pairs) > 0 {
-		path = strings.NewReplacer(pairs...).Replace(rawPath)
-		tsegs, fsegs := strings.Split(rawPath, "/"), strings.Split(path, "/")
-		if len(tsegs) != len(fsegs) {
-			return "", "", nil, fmt.Errorf("http binding: filling url path %q changed its segments; this is a bug in caphub, please report it", rawPath)
-		}
-		for k := range fsegs {
-			if fsegs[k] != tsegs[k] {
-				if seg, _ := url.PathUnescape(fsegs[k]); seg == "." || seg == ".." {
-					return "", "", nil, invalidInput("the url path segment %q would be %q, a dot segment that servers resolve to another path: use another value", tsegs[k], seg)
-				}
-			}
-		}
+	if len(pairs) == 0 {
+		return rawPath, nil
 	}
+	path := strings.NewReplacer(pairs...).Replace(rawPath)
+	return path, checkSegments(rawPath, path)
+}
 
-	// Query: a pair naming an absent field is left out.
-	if rawQuery != "" {
-		for _, pair := range strings.Split(rawQuery, "&") {
-			filled, ok, err := fillText(pair, input, consumed, url.QueryEscape)
-			if err != nil {
-				return "", "", nil, err
-			}
-			if ok && filled != "" {
-				query = append(query, filled)
-			}
+// checkSegments checks that filling the path template kept its segments
+// and made none of them a dot segment.
+func checkSegments(rawPath, path string) error {
+	tsegs, fsegs := strings.Split(rawPath, "/"), strings.Split(path, "/")
+	if len(tsegs) != len(fsegs) {
+		return fmt.Errorf("http binding: filling url path %q changed its segments; this is a bug in caphub, please report it", rawPath)
+	}
+	for k := range fsegs {
+		if fsegs[k] == tsegs[k] {
+			continue
+		}
+		if seg, _ := url.PathUnescape(fsegs[k]); seg == "." || seg == ".." {
+			return invalidInput("the url path segment %q would be %q, a dot segment that servers resolve to another path: use another value", tsegs[k], seg)
 		}
 	}
-	return origin, path, query, nil
+	return nil
+}
+
+// fillQuery fills the query template's pairs; a pair naming an absent
+// field is left out.
+func fillQuery(rawQuery string, input map[string]any, consumed map[string]bool) ([]string, error) {
+	if rawQuery == "" {
+		return nil, nil
+	}
+	var query []string
+	for _, pair := range strings.Split(rawQuery, "&") {
+		filled, ok, err := fillText(pair, input, consumed, url.QueryEscape)
+		if err != nil {
+			return nil, err
+		}
+		if ok && filled != "" {
+			query = append(query, filled)
+		}
+	}
+	return query, nil
 }
 
 // fillText fills the placeholders of tmpl with the text of their values,
@@ -528,14 +561,11 @@ func appendQuery(query []string, loc location, v any) []string {
 		return query
 	}
 	name := url.QueryEscape(loc.name)
-	add := func(n, t string) { query = append(query, n+"="+url.QueryEscape(t)) }
-	text := func(e any) string { t, _ := valueText(e); return t }
 	style, explode := loc.style, loc.explode
 	if style == "" && loc.collectionFormat == "" {
 		style = "form"
 		if _, ok := v.(map[string]any); ok {
-			add(name, text(v)) // no recorded style: objects as compact JSON
-			return query
+			return append(query, name+"="+url.QueryEscape(queryText(v))) // no recorded style: objects as compact JSON
 		}
 	}
 	sep := ","
@@ -549,38 +579,56 @@ func appendQuery(query []string, loc location, v any) []string {
 	}
 	switch x := v.(type) {
 	case []any:
-		if explode {
-			for _, e := range x {
-				add(name, text(e))
-			}
-			return query
-		}
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = url.QueryEscape(text(e))
-		}
-		return append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
+		return appendQueryArray(query, name, x, sep, explode)
 	case map[string]any:
-		keys := slices.Sorted(maps.Keys(x))
-		switch {
-		case style == "deepObject":
-			for _, k := range keys {
-				add(url.QueryEscape(loc.name+"["+k+"]"), text(x[k]))
-			}
-		case explode:
-			for _, k := range keys {
-				add(url.QueryEscape(k), text(x[k]))
-			}
-		default:
-			parts := make([]string, 0, 2*len(keys))
-			for _, k := range keys {
-				parts = append(parts, url.QueryEscape(k), url.QueryEscape(text(x[k])))
-			}
-			query = append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
+		return appendQueryObject(query, loc.name, x, style, sep, explode)
+	}
+	return append(query, name+"="+url.QueryEscape(queryText(v)))
+}
+
+// queryText is the text of a query value (valueText, errors aside).
+func queryText(v any) string {
+	t, _ := valueText(v)
+	return t
+}
+
+// appendQueryArray adds an array: one pair per element when exploded,
+// else one pair of the elements joined with sep.
+func appendQueryArray(query []string, name string, x []any, sep string, explode bool) []string {
+	if explode {
+		for _, e := range x {
+			query = append(query, name+"="+url.QueryEscape(queryText(e)))
 		}
 		return query
 	}
-	add(name, text(v))
+	parts := make([]string, len(x))
+	for i, e := range x {
+		parts[i] = url.QueryEscape(queryText(e))
+	}
+	return append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
+}
+
+// appendQueryObject adds an object of the parameter name: name[key]=value
+// pairs (deepObject), key=value pairs (exploded), else one pair of keys and
+// values joined with sep.
+func appendQueryObject(query []string, name string, x map[string]any, style, sep string, explode bool) []string {
+	keys := slices.Sorted(maps.Keys(x))
+	switch {
+	case style == "deepObject":
+		for _, k := range keys {
+			query = append(query, url.QueryEscape(name+"["+k+"]")+"="+url.QueryEscape(queryText(x[k])))
+		}
+	case explode:
+		for _, k := range keys {
+			query = append(query, url.QueryEscape(k)+"="+url.QueryEscape(queryText(x[k])))
+		}
+	default:
+		parts := make([]string, 0, 2*len(keys))
+		for _, k := range keys {
+			parts = append(parts, url.QueryEscape(k), url.QueryEscape(queryText(x[k])))
+		}
+		query = append(query, url.QueryEscape(name)+"="+strings.Join(parts, url.QueryEscape(sep)))
+	}
 	return query
 }
 
@@ -735,41 +783,17 @@ func renderBody(tmpl string, input map[string]any, consumed map[string]bool) ([]
 	inString, escaped := false, false
 	for i := 0; i < len(tmpl); {
 		c := tmpl[i]
-		if c == '{' && len(names) > 0 {
-			if k := strings.IndexByte(tmpl[i+1:], '}'); k >= 0 && names[tmpl[i+1:i+1+k]] {
-				name := tmpl[i+1 : i+1+k]
-				if escaped {
-					return nil, fmt.Errorf("http binding: body_template has {%s} right after a backslash inside a JSON string, which would change how the value is read: remove the backslash", name)
-				}
-				consumed[topField(name)] = true
-				v, found := lookup(input, name)
-				if !found {
-					v = nil
-				}
-				if inString {
-					text := ""
-					if v != nil {
-						t, err := valueText(v)
-						if err != nil {
-							return nil, fmt.Errorf("http binding: body_template {%s}: %w", name, err)
-						}
-						text = t
-					}
-					enc, err := jsonEncode(text)
-					if err != nil {
-						return nil, err
-					}
-					out.Write(enc[1 : len(enc)-1])
-				} else {
-					enc, err := jsonEncode(v)
-					if err != nil {
-						return nil, fmt.Errorf("http binding: body_template {%s}: %w", name, err)
-					}
-					out.Write(enc)
-				}
-				i += k + 2
-				continue
+		if name, ok := placeholderAt(tmpl, i, names); ok {
+			if escaped {
+				return nil, fmt.Errorf("http binding: body_template has {%s} right after a backslash inside a JSON string, which would change how the value is read: remove the backslash", name)
 			}
+			consumed[topField(name)] = true
+			v, _ := lookup(input, name)
+			if err := writeBodyValue(&out, name, v, inString); err != nil {
+				return nil, err
+			}
+			i += len(name) + 2
+			continue
 		}
 		switch {
 		case inString && escaped:
@@ -788,6 +812,47 @@ func renderBody(tmpl string, input map[string]any, consumed map[string]bool) ([]
 		return nil, fmt.Errorf("http binding: body_template does not render to valid JSON (%v): check its quotes, commas and that each standalone placeholder is a whole JSON value", err)
 	}
 	return body, nil
+}
+
+// placeholderAt returns the placeholder of names that starts at tmpl[i]
+// ("{name}"), if one does.
+func placeholderAt(tmpl string, i int, names map[string]bool) (string, bool) {
+	if tmpl[i] != '{' || len(names) == 0 {
+		return "", false
+	}
+	k := strings.IndexByte(tmpl[i+1:], '}')
+	if k < 0 || !names[tmpl[i+1:i+1+k]] {
+		return "", false
+	}
+	return tmpl[i+1 : i+1+k], true
+}
+
+// writeBodyValue writes the value of placeholder name into a body
+// template: inside a JSON string as its escaped text (null as ""), else
+// as a JSON value.
+func writeBodyValue(out *bytes.Buffer, name string, v any, inString bool) error {
+	if !inString {
+		enc, err := jsonEncode(v)
+		if err != nil {
+			return fmt.Errorf("http binding: body_template {%s}: %w", name, err)
+		}
+		out.Write(enc)
+		return nil
+	}
+	text := ""
+	if v != nil {
+		t, err := valueText(v)
+		if err != nil {
+			return fmt.Errorf("http binding: body_template {%s}: %w", name, err)
+		}
+		text = t
+	}
+	enc, err := jsonEncode(text)
+	if err != nil {
+		return err
+	}
+	out.Write(enc[1 : len(enc)-1])
+	return nil
 }
 
 // lookup finds a placeholder's value: "a.b" reads input["a"]["b"].
