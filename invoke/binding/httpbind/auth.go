@@ -9,6 +9,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 	"github.com/caphub/caphub/permit"
 )
 
@@ -58,7 +59,7 @@ func (b *Binding) authSecret(a *capability.HTTPAuth, typ string) (string, error)
 	}
 	secret, ok := b.getenv(a.Env)
 	if !ok || secret == "" {
-		e := noBinding(map[string]any{"env": a.Env},
+		e := bindutil.NoBinding(Kind, map[string]any{"env": a.Env},
 			"environment variable %s (the secret of this capability's %s auth) is not available (unset, empty, or not allowed): %s", a.Env, typ, permit.EnvHint(a.Env))
 		e.Cause = fmt.Errorf("%w: %s", ErrMissingSecret, a.Env)
 		return "", e

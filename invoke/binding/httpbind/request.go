@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
 // request is the HTTP request a binding and an input describe.
@@ -156,7 +157,7 @@ func (rb *requestBuilder) destination(b *Binding) (origin, path string, err erro
 		return "", "", fmt.Errorf("http binding: url template %q does not make a valid URL (%v): fix bindings.http.url", rb.hb.URL, err)
 	}
 	if err := b.checkURL(dest); err != nil {
-		e := noBinding(map[string]any{"url": redact(dest)}, "%v", err)
+		e := bindutil.NoBinding(Kind, map[string]any{"url": redact(dest)}, "%v", err)
 		e.Cause = err
 		return "", "", e
 	}
@@ -179,7 +180,7 @@ func (rb *requestBuilder) templateHeaders() error {
 			continue // names an absent field: not sent
 		}
 		if err := checkHeaderValue(value); err != nil {
-			return invalidInput("header %s (template %q): %v", name, tmpl, err)
+			return bindutil.InvalidInput(Kind, "header %s (template %q): %v", name, tmpl, err)
 		}
 		rb.r.header.Set(name, value)
 	}
@@ -251,7 +252,7 @@ func (rb *requestBuilder) placeHeader(field string, loc location, v any) error {
 	}
 	if loc.in == inCookie {
 		if strings.ContainsAny(text, ";\r\n\x00") {
-			return invalidInput("cookie %s (input field %s) contains ';', CR, LF or NUL, which would change the Cookie header: remove them", loc.name, field)
+			return bindutil.InvalidInput(Kind, "cookie %s (input field %s) contains ';', CR, LF or NUL, which would change the Cookie header: remove them", loc.name, field)
 		}
 		rb.cookies = append(rb.cookies, loc.name+"="+text)
 		return nil
@@ -260,7 +261,7 @@ func (rb *requestBuilder) placeHeader(field string, loc location, v any) error {
 		return fmt.Errorf("http binding: bindings.http.%s names header %q for field %s, which is not a valid header name: fix the definition", ExtraParameters, loc.name, field)
 	}
 	if err := checkHeaderValue(text); err != nil {
-		return invalidInput("header %s (input field %s): %v", loc.name, field, err)
+		return bindutil.InvalidInput(Kind, "header %s (input field %s): %v", loc.name, field, err)
 	}
 	rb.r.header.Add(loc.name, text)
 	return nil
@@ -367,9 +368,9 @@ func fillPath(rawPath string, input map[string]any, locs map[string]location, co
 	for _, name := range capability.Placeholders(rawPath) {
 		top := topField(name)
 		consumed[top] = true
-		v, ok := lookup(input, name)
+		v, ok := bindutil.Lookup(input, name)
 		if !ok || v == nil {
-			return "", invalidInput("the url path %q needs {%s}, but input field %s is absent: supply it", rawPath, name, name)
+			return "", bindutil.InvalidInput(Kind, "the url path %q needs {%s}, but input field %s is absent: supply it", rawPath, name, name)
 		}
 		loc, recorded := locs[top]
 		if !recorded || name != top {
@@ -400,7 +401,7 @@ func checkSegments(rawPath, path string) error {
 			continue
 		}
 		if seg, _ := url.PathUnescape(fsegs[k]); seg == "." || seg == ".." {
-			return invalidInput("the url path segment %q would be %q, a dot segment that servers resolve to another path: use another value", tsegs[k], seg)
+			return bindutil.InvalidInput(Kind, "the url path segment %q would be %q, a dot segment that servers resolve to another path: use another value", tsegs[k], seg)
 		}
 	}
 	return nil
@@ -437,7 +438,7 @@ func fillText(tmpl string, input map[string]any, consumed map[string]bool, escap
 	ok := true
 	for _, name := range names {
 		consumed[topField(name)] = true
-		v, found := lookup(input, name)
+		v, found := bindutil.Lookup(input, name)
 		if !found || v == nil {
 			ok = false
 			continue
@@ -788,7 +789,7 @@ func renderBody(tmpl string, input map[string]any, consumed map[string]bool) ([]
 				return nil, fmt.Errorf("http binding: body_template has {%s} right after a backslash inside a JSON string, which would change how the value is read: remove the backslash", name)
 			}
 			consumed[topField(name)] = true
-			v, _ := lookup(input, name)
+			v, _ := bindutil.Lookup(input, name)
 			if err := writeBodyValue(&out, name, v, inString); err != nil {
 				return nil, err
 			}
@@ -853,22 +854,6 @@ func writeBodyValue(out *bytes.Buffer, name string, v any, inString bool) error 
 	}
 	out.Write(enc[1 : len(enc)-1])
 	return nil
-}
-
-// lookup finds a placeholder's value: "a.b" reads input["a"]["b"].
-func lookup(input map[string]any, name string) (any, bool) {
-	var cur any = input
-	for part := range strings.SplitSeq(name, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[part]
-		if !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // topField is the input field a placeholder reads: "a" for "a.b".
