@@ -48,7 +48,7 @@ type AgentConfig struct {
 // ConfigTool is one tool of an AgentConfig: a unit capability, as an LLM
 // tool (name, description, input schema) with the capability it invokes.
 type ConfigTool struct {
-	Name         string            `json:"name"`    // ToolName(URI)
+	Name         string            `json:"name"`    // capability.ToolName(URI)
 	URI          string            `json:"uri"`     // the resolved version, scheme:domain/name@MAJOR.MINOR
 	Version      string            `json:"version"` // its full version
 	Description  string            `json:"description,omitempty"`
@@ -146,7 +146,7 @@ func (a *Agents) Config(ctx context.Context, id string) (*AgentConfig, error) {
 // Each capability is resolved: a URI as registry Resolve does (OSSA §7.2,
 // sunset, deprecation warnings), a bare id as the one capability of that
 // name. It is a bundle when it lists tools or carries everruns display
-// metadata (IsBundle). These are problems, all reported together in a
+// metadata (isBundle). These are problems, all reported together in a
 // *ConfigError: an invalid, unknown or ambiguous id; a capability past its
 // sunset date; an experimental bundle (everruns "coming soon"); a bundle
 // tool that does not resolve or is itself a bundle; two different
@@ -167,7 +167,7 @@ func (a *Agents) Compose(ctx context.Context, ag *Agent) (*AgentConfig, error) {
 		}
 		d := res.Record.Definition
 		applied := AppliedCapability{CapabilityID: ac.CapabilityID, Position: ac.Position, URI: res.URI, Version: res.Version, Title: d.Title,
-			Bundle: IsBundle(&d), SystemPromptAddition: strings.TrimSpace(d.SystemPromptAddition), Tools: []string{}}
+			Bundle: isBundle(&d), SystemPromptAddition: strings.TrimSpace(d.SystemPromptAddition), Tools: []string{}}
 		if applied.Bundle && d.Stability == capability.StabilityExperimental {
 			c.problem(ac.CapabilityID, ac.Position, ProblemUnavailable,
 				"%s (%s %s, position %d) is an experimental bundle, \"coming soon\" in everruns terms: it is not ready to give an agent tools; remove it from the agent's capabilities",
@@ -187,7 +187,7 @@ func (a *Agents) Compose(ctx context.Context, ag *Agent) (*AgentConfig, error) {
 					continue
 				}
 				td := tres.Record.Definition
-				if IsBundle(&td) {
+				if isBundle(&td) {
 					c.problem(toolURI, ac.Position, ProblemNested,
 						"bundle %s (position %d) lists %s among its tools, which is itself a bundle: bundles of bundles are not applied; enable %s on the agent directly",
 						ac.CapabilityID, ac.Position, tres.URI, tres.URI)
@@ -212,14 +212,14 @@ func (a *Agents) Compose(ctx context.Context, ag *Agent) (*AgentConfig, error) {
 	return c.cfg, nil
 }
 
-// IsBundle reports whether d is a bundle in everruns' sense, a capability
+// isBundle reports whether d is a bundle in everruns' sense, a capability
 // that equips an agent rather than being called: it lists the capabilities
 // it provides (Tools), or carries everruns display metadata (an icon or a
 // category, which only everruns capabilities have; this is what makes the
 // everruns noop, with neither tools nor prompt, a bundle that gives
 // nothing). Any other capability is a unit capability, given to an agent as
 // one tool.
-func IsBundle(d *capability.Definition) bool {
+func isBundle(d *capability.Definition) bool {
 	return len(d.Tools) > 0 || d.Display != nil && (d.Display.Icon != "" || d.Display.Category != "")
 }
 
@@ -273,7 +273,7 @@ func (c *composer) lookup(id string, pos int, bundle string) (*registry.Resoluti
 // there (from an earlier capability) or its name is taken by another
 // capability, which is a problem.
 func (c *composer) addTool(res *registry.Resolution, from AgentCapability) (string, bool) {
-	name := ToolName(res.URI)
+	name := capability.ToolName(res.URI)
 	if i, taken := c.byName[name]; taken {
 		prev := c.cfg.Tools[i]
 		if prev.URI == res.URI && prev.Version == res.Version {

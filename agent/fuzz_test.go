@@ -14,7 +14,7 @@ import (
 // FuzzReadManifest feeds arbitrary bytes to the reader and everything after
 // it: nothing may panic, a manifest comes with no error and an error with no
 // manifest, and Validate gives the same verdict on the manifest as
-// ValidateDocument on its document.
+// validateDocument on its document.
 func FuzzReadManifest(f *testing.F) {
 	// Seeds: the corpus examples when present, and hand-made edge cases.
 	if root, err := filepath.Abs(filepath.Join("..", "..", "shared", "corpus", "ossa-v0.2.9", "examples")); err == nil {
@@ -54,9 +54,9 @@ func FuzzReadManifest(f *testing.F) {
 		if m == nil || m.Document == nil {
 			t.Fatal("no manifest and no error")
 		}
-		a, b := Validate(m), ValidateDocument(m.Document)
+		a, b := Validate(m), validateDocument(m.Document)
 		if capability.HasErrors(a) != capability.HasErrors(b) || len(a) != len(b) {
-			t.Fatalf("Validate and ValidateDocument disagree: %v / %v", a, b)
+			t.Fatalf("Validate and validateDocument disagree: %v / %v", a, b)
 		}
 		_ = CheckCapabilities(context.Background(), m, nil)
 		_ = CheckIssues(CheckCapabilities(context.Background(), m, reg))

@@ -291,11 +291,11 @@ func TestPaths(t *testing.T) {
 }
 
 func TestValidateDocumentWithoutPositions(t *testing.T) {
-	issues := ValidateDocument(map[string]any{"apiVersion": "ossa/v0.2.9", "kind": "Agent", "metadata": map[string]any{"name": "a"}, "spec": map[string]any{}})
+	issues := validateDocument(map[string]any{"apiVersion": "ossa/v0.2.9", "kind": "Agent", "metadata": map[string]any{"name": "a"}, "spec": map[string]any{}})
 	if len(issues) != 1 || issues[0].Path != "spec.role" || issues[0].Line != 0 || issues[0].Severity != capability.SeverityError {
 		t.Errorf("issues %v", issues)
 	}
-	if issues := ValidateDocument([]any{}); len(issues) != 1 || issues[0].Path != "" {
+	if issues := validateDocument([]any{}); len(issues) != 1 || issues[0].Path != "" {
 		t.Errorf("a list: %v", issues)
 	}
 }

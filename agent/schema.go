@@ -496,10 +496,10 @@ func Validate(m *Manifest) []capability.Issue {
 	return v.issues
 }
 
-// ValidateDocument checks a manifest given as a decoded JSON value (for
+// validateDocument checks a manifest given as a decoded JSON value (for
 // example the body of a request) against the same rules. Issues carry paths
 // but no positions.
-func ValidateDocument(doc any) []capability.Issue {
+func validateDocument(doc any) []capability.Issue {
 	v := &validator{}
 	v.check(manifestDef, doc, "", ruleSchemaRoot)
 	sortIssues(v.issues)

@@ -514,7 +514,7 @@ func TestMutations(t *testing.T) {
 		for _, base := range bases {
 			doc := deepCopy(base.Document).(map[string]any)
 			mu.apply(doc)
-			ours := ValidateDocument(doc)
+			ours := validateDocument(doc)
 			refValid, refPaths := refVerdict(sch, doc)
 			oursValid := !capability.HasErrors(ours)
 			where := base.File + ": " + mu.name

@@ -106,9 +106,9 @@ func (f MetricSinkFunc) Record(name string, value float64, labels map[string]str
 // @1.0.
 const Version = "1.0.0"
 
-// DocumentationBase is where the built-ins' documentation lives; a
-// definition's documentation_url is DocumentationBase + "<domain>/<name>".
-const DocumentationBase = "https://caphub.dev/builtin/"
+// documentationBase is where the built-ins' documentation lives; a
+// definition's documentation_url is documentationBase + "<domain>/<name>".
+const documentationBase = "https://caphub.dev/builtin/"
 
 // entry is one built-in: its definition and how to make its handler from an
 // Env. The handler name is the definition's native binding.
@@ -179,7 +179,7 @@ func handlerName(domain, name string) string { return domain + "." + name }
 func define(d capability.Definition) capability.Definition {
 	d.URI = fmt.Sprintf("ossa:%s/%s@1.0", d.Domain, d.Name)
 	d.Version = Version
-	d.DocumentationURL = DocumentationBase + d.Domain + "/" + d.Name
+	d.DocumentationURL = documentationBase + d.Domain + "/" + d.Name
 	if d.Stability == "" {
 		d.Stability = capability.StabilityStable
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/caphub/caphub/invoke"
 )
 
-// The everruns built-ins live in the domain "everruns" (EverrunsDomain).
+// The everruns built-ins live in the domain "everruns" (everrunsDomain).
 // Each everruns capability is a bundle, ossa:everruns/<id>@1.0, whose Tools
 // list the URIs of its unit capabilities, one per everruns tool,
 // ossa:everruns/<tool>@1.0 (e.g. ossa:everruns/add@1.0). Titles,
@@ -34,8 +34,8 @@ import (
 // warning the built-ins get). Invoking a coming-soon bundle fails with its
 // declared COMING_SOON.
 
-// EverrunsDomain is the domain of the everruns built-ins.
-const EverrunsDomain = "everruns"
+// everrunsDomain is the domain of the everruns built-ins.
+const everrunsDomain = "everruns"
 
 // everruns statuses (everruns CapabilityStatus).
 const (
@@ -98,7 +98,7 @@ func everrunsEntries() []entry {
 // bundleEntry is the definition and handler of one everruns capability.
 func bundleEntry(b bundle) entry {
 	d := capability.Definition{
-		Domain:               EverrunsDomain,
+		Domain:               everrunsDomain,
 		Name:                 b.id,
 		Title:                b.title,
 		Description:          b.description,
@@ -113,7 +113,7 @@ func bundleEntry(b bundle) entry {
 		d.Description += " Coming soon in everruns: the bundle has no tools yet."
 	}
 	for _, t := range b.tools {
-		d.Tools = append(d.Tools, uriOf(EverrunsDomain, t))
+		d.Tools = append(d.Tools, uriOf(everrunsDomain, t))
 	}
 	if b.id == "noop" {
 		d.Description += " Invoking it returns {}."
@@ -145,7 +145,7 @@ func bundleEntry(b bundle) entry {
 func bundleOutput(b bundle) map[string]any {
 	tools := make([]any, len(b.tools))
 	for i, t := range b.tools {
-		tools[i] = uriOf(EverrunsDomain, t)
+		tools[i] = uriOf(everrunsDomain, t)
 	}
 	out := map[string]any{"tools": tools}
 	if b.prompt != "" {
@@ -169,7 +169,7 @@ const humanLayout = "Monday, January 2, 2006 at 15:04:05 MST"
 
 func currentTimeEntry() entry {
 	d := capability.Definition{
-		Domain:      EverrunsDomain,
+		Domain:      everrunsDomain,
 		Name:        "get_current_time",
 		Title:       "Get current time",
 		Description: "Get the current date and time in an IANA time zone (e.g. UTC, America/New_York, Asia/Kolkata), as ISO 8601, a Unix timestamp or human-readable text. The zone's daylight-saving rules apply.",
@@ -295,7 +295,7 @@ func mathEntries() []entry {
 			errs = append([]capability.ErrorDef{errDef("DIVISION_BY_ZERO", false, "The divisor b is zero; give a non-zero divisor.")}, errs...)
 		}
 		d := capability.Definition{
-			Domain:      EverrunsDomain,
+			Domain:      everrunsDomain,
 			Name:        op.name,
 			Title:       op.title,
 			Description: op.description + " Numbers are 64-bit floating point.",
@@ -361,7 +361,7 @@ func weatherEntries() []entry {
 	cityErr := errDef("INVALID_CITY", false, "The city name is blank or longer than 200 characters.")
 
 	weather := capability.Definition{
-		Domain:      EverrunsDomain,
+		Domain:      everrunsDomain,
 		Name:        "get_weather",
 		Title:       "Get weather",
 		Description: "Get the current weather for a city: temperature, conditions, humidity and wind. Mock data for testing tool calling: deterministic, derived from the city name, the same for every call.",
@@ -389,7 +389,7 @@ func weatherEntries() []entry {
 		"precipitation_chance": prop("integer", "Chance of precipitation in percent.", "minimum", int64(0), "maximum", int64(100)),
 	}, "date", "high_c", "low_c", "conditions", "precipitation_chance")
 	forecast := capability.Definition{
-		Domain:      EverrunsDomain,
+		Domain:      everrunsDomain,
 		Name:        "get_forecast",
 		Title:       "Get forecast",
 		Description: fmt.Sprintf("Get a multi-day weather forecast for a city, starting today: %d days unless told, at most %d (a larger days is clamped to %d and the output says so with clamped and note). Mock data for testing tool calling: deterministic, derived from the city name.", forecastDefaultDays, forecastMaxDays, forecastMaxDays),

@@ -79,7 +79,7 @@ func TestLog(t *testing.T) {
 			if l["level"] != tt.wantLevel || l["msg"] != tt.in["message"] || l["agent"] != tt.caller || l["capability"] != uri {
 				t.Errorf("log line = %v", l)
 			}
-			if tt.wantAttrs != nil && len(tt.wantAttrs) > 0 && !reflect.DeepEqual(l["fields"], tt.wantAttrs) {
+			if len(tt.wantAttrs) > 0 && !reflect.DeepEqual(l["fields"], tt.wantAttrs) {
 				t.Errorf("fields = %v, want %v", l["fields"], tt.wantAttrs)
 			}
 		})

@@ -75,9 +75,9 @@ const (
 // anonymousNamespace is the namespace of calls without a caller.
 const anonymousNamespace = "anonymous"
 
-// StateNamespace returns the document-key namespace of a caller (see the
+// stateNamespace returns the document-key namespace of a caller (see the
 // layout above): "agent:<path-escaped caller>", or "anonymous" for "".
-func StateNamespace(caller string) string {
+func stateNamespace(caller string) string {
 	if caller == "" {
 		return anonymousNamespace
 	}
@@ -263,7 +263,7 @@ func stateRead(e *env) Handler {
 		if err != nil {
 			return nil, err
 		}
-		ns := StateNamespace(callerOf(call))
+		ns := stateNamespace(callerOf(call))
 		doc, err := docs.GetDoc(ctx, stateKind, docKey(ns, key))
 		if errors.Is(err, registry.ErrNotFound) {
 			return nil, invoke.Errorf("KEY_NOT_FOUND", false, "state key %q has no value for %s: write it first (ossa:state/write), or list the keys (ossa:state/list)", key, callerName(call))
@@ -305,7 +305,7 @@ func stateWrite(e *env) Handler {
 		if len(b) > stateMaxValueBytes {
 			return nil, invoke.Errorf("VALUE_TOO_LARGE", false, "the value of %q encodes to %d bytes of JSON, over the limit of %d: store it in smaller parts under several keys", key, len(b), stateMaxValueBytes)
 		}
-		ns := StateNamespace(callerOf(call))
+		ns := stateNamespace(callerOf(call))
 		unlock := lockNamespace(ns)
 		defer unlock()
 		if err := docs.PutDoc(ctx, stateKind, docKey(ns, key), b); err != nil {
@@ -328,7 +328,7 @@ func stateList(e *env) Handler {
 		if err := checkText("INVALID_KEY", "prefix", prefix, stateMaxKeyBytes, true); err != nil {
 			return nil, err
 		}
-		ns := StateNamespace(callerOf(call))
+		ns := stateNamespace(callerOf(call))
 		list, err := docs.ListDocs(ctx, stateKind, docKey(ns, prefix))
 		if err != nil {
 			return nil, storeFailure("list state keys", err)
@@ -351,7 +351,7 @@ func stateDelete(e *env) Handler {
 		if err != nil {
 			return nil, err
 		}
-		ns := StateNamespace(callerOf(call))
+		ns := stateNamespace(callerOf(call))
 		unlock := lockNamespace(ns)
 		defer unlock()
 		err = docs.DeleteDoc(ctx, stateKind, docKey(ns, key))
@@ -394,7 +394,7 @@ func stateCheckpoint(e *env) Handler {
 		if err := checkText("INVALID_NAME", "checkpoint name", name, stateMaxNameBytes, true); err != nil {
 			return nil, err
 		}
-		ns := StateNamespace(callerOf(call))
+		ns := stateNamespace(callerOf(call))
 		unlock := lockNamespace(ns)
 		defer unlock()
 
@@ -451,7 +451,7 @@ func stateRollback(e *env) Handler {
 		if checkText("CHECKPOINT_NOT_FOUND", "checkpoint", id, 1024, false) != nil {
 			return nil, notFound()
 		}
-		ns := StateNamespace(callerOf(call))
+		ns := stateNamespace(callerOf(call))
 		unlock := lockNamespace(ns)
 		defer unlock()
 

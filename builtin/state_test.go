@@ -238,7 +238,7 @@ func TestStateNamespaces(t *testing.T) {
 	// The namespace mapping is injective on these ids and never holds "/".
 	seen := map[string]string{}
 	for _, c := range callers {
-		ns := StateNamespace(c)
+		ns := stateNamespace(c)
 		if strings.Contains(ns, "/") || strings.IndexByte(ns, 0) >= 0 {
 			t.Errorf("namespace of %q is %q: holds a separator", c, ns)
 		}
@@ -288,7 +288,7 @@ func TestStateCheckpointRollback(t *testing.T) {
 	if len(applies) != 1 || puts != 0 || deletes != 0 {
 		t.Fatalf("rollback wrote with %d ApplyDocs, %d PutDoc, %d DeleteDoc; want exactly one ApplyDocs", len(applies), puts, deletes)
 	}
-	ns := StateNamespace(agent)
+	ns := stateNamespace(agent)
 	wantOps := []registry.DocOp{
 		{Kind: "state", Key: ns + "/d", Delete: true},
 		{Kind: "state", Key: ns + "/a", Value: []byte(`1`)},
@@ -464,7 +464,7 @@ func TestStateCheckpointRetention(t *testing.T) {
 			t.Errorf("checkpoint %d (%s): %v", i, id, err)
 		}
 	}
-	docs, err := spy.ListDocs(context.Background(), "state_checkpoint", StateNamespace("a")+"/")
+	docs, err := spy.ListDocs(context.Background(), "state_checkpoint", stateNamespace("a")+"/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,8 @@ func TestSchemaNestingRefused(t *testing.T) {
 	if _, si := CompileSchema(d.Input); len(si) != 1 || si[0].Pointer != strings.Repeat("items.", MaxSchemaNesting-1)+"items" {
 		t.Errorf("CompileSchema: %v", si)
 	}
-	if err := Check(d); err == nil || !strings.Contains(err.Error(), want+": schema nesting exceeds 64 levels") {
-		t.Errorf("Check: %v", err)
+	if err := (&ValidationError{Issues: issues}); !HasErrors(issues) || !strings.Contains(err.Error(), want+": schema nesting exceeds 64 levels") {
+		t.Errorf("ValidationError: %v", err)
 	}
 }
 

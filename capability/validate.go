@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -88,15 +89,6 @@ func HasErrors(issues []Issue) bool {
 	return false
 }
 
-// Check validates d and returns a *ValidationError when it has errors, nil
-// otherwise; warnings alone do not fail it.
-func Check(d *Definition) error {
-	if issues := Validate(d); HasErrors(issues) {
-		return &ValidationError{Issues: issues}
-	}
-	return nil
-}
-
 // Rule identifiers name where a rule comes from.
 const (
 	RuleURI            = "OSSA-12.1.1" // MUST have a valid URI
@@ -157,29 +149,45 @@ func (v *validator) warnf(path, rule, format string, args ...any) {
 
 // identity checks uri, name, domain and version and that they agree.
 func (v *validator) identity() {
+	scheme := v.uri()
+	v.name(scheme)
+	v.domain()
+	v.version()
+}
+
+// uri checks the URI and that it agrees with domain, name and version; it
+// returns the URI's scheme (ossa when there is no valid URI).
+func (v *validator) uri() string {
 	d := v.d
-	scheme := SchemeOSSA
 	if d.URI == "" {
 		v.errorf("uri", RuleURI, "missing: every capability must have a URI such as %s", suggestURI(d))
-	} else if u, err := ParseURI(d.URI); err != nil {
-		v.errorf("uri", RuleURI, "%v", err)
-	} else {
-		scheme = u.Scheme
-		if !u.HasVersion {
-			v.errorf("uri", RuleURI, "%q has no version: append @MAJOR.MINOR, e.g. %s", d.URI, suggestURI(d))
-		}
-		if d.Domain != "" && u.Domain != d.Domain {
-			v.errorf("uri", RuleURI, "URI domain %q differs from domain %q: make them the same", u.Domain, d.Domain)
-		}
-		if d.Name != "" && u.Name != d.Name {
-			v.errorf("uri", RuleURI, "URI name %q differs from name %q: make them the same", u.Name, d.Name)
-		}
-		if ver, err := ParseVersion(d.Version); err == nil && u.HasVersion &&
-			(ver.Major != u.Version.Major || ver.Minor != u.Version.Minor) {
-			v.errorf("uri", RuleURI, "URI version @%s differs from version %s: the URI carries MAJOR.MINOR of the version, so write @%d.%d",
-				u.Version.String(), d.Version, ver.Major, ver.Minor)
-		}
+		return SchemeOSSA
 	}
+	u, err := ParseURI(d.URI)
+	if err != nil {
+		v.errorf("uri", RuleURI, "%v", err)
+		return SchemeOSSA
+	}
+	if !u.HasVersion {
+		v.errorf("uri", RuleURI, "%q has no version: append @MAJOR.MINOR, e.g. %s", d.URI, suggestURI(d))
+	}
+	if d.Domain != "" && u.Domain != d.Domain {
+		v.errorf("uri", RuleURI, "URI domain %q differs from domain %q: make them the same", u.Domain, d.Domain)
+	}
+	if d.Name != "" && u.Name != d.Name {
+		v.errorf("uri", RuleURI, "URI name %q differs from name %q: make them the same", u.Name, d.Name)
+	}
+	if ver, err := ParseVersion(d.Version); err == nil && u.HasVersion &&
+		(ver.Major != u.Version.Major || ver.Minor != u.Version.Minor) {
+		v.errorf("uri", RuleURI, "URI version @%s differs from version %s: the URI carries MAJOR.MINOR of the version, so write @%d.%d",
+			u.Version.String(), d.Version, ver.Major, ver.Minor)
+	}
+	return u.Scheme
+}
+
+// name checks the capability name against the grammar of its scheme.
+func (v *validator) name(scheme string) {
+	d := v.d
 	switch {
 	case d.Name == "":
 		v.errorf("name", RuleURI, "missing: set the capability name (pattern [a-z][a-z0-9_]*)")
@@ -188,12 +196,22 @@ func (v *validator) identity() {
 	case scheme != SchemeMCP && !ossaNameRE.MatchString(d.Name):
 		v.errorf("name", RuleURI, "%q must match [a-z][a-z0-9_]* (lower-case letters, digits and underscores, starting with a letter)", d.Name)
 	}
+}
+
+// domain checks the capability domain against its grammar.
+func (v *validator) domain() {
+	d := v.d
 	switch {
 	case d.Domain == "":
 		v.errorf("domain", RuleURI, "missing: set the capability domain (pattern [a-z][a-z0-9-]*)")
 	case !domainNameRE.MatchString(d.Domain):
 		v.errorf("domain", RuleURI, "%q must match [a-z][a-z0-9-]* (lower-case letters, digits and hyphens, starting with a letter)", d.Domain)
 	}
+}
+
+// version checks that the version is a full semantic version.
+func (v *validator) version() {
+	d := v.d
 	if d.Version == "" {
 		v.errorf("version", RuleURI, "missing: set the full semantic version, e.g. 1.0.0")
 	} else if ver, err := ParseVersion(d.Version); err != nil {
@@ -420,105 +438,148 @@ func (v *validator) bindings() {
 	if n := b.Native; n != nil && n.Handler == "" {
 		v.errorf("bindings.native.handler", RuleCaphub, "missing: name the built-in handler")
 	}
-	if m := b.MCP; m != nil {
-		if m.Server == "" {
-			v.errorf("bindings.mcp.server", RuleCaphub, "missing: name the MCP server (as saved with `caphub discover mcp NAME`)")
-		}
-		if m.Tool == "" {
-			v.errorf("bindings.mcp.tool", RuleCaphub, "missing: name the tool on the MCP server")
-		}
-		v.checkMapping("bindings.mcp.mapping", m.Mapping)
-		if len(m.Mapping) == 0 && hasInput {
-			v.warnf("bindings.mcp.mapping", RuleMappings, "no field mapping: input fields are passed to the tool under their own names")
-		}
-		for _, k := range slices.Sorted(maps.Keys(m.ErrorMapping)) {
-			if !v.declaresError(m.ErrorMapping[k]) {
-				v.errorf("bindings.mcp.error_mapping."+k, RuleCaphub, "maps to %q, which is not a declared error code: add it to errors", m.ErrorMapping[k])
-			}
+	if b.MCP != nil {
+		v.mcpBinding(b.MCP, hasInput)
+	}
+	if b.HTTP != nil {
+		v.httpBinding(b.HTTP)
+	}
+	if b.GRPC != nil {
+		v.grpcBinding(b.GRPC, hasInput)
+	}
+	if b.CLI != nil {
+		v.cliBinding(b.CLI)
+	}
+	if b.Delegation != nil {
+		v.delegationBinding(b.Delegation)
+	}
+	v.unknownBindings(b)
+}
+
+// mcpBinding checks an MCP binding: server and tool named, mapping onto
+// input fields, error mapping onto declared codes.
+func (v *validator) mcpBinding(m *MCPBinding, hasInput bool) {
+	if m.Server == "" {
+		v.errorf("bindings.mcp.server", RuleCaphub, "missing: name the MCP server (as saved with `caphub discover mcp NAME`)")
+	}
+	if m.Tool == "" {
+		v.errorf("bindings.mcp.tool", RuleCaphub, "missing: name the tool on the MCP server")
+	}
+	v.checkMapping("bindings.mcp.mapping", m.Mapping)
+	if len(m.Mapping) == 0 && hasInput {
+		v.warnf("bindings.mcp.mapping", RuleMappings, "no field mapping: input fields are passed to the tool under their own names")
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.ErrorMapping)) {
+		if !v.declaresError(m.ErrorMapping[k]) {
+			v.errorf("bindings.mcp.error_mapping."+k, RuleCaphub, "maps to %q, which is not a declared error code: add it to errors", m.ErrorMapping[k])
 		}
 	}
-	if h := b.HTTP; h != nil {
-		if !httpMethods[strings.ToUpper(h.Method)] {
-			v.errorf("bindings.http.method", RuleCaphub, "%q is not an HTTP method: use GET, POST, PUT, PATCH or DELETE", h.Method)
+}
+
+// httpBinding checks an HTTP binding: method, absolute URL, templates that
+// name input fields, and its auth.
+func (v *validator) httpBinding(h *HTTPBinding) {
+	if !httpMethods[strings.ToUpper(h.Method)] {
+		v.errorf("bindings.http.method", RuleCaphub, "%q is not an HTTP method: use GET, POST, PUT, PATCH or DELETE", h.Method)
+	}
+	if h.URL == "" {
+		v.errorf("bindings.http.url", RuleCaphub, "missing: give the endpoint's absolute http(s) URL")
+	} else {
+		filled := placeholderRE.ReplaceAllString(h.URL, "x")
+		if err := absoluteHTTPURL(filled); err != nil {
+			v.errorf("bindings.http.url", RuleCaphub, "%v", err)
 		}
-		if h.URL == "" {
-			v.errorf("bindings.http.url", RuleCaphub, "missing: give the endpoint's absolute http(s) URL")
-		} else {
-			filled := placeholderRE.ReplaceAllString(h.URL, "x")
-			if err := absoluteHTTPURL(filled); err != nil {
-				v.errorf("bindings.http.url", RuleCaphub, "%v", err)
-			}
-			v.checkPlaceholders("bindings.http.url", h.URL)
-		}
-		v.checkPlaceholders("bindings.http.body_template", h.BodyTemplate)
-		for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
-			v.checkPlaceholders("bindings.http.headers."+k, h.Headers[k])
-		}
-		if a := h.Auth; a != nil {
-			if !authTypes[a.Type] {
-				v.errorf("bindings.http.auth.type", RuleCaphub, "%q is not an auth type: use api_key, bearer, basic or oauth2", a.Type)
-			}
-			if a.Type != "none" && a.Env == "" {
-				v.errorf("bindings.http.auth.env", RuleCaphub, "missing: name the environment variable that holds the secret (secrets are never stored)")
-			}
-			if a.Type == "api_key" {
-				if a.Location != "header" && a.Location != "query" {
-					v.errorf("bindings.http.auth.location", RuleCaphub, "%q: an api_key goes in a header or the query; use header or query", a.Location)
-				}
-				if a.ParamName == "" {
-					v.errorf("bindings.http.auth.param_name", RuleCaphub, "missing: name the header or query parameter that carries the key")
-				}
-			}
+		v.checkPlaceholders("bindings.http.url", h.URL)
+	}
+	v.checkPlaceholders("bindings.http.body_template", h.BodyTemplate)
+	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
+		v.checkPlaceholders("bindings.http.headers."+k, h.Headers[k])
+	}
+	if h.Auth != nil {
+		v.httpAuth(h.Auth)
+	}
+}
+
+// httpAuth checks an HTTP binding's auth: a known type, the environment
+// variable of the secret, and where an api_key goes.
+func (v *validator) httpAuth(a *HTTPAuth) {
+	if !authTypes[a.Type] {
+		v.errorf("bindings.http.auth.type", RuleCaphub, "%q is not an auth type: use api_key, bearer, basic or oauth2", a.Type)
+	}
+	if a.Type != "none" && a.Env == "" {
+		v.errorf("bindings.http.auth.env", RuleCaphub, "missing: name the environment variable that holds the secret (secrets are never stored)")
+	}
+	if a.Type != "api_key" {
+		return
+	}
+	if a.Location != "header" && a.Location != "query" {
+		v.errorf("bindings.http.auth.location", RuleCaphub, "%q: an api_key goes in a header or the query; use header or query", a.Location)
+	}
+	if a.ParamName == "" {
+		v.errorf("bindings.http.auth.param_name", RuleCaphub, "missing: name the header or query parameter that carries the key")
+	}
+}
+
+// grpcBinding checks a gRPC binding: service, method and target named,
+// mapping onto input fields.
+func (v *validator) grpcBinding(g *GRPCBinding, hasInput bool) {
+	if g.Service == "" {
+		v.errorf("bindings.grpc.service", RuleCaphub, "missing: give the fully-qualified gRPC service name")
+	}
+	if g.Method == "" {
+		v.errorf("bindings.grpc.method", RuleCaphub, "missing: give the gRPC method name")
+	}
+	if g.Target == "" {
+		v.warnf("bindings.grpc.target", RuleCaphub, "missing: give the server address (host:port); without it the binding cannot be invoked")
+	}
+	v.checkMapping("bindings.grpc.mapping", g.Mapping)
+	if len(g.Mapping) == 0 && hasInput {
+		v.warnf("bindings.grpc.mapping", RuleMappings, "no field mapping: input fields are sent under their own names")
+	}
+}
+
+// cliBinding checks a CLI binding: a command that splits, whose program is
+// not a placeholder, and a known output parser.
+func (v *validator) cliBinding(c *CLIBinding) {
+	if strings.TrimSpace(c.Command) == "" {
+		v.errorf("bindings.cli.command", RuleCaphub, "missing: give the command to run, e.g. \"tool {field}\"")
+	} else if argv, err := SplitCommand(c.Command); err != nil {
+		v.errorf("bindings.cli.command", RuleCaphub, "%v", err)
+	} else if len(argv) > 0 && len(Placeholders(argv[0])) > 0 {
+		v.errorf("bindings.cli.command", RuleCaphub, "the program name %q must not be a placeholder: an input must never choose what runs", argv[0])
+	}
+	v.checkPlaceholders("bindings.cli.command", c.Command)
+	switch c.Parser {
+	case "", "json", "text", "yaml":
+	default:
+		v.errorf("bindings.cli.parser", RuleCaphub, "%q is not a parser: use json, text or yaml", c.Parser)
+	}
+}
+
+// delegationBinding checks a delegation binding: an agent or URL to
+// delegate to, a valid capability URI and token variable name.
+func (v *validator) delegationBinding(dl *DelegationBinding) {
+	if dl.Agent == "" && dl.URL == "" {
+		v.errorf("bindings.delegation", RuleCaphub, "name the agent or the url to delegate to")
+	}
+	if dl.URL != "" {
+		if err := absoluteHTTPURL(dl.URL); err != nil {
+			v.errorf("bindings.delegation.url", RuleCaphub, "%v", err)
 		}
 	}
-	if g := b.GRPC; g != nil {
-		if g.Service == "" {
-			v.errorf("bindings.grpc.service", RuleCaphub, "missing: give the fully-qualified gRPC service name")
-		}
-		if g.Method == "" {
-			v.errorf("bindings.grpc.method", RuleCaphub, "missing: give the gRPC method name")
-		}
-		if g.Target == "" {
-			v.warnf("bindings.grpc.target", RuleCaphub, "missing: give the server address (host:port); without it the binding cannot be invoked")
-		}
-		v.checkMapping("bindings.grpc.mapping", g.Mapping)
-		if len(g.Mapping) == 0 && hasInput {
-			v.warnf("bindings.grpc.mapping", RuleMappings, "no field mapping: input fields are sent under their own names")
+	if dl.Capability != "" {
+		if _, err := ParseURI(dl.Capability); err != nil {
+			v.errorf("bindings.delegation.capability", RuleCaphub, "%v", err)
 		}
 	}
-	if c := b.CLI; c != nil {
-		if strings.TrimSpace(c.Command) == "" {
-			v.errorf("bindings.cli.command", RuleCaphub, "missing: give the command to run, e.g. \"tool {field}\"")
-		} else if argv, err := SplitCommand(c.Command); err != nil {
-			v.errorf("bindings.cli.command", RuleCaphub, "%v", err)
-		} else if len(argv) > 0 && len(Placeholders(argv[0])) > 0 {
-			v.errorf("bindings.cli.command", RuleCaphub, "the program name %q must not be a placeholder: an input must never choose what runs", argv[0])
-		}
-		v.checkPlaceholders("bindings.cli.command", c.Command)
-		switch c.Parser {
-		case "", "json", "text", "yaml":
-		default:
-			v.errorf("bindings.cli.parser", RuleCaphub, "%q is not a parser: use json, text or yaml", c.Parser)
-		}
+	if dl.TokenEnv != "" && !envNameRE.MatchString(dl.TokenEnv) {
+		v.errorf("bindings.delegation.token_env", RuleCaphub, "%q is not an environment variable name: use letters, digits and _, not starting with a digit", dl.TokenEnv)
 	}
-	if dl := b.Delegation; dl != nil {
-		if dl.Agent == "" && dl.URL == "" {
-			v.errorf("bindings.delegation", RuleCaphub, "name the agent or the url to delegate to")
-		}
-		if dl.URL != "" {
-			if err := absoluteHTTPURL(dl.URL); err != nil {
-				v.errorf("bindings.delegation.url", RuleCaphub, "%v", err)
-			}
-		}
-		if dl.Capability != "" {
-			if _, err := ParseURI(dl.Capability); err != nil {
-				v.errorf("bindings.delegation.capability", RuleCaphub, "%v", err)
-			}
-		}
-		if dl.TokenEnv != "" && !envNameRE.MatchString(dl.TokenEnv) {
-			v.errorf("bindings.delegation.token_env", RuleCaphub, "%q is not an environment variable name: use letters, digits and _, not starting with a digit", dl.TokenEnv)
-		}
-	}
+}
+
+// unknownBindings warns of binding types and binding fields caphub does
+// not know (x- extensions aside).
+func (v *validator) unknownBindings(b Bindings) {
 	for _, k := range slices.Sorted(maps.Keys(b.Extra)) {
 		if !strings.HasPrefix(k, "x-") {
 			v.warnf("bindings."+k, RuleCaphub, "unknown binding type %q: caphub keeps it but cannot execute it (known: %s)", k, strings.Join(BindingOrder, ", "))
@@ -544,51 +605,19 @@ func (v *validator) declaresError(code string) bool {
 	return false
 }
 
-// extraOf returns the Extra map of any model struct pointer (nil-safe).
+// extraOf returns the Extra map (the unknown members kept) of a pointer to
+// a model struct; nil for a nil pointer or a struct without one.
 func extraOf(x any) map[string]any {
-	switch t := x.(type) {
-	case *NativeBinding:
-		if t != nil {
-			return t.Extra
-		}
-	case *MCPBinding:
-		if t != nil {
-			return t.Extra
-		}
-	case *HTTPBinding:
-		if t != nil {
-			return t.Extra
-		}
-	case *HTTPAuth:
-		if t != nil {
-			return t.Extra
-		}
-	case *GRPCBinding:
-		if t != nil {
-			return t.Extra
-		}
-	case *CLIBinding:
-		if t != nil {
-			return t.Extra
-		}
-	case *DelegationBinding:
-		if t != nil {
-			return t.Extra
-		}
-	case *Display:
-		if t != nil {
-			return t.Extra
-		}
-	case *Attestation:
-		if t != nil {
-			return t.Extra
-		}
-	case *Provenance:
-		if t != nil {
-			return t.Extra
-		}
+	p := reflect.ValueOf(x)
+	if p.Kind() != reflect.Pointer || p.IsNil() {
+		return nil
 	}
-	return nil
+	f := p.Elem().FieldByName("Extra")
+	if !f.IsValid() {
+		return nil
+	}
+	m, _ := f.Interface().(map[string]any)
+	return m
 }
 
 // unknown warns about each field caphub does not model ("x-" extensions are

@@ -21,8 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// IntrospectionMethod is the CCOS :discovery method of MCP tools.
-const IntrospectionMethod = "mcp_introspection"
+// introspectionMethod is the CCOS :discovery method of MCP tools.
+const introspectionMethod = "mcp_introspection"
 
 // Listing is what one server offered at one time.
 type Listing struct {
@@ -44,8 +44,8 @@ type UpstreamError struct {
 func (e *UpstreamError) Error() string { return e.Err.Error() }
 func (e *UpstreamError) Unwrap() error { return e.Err }
 
-// Introspect connects to a saved server and lists every tool.
-func Introspect(ctx context.Context, s *mcpconn.Server, clientVersion string) (*Listing, error) {
+// introspect connects to a saved server and lists every tool.
+func introspect(ctx context.Context, s *mcpconn.Server, clientVersion string) (*Listing, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", registry.ErrInvalid, err)
 	}
@@ -70,10 +70,11 @@ func Introspect(ctx context.Context, s *mcpconn.Server, clientVersion string) (*
 
 var mcpNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
-// ToolName returns the URI name of an upstream tool: the tool's own name
-// when it fits the mcp name grammar, else a sanitised form (the binding
-// keeps the exact upstream name either way).
-func ToolName(tool string) string {
+// uriName returns the name part of the mcp: URI of an upstream tool (the
+// other way round from capability.ToolName, which names the gateway tool of
+// a URI): the tool's own name when it fits the mcp name grammar, else a
+// sanitised form (the binding keeps the exact upstream name either way).
+func uriName(tool string) string {
 	if mcpNameRE.MatchString(tool) {
 		return tool
 	}
@@ -96,11 +97,11 @@ func ToolName(tool string) string {
 	return name
 }
 
-// Effects maps a tool's annotations to effects, with the MCP defaults when
+// toolEffects maps a tool's annotations to effects, with the MCP defaults when
 // a hint is absent (readOnly false, destructive true, idempotent false,
 // openWorld true): every tool is an mcp_call; a tool that is not read-only
 // writes, and is destructive unless it says it is not.
-func Effects(a *mcp.ToolAnnotations) []string {
+func toolEffects(a *mcp.ToolAnnotations) []string {
 	effects := []string{"mcp_call"}
 	readOnly, destructive, idempotent, openWorld := false, true, false, true
 	if a != nil {
@@ -160,7 +161,7 @@ func Definitions(l *Listing, introspectorVersion string) ([]capability.Definitio
 	var failures []capability.ImportFailure
 	used := map[string]string{}
 	for _, t := range l.Tools {
-		name := ToolName(t.Name)
+		name := uriName(t.Name)
 		if other, dup := used[name]; dup {
 			failures = append(failures, capability.ImportFailure{Item: t.Name, Reason: fmt.Sprintf("its URI name %q is already taken by the tool %q: rename one of them upstream", name, other)})
 			continue
@@ -206,9 +207,9 @@ func definition(l *Listing, t *mcp.Tool, name, introspectorVersion string) (capa
 		Input:       input,
 		Output:      output,
 		Bindings:    capability.Bindings{MCP: &capability.MCPBinding{Server: l.Server, Tool: t.Name}},
-		Effects:     Effects(t.Annotations),
+		Effects:     toolEffects(t.Annotations),
 		Provenance: &capability.Provenance{
-			Method: IntrospectionMethod, SourceURL: l.Source, CreatedAt: l.At.Format(time.RFC3339),
+			Method: introspectionMethod, SourceURL: l.Source, CreatedAt: l.At.Format(time.RFC3339),
 			CapabilityType: "mcp_tool", IntrospectorVersion: introspectorVersion,
 		},
 		Metadata: map[string]any{"mcp": map[string]any{
@@ -247,12 +248,12 @@ type Change struct {
 	Summary string `json:"summary"`
 }
 
-// PlanRediscovery compares freshly discovered definitions with what the
+// planRediscovery compares freshly discovered definitions with what the
 // registry holds for the server. A definition equal to the latest
 // registered version (ignoring when it was discovered) is unchanged; one
 // that differs becomes the next version its changes need (a breaking change
 // is a new major); a registered tool missing from defs has vanished.
-func PlanRediscovery(ctx context.Context, reg registry.API, server string, defs []capability.Definition) (*Plan, error) {
+func planRediscovery(ctx context.Context, reg registry.API, server string, defs []capability.Definition) (*Plan, error) {
 	plan := &Plan{New: []string{}, Changed: []Change{}, Unchanged: []string{}, Vanished: []string{}}
 	offered := map[string]bool{}
 	for _, d := range defs {
@@ -334,8 +335,8 @@ func sameContent(a, b *capability.Definition) (bool, error) {
 	return da == db, err
 }
 
-// Apply registers what the plan registers and deprecates what vanished.
-func Apply(ctx context.Context, reg registry.API, server string, plan *Plan) error {
+// applyPlan registers what the plan registers and deprecates what vanished.
+func applyPlan(ctx context.Context, reg registry.API, server string, plan *Plan) error {
 	if len(plan.Register) > 0 {
 		if _, err := reg.RegisterBatch(ctx, plan.Register); err != nil {
 			return err

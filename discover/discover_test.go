@@ -61,7 +61,7 @@ func TestDiscoverEverythingOverStdio(t *testing.T) {
 		t.Fatalf("report: %d tools, %d new, failures %v", rep.Tools, len(rep.Plan.New), rep.Failures)
 	}
 	for _, tool := range advertised {
-		rec, err := reg.Get(ctx, capability.SchemeMCP, "everything", ToolName(tool.Name), "1.0.0")
+		rec, err := reg.Get(ctx, capability.SchemeMCP, "everything", uriName(tool.Name), "1.0.0")
 		if err != nil {
 			t.Errorf("%s not registered: %v", tool.Name, err)
 			continue
@@ -80,10 +80,10 @@ func TestDiscoverEverythingOverStdio(t *testing.T) {
 		if d.Bindings.MCP == nil || d.Bindings.MCP.Tool != tool.Name || d.Bindings.MCP.Server != "everything" {
 			t.Errorf("%s: binding %+v", tool.Name, d.Bindings.MCP)
 		}
-		if d.Provenance == nil || d.Provenance.Method != IntrospectionMethod || d.Provenance.CapabilityType != "mcp_tool" || d.Provenance.IntrospectorVersion != "test" {
+		if d.Provenance == nil || d.Provenance.Method != introspectionMethod || d.Provenance.CapabilityType != "mcp_tool" || d.Provenance.IntrospectorVersion != "test" {
 			t.Errorf("%s: provenance %+v", tool.Name, d.Provenance)
 		}
-		if !reflect.DeepEqual(d.Effects, Effects(tool.Annotations)) || len(d.Domains) == 0 || len(d.Categories) == 0 {
+		if !reflect.DeepEqual(d.Effects, toolEffects(tool.Annotations)) || len(d.Domains) == 0 || len(d.Categories) == 0 {
 			t.Errorf("%s: effects %v domains %v categories %v", tool.Name, d.Effects, d.Domains, d.Categories)
 		}
 	}
@@ -246,17 +246,17 @@ func TestEffects(t *testing.T) {
 		{&mcp.ToolAnnotations{DestructiveHint: &tr, OpenWorldHint: &f}, "mcp_call writes destructive"},
 	}
 	for _, c := range cases {
-		if got := strings.Join(Effects(c.ann), " "); got != c.want {
+		if got := strings.Join(toolEffects(c.ann), " "); got != c.want {
 			b, _ := json.Marshal(c.ann)
-			t.Errorf("Effects(%s) = %s, want %s", b, got, c.want)
+			t.Errorf("toolEffects(%s) = %s, want %s", b, got, c.want)
 		}
 	}
 }
 
-func TestToolNames(t *testing.T) {
+func TestURIName(t *testing.T) {
 	for in, want := range map[string]string{"echo": "echo", "get-sum": "get-sum", "printEnv": "printEnv", "a b/c": "a_b_c", "-x": "_-x", "héllo": "h_llo"} {
-		if got := ToolName(in); got != want {
-			t.Errorf("ToolName(%q) = %q, want %q", in, got, want)
+		if got := uriName(in); got != want {
+			t.Errorf("uriName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

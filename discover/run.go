@@ -34,7 +34,7 @@ type Report struct {
 // Run saves the server, lists its tools, caches the listing, and plans (and
 // with Register, applies) the registry changes.
 func Run(ctx context.Context, reg registry.API, servers ServerAPI, srv *mcpconn.Server, opts Options) (*Report, error) {
-	listing, err := Introspect(ctx, srv, opts.Version)
+	listing, err := introspect(ctx, srv, opts.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -45,13 +45,13 @@ func Run(ctx context.Context, reg registry.API, servers ServerAPI, srv *mcpconn.
 		return nil, err
 	}
 	defs, failures := Definitions(listing, opts.Version)
-	plan, err := PlanRediscovery(ctx, reg, srv.Name, defs)
+	plan, err := planRediscovery(ctx, reg, srv.Name, defs)
 	if err != nil {
 		return nil, err
 	}
 	rep := &Report{Server: srv.Name, Tools: len(listing.Tools), Plan: plan, Failures: append(failures, plan.Failures...)}
 	if opts.Register {
-		if err := Apply(ctx, reg, srv.Name, plan); err != nil {
+		if err := applyPlan(ctx, reg, srv.Name, plan); err != nil {
 			return rep, err
 		}
 		if opts.Export != nil && len(plan.Register) > 0 {
@@ -72,8 +72,8 @@ type Config struct {
 	Servers                []mcpconn.Server `json:"servers" yaml:"servers"`
 }
 
-// DefaultMaxParallel is CCOS's default max_parallel_discoveries.
-const DefaultMaxParallel = 5
+// defaultMaxParallel is CCOS's default max_parallel_discoveries.
+const defaultMaxParallel = 5
 
 // ReadConfig reads a discovery configuration (YAML or JSON).
 func ReadConfig(path string) (*Config, error) {
@@ -88,13 +88,13 @@ func ReadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %v (expected max_parallel_discoveries, register, export_to_rtfs and servers: [{name, command, args, env, url, headers}])", path, err)
 	}
 	if c.MaxParallelDiscoveries == 0 {
-		c.MaxParallelDiscoveries = DefaultMaxParallel
+		c.MaxParallelDiscoveries = defaultMaxParallel
 	}
 	if c.MaxParallelDiscoveries < 0 {
 		return nil, fmt.Errorf("%s: max_parallel_discoveries %d must be positive", path, c.MaxParallelDiscoveries)
 	}
 	if len(c.Servers) == 0 {
-		return nil, fmt.Errorf("%s: no servers: list them under servers:", path)
+		return nil, fmt.Errorf("%s: no servers: list them under the servers key", path)
 	}
 	seen := map[string]bool{}
 	for i := range c.Servers {

@@ -195,8 +195,8 @@ func (s *Server) Source() string {
 	return strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
 }
 
-// ConnectTimeout bounds starting and initialising a session.
-const ConnectTimeout = 30 * time.Second
+// connectTimeout bounds starting and initialising a session.
+const connectTimeout = 30 * time.Second
 
 // Connect starts (stdio) or reaches (HTTP) the server and initialises an MCP
 // session. For transport http it tries streamable HTTP, then SSE.
@@ -241,10 +241,10 @@ func ConnectClient(ctx context.Context, s *Server, client *mcp.Client, opts *Con
 	// transport's stream is bound to it), so the timeout cancels only a
 	// connection that has not finished in time.
 	ctx, cancel := context.WithCancel(ctx)
-	timer := time.AfterFunc(ConnectTimeout, cancel)
+	timer := time.AfterFunc(connectTimeout, cancel)
 	cs, cmd, err := connect(ctx, s, client, opts)
 	if !timer.Stop() && err != nil {
-		err = fmt.Errorf("%w (no answer within %s)", err, ConnectTimeout)
+		err = fmt.Errorf("%w (no answer within %s)", err, connectTimeout)
 	}
 	if err != nil {
 		cancel()

@@ -21,8 +21,8 @@ import (
 
 // Flags that extend the lists, named in refusals.
 const (
-	CommandFlag = "--allow-command"
-	EnvFlag     = "--allow-env"
+	commandFlag = "--allow-command"
+	envFlag     = "--allow-env"
 	HostFlag    = "--allow-host"
 )
 
@@ -79,9 +79,9 @@ func (p *Permits) Command(name, path string, look func(string) (string, error)) 
 		}
 	}
 	if len(list) == 0 {
-		return fmt.Errorf("%w: program %s: caphub starts no program the operator has not allowed, and none is; to allow it, start caphub with %s %s", ErrCommand, name, CommandFlag, name)
+		return fmt.Errorf("%w: program %s: caphub starts no program the operator has not allowed, and none is; to allow it, start caphub with %s %s", ErrCommand, name, commandFlag, name)
 	}
-	return fmt.Errorf("%w: program %s is not among the allowed commands (%s); to allow it, start caphub with %s %s", ErrCommand, name, strings.Join(list, ", "), CommandFlag, name)
+	return fmt.Errorf("%w: program %s is not among the allowed commands (%s); to allow it, start caphub with %s %s", ErrCommand, name, strings.Join(list, ", "), commandFlag, name)
 }
 
 // EnvAllowed reports whether variable name may be read.
@@ -105,7 +105,7 @@ func (p *Permits) Getenv(name string) (string, bool) {
 // permitted (and the flag that permits it), or not set.
 func (p *Permits) Lookup(name string) (string, error) {
 	if !p.EnvAllowed(name) {
-		return "", fmt.Errorf("%w: $%s: caphub lets definitions and saved servers read only the environment variables the operator allows; to allow it, start caphub with %s %s", ErrEnv, name, EnvFlag, name)
+		return "", fmt.Errorf("%w: $%s: caphub lets definitions and saved servers read only the environment variables the operator allows; to allow it, start caphub with %s %s", ErrEnv, name, envFlag, name)
 	}
 	v, ok := os.LookupEnv(name)
 	if !ok {
@@ -117,7 +117,7 @@ func (p *Permits) Lookup(name string) (string, error) {
 // EnvHint is the advice a binding adds when a variable it needs is
 // unavailable.
 func EnvHint(name string) string {
-	return fmt.Sprintf("set it in caphub's environment and allow definitions to read it (%s %s)", EnvFlag, name)
+	return fmt.Sprintf("set it in caphub's environment and allow definitions to read it (%s %s)", envFlag, name)
 }
 
 // Errors, to test with errors.Is.

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/caphub/caphub/fallback"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/resolve"
 	"github.com/spf13/cobra"
 )
 
@@ -23,28 +23,28 @@ registered capabilities of the same domain whose names share a prefix of at leas
 characters, then the discovery sources: the cached listings of saved MCP servers (no
 network) and the OpenAPI specs given with --openapi.
 
-Resolution is off unless ` + resolve.EnvEnabled + `=true; off, a missing capability is
+Resolution is off unless ` + fallback.EnvEnabled + `=true; off, a missing capability is
 only reported missing. Proposals are never registered unless --auto is given or
-` + resolve.EnvAuto + `=true: then the best proposal whose capability is not registered
+` + fallback.EnvAuto + `=true: then the best proposal whose capability is not registered
 at all is registered (an existing capability is never replaced).
 
 Exit status: 0 when URI resolves or a proposal was registered, 1 when it is still
 missing, 2 on usage errors.`,
-		Example: "  " + resolve.EnvEnabled + "=true caphub capability resolve ossa:github/list_issue\n" +
-			"  " + resolve.EnvEnabled + "=true caphub capability resolve ossa:petstore/list_pets --openapi petstore.yaml --auto",
+		Example: "  " + fallback.EnvEnabled + "=true caphub capability resolve ossa:github/list_issue\n" +
+			"  " + fallback.EnvEnabled + "=true caphub capability resolve ossa:petstore/list_pets --openapi petstore.yaml --auto",
 		Args: exactArgs(1, "a capability URI"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd)
 			if err != nil {
 				return err
 			}
-			enabled, envAuto, err := resolve.FlagsFromEnv()
+			enabled, envAuto, err := fallback.FlagsFromEnv()
 			if err != nil {
 				return &usageError{err}
 			}
 			auto, _ := cmd.Flags().GetBool("auto")
 			if auto && !enabled {
-				return &usageError{fmt.Errorf("--auto needs missing-capability resolution: set %s=true", resolve.EnvEnabled)}
+				return &usageError{fmt.Errorf("--auto needs missing-capability resolution: set %s=true", fallback.EnvEnabled)}
 			}
 			specs, _ := cmd.Flags().GetStringArray("openapi")
 			aliases, err := aliasFlags(cmd)
@@ -52,8 +52,8 @@ missing, 2 on usage errors.`,
 				return err
 			}
 			return withRegistry(cmd, func(reg registry.API) error {
-				r := &resolve.Resolver{Reg: reg, OpenAPISpecs: specs, Aliases: aliases, Auto: auto || envAuto, IntrospectorVersion: buildVersion()}
-				var res *resolve.Result
+				r := &fallback.Resolver{Reg: reg, OpenAPISpecs: specs, Aliases: aliases, Auto: auto || envAuto, IntrospectorVersion: buildVersion()}
+				var res *fallback.Result
 				if enabled {
 					// A registry that keeps no saved servers is searched without them.
 					if servers, err := serversOf(reg); err == nil {
@@ -82,7 +82,7 @@ missing, 2 on usage errors.`,
 			})
 		},
 	}
-	cmd.Flags().Bool("auto", false, "register the best proposal that is not registered yet (also $"+resolve.EnvAuto+")")
+	cmd.Flags().Bool("auto", false, "register the best proposal that is not registered yet (also $"+fallback.EnvAuto+")")
 	cmd.Flags().StringArray("openapi", nil, "an OpenAPI spec (file or URL) to search, repeatable")
 	cmd.Flags().StringArray("alias", nil, "FROM=TO: URI bases (scheme:domain/name) where TO stands in for FROM, repeatable")
 	addFormatFlag(cmd)
@@ -103,12 +103,12 @@ func aliasFlags(cmd *cobra.Command) (map[string]string, error) {
 	return out, nil
 }
 
-func printResolution(w io.Writer, res *resolve.Result, enabled bool) {
+func printResolution(w io.Writer, res *fallback.Result, enabled bool) {
 	switch {
 	case res.Found:
 		fmt.Fprintf(w, "%s resolves to %s\n", res.URI, res.Proposals[0].URI)
 	case !enabled:
-		fmt.Fprintf(w, "%s is missing (missing-capability resolution is off: set %s=true to look for replacements)\n", res.URI, resolve.EnvEnabled)
+		fmt.Fprintf(w, "%s is missing (missing-capability resolution is off: set %s=true to look for replacements)\n", res.URI, fallback.EnvEnabled)
 		return
 	case len(res.Proposals) == 0:
 		fmt.Fprintf(w, "%s is missing and nothing was found to use instead\n", res.URI)

@@ -6,17 +6,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caphub/caphub/resolve"
+	"github.com/caphub/caphub/fallback"
 )
 
 func TestResolveCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "c.db")
-	spec, _ := filepath.Abs(filepath.Join("..", "..", "resolve", "testdata", "tracker.yaml"))
+	spec, _ := filepath.Abs(filepath.Join("..", "..", "fallback", "testdata", "tracker.yaml"))
 	t.Setenv("CAPHUB_SERVER", "")
 
 	// Off by default: just missing.
-	t.Setenv(resolve.EnvEnabled, "")
-	t.Setenv(resolve.EnvAuto, "")
+	t.Setenv(fallback.EnvEnabled, "")
+	t.Setenv(fallback.EnvAuto, "")
 	code, out, _ := caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--openapi", spec)
 	if code != 1 || !strings.Contains(out, "resolution is off") {
 		t.Fatalf("off: %d %q", code, out)
@@ -24,12 +24,12 @@ func TestResolveCommand(t *testing.T) {
 	if code, _, _ := caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--auto"); code != 2 {
 		t.Fatalf("--auto while off: exit %d", code)
 	}
-	t.Setenv(resolve.EnvEnabled, "maybe")
+	t.Setenv(fallback.EnvEnabled, "maybe")
 	if code, _, _ := caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets"); code != 2 {
 		t.Fatalf("bad flag: exit %d", code)
 	}
 
-	t.Setenv(resolve.EnvEnabled, "true")
+	t.Setenv(fallback.EnvEnabled, "true")
 	code, out, _ = caphub(t, "capability", "resolve", "--db", db, "ossa:tracker/list_tickets", "--openapi", spec)
 	if code != 1 || !strings.Contains(out, "ossa:tracker/list_tickets@1.0  [openapi:") {
 		t.Fatalf("proposal: %d %q", code, out)
@@ -39,7 +39,7 @@ func TestResolveCommand(t *testing.T) {
 		t.Fatalf("auto: %d %q %q", code, out, errOut)
 	}
 	var got struct {
-		Result resolve.Result `json:"result"`
+		Result fallback.Result `json:"result"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Result.Registered) != 1 {
 		t.Fatalf("auto json: %v %q", err, out)

@@ -23,15 +23,15 @@ import (
 // -algorithm ed25519` and `openssl pkey -pubout` write, so keys move freely
 // between caphub and other tools.
 const (
-	PrivateKeyPEMType = "PRIVATE KEY"
-	PublicKeyPEMType  = "PUBLIC KEY"
+	privateKeyPEMType = "PRIVATE KEY"
+	publicKeyPEMType  = "PUBLIC KEY"
 )
 
 // Key file name extensions written by WriteKeyPair. A trusted-keys directory
-// is read for its PublicKeyExt files.
+// is read for its publicKeyExt files.
 const (
-	PrivateKeyExt = ".key"
-	PublicKeyExt  = ".pub"
+	privateKeyExt = ".key"
+	publicKeyExt  = ".pub"
 )
 
 // GenerateKey returns a new ed25519 key pair from crypto/rand.
@@ -64,7 +64,7 @@ func MarshalPrivateKey(priv ed25519.PrivateKey) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: PrivateKeyPEMType, Bytes: der}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: privateKeyPEMType, Bytes: der}), nil
 }
 
 // MarshalPublicKey encodes pub as a PEM "PUBLIC KEY" block (PKIX).
@@ -76,7 +76,7 @@ func MarshalPublicKey(pub ed25519.PublicKey) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: PublicKeyPEMType, Bytes: der}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: publicKeyPEMType, Bytes: der}), nil
 }
 
 // ParsePrivateKey decodes the first PEM block of data, which must be an
@@ -84,16 +84,16 @@ func MarshalPublicKey(pub ed25519.PublicKey) ([]byte, error) {
 func ParsePrivateKey(name string, data []byte) (ed25519.PrivateKey, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
-		return nil, fmt.Errorf("%s: no PEM block found: a private key file starts with -----BEGIN %s----- (create one with `caphub key generate`)", name, PrivateKeyPEMType)
+		return nil, fmt.Errorf("%s: no PEM block found: a private key file starts with -----BEGIN %s----- (create one with `caphub key generate`)", name, privateKeyPEMType)
 	}
 	switch block.Type {
-	case PrivateKeyPEMType:
+	case privateKeyPEMType:
 	case "OPENSSH PRIVATE KEY":
-		return nil, fmt.Errorf("%s: is an OpenSSH key: caphub reads PKCS#8 PEM keys (-----BEGIN %s-----), made by `caphub key generate` or `openssl genpkey -algorithm ed25519`", name, PrivateKeyPEMType)
-	case PublicKeyPEMType:
+		return nil, fmt.Errorf("%s: is an OpenSSH key: caphub reads PKCS#8 PEM keys (-----BEGIN %s-----), made by `caphub key generate` or `openssl genpkey -algorithm ed25519`", name, privateKeyPEMType)
+	case publicKeyPEMType:
 		return nil, fmt.Errorf("%s: is a public key: signing needs the private key (the .key file `caphub key generate` wrote)", name)
 	default:
-		return nil, fmt.Errorf("%s: holds a %q PEM block: expected an ed25519 %q block (PKCS#8), made by `caphub key generate`", name, block.Type, PrivateKeyPEMType)
+		return nil, fmt.Errorf("%s: holds a %q PEM block: expected an ed25519 %q block (PKCS#8), made by `caphub key generate`", name, block.Type, privateKeyPEMType)
 	}
 	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
@@ -106,10 +106,10 @@ func ParsePrivateKey(name string, data []byte) (ed25519.PrivateKey, error) {
 	return priv, nil
 }
 
-// ParsePublicKeys decodes every PEM block of data; each must be an ed25519
+// parsePublicKeys decodes every PEM block of data; each must be an ed25519
 // "PUBLIC KEY" (PKIX). A file may list several keys, one block after
 // another. name is used in messages.
-func ParsePublicKeys(name string, data []byte) ([]ed25519.PublicKey, error) {
+func parsePublicKeys(name string, data []byte) ([]ed25519.PublicKey, error) {
 	var out []ed25519.PublicKey
 	rest := data
 	for n := 1; ; n++ {
@@ -119,11 +119,11 @@ func ParsePublicKeys(name string, data []byte) ([]ed25519.PublicKey, error) {
 			break
 		}
 		switch block.Type {
-		case PublicKeyPEMType:
-		case PrivateKeyPEMType, "OPENSSH PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY":
+		case publicKeyPEMType:
+		case privateKeyPEMType, "OPENSSH PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY":
 			return nil, fmt.Errorf("%s: PEM block %d is a private key: trusted keys are public keys (the .pub file of `caphub key generate`); keep private keys out of the trusted keys", name, n)
 		default:
-			return nil, fmt.Errorf("%s: PEM block %d is a %q block: expected %q blocks (PKIX ed25519 public keys)", name, n, block.Type, PublicKeyPEMType)
+			return nil, fmt.Errorf("%s: PEM block %d is a %q block: expected %q blocks (PKIX ed25519 public keys)", name, n, block.Type, publicKeyPEMType)
 		}
 		k, err := x509.ParsePKIXPublicKey(block.Bytes)
 		if err != nil {
@@ -136,7 +136,7 @@ func ParsePublicKeys(name string, data []byte) ([]ed25519.PublicKey, error) {
 		out = append(out, pub)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no PEM block found: a public key file holds -----BEGIN %s----- blocks (the .pub file of `caphub key generate`)", name, PublicKeyPEMType)
+		return nil, fmt.Errorf("%s: no PEM block found: a public key file holds -----BEGIN %s----- blocks (the .pub file of `caphub key generate`)", name, publicKeyPEMType)
 	}
 	return out, nil
 }
@@ -175,8 +175,8 @@ func WriteKeyPair(dir, name string, pub ed25519.PublicKey, priv ed25519.PrivateK
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", "", fmt.Errorf("create the key directory: %w", err)
 	}
-	keyPath = filepath.Join(dir, name+PrivateKeyExt)
-	pubPath = filepath.Join(dir, name+PublicKeyExt)
+	keyPath = filepath.Join(dir, name+privateKeyExt)
+	pubPath = filepath.Join(dir, name+publicKeyExt)
 	for _, p := range []string{keyPath, pubPath} {
 		if _, err := os.Lstat(p); err == nil {
 			return "", "", fmt.Errorf("%s already exists: choose another name (--name) or move the old key away; caphub never overwrites a key", p)
@@ -270,12 +270,12 @@ func LoadKeyRing(paths ...string) (KeyRing, error) {
 		}
 		files := []string{path}
 		if st.IsDir() {
-			matches, err := filepath.Glob(filepath.Join(path, "*"+PublicKeyExt))
+			matches, err := filepath.Glob(filepath.Join(path, "*"+publicKeyExt))
 			if err != nil {
 				return nil, err
 			}
 			if len(matches) == 0 {
-				return nil, fmt.Errorf("trusted keys: directory %s has no %s files: put the public keys you trust there (NAME.pub, written by `caphub key generate`)", path, PublicKeyExt)
+				return nil, fmt.Errorf("trusted keys: directory %s has no %s files: put the public keys you trust there (NAME.pub, written by `caphub key generate`)", path, publicKeyExt)
 			}
 			files = matches
 		}
@@ -300,7 +300,7 @@ func (r KeyRing) loadFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("trusted keys: %w", err)
 	}
-	pubs, err := ParsePublicKeys(path, data)
+	pubs, err := parsePublicKeys(path, data)
 	if err != nil {
 		return fmt.Errorf("trusted keys: %w", err)
 	}

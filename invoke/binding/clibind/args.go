@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 	"github.com/caphub/caphub/permit"
 )
 
@@ -42,7 +43,7 @@ func fillArgs(tmpl []string, input map[string]any) ([]string, error) {
 		pairs := make([]string, 0, 2*len(names))
 		absent := false
 		for _, name := range names {
-			v, ok := lookup(input, name)
+			v, ok := bindutil.Lookup(input, name)
 			if !ok || v == nil {
 				absent = true
 				break
@@ -52,7 +53,7 @@ func fillArgs(tmpl []string, input map[string]any) ([]string, error) {
 				return nil, fmt.Errorf("cli binding: argument %q, {%s}: %w", a, name, err)
 			}
 			if strings.IndexByte(text, 0) >= 0 {
-				return nil, invalidInput("input field %s contains a NUL byte, which no program argument can carry: remove it", name)
+				return nil, bindutil.InvalidInput(Kind, "input field %s contains a NUL byte, which no program argument can carry: remove it", name)
 			}
 			pairs = append(pairs, "{"+name+"}", text)
 		}
@@ -67,22 +68,6 @@ func fillArgs(tmpl []string, input map[string]any) ([]string, error) {
 		lastOption = -1
 	}
 	return out, nil
-}
-
-// lookup finds a placeholder's value: "a.b" reads input["a"]["b"].
-func lookup(input map[string]any, name string) (any, bool) {
-	var cur any = input
-	for part := range strings.SplitSeq(name, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[part]
-		if !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // valueText is a value as one argument: strings as they are, numbers and
@@ -138,7 +123,7 @@ func (b *Binding) env(bindingEnv map[string]string) ([]string, error) {
 			return v
 		})
 		if missing != "" {
-			e := noBinding(map[string]any{"env": missing},
+			e := bindutil.NoBinding(Kind, map[string]any{"env": missing},
 				"bindings.cli.env.%s references ${%s}, which is not available: %s, or remove the reference", k, missing, permit.EnvHint(missing))
 			e.Cause = fmt.Errorf("%w: %s", ErrMissingEnv, missing)
 			return nil, e
@@ -168,12 +153,12 @@ func (b *Binding) program(name string, env []string) (string, error) {
 	path, lookErr := lookPath(name, pathVar)
 	look := func(a string) (string, error) { return lookPath(a, pathVar) }
 	if err := (&permit.Permits{Commands: b.allowed}).Command(name, path, look); err != nil {
-		e := noBinding(map[string]any{"command": name}, "%v", err)
+		e := bindutil.NoBinding(Kind, map[string]any{"command": name}, "%v", err)
 		e.Cause = ErrCommandNotAllowed
 		return "", e
 	}
 	if lookErr != nil {
-		return "", noBinding(map[string]any{"command": name}, "%v", lookErr)
+		return "", bindutil.NoBinding(Kind, map[string]any{"command": name}, "%v", lookErr)
 	}
 	return path, nil
 }

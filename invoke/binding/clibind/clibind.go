@@ -79,6 +79,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
 // Kind is the binding type this package implements.
@@ -173,7 +174,7 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 		if call != nil {
 			uri = call.URI
 		}
-		return nil, noBinding(nil, "capability %s has no cli binding; add bindings.cli {command, parser} to its definition", orUnnamed(uri))
+		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no cli binding; add bindings.cli {command, parser} to its definition", bindutil.OrUnnamed(uri))
 	}
 	cb := call.Definition.Bindings.CLI
 	parser := cb.Parser
@@ -210,24 +211,4 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 		return nil, fmt.Errorf("cli binding: starting %s: %w", argv[0], err)
 	}
 	return b.outcome(ctx, call.Definition, argv[0], parser, res)
-}
-
-func noBinding(details map[string]any, format string, args ...any) *invoke.Error {
-	e := invoke.Errorf(invoke.CodeNoBinding, false, format, args...)
-	e.Binding = Kind
-	e.Details = details
-	return e
-}
-
-func invalidInput(format string, args ...any) *invoke.Error {
-	e := invoke.Errorf(invoke.CodeInvalidInput, false, format, args...)
-	e.Binding = Kind
-	return e
-}
-
-func orUnnamed(uri string) string {
-	if uri == "" {
-		return "(unnamed capability)"
-	}
-	return uri
 }

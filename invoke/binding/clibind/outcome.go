@@ -9,12 +9,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
 // snippetBytes bounds the stderr or stdout quoted in messages.
@@ -22,7 +22,7 @@ const snippetBytes = 512
 
 // outcome turns a finished run into the call's result or error.
 func (b *Binding) outcome(ctx context.Context, def *capability.Definition, program, parser string, res *result) (*invoke.Outcome, error) {
-	stderr := snippetOf(res.stderr)
+	stderr := bindutil.Snippet(res.stderr, snippetBytes)
 	switch {
 	case res.timedOut:
 		e := &invoke.Error{Code: invoke.CodeTimeout, Retryable: true, Binding: Kind, Cause: context.DeadlineExceeded,
@@ -44,7 +44,7 @@ func (b *Binding) outcome(ctx context.Context, def *capability.Definition, progr
 	}
 	out, err := parse(parser, res.stdout)
 	if err != nil {
-		return nil, fmt.Errorf("cli binding: the output of %s is not %s (%v); stdout began: %s", program, parser, err, orEmpty(snippetOf(res.stdout)))
+		return nil, fmt.Errorf("cli binding: the output of %s is not %s (%v); stdout began: %s", program, parser, err, orEmpty(bindutil.Snippet(res.stdout, snippetBytes)))
 	}
 	meta := map[string]any{"exit_code": 0}
 	if stderr != "" {
@@ -143,23 +143,6 @@ func parse(parser string, stdout []byte) (any, error) {
 		return capability.Normalize(v), nil
 	}
 	return map[string]any{"text": string(stdout)}, nil
-}
-
-// snippetOf is the start of a program's output for messages: trimmed,
-// valid UTF-8, at most snippetBytes, "…" when cut.
-func snippetOf(data []byte) string {
-	t := bytes.TrimSpace(data)
-	cut, more := len(t), ""
-	if cut > snippetBytes {
-		cut, more = snippetBytes, "…"
-		for cut > 0 && !utf8.RuneStart(t[cut]) {
-			cut--
-		}
-	}
-	if !utf8.Valid(t[:cut]) {
-		return fmt.Sprintf("(%d bytes of binary data)", len(data))
-	}
-	return string(t[:cut]) + more
 }
 
 func orEmpty(s string) string {

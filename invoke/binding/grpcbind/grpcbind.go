@@ -61,6 +61,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
 // Kind is the binding type this package implements.
@@ -176,22 +177,22 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 		if call != nil {
 			uri = call.URI
 		}
-		return nil, noBinding(nil, "capability %s has no grpc binding; add bindings.grpc {target, service, method} to its definition", orUnnamed(uri))
+		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no grpc binding; add bindings.grpc {target, service, method} to its definition", bindutil.OrUnnamed(uri))
 	}
 	gb := call.Definition.Bindings.GRPC
 	service, method := splitMethod(gb.Service, gb.Method)
 	details := map[string]any{"target": gb.Target, "service": service, "method": method}
 	switch {
 	case strings.TrimSpace(gb.Target) == "":
-		return nil, noBinding(details, "the grpc binding of %s has no target; set bindings.grpc.target to host:port (e.g. 127.0.0.1:50051)", orUnnamed(call.URI))
+		return nil, bindutil.NoBinding(Kind, details, "the grpc binding of %s has no target; set bindings.grpc.target to host:port (e.g. 127.0.0.1:50051)", bindutil.OrUnnamed(call.URI))
 	case service == "":
-		return nil, noBinding(details, "the grpc binding of %s has no service; set bindings.grpc.service to the fully-qualified service name (e.g. pkg.v1.Svc)", orUnnamed(call.URI))
+		return nil, bindutil.NoBinding(Kind, details, "the grpc binding of %s has no service; set bindings.grpc.service to the fully-qualified service name (e.g. pkg.v1.Svc)", bindutil.OrUnnamed(call.URI))
 	case method == "":
-		return nil, noBinding(details, "the grpc binding of %s has no method; set bindings.grpc.method to the method name (e.g. Add)", orUnnamed(call.URI))
+		return nil, bindutil.NoBinding(Kind, details, "the grpc binding of %s has no method; set bindings.grpc.method to the method name (e.g. Add)", bindutil.OrUnnamed(call.URI))
 	}
 	target, err := b.checkTarget(gb.Target)
 	if err != nil {
-		return nil, noBinding(details, "%v", err)
+		return nil, bindutil.NoBinding(Kind, details, "%v", err)
 	}
 	details["target"] = target
 	cc, err := b.conn(target)
@@ -258,11 +259,11 @@ func (b *Binding) method(ctx context.Context, cc *grpc.ClientConn, target, servi
 	md := info.desc.Methods().ByName(protoreflect.Name(method))
 	details := map[string]any{"target": target, "service": service, "method": method}
 	if md == nil {
-		return nil, nil, noBinding(details, "service %s on %s has no method %q; its methods are: %s — check bindings.grpc.method",
+		return nil, nil, bindutil.NoBinding(Kind, details, "service %s on %s has no method %q; its methods are: %s — check bindings.grpc.method",
 			service, target, method, methodNames(info.desc))
 	}
 	if md.IsStreamingClient() || md.IsStreamingServer() {
-		return nil, nil, noBinding(details, "method %s/%s on %s is %s; the grpc binding invokes unary methods only — bind a unary method instead",
+		return nil, nil, bindutil.NoBinding(Kind, details, "method %s/%s on %s is %s; the grpc binding invokes unary methods only — bind a unary method instead",
 			service, method, target, streamingKind(md))
 	}
 	return info, md, nil
@@ -317,13 +318,13 @@ func (b *Binding) resolve(ctx context.Context, cc *grpc.ClientConn, target, serv
 		var nf *symbolNotFoundError
 		switch {
 		case errors.Is(err, errNoReflection):
-			return nil, noBinding(details, "target %s does not serve gRPC server reflection (grpc.reflection.v1 or v1alpha), which caphub needs to learn the types of %s: register it on the server (grpc-go: reflection.Register(server))", target, service)
+			return nil, bindutil.NoBinding(Kind, details, "target %s does not serve gRPC server reflection (grpc.reflection.v1 or v1alpha), which caphub needs to learn the types of %s: register it on the server (grpc-go: reflection.Register(server))", target, service)
 		case errors.As(err, &nf):
 			msg := fmt.Sprintf("target %s does not serve service %q", target, service)
 			if len(nf.available) > 0 {
 				msg += "; it serves: " + strings.Join(nf.available, ", ")
 			}
-			return nil, noBinding(details, "%s — check bindings.grpc.service (fully qualified, e.g. pkg.v1.Svc)", msg)
+			return nil, bindutil.NoBinding(Kind, details, "%s — check bindings.grpc.service (fully qualified, e.g. pkg.v1.Svc)", msg)
 		case errors.Is(err, errBadDescriptors):
 			return nil, fmt.Errorf("grpc binding: descriptors of %s from %s: %w", service, target, err)
 		case errors.Is(rctx.Err(), context.DeadlineExceeded):
@@ -405,18 +406,4 @@ func streamingKind(md protoreflect.MethodDescriptor) string {
 	default:
 		return "server-streaming"
 	}
-}
-
-func noBinding(details map[string]any, format string, args ...any) *invoke.Error {
-	e := invoke.Errorf(invoke.CodeNoBinding, false, format, args...)
-	e.Binding = Kind
-	e.Details = details
-	return e
-}
-
-func orUnnamed(uri string) string {
-	if uri == "" {
-		return "(unnamed capability)"
-	}
-	return uri
 }

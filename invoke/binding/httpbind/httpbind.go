@@ -122,6 +122,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
 // Kind is the binding type this package implements.
@@ -233,7 +234,7 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 		if call != nil {
 			uri = call.URI
 		}
-		return nil, noBinding(nil, "capability %s has no http binding; add bindings.http {method, url} to its definition", orUnnamed(uri))
+		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no http binding; add bindings.http {method, url} to its definition", bindutil.OrUnnamed(uri))
 	}
 	hb := call.Definition.Bindings.HTTP
 	r, err := b.build(hb, call.Input)
@@ -296,33 +297,13 @@ func (b *Binding) transportError(ctx context.Context, err error, r *request) err
 		return &invoke.Error{Code: invoke.CodeTimeout, Retryable: true, Binding: Kind, Cause: err,
 			Message: fmt.Sprintf("%s did not complete before the call's deadline", where)}
 	case errors.Is(err, ErrHostNotAllowed):
-		e := noBinding(map[string]any{"url": redact(r.url)}, "%s: %v", where, err)
+		e := bindutil.NoBinding(Kind, map[string]any{"url": redact(r.url)}, "%s: %v", where, err)
 		e.Cause = err
 		return e
 	case ctx.Err() != nil:
 		return fmt.Errorf("http binding: %s: %w", where, ctx.Err())
 	}
 	return fmt.Errorf("http binding: %s: %w: is the server running and reachable?", where, err)
-}
-
-func noBinding(details map[string]any, format string, args ...any) *invoke.Error {
-	e := invoke.Errorf(invoke.CodeNoBinding, false, format, args...)
-	e.Binding = Kind
-	e.Details = details
-	return e
-}
-
-func invalidInput(format string, args ...any) *invoke.Error {
-	e := invoke.Errorf(invoke.CodeInvalidInput, false, format, args...)
-	e.Binding = Kind
-	return e
-}
-
-func orUnnamed(uri string) string {
-	if uri == "" {
-		return "(unnamed capability)"
-	}
-	return uri
 }
 
 func orNone(ct string) string {

@@ -331,7 +331,7 @@ func TestAuth(t *testing.T) {
 	})
 
 	t.Run("query secret not in errors", func(t *testing.T) {
-		rec := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "nope", 403) })
+		rec := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "nope", http.StatusForbidden) })
 		b := httpbind.New(httpbind.Options{Getenv: getenv})
 		d := def(&capability.HTTPBinding{Method: "GET", URL: rec.srv.URL + "/secure",
 			Auth: &capability.HTTPAuth{Type: "api_key", Location: "query", ParamName: "key", Env: "KEY"}})

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
 // request is the HTTP request a binding and an input describe.
@@ -60,6 +61,70 @@ var bodylessMethods = map[string]bool{http.MethodGet: true, http.MethodHead: tru
 // build fills the binding's templates with input and places the remaining
 // fields, producing the request to send (not yet authenticated: see auth).
 func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*request, error) {
+	rb, err := newRequestBuilder(hb, input)
+	if err != nil {
+		return nil, err
+	}
+	origin, path, err := rb.destination(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := rb.templateHeaders(); err != nil {
+		return nil, err
+	}
+	if err := rb.templateBody(); err != nil {
+		return nil, err
+	}
+	for _, field := range slices.Sorted(maps.Keys(input)) {
+		if err := rb.place(field); err != nil {
+			return nil, err
+		}
+	}
+	if len(rb.cookies) > 0 {
+		rb.r.header.Add("Cookie", strings.Join(rb.cookies, "; "))
+	}
+	if err := rb.encodeBody(); err != nil {
+		return nil, err
+	}
+	// Auth, then the final URL.
+	query, err := b.auth(hb.Auth, rb.r, rb.query)
+	if err != nil {
+		return nil, err
+	}
+	raw := origin + path
+	if len(query) > 0 {
+		raw += "?" + strings.Join(query, "&")
+	}
+	rb.r.url, err = url.Parse(raw)
+	if err != nil {
+		// Not quoted: the query may hold an api key.
+		return nil, fmt.Errorf("http binding: the query built from url template %q and the input is not valid: check bindings.http.url", hb.URL)
+	}
+	return rb.r, nil
+}
+
+// requestBuilder holds a request while build fills it from a binding and
+// an input: what each step has placed so far.
+type requestBuilder struct {
+	hb        *capability.HTTPBinding
+	input     map[string]any
+	locs      map[string]location
+	bodyField string // x-body's field: the whole body
+	bodyType  string // x-body's content_type
+	r         *request
+	consumed  map[string]bool // fields the templates used
+	query     []string
+	cookies   []string
+	// bodyFields are the fields placed in the body; whole is the value of
+	// bodyField when it is set.
+	bodyFields map[string]any
+	whole      any
+	wholeSet   bool
+}
+
+// newRequestBuilder checks the method and reads the recorded parameter
+// locations and body spec of hb.
+func newRequestBuilder(hb *capability.HTTPBinding, input map[string]any) (*requestBuilder, error) {
 	method := strings.ToUpper(strings.TrimSpace(hb.Method))
 	if method == "" {
 		method = http.MethodGet
@@ -75,163 +140,182 @@ func (b *Binding) build(hb *capability.HTTPBinding, input map[string]any) (*requ
 	if err != nil {
 		return nil, err
 	}
-	r := &request{method: method, header: http.Header{}}
-	consumed := map[string]bool{}
+	return &requestBuilder{hb: hb, input: input, locs: locs, bodyField: bodyField, bodyType: bodyType,
+		r: &request{method: method, header: http.Header{}}, consumed: map[string]bool{}, bodyFields: map[string]any{}}, nil
+}
 
-	origin, path, query, err := fillURL(hb.URL, input, locs, consumed)
+// destination fills the url template and checks the destination before
+// anything else is read (secrets included); it returns the origin and path.
+func (rb *requestBuilder) destination(b *Binding) (origin, path string, err error) {
+	origin, path, rb.query, err = fillURL(rb.hb.URL, rb.input, rb.locs, rb.consumed)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	// The destination is checked before anything else is read (secrets
-	// included); the URL parsed here holds no query, so no secret.
+	// The URL parsed here holds no query, so no secret.
 	dest, err := url.Parse(origin + path)
 	if err != nil {
-		return nil, fmt.Errorf("http binding: url template %q does not make a valid URL (%v): fix bindings.http.url", hb.URL, err)
+		return "", "", fmt.Errorf("http binding: url template %q does not make a valid URL (%v): fix bindings.http.url", rb.hb.URL, err)
 	}
 	if err := b.checkURL(dest); err != nil {
-		e := noBinding(map[string]any{"url": redact(dest)}, "%v", err)
+		e := bindutil.NoBinding(Kind, map[string]any{"url": redact(dest)}, "%v", err)
 		e.Cause = err
-		return nil, e
+		return "", "", e
 	}
+	return origin, path, nil
+}
 
-	// Header templates.
-	for _, name := range slices.Sorted(maps.Keys(hb.Headers)) {
+// templateHeaders fills the header templates; one naming an absent field
+// is not sent.
+func (rb *requestBuilder) templateHeaders() error {
+	for _, name := range slices.Sorted(maps.Keys(rb.hb.Headers)) {
 		if !isToken(name) {
-			return nil, fmt.Errorf("http binding: header name %q is not a valid HTTP header name: fix bindings.http.headers", name)
+			return fmt.Errorf("http binding: header name %q is not a valid HTTP header name: fix bindings.http.headers", name)
 		}
-		tmpl := hb.Headers[name]
-		value, ok, err := fillText(tmpl, input, consumed, nil)
+		tmpl := rb.hb.Headers[name]
+		value, ok, err := fillText(tmpl, rb.input, rb.consumed, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
 			continue // names an absent field: not sent
 		}
 		if err := checkHeaderValue(value); err != nil {
-			return nil, invalidInput("header %s (template %q): %v", name, tmpl, err)
+			return bindutil.InvalidInput(Kind, "header %s (template %q): %v", name, tmpl, err)
 		}
-		r.header.Set(name, value)
+		rb.r.header.Set(name, value)
 	}
+	return nil
+}
 
-	// Body template.
-	if hb.BodyTemplate != "" {
-		r.body, err = renderBody(hb.BodyTemplate, input, consumed)
-		if err != nil {
-			return nil, err
-		}
-		if r.header.Get("Content-Type") == "" {
-			r.header.Set("Content-Type", "application/json")
-		}
+// templateBody renders the body template, JSON unless a header says
+// otherwise.
+func (rb *requestBuilder) templateBody() error {
+	if rb.hb.BodyTemplate == "" {
+		return nil
 	}
+	var err error
+	rb.r.body, err = renderBody(rb.hb.BodyTemplate, rb.input, rb.consumed)
+	if err != nil {
+		return err
+	}
+	if rb.r.header.Get("Content-Type") == "" {
+		rb.r.header.Set("Content-Type", "application/json")
+	}
+	return nil
+}
 
-	// Remaining fields, by recorded location or by default.
-	var (
-		cookies    []string
-		bodyFields = map[string]any{}
-		whole      any
-		wholeSet   bool
-	)
-	for _, field := range slices.Sorted(maps.Keys(input)) {
-		if consumed[field] {
-			continue
-		}
-		v := input[field]
-		loc, recorded := locs[field]
-		switch {
-		case field == bodyField && bodyField != "":
-			loc = location{in: inBody, name: field}
-		case !recorded:
-			loc = location{in: inBody, name: field, explode: true}
-			if bodylessMethods[method] {
-				loc.in = inQuery
-			}
-		}
-		switch loc.in {
-		case inPath:
-			return nil, fmt.Errorf("http binding: bindings.http.%s puts field %s in the path, but the url template %q has no {%s} placeholder: add it to the url", ExtraParameters, field, hb.URL, field)
-		case inQuery:
-			query = appendQuery(query, loc, v)
-		case inHeader, inCookie:
-			if v == nil {
-				continue
-			}
-			text, err := headerText(v, loc)
-			if err != nil {
-				return nil, err
-			}
-			if loc.in == inCookie {
-				if strings.ContainsAny(text, ";\r\n\x00") {
-					return nil, invalidInput("cookie %s (input field %s) contains ';', CR, LF or NUL, which would change the Cookie header: remove them", loc.name, field)
-				}
-				cookies = append(cookies, loc.name+"="+text)
-				continue
-			}
-			if !isToken(loc.name) {
-				return nil, fmt.Errorf("http binding: bindings.http.%s names header %q for field %s, which is not a valid header name: fix the definition", ExtraParameters, loc.name, field)
-			}
-			if err := checkHeaderValue(text); err != nil {
-				return nil, invalidInput("header %s (input field %s): %v", loc.name, field, err)
-			}
-			r.header.Add(loc.name, text)
-		case inBody:
-			switch {
-			case hb.BodyTemplate != "":
-				// The template is the whole body.
-			case field == bodyField:
-				whole, wholeSet = v, v != nil
-			default:
-				bodyFields[loc.name] = v
-			}
-		}
-	}
-	if len(cookies) > 0 {
-		r.header.Add("Cookie", strings.Join(cookies, "; "))
-	}
+// locationOf is where a field the templates did not use goes: the body
+// when it is x-body's field, its recorded location, else the body (the
+// query for methods without one).
+func (rb *requestBuilder) locationOf(field string) location {
+	loc, recorded := rb.locs[field]
 	switch {
-	case wholeSet && len(bodyFields) > 0:
-		return nil, fmt.Errorf("http binding: bindings.http.%s.field makes %s the whole body, but fields %s are placed in the body too: give them another location in %s", ExtraBody, bodyField, strings.Join(slices.Sorted(maps.Keys(bodyFields)), ", "), ExtraParameters)
-	case wholeSet:
-		r.body, err = encodeWhole(whole, b.contentType(r, bodyType))
-		if err != nil {
-			return nil, fmt.Errorf("http binding: request body (input field %s): %w", bodyField, err)
+	case field == rb.bodyField && rb.bodyField != "":
+		loc = location{in: inBody, name: field}
+	case !recorded:
+		loc = location{in: inBody, name: field, explode: true}
+		if bodylessMethods[rb.r.method] {
+			loc.in = inQuery
 		}
-	case len(bodyFields) > 0:
-		ct := b.contentType(r, bodyType)
-		r.body, ct, err = encodeFields(bodyFields, ct)
+	}
+	return loc
+}
+
+// place puts a field the templates did not use where it goes.
+func (rb *requestBuilder) place(field string) error {
+	if rb.consumed[field] {
+		return nil
+	}
+	v := rb.input[field]
+	loc := rb.locationOf(field)
+	switch loc.in {
+	case inPath:
+		return fmt.Errorf("http binding: bindings.http.%s puts field %s in the path, but the url template %q has no {%s} placeholder: add it to the url", ExtraParameters, field, rb.hb.URL, field)
+	case inQuery:
+		rb.query = appendQuery(rb.query, loc, v)
+	case inHeader, inCookie:
+		if v == nil {
+			return nil
+		}
+		return rb.placeHeader(field, loc, v)
+	case inBody:
+		rb.placeBody(field, loc, v)
+	}
+	return nil
+}
+
+// placeHeader adds a field as a header or a cookie.
+func (rb *requestBuilder) placeHeader(field string, loc location, v any) error {
+	text, err := headerText(v, loc)
+	if err != nil {
+		return err
+	}
+	if loc.in == inCookie {
+		if strings.ContainsAny(text, ";\r\n\x00") {
+			return bindutil.InvalidInput(Kind, "cookie %s (input field %s) contains ';', CR, LF or NUL, which would change the Cookie header: remove them", loc.name, field)
+		}
+		rb.cookies = append(rb.cookies, loc.name+"="+text)
+		return nil
+	}
+	if !isToken(loc.name) {
+		return fmt.Errorf("http binding: bindings.http.%s names header %q for field %s, which is not a valid header name: fix the definition", ExtraParameters, loc.name, field)
+	}
+	if err := checkHeaderValue(text); err != nil {
+		return bindutil.InvalidInput(Kind, "header %s (input field %s): %v", loc.name, field, err)
+	}
+	rb.r.header.Add(loc.name, text)
+	return nil
+}
+
+// placeBody puts a field in the body: as the whole body when it is x-body's
+// field, else as a property; with a body template, the template is the
+// whole body and the field is dropped.
+func (rb *requestBuilder) placeBody(field string, loc location, v any) {
+	switch {
+	case rb.hb.BodyTemplate != "":
+		// The template is the whole body.
+	case field == rb.bodyField:
+		rb.whole, rb.wholeSet = v, v != nil
+	default:
+		rb.bodyFields[loc.name] = v
+	}
+}
+
+// encodeBody encodes the fields placed in the body (or the whole-body
+// field) and sets the Content-Type of any body.
+func (rb *requestBuilder) encodeBody() error {
+	r := rb.r
+	var err error
+	switch {
+	case rb.wholeSet && len(rb.bodyFields) > 0:
+		return fmt.Errorf("http binding: bindings.http.%s.field makes %s the whole body, but fields %s are placed in the body too: give them another location in %s", ExtraBody, rb.bodyField, strings.Join(slices.Sorted(maps.Keys(rb.bodyFields)), ", "), ExtraParameters)
+	case rb.wholeSet:
+		r.body, err = encodeWhole(rb.whole, rb.contentType())
 		if err != nil {
-			return nil, fmt.Errorf("http binding: request body: %w", err)
+			return fmt.Errorf("http binding: request body (input field %s): %w", rb.bodyField, err)
+		}
+	case len(rb.bodyFields) > 0:
+		var ct string
+		r.body, ct, err = encodeFields(rb.bodyFields, rb.contentType())
+		if err != nil {
+			return fmt.Errorf("http binding: request body: %w", err)
 		}
 		r.header.Set("Content-Type", ct)
 	}
 	if r.body != nil && r.header.Get("Content-Type") == "" {
-		r.header.Set("Content-Type", b.contentType(r, bodyType))
+		r.header.Set("Content-Type", rb.contentType())
 	}
-
-	// Auth, then the final URL.
-	query, err = b.auth(hb.Auth, r, query)
-	if err != nil {
-		return nil, err
-	}
-	raw := origin + path
-	if len(query) > 0 {
-		raw += "?" + strings.Join(query, "&")
-	}
-	r.url, err = url.Parse(raw)
-	if err != nil {
-		// Not quoted: the query may hold an api key.
-		return nil, fmt.Errorf("http binding: the query built from url template %q and the input is not valid: check bindings.http.url", hb.URL)
-	}
-	return r, nil
+	return nil
 }
 
 // contentType is the request body's media type: the header the templates
 // set, else x-body's content_type, else JSON.
-func (b *Binding) contentType(r *request, bodyType string) string {
-	if ct := r.header.Get("Content-Type"); ct != "" {
+func (rb *requestBuilder) contentType() string {
+	if ct := rb.r.header.Get("Content-Type"); ct != "" {
 		return ct
 	}
-	if bodyType != "" {
-		return bodyType
+	if rb.bodyType != "" {
+		return rb.bodyType
 	}
 	return "application/json"
 }
@@ -240,10 +324,28 @@ func (b *Binding) contentType(r *request, bodyType string) string {
 // url.PathEscape, in the query with url.QueryEscape. It returns the origin
 // (scheme://host), the escaped path and the query pairs.
 func fillURL(tmpl string, input map[string]any, locs map[string]location, consumed map[string]bool) (origin, path string, query []string, err error) {
+	origin, rawPath, rawQuery, err := splitURLTemplate(tmpl)
+	if err != nil {
+		return "", "", nil, err
+	}
+	path, err = fillPath(rawPath, input, locs, consumed)
+	if err != nil {
+		return "", "", nil, err
+	}
+	query, err = fillQuery(rawQuery, input, consumed)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return origin, path, query, nil
+}
+
+// splitURLTemplate splits an absolute url template into its origin (which
+// must hold no placeholder), path and query, dropping any fragment.
+func splitURLTemplate(tmpl string) (origin, rawPath, rawQuery string, err error) {
 	t := strings.TrimSpace(tmpl)
 	i := strings.Index(t, "://")
 	if i <= 0 {
-		return "", "", nil, fmt.Errorf("http binding: url template %q is not an absolute URL: write bindings.http.url as http(s)://host/path", tmpl)
+		return "", "", "", fmt.Errorf("http binding: url template %q is not an absolute URL: write bindings.http.url as http(s)://host/path", tmpl)
 	}
 	rest := t[i+3:]
 	j := strings.IndexAny(rest, "/?#")
@@ -252,21 +354,23 @@ func fillURL(tmpl string, input map[string]any, locs map[string]location, consum
 	}
 	origin, tail := t[:i+3+j], rest[j:]
 	if len(capability.Placeholders(origin)) > 0 {
-		return "", "", nil, fmt.Errorf("http binding: the scheme or host of url template %q holds a placeholder; the destination must be fixed by the definition: move the input into the path or query", tmpl)
+		return "", "", "", fmt.Errorf("http binding: the scheme or host of url template %q holds a placeholder; the destination must be fixed by the definition: move the input into the path or query", tmpl)
 	}
-	if k := strings.IndexByte(tail, '#'); k >= 0 {
-		tail = tail[:k]
-	}
-	rawPath, rawQuery, _ := strings.Cut(tail, "?")
+	tail, _, _ = strings.Cut(tail, "#")
+	rawPath, rawQuery, _ = strings.Cut(tail, "?")
+	return origin, rawPath, rawQuery, nil
+}
 
-	// Path: every placeholder required, each value within one segment.
+// fillPath fills the path placeholders: every one required, each value
+// within one segment and no dot segment made.
+func fillPath(rawPath string, input map[string]any, locs map[string]location, consumed map[string]bool) (string, error) {
 	var pairs []string
 	for _, name := range capability.Placeholders(rawPath) {
 		top := topField(name)
 		consumed[top] = true
-		v, ok := lookup(input, name)
+		v, ok := bindutil.Lookup(input, name)
 		if !ok || v == nil {
-			return "", "", nil, invalidInput("the url path %q needs {%s}, but input field %s is absent: supply it", rawPath, name, name)
+			return "", bindutil.InvalidInput(Kind, "the url path %q needs {%s}, but input field %s is absent: supply it", rawPath, name, name)
 		}
 		loc, recorded := locs[top]
 		if !recorded || name != top {
@@ -274,39 +378,52 @@ func fillURL(tmpl string, input map[string]any, locs map[string]location, consum
 		}
 		text, err := pathText(v, loc, name)
 		if err != nil {
-			return "", "", nil, err
+			return "", err
 		}
 		pairs = append(pairs, "{"+name+"}", text)
 	}
-	path = rawPath
-	if len(pairs) > 0 {
-		path = strings.NewReplacer(pairs...).Replace(rawPath)
-		tsegs, fsegs := strings.Split(rawPath, "/"), strings.Split(path, "/")
-		if len(tsegs) != len(fsegs) {
-			return "", "", nil, fmt.Errorf("http binding: filling url path %q changed its segments; this is a bug in caphub, please report it", rawPath)
-		}
-		for k := range fsegs {
-			if fsegs[k] != tsegs[k] {
-				if seg, _ := url.PathUnescape(fsegs[k]); seg == "." || seg == ".." {
-					return "", "", nil, invalidInput("the url path segment %q would be %q, a dot segment that servers resolve to another path: use another value", tsegs[k], seg)
-				}
-			}
-		}
+	if len(pairs) == 0 {
+		return rawPath, nil
 	}
+	path := strings.NewReplacer(pairs...).Replace(rawPath)
+	return path, checkSegments(rawPath, path)
+}
 
-	// Query: a pair naming an absent field is left out.
-	if rawQuery != "" {
-		for _, pair := range strings.Split(rawQuery, "&") {
-			filled, ok, err := fillText(pair, input, consumed, url.QueryEscape)
-			if err != nil {
-				return "", "", nil, err
-			}
-			if ok && filled != "" {
-				query = append(query, filled)
-			}
+// checkSegments checks that filling the path template kept its segments
+// and made none of them a dot segment.
+func checkSegments(rawPath, path string) error {
+	tsegs, fsegs := strings.Split(rawPath, "/"), strings.Split(path, "/")
+	if len(tsegs) != len(fsegs) {
+		return fmt.Errorf("http binding: filling url path %q changed its segments; this is a bug in caphub, please report it", rawPath)
+	}
+	for k := range fsegs {
+		if fsegs[k] == tsegs[k] {
+			continue
+		}
+		if seg, _ := url.PathUnescape(fsegs[k]); seg == "." || seg == ".." {
+			return bindutil.InvalidInput(Kind, "the url path segment %q would be %q, a dot segment that servers resolve to another path: use another value", tsegs[k], seg)
 		}
 	}
-	return origin, path, query, nil
+	return nil
+}
+
+// fillQuery fills the query template's pairs; a pair naming an absent
+// field is left out.
+func fillQuery(rawQuery string, input map[string]any, consumed map[string]bool) ([]string, error) {
+	if rawQuery == "" {
+		return nil, nil
+	}
+	var query []string
+	for _, pair := range strings.Split(rawQuery, "&") {
+		filled, ok, err := fillText(pair, input, consumed, url.QueryEscape)
+		if err != nil {
+			return nil, err
+		}
+		if ok && filled != "" {
+			query = append(query, filled)
+		}
+	}
+	return query, nil
 }
 
 // fillText fills the placeholders of tmpl with the text of their values,
@@ -321,7 +438,7 @@ func fillText(tmpl string, input map[string]any, consumed map[string]bool, escap
 	ok := true
 	for _, name := range names {
 		consumed[topField(name)] = true
-		v, found := lookup(input, name)
+		v, found := bindutil.Lookup(input, name)
 		if !found || v == nil {
 			ok = false
 			continue
@@ -445,14 +562,11 @@ func appendQuery(query []string, loc location, v any) []string {
 		return query
 	}
 	name := url.QueryEscape(loc.name)
-	add := func(n, t string) { query = append(query, n+"="+url.QueryEscape(t)) }
-	text := func(e any) string { t, _ := valueText(e); return t }
 	style, explode := loc.style, loc.explode
 	if style == "" && loc.collectionFormat == "" {
 		style = "form"
 		if _, ok := v.(map[string]any); ok {
-			add(name, text(v)) // no recorded style: objects as compact JSON
-			return query
+			return append(query, name+"="+url.QueryEscape(queryText(v))) // no recorded style: objects as compact JSON
 		}
 	}
 	sep := ","
@@ -466,38 +580,56 @@ func appendQuery(query []string, loc location, v any) []string {
 	}
 	switch x := v.(type) {
 	case []any:
-		if explode {
-			for _, e := range x {
-				add(name, text(e))
-			}
-			return query
-		}
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = url.QueryEscape(text(e))
-		}
-		return append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
+		return appendQueryArray(query, name, x, sep, explode)
 	case map[string]any:
-		keys := slices.Sorted(maps.Keys(x))
-		switch {
-		case style == "deepObject":
-			for _, k := range keys {
-				add(url.QueryEscape(loc.name+"["+k+"]"), text(x[k]))
-			}
-		case explode:
-			for _, k := range keys {
-				add(url.QueryEscape(k), text(x[k]))
-			}
-		default:
-			parts := make([]string, 0, 2*len(keys))
-			for _, k := range keys {
-				parts = append(parts, url.QueryEscape(k), url.QueryEscape(text(x[k])))
-			}
-			query = append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
+		return appendQueryObject(query, loc.name, x, style, sep, explode)
+	}
+	return append(query, name+"="+url.QueryEscape(queryText(v)))
+}
+
+// queryText is the text of a query value (valueText, errors aside).
+func queryText(v any) string {
+	t, _ := valueText(v)
+	return t
+}
+
+// appendQueryArray adds an array: one pair per element when exploded,
+// else one pair of the elements joined with sep.
+func appendQueryArray(query []string, name string, x []any, sep string, explode bool) []string {
+	if explode {
+		for _, e := range x {
+			query = append(query, name+"="+url.QueryEscape(queryText(e)))
 		}
 		return query
 	}
-	add(name, text(v))
+	parts := make([]string, len(x))
+	for i, e := range x {
+		parts[i] = url.QueryEscape(queryText(e))
+	}
+	return append(query, name+"="+strings.Join(parts, url.QueryEscape(sep)))
+}
+
+// appendQueryObject adds an object of the parameter name: name[key]=value
+// pairs (deepObject), key=value pairs (exploded), else one pair of keys and
+// values joined with sep.
+func appendQueryObject(query []string, name string, x map[string]any, style, sep string, explode bool) []string {
+	keys := slices.Sorted(maps.Keys(x))
+	switch {
+	case style == "deepObject":
+		for _, k := range keys {
+			query = append(query, url.QueryEscape(name+"["+k+"]")+"="+url.QueryEscape(queryText(x[k])))
+		}
+	case explode:
+		for _, k := range keys {
+			query = append(query, url.QueryEscape(k)+"="+url.QueryEscape(queryText(x[k])))
+		}
+	default:
+		parts := make([]string, 0, 2*len(keys))
+		for _, k := range keys {
+			parts = append(parts, url.QueryEscape(k), url.QueryEscape(queryText(x[k])))
+		}
+		query = append(query, url.QueryEscape(name)+"="+strings.Join(parts, url.QueryEscape(sep)))
+	}
 	return query
 }
 
@@ -652,41 +784,17 @@ func renderBody(tmpl string, input map[string]any, consumed map[string]bool) ([]
 	inString, escaped := false, false
 	for i := 0; i < len(tmpl); {
 		c := tmpl[i]
-		if c == '{' && len(names) > 0 {
-			if k := strings.IndexByte(tmpl[i+1:], '}'); k >= 0 && names[tmpl[i+1:i+1+k]] {
-				name := tmpl[i+1 : i+1+k]
-				if escaped {
-					return nil, fmt.Errorf("http binding: body_template has {%s} right after a backslash inside a JSON string, which would change how the value is read: remove the backslash", name)
-				}
-				consumed[topField(name)] = true
-				v, found := lookup(input, name)
-				if !found {
-					v = nil
-				}
-				if inString {
-					text := ""
-					if v != nil {
-						t, err := valueText(v)
-						if err != nil {
-							return nil, fmt.Errorf("http binding: body_template {%s}: %w", name, err)
-						}
-						text = t
-					}
-					enc, err := jsonEncode(text)
-					if err != nil {
-						return nil, err
-					}
-					out.Write(enc[1 : len(enc)-1])
-				} else {
-					enc, err := jsonEncode(v)
-					if err != nil {
-						return nil, fmt.Errorf("http binding: body_template {%s}: %w", name, err)
-					}
-					out.Write(enc)
-				}
-				i += k + 2
-				continue
+		if name, ok := placeholderAt(tmpl, i, names); ok {
+			if escaped {
+				return nil, fmt.Errorf("http binding: body_template has {%s} right after a backslash inside a JSON string, which would change how the value is read: remove the backslash", name)
 			}
+			consumed[topField(name)] = true
+			v, _ := bindutil.Lookup(input, name)
+			if err := writeBodyValue(&out, name, v, inString); err != nil {
+				return nil, err
+			}
+			i += len(name) + 2
+			continue
 		}
 		switch {
 		case inString && escaped:
@@ -707,20 +815,45 @@ func renderBody(tmpl string, input map[string]any, consumed map[string]bool) ([]
 	return body, nil
 }
 
-// lookup finds a placeholder's value: "a.b" reads input["a"]["b"].
-func lookup(input map[string]any, name string) (any, bool) {
-	var cur any = input
-	for part := range strings.SplitSeq(name, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[part]
-		if !ok {
-			return nil, false
-		}
+// placeholderAt returns the placeholder of names that starts at tmpl[i]
+// ("{name}"), if one does.
+func placeholderAt(tmpl string, i int, names map[string]bool) (string, bool) {
+	if tmpl[i] != '{' || len(names) == 0 {
+		return "", false
 	}
-	return cur, true
+	k := strings.IndexByte(tmpl[i+1:], '}')
+	if k < 0 || !names[tmpl[i+1:i+1+k]] {
+		return "", false
+	}
+	return tmpl[i+1 : i+1+k], true
+}
+
+// writeBodyValue writes the value of placeholder name into a body
+// template: inside a JSON string as its escaped text (null as ""), else
+// as a JSON value.
+func writeBodyValue(out *bytes.Buffer, name string, v any, inString bool) error {
+	if !inString {
+		enc, err := jsonEncode(v)
+		if err != nil {
+			return fmt.Errorf("http binding: body_template {%s}: %w", name, err)
+		}
+		out.Write(enc)
+		return nil
+	}
+	text := ""
+	if v != nil {
+		t, err := valueText(v)
+		if err != nil {
+			return fmt.Errorf("http binding: body_template {%s}: %w", name, err)
+		}
+		text = t
+	}
+	enc, err := jsonEncode(text)
+	if err != nil {
+		return err
+	}
+	out.Write(enc[1 : len(enc)-1])
+	return nil
 }
 
 // topField is the input field a placeholder reads: "a" for "a.b".

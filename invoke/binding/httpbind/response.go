@@ -14,6 +14,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
 // snippetBytes bounds the body text quoted in error messages; bodies up to
@@ -82,7 +83,7 @@ func statusError(def *capability.Definition, resp *http.Response, data []byte, r
 		code, retryable, desc = d.Code, d.Retryable, d.Description
 	}
 	details := map[string]any{"status": status}
-	snippet := snippetOf(data)
+	snippet := bindutil.Snippet(data, snippetBytes)
 	if len(data) > 0 && len(data) <= detailBytes {
 		if v, err := decodeJSON(data); err == nil {
 			details["body"] = v
@@ -173,24 +174,4 @@ func statusListed(v any, want string) bool {
 		return x.String() == want
 	}
 	return false
-}
-
-// snippetOf is the start of a body for messages: valid UTF-8, at most
-// snippetBytes, "…" when cut.
-func snippetOf(data []byte) string {
-	t := bytes.TrimSpace(data)
-	if len(t) == 0 {
-		return ""
-	}
-	cut, more := len(t), ""
-	if cut > snippetBytes {
-		cut, more = snippetBytes, "…"
-		for cut > 0 && !utf8.RuneStart(t[cut]) {
-			cut--
-		}
-	}
-	if !utf8.Valid(t[:cut]) {
-		return fmt.Sprintf("(%d bytes of binary data)", len(data))
-	}
-	return string(t[:cut]) + more
 }

@@ -1,4 +1,4 @@
-// Package resolve finds what to use when a capability URI does not resolve
+// Package fallback finds what to use when a capability URI does not resolve
 // (CCOS missing-capability resolution). It looks, in order, at the registry
 // itself (an exact hit), configured aliases and deprecated_by chains, names
 // in the same domain that share a prefix with the wanted one, and the
@@ -7,7 +7,7 @@
 // the best proposal that is not registered yet, and it never registers over
 // an existing capability, so what an existing URI resolves to never changes
 // behind the caller's back.
-package resolve
+package fallback
 
 import (
 	"context"
@@ -44,16 +44,16 @@ const (
 	SourceOpenAPI = "openapi:"
 )
 
-// MinPrefix is the shortest common name prefix that makes a partial match:
+// minPrefix is the shortest common name prefix that makes a partial match:
 // shorter ones ("li", "ge") match too much to mean anything.
-const MinPrefix = 3
+const minPrefix = 3
 
 // maxChain bounds alias and deprecated_by chains, which may loop.
 const maxChain = 16
 
-// DefaultIntrospectorVersion is recorded in the provenance of definitions
+// defaultIntrospectorVersion is recorded in the provenance of definitions
 // built from cached MCP listings when Resolver.IntrospectorVersion is empty.
-const DefaultIntrospectorVersion = "caphub-resolve/1"
+const defaultIntrospectorVersion = "caphub-resolve/1"
 
 // FlagsFromEnv reads the feature flags: enabled is EnvEnabled, auto is
 // EnvAuto; both default to false. A value strconv.ParseBool does not accept
@@ -84,7 +84,7 @@ type Resolver struct {
 	// Auto registers the best proposal that is not registered yet.
 	Auto bool
 	// IntrospectorVersion is recorded in the provenance of definitions
-	// built from MCP listings (DefaultIntrospectorVersion when empty).
+	// built from MCP listings (defaultIntrospectorVersion when empty).
 	IntrospectorVersion string
 }
 
@@ -232,7 +232,7 @@ func (r *Resolver) follow(ctx context.Context, c *collector, target, reason stri
 }
 
 // partial proposes registered capabilities of the wanted domain whose names
-// share at least MinPrefix leading characters with the wanted name, longer
+// share at least minPrefix leading characters with the wanted name, longer
 // prefixes first.
 func (r *Resolver) partial(ctx context.Context, c *collector, want capability.URI) error {
 	type cand struct {
@@ -253,7 +253,7 @@ func (r *Resolver) partial(ctx context.Context, c *collector, want capability.UR
 				continue // the wanted capability itself (e.g. sunset): handled above
 			}
 			n := commonPrefix(k.Name, want.Name)
-			if n < MinPrefix {
+			if n < minPrefix {
 				continue
 			}
 			v, err := capability.ParseVersion(k.Version)
@@ -291,7 +291,7 @@ func (r *Resolver) partial(ctx context.Context, c *collector, want capability.UR
 
 // match ranks a discovered definition against the wanted URI: 0 no match;
 // otherwise higher is better. An equal name (exactly, or once both are
-// normalised) matches in any domain; a shared prefix of at least MinPrefix
+// normalised) matches in any domain; a shared prefix of at least minPrefix
 // characters only within the wanted domain, as registry partial matches do.
 func match(want capability.URI, names []string, domain string) (score int, why string) {
 	for _, n := range names {
@@ -313,7 +313,7 @@ func match(want capability.URI, names []string, domain string) (score int, why s
 			best, why = p, fmt.Sprintf("offers %q in domain %s, sharing a prefix of %d characters with %s", n, domain, p, want.Name)
 		}
 	}
-	if best < MinPrefix {
+	if best < minPrefix {
 		return 0, ""
 	}
 	return best, why
@@ -354,7 +354,7 @@ func (r *Resolver) fromServers(ctx context.Context, c *collector, want capabilit
 	}
 	iv := r.IntrospectorVersion
 	if iv == "" {
-		iv = DefaultIntrospectorVersion
+		iv = defaultIntrospectorVersion
 	}
 	var found []discovered
 	for _, s := range saved {
