@@ -592,12 +592,12 @@ func short(h string) string {
 	return h
 }
 
-// EnvSync names the environment variable that, set to true, makes caphub
+// envSync names the environment variable that, set to true, makes caphub
 // wait for each invocation's audit event to be committed before the call
 // returns (WithSyncInvocations).
-const EnvSync = "CAPHUB_AUDIT_SYNC"
+const envSync = "CAPHUB_AUDIT_SYNC"
 
 // SyncFromEnv reports whether CAPHUB_AUDIT_SYNC is set to a true value (1,
 // t, true, …); a value that is not a boolean is an error, so that a typo
 // does not silently change what a crash may lose.
-func SyncFromEnv() (bool, error) { return envflag.Bool(EnvSync) }
+func SyncFromEnv() (bool, error) { return envflag.Bool(envSync) }

@@ -125,50 +125,63 @@ func (p *canonParser) object(out *bytes.Buffer, depth int) error {
 	var members []member
 	seen := map[string]bool{}
 	p.space()
-	if p.pos < len(p.data) && p.data[p.pos] == '}' {
-		p.pos++
+	if p.skipByte('}') {
 		out.WriteString("{}")
 		return nil
 	}
 	for {
-		p.space()
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return p.errorf("unexpected %s: expected a member name (a string)", p.describe())
-		}
-		at := p.pos
-		name, err := p.str()
+		m, err := p.member(depth, seen)
 		if err != nil {
 			return err
 		}
-		if seen[name] {
-			p.pos = at
-			return p.errorf("duplicate member name %q: I-JSON (RFC 7493) objects have unique names", name)
-		}
-		seen[name] = true
-		p.space()
-		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return p.errorf("unexpected %s: expected ':' after a member name", p.describe())
-		}
-		p.pos++
-		p.space()
-		var v bytes.Buffer
-		if err := p.value(&v, depth); err != nil {
-			return err
-		}
-		members = append(members, member{name, v.Bytes()})
+		members = append(members, m)
 		p.space()
 		if p.pos >= len(p.data) {
 			return p.errorf("unexpected end of input: expected ',' or '}'")
 		}
-		if p.data[p.pos] == '}' {
-			p.pos++
+		if p.skipByte('}') {
 			break
 		}
-		if p.data[p.pos] != ',' {
+		if !p.skipByte(',') {
 			return p.errorf("unexpected %s: expected ',' or '}'", p.describe())
 		}
-		p.pos++
 	}
+	writeObject(out, members)
+	return nil
+}
+
+// member reads one member of an object, name and value, refusing a name
+// already seen.
+func (p *canonParser) member(depth int, seen map[string]bool) (member, error) {
+	p.space()
+	if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+		return member{}, p.errorf("unexpected %s: expected a member name (a string)", p.describe())
+	}
+	at := p.pos
+	name, err := p.str()
+	if err != nil {
+		return member{}, err
+	}
+	if seen[name] {
+		p.pos = at
+		return member{}, p.errorf("duplicate member name %q: I-JSON (RFC 7493) objects have unique names", name)
+	}
+	seen[name] = true
+	p.space()
+	if !p.skipByte(':') {
+		return member{}, p.errorf("unexpected %s: expected ':' after a member name", p.describe())
+	}
+	p.space()
+	var v bytes.Buffer
+	if err := p.value(&v, depth); err != nil {
+		return member{}, err
+	}
+	return member{name, v.Bytes()}, nil
+}
+
+// writeObject writes the members in RFC 8785 order (by the UTF-16 code
+// units of their names).
+func writeObject(out *bytes.Buffer, members []member) {
 	slices.SortFunc(members, func(a, b member) int { return compareUTF16(a.name, b.name) })
 	out.WriteByte('{')
 	for i, m := range members {
@@ -180,7 +193,6 @@ func (p *canonParser) object(out *bytes.Buffer, depth int) error {
 		out.Write(m.value)
 	}
 	out.WriteByte('}')
-	return nil
 }
 
 func (p *canonParser) array(out *bytes.Buffer, depth int) error {
@@ -254,58 +266,53 @@ func (p *canonParser) str() (string, error) {
 	}
 }
 
+// shortEscapes are the one-letter escape sequences and the runes they
+// stand for.
+var shortEscapes = map[byte]rune{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // escape reads one escape sequence (at the backslash) and returns the rune
 // it stands for; a surrogate pair in two \u escapes makes one rune.
 func (p *canonParser) escape() (rune, error) {
 	if p.pos+1 >= len(p.data) {
 		return 0, p.errorf("unexpected end of input in an escape sequence")
 	}
-	switch c := p.data[p.pos+1]; c {
-	case '"', '\\', '/':
+	c := p.data[p.pos+1]
+	if r, ok := shortEscapes[c]; ok {
 		p.pos += 2
-		return rune(c), nil
-	case 'b':
-		p.pos += 2
-		return '\b', nil
-	case 'f':
-		p.pos += 2
-		return '\f', nil
-	case 'n':
-		p.pos += 2
-		return '\n', nil
-	case 'r':
-		p.pos += 2
-		return '\r', nil
-	case 't':
-		p.pos += 2
-		return '\t', nil
-	case 'u':
-		r, err := p.hex4()
+		return r, nil
+	}
+	if c != 'u' {
+		return 0, p.errorf("invalid escape sequence \\%c", c)
+	}
+	r, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case utf16.IsSurrogate(r) && r < 0xDC00: // high surrogate: a low one must follow
+		return p.lowSurrogate(r)
+	case utf16.IsSurrogate(r):
+		p.pos -= 6
+		return 0, p.errorf("lone surrogate \\u%04x: I-JSON (RFC 7493) strings hold only Unicode characters", r)
+	}
+	return r, nil
+}
+
+// lowSurrogate reads the \u escape of the low surrogate that must follow
+// the high surrogate hi (just read) and returns the rune of the pair.
+func (p *canonParser) lowSurrogate(hi rune) (rune, error) {
+	at := p.pos - 6
+	if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+		lo, err := p.hex4()
 		if err != nil {
 			return 0, err
 		}
-		switch {
-		case utf16.IsSurrogate(r) && r < 0xDC00: // high surrogate: a low one must follow
-			at := p.pos - 6
-			if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-				lo, err := p.hex4()
-				if err != nil {
-					return 0, err
-				}
-				if lo >= 0xDC00 && lo <= 0xDFFF {
-					return utf16.DecodeRune(r, lo), nil
-				}
-			}
-			p.pos = at
-			return 0, p.errorf("lone surrogate \\u%04x: I-JSON (RFC 7493) strings hold only Unicode characters", r)
-		case utf16.IsSurrogate(r):
-			p.pos -= 6
-			return 0, p.errorf("lone surrogate \\u%04x: I-JSON (RFC 7493) strings hold only Unicode characters", r)
+		if lo >= 0xDC00 && lo <= 0xDFFF {
+			return utf16.DecodeRune(hi, lo), nil
 		}
-		return r, nil
-	default:
-		return 0, p.errorf("invalid escape sequence \\%c", c)
 	}
+	p.pos = at
+	return 0, p.errorf("lone surrogate \\u%04x: I-JSON (RFC 7493) strings hold only Unicode characters", hi)
 }
 
 // hex4 reads \uXXXX (at the backslash).
@@ -325,37 +332,8 @@ func (p *canonParser) hex4() (rune, error) {
 // form.
 func (p *canonParser) number(out *bytes.Buffer) error {
 	start := p.pos
-	digits := func() int {
-		n := 0
-		for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
-			p.pos++
-			n++
-		}
-		return n
-	}
-	if p.data[p.pos] == '-' {
-		p.pos++
-	}
-	switch {
-	case p.pos < len(p.data) && p.data[p.pos] == '0':
-		p.pos++
-	case digits() == 0:
-		return p.errorf("invalid number: expected a digit")
-	}
-	if p.pos < len(p.data) && p.data[p.pos] == '.' {
-		p.pos++
-		if digits() == 0 {
-			return p.errorf("invalid number: expected a digit after '.'")
-		}
-	}
-	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
-		p.pos++
-		if p.pos < len(p.data) && (p.data[p.pos] == '+' || p.data[p.pos] == '-') {
-			p.pos++
-		}
-		if digits() == 0 {
-			return p.errorf("invalid number: expected a digit in the exponent")
-		}
+	if err := p.numberToken(); err != nil {
+		return err
 	}
 	text := string(p.data[start:p.pos])
 	f, err := strconv.ParseFloat(text, 64)
@@ -365,6 +343,48 @@ func (p *canonParser) number(out *bytes.Buffer) error {
 	}
 	out.WriteString(FormatNumber(f))
 	return nil
+}
+
+// numberToken moves past a number token: sign, integer part, fraction
+// and exponent.
+func (p *canonParser) numberToken() error {
+	p.skipByte('-')
+	switch {
+	case p.skipByte('0'):
+	case p.digits() == 0:
+		return p.errorf("invalid number: expected a digit")
+	}
+	if p.skipByte('.') && p.digits() == 0 {
+		return p.errorf("invalid number: expected a digit after '.'")
+	}
+	if p.skipByte('e') || p.skipByte('E') {
+		if !p.skipByte('+') {
+			p.skipByte('-')
+		}
+		if p.digits() == 0 {
+			return p.errorf("invalid number: expected a digit in the exponent")
+		}
+	}
+	return nil
+}
+
+// skipByte moves past c when it is next, and reports whether it was.
+func (p *canonParser) skipByte(c byte) bool {
+	if p.pos < len(p.data) && p.data[p.pos] == c {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+// digits moves past a run of decimal digits and returns its length.
+func (p *canonParser) digits() int {
+	n := 0
+	for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
+		p.pos++
+		n++
+	}
+	return n
 }
 
 // FormatNumber writes a finite double as ECMAScript's

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,20 @@ func cacheDef(version string) capability.Definition {
 	}
 }
 
+// watchSignal is a store whose started is closed once Watch has
+// subscribed.
+type watchSignal struct {
+	registry.Store
+	started chan struct{}
+	once    sync.Once
+}
+
+func (w *watchSignal) Watch(ctx context.Context) (<-chan registry.Event, error) {
+	ch, err := w.Store.Watch(ctx)
+	w.once.Do(func() { close(w.started) })
+	return ch, err
+}
+
 // A cached service sees its own writes at once and another store's writes
 // on the same database as soon as their notification arrives.
 func TestCacheFollowsWrites(t *testing.T) {
@@ -33,11 +48,12 @@ func TestCacheFollowsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := registry.NewService(stA, registry.WithCache())
+	watched := &watchSignal{Store: stA, started: make(chan struct{})}
+	a := registry.NewService(watched, registry.WithCache())
 	defer a.Close()
 	b := registry.NewService(stB)
 	defer b.Close()
-	time.Sleep(50 * time.Millisecond) // let the watch start
+	<-watched.started // the cache's watch is established
 
 	if _, err := a.Register(ctx, cacheDef("1.0.0")); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ var _ registry.Store = (*Store)(nil)
 // opens a private in-memory database, gone when the Store is closed.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
-		return nil, errors.New("open sqlite database: the path is empty: give a file path such as ./caphub.db, or :memory:")
+		return nil, errors.New("open sqlite database: the path is empty: give a file path such as ./caphub.db (or :memory: for a private in-memory database)")
 	}
 	s := &Store{path: path}
 	busy := strconv.FormatInt(busyTimeout.Milliseconds(), 10)

@@ -35,9 +35,9 @@ type Cursor struct {
 	Offset int      `json:"o,omitempty"` // search
 }
 
-// Fingerprint identifies a query without its page size and cursor, so that
+// fingerprint identifies a query without its page size and cursor, so that
 // a cursor is only accepted by the query that made it.
-func Fingerprint(kind string, f registry.ListFilter, text string) string {
+func fingerprint(kind string, f registry.ListFilter, text string) string {
 	f.Limit, f.Cursor = 0, ""
 	b, _ := json.Marshal(struct {
 		Kind   string
@@ -54,9 +54,9 @@ func (c Cursor) Encode() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// DecodeCursor decodes s ("" gives the zero cursor) and checks it was made
+// decodeCursor decodes s ("" gives the zero cursor) and checks it was made
 // by a query of this kind with this fingerprint.
-func DecodeCursor(s, kind, fp string) (Cursor, error) {
+func decodeCursor(s, kind, fp string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
 	}
@@ -83,8 +83,8 @@ func kindName(kind string) string {
 	return "list"
 }
 
-// CheckLimit refuses a negative page size.
-func CheckLimit(limit int) error {
+// checkLimit refuses a negative page size.
+func checkLimit(limit int) error {
 	if limit < 0 {
 		return fmt.Errorf("page limit %d is negative: give 0 for no limit, or a page size", limit)
 	}
@@ -95,11 +95,11 @@ func CheckLimit(limit int) error {
 // "search"): it checks the limit and decodes the cursor, and returns it
 // with the fingerprint the page's NextCursor must carry.
 func OpenPage(kind string, f registry.ListFilter, text string) (Cursor, string, error) {
-	if err := CheckLimit(f.Limit); err != nil {
+	if err := checkLimit(f.Limit); err != nil {
 		return Cursor{}, "", err
 	}
-	fp := Fingerprint(kind, f, text)
-	cur, err := DecodeCursor(f.Cursor, kind, fp)
+	fp := fingerprint(kind, f, text)
+	cur, err := decodeCursor(f.Cursor, kind, fp)
 	return cur, fp, err
 }
 

@@ -65,7 +65,7 @@ func AuditListQuery(d Dialect, columns string, f chain.Filter) (string, []any) {
 		where = append(where, `seq > `+a.Add(f.AfterSeq))
 	}
 	if !f.Since.IsZero() {
-		where = append(where, `time >= `+a.Add(d.Time(CeilMicro(f.Since))))
+		where = append(where, `time >= `+a.Add(d.Time(ceilMicro(f.Since))))
 	}
 	if f.Kind != "" {
 		where = append(where, auditKindCond(d, f)+a.Add(f.Kind))

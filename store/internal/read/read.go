@@ -38,9 +38,9 @@ func PrefixEnd(prefix string) (string, bool) {
 	return "", false
 }
 
-// CeilMicro rounds t up to the microsecond the store keeps, so that a
+// ceilMicro rounds t up to the microsecond the store keeps, so that a
 // filter's bound includes no event before it.
-func CeilMicro(t time.Time) time.Time {
+func ceilMicro(t time.Time) time.Time {
 	t = t.UTC()
 	if c := t.Truncate(time.Microsecond); c.Before(t) {
 		return c.Add(time.Microsecond)

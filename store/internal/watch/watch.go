@@ -9,9 +9,9 @@ import (
 	"github.com/caphub/caphub/registry"
 )
 
-// MaxPending is how many events a watcher may fall behind before its
+// maxPending is how many events a watcher may fall behind before its
 // channel is closed (it must then Watch again and re-read what it caches).
-const MaxPending = 10000
+const maxPending = 10000
 
 // Watcher is one Watch subscription of either store: publishing queues
 // events without blocking, and Run, in the watcher's own goroutine,
@@ -32,10 +32,10 @@ func New() *Watcher {
 }
 
 // Push queues events, or halts the watcher when it has fallen more than
-// MaxPending events behind.
+// maxPending events behind.
 func (w *Watcher) Push(events []registry.Event) {
 	w.mu.Lock()
-	overflow := len(w.queue)+len(events) > MaxPending
+	overflow := len(w.queue)+len(events) > maxPending
 	if !overflow {
 		w.queue = append(w.queue, events...)
 	}

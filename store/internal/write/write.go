@@ -78,25 +78,25 @@ func Prepare(r registry.Record, now time.Time) (Prepared, error) {
 		VersionKey:   registry.VersionKey(v),
 		Definition:   def,
 		Stability:    d.Stability,
-		Source:       SourceOf(d),
+		Source:       sourceOf(d),
 		RegisteredAt: at.UTC().Truncate(time.Microsecond),
-		Categories:   Uniq(d.Categories),
-		Intents:      Uniq(d.Intents),
-		Bindings:     Uniq(d.Bindings.Types()),
+		Categories:   uniq(d.Categories),
+		Intents:      uniq(d.Intents),
+		Bindings:     uniq(d.Bindings.Types()),
 	}
 	primary := d.Domain
 	if primary == "" {
 		primary = k.Domain
 	}
-	p.Domains = Uniq(append([]string{primary}, d.Domains...))
+	p.Domains = uniq(append([]string{primary}, d.Domains...))
 	p.FTS = FullText{
-		Name:        Words(k.Name),
+		Name:        words(k.Name),
 		Title:       d.Title,
 		Description: d.Description,
 		Keywords:    strings.Join(d.Keywords, " "),
-		Intents:     WordsOf(d.Intents),
-		Domains:     WordsOf(p.Domains),
-		Categories:  WordsOf(d.Categories),
+		Intents:     wordsOf(d.Intents),
+		Domains:     wordsOf(p.Domains),
+		Categories:  wordsOf(d.Categories),
 	}
 	return p, nil
 }
@@ -110,17 +110,17 @@ func MarshalDefinition(d capability.Definition) (string, error) {
 	return string(b), nil
 }
 
-// SourceOf returns what ListFilter.Source matches: the provenance method, or
+// sourceOf returns what ListFilter.Source matches: the provenance method, or
 // "manual".
-func SourceOf(d capability.Definition) string {
+func sourceOf(d capability.Definition) string {
 	if d.Provenance != nil && d.Provenance.Method != "" {
 		return d.Provenance.Method
 	}
 	return registry.SourceManual
 }
 
-// Uniq returns the non-empty values of list, sorted, without duplicates.
-func Uniq(list []string) []string {
+// uniq returns the non-empty values of list, sorted, without duplicates.
+func uniq(list []string) []string {
 	out := make([]string, 0, len(list))
 	for _, s := range list {
 		if s != "" {
@@ -131,10 +131,10 @@ func Uniq(list []string) []string {
 	return slices.Compact(out)
 }
 
-// Words turns an identifier such as scan_vulnerabilities, github.issues or
+// words turns an identifier such as scan_vulnerabilities, github.issues or
 // messaging/send-text into space-separated words, so that each part is a
 // token of the full-text index whatever the tokenizer makes of "_" and ".".
-func Words(id string) string {
+func words(id string) string {
 	return strings.Map(func(r rune) rune {
 		switch r {
 		case '_', '.', '/', '-', ':':
@@ -144,10 +144,10 @@ func Words(id string) string {
 	}, id)
 }
 
-func WordsOf(ids []string) string {
+func wordsOf(ids []string) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
-		parts[i] = Words(id)
+		parts[i] = words(id)
 	}
 	return strings.Join(parts, " ")
 }

@@ -1,0 +1,286 @@
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// RegisterResult reports one registration.
+type RegisterResult struct {
+	URI     string `json:"uri"`     // with @MAJOR.MINOR
+	Version string `json:"version"` // full
+	Created bool   `json:"created"` // false: identical content was already registered
+	Digest  string `json:"digest"`
+	// TrustTier is the tier the version was stored with (see WithVerifier);
+	// empty when it was already registered (Created false) or no verifier
+	// is set.
+	TrustTier string             `json:"trust_tier,omitempty"`
+	Warnings  []capability.Issue `json:"warnings,omitempty"`
+	Record    Record             `json:"-"`
+}
+
+// BatchError lists the definitions of a batch that were refused; nothing of
+// the batch was stored.
+type BatchError struct {
+	Failures []BatchFailure
+}
+
+// BatchFailure is one refused definition of a batch.
+type BatchFailure struct {
+	Index int
+	URI   string
+	Err   error
+}
+
+func (e *BatchError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of the definitions were refused; nothing was registered:", len(e.Failures))
+	for _, f := range e.Failures {
+		fmt.Fprintf(&b, "\n  [%d] %s: %v", f.Index, f.URI, f.Err)
+	}
+	return b.String()
+}
+
+// Unwrap returns the failures' errors, so errors.Is/As see them.
+func (e *BatchError) Unwrap() []error {
+	out := make([]error, len(e.Failures))
+	for i, f := range e.Failures {
+		out[i] = f.Err
+	}
+	return out
+}
+
+// Register validates, completes, checks and stores one definition.
+func (s *Service) Register(ctx context.Context, d capability.Definition) (RegisterResult, error) {
+	res, err := s.RegisterBatch(ctx, []capability.Definition{d})
+	if err != nil {
+		var be *BatchError
+		if errors.As(err, &be) && len(be.Failures) == 1 {
+			return RegisterResult{}, be.Failures[0].Err
+		}
+		return RegisterResult{}, err
+	}
+	return res[0], nil
+}
+
+// RegisterBatch registers many definitions in one transaction: each is
+// validated (errors refuse it), completed (missing domains and categories
+// inferred, stability defaulted to stable), diffed against the version
+// registered (or batched) just below it — a bump smaller than the changes
+// need refuses it with a *BreakingChangeError — and stored. Re-registering a
+// version with identical content is a no-op; with other content it is a
+// conflict. Any refusal refuses the whole batch (*BatchError).
+func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) ([]RegisterResult, error) {
+	items := make([]*batchItem, len(defs))
+	var failures []BatchFailure
+	for i := range defs {
+		it, failure := s.prepareItem(ctx, i, defs[i])
+		if failure != nil {
+			failures = append(failures, *failure)
+			continue
+		}
+		items[i] = it
+	}
+	if err := s.checkToolNames(ctx, defs, &failures); err != nil {
+		return nil, err
+	}
+	versionFailures, err := s.checkVersionRules(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	failures = append(failures, versionFailures...)
+	if len(failures) > 0 {
+		sort.Slice(failures, func(a, b int) bool { return failures[a].Index < failures[b].Index })
+		return nil, &BatchError{Failures: failures}
+	}
+	return s.storeBatch(ctx, items)
+}
+
+// batchItem is one definition of a batch, validated and completed.
+type batchItem struct {
+	def      capability.Definition
+	key      Key
+	ver      capability.Version
+	warnings []capability.Issue
+	digest   string
+	tier     string
+}
+
+// prepareItem normalizes, validates, completes, verifies and digests the
+// i-th definition of a batch; a failure refuses it.
+func (s *Service) prepareItem(ctx context.Context, i int, d capability.Definition) (*batchItem, *BatchFailure) {
+	d.Normalize()
+	if d.Stability == "" {
+		d.Stability = capability.StabilityStable
+	}
+	issues := capability.Validate(&d)
+	if capability.HasErrors(issues) {
+		return nil, &BatchFailure{Index: i, URI: d.URI, Err: &capability.ValidationError{Issues: issues}}
+	}
+	d.ApplyInference(inferenceSource(&d))
+	tier := ""
+	if s.verify != nil {
+		t, err := s.verify(ctx, &d)
+		if err != nil {
+			return nil, &BatchFailure{Index: i, URI: d.URI, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+		tier = t
+	}
+	u, _ := capability.ParseURI(d.URI)
+	ver, _ := capability.ParseVersion(d.Version)
+	it := &batchItem{def: d, ver: ver, tier: tier, key: Key{Scheme: u.Scheme, Domain: d.Domain, Name: d.Name, Version: ver.Full()}}
+	for _, iss := range issues {
+		if iss.Severity == capability.SeverityWarning {
+			it.warnings = append(it.warnings, iss)
+		}
+	}
+	digest, err := Digest(&d)
+	if err != nil {
+		return nil, &BatchFailure{Index: i, URI: d.URI, Err: invalidf("cannot encode the definition: %v", err)}
+	}
+	it.digest = digest
+	return it, nil
+}
+
+// checkVersionRules applies the version rules per capability: every new
+// version against the one just below it among the registered and the
+// batched versions. items holds nil for refused definitions.
+func (s *Service) checkVersionRules(ctx context.Context, items []*batchItem) ([]BatchFailure, error) {
+	groups := map[string][]int{}
+	for i, it := range items {
+		if it != nil {
+			base := it.key.Scheme + ":" + it.key.Domain + "/" + it.key.Name
+			groups[base] = append(groups[base], i)
+		}
+	}
+	var failures []BatchFailure
+	for _, idxs := range groups {
+		f, err := s.checkCapabilityVersions(ctx, items, idxs)
+		if err != nil {
+			return nil, err
+		}
+		failures = append(failures, f...)
+	}
+	return failures, nil
+}
+
+// orderedVersion is a version of a capability, registered or batched.
+type orderedVersion struct {
+	ver capability.Version
+	def *capability.Definition
+	idx int // index in the batch; -1: registered
+}
+
+// checkCapabilityVersions checks the batched versions items[idxs] of one
+// capability against its registered ones: a bump smaller than the
+// changes from the version just below needs is a *BreakingChangeError.
+func (s *Service) checkCapabilityVersions(ctx context.Context, items []*batchItem, idxs []int) ([]BatchFailure, error) {
+	first := items[idxs[0]]
+	existing, err := s.store.Versions(ctx, first.key.Scheme, first.key.Domain, first.key.Name)
+	if err != nil {
+		return nil, err
+	}
+	var all []orderedVersion
+	for j := range existing {
+		if v, err := capability.ParseVersion(existing[j].Key.Version); err == nil {
+			all = append(all, orderedVersion{v, &existing[j].Definition, -1})
+		}
+	}
+	for _, i := range idxs {
+		all = append(all, orderedVersion{items[i].ver, &items[i].def, i})
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].ver.Less(all[b].ver) })
+	var failures []BatchFailure
+	for pos := 1; pos < len(all); pos++ {
+		v, prev := all[pos], all[pos-1]
+		if v.idx < 0 || prev.ver.Compare(v.ver) == 0 {
+			continue // registered, or the same version twice: the store decides idempotency or conflict
+		}
+		if report := capability.Diff(prev.def, v.def); !report.Satisfied {
+			failures = append(failures, BatchFailure{Index: v.idx, URI: v.def.URI,
+				Err: &BreakingChangeError{URI: items[v.idx].key.String(), Previous: prev.ver.Full(), Report: report}})
+		}
+	}
+	return failures, nil
+}
+
+// storeBatch stores the checked items in one transaction and reports
+// what each registration did.
+func (s *Service) storeBatch(ctx context.Context, items []*batchItem) ([]RegisterResult, error) {
+	recs := make([]Record, len(items))
+	out := make([]RegisterResult, len(items))
+	now := s.now().UTC()
+	for i, it := range items {
+		recs[i] = Record{Key: it.key, Definition: it.def, Digest: it.digest, TrustTier: it.tier, RegisteredAt: now}
+		out[i] = RegisterResult{URI: capability.NewURI(it.key.Scheme, it.key.Domain, it.key.Name, it.ver).String(),
+			Version: it.key.Version, Digest: it.digest, Warnings: it.warnings, Record: recs[i]}
+	}
+	put, err := s.put(ctx, recs, out)
+	for _, r := range recs {
+		s.cache.invalidate(cacheKey(r.Key.Scheme, r.Key.Domain, r.Key.Name))
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range items {
+		out[i].Created = put[i].Created
+		if put[i].Created {
+			out[i].TrustTier = it.tier
+			s.log.Info("capability registered", "uri", out[i].URI, "version", out[i].Version)
+		}
+	}
+	return out, nil
+}
+
+// put stores recs, with the recorder's "registered" events in the same
+// transaction when there is a recorder (out describes recs, one to one).
+func (s *Service) put(ctx context.Context, recs []Record, out []RegisterResult) ([]PutResult, error) {
+	if s.recorder == nil {
+		return s.store.Put(ctx, recs)
+	}
+	hook, err := s.recorder.RegisteredHook(ActorFrom(ctx), out)
+	if err != nil {
+		return nil, fmt.Errorf("record the registration: %w: nothing was registered", err)
+	}
+	return s.store.PutAudited(ctx, recs, hook)
+}
+
+// inferenceSource is what domain inference starts from: for an mcp: URI the
+// server of its MCP binding (as CCOS does for discovered tools), otherwise
+// the declared domain, so an OSSA capability's hierarchy starts with it.
+func inferenceSource(d *capability.Definition) string {
+	if strings.HasPrefix(d.URI, capability.SchemeMCP+":") && d.Bindings.MCP != nil && d.Bindings.MCP.Server != "" {
+		return d.Bindings.MCP.Server
+	}
+	return d.Domain
+}
+
+// Digest is the content digest of a definition: SHA-256 of its canonical
+// JSON, leaving out the lifecycle fields that Deprecate changes after
+// registration (stability, deprecated_by, sunset_date, migration_guide), so
+// that re-registering the original content of a deprecated version stays an
+// idempotent no-op, and leaving out when it was discovered or imported
+// (provenance.created_at), so that importing the same thing again is too.
+func Digest(d *capability.Definition) (string, error) {
+	c := *d
+	c.Stability, c.DeprecatedBy, c.SunsetDate, c.MigrationGuide = "", "", "", ""
+	if c.Provenance != nil {
+		p := *c.Provenance
+		p.CreatedAt = ""
+		c.Provenance = &p
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
