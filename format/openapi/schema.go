@@ -171,7 +171,7 @@ func (c *converter) resolve(v any, what string) (map[string]any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s is not an object", what)
 	}
-	var override map[string]any
+	override := map[string]any{}
 	for hops := 0; ; hops++ {
 		ref, has := m["$ref"]
 		if !has {
@@ -180,35 +180,41 @@ func (c *converter) resolve(v any, what string) (map[string]any, error) {
 		if hops >= 32 {
 			return nil, fmt.Errorf("%s: $ref chain longer than 32 (a reference loop?): fix the references", what)
 		}
-		s, ok := ref.(string)
-		if !ok {
-			return nil, fmt.Errorf("%s: $ref must be a string", what)
-		}
 		for _, k := range []string{"description", "summary"} {
 			if d, ok := m[k].(string); ok && override[k] == nil {
-				if override == nil {
-					override = map[string]any{}
-				}
 				override[k] = d
 			}
 		}
-		ptr, err := pointer(s)
-		if err != nil {
+		var err error
+		if m, err = c.follow(ref, what); err != nil {
 			return nil, err
-		}
-		t, err := c.lookup(s, ptr)
-		if err != nil {
-			return nil, err
-		}
-		if m, ok = t.(map[string]any); !ok {
-			return nil, &refError{s, "does not point at an object: fix the reference"}
 		}
 	}
-	if override != nil {
+	if len(override) > 0 {
 		m = shallowCopy(m)
-		for k, v := range override {
-			m[k] = v
-		}
+		maps.Copy(m, override)
+	}
+	return m, nil
+}
+
+// follow returns the object a $ref of an object that is not a schema
+// points at.
+func (c *converter) follow(ref any, what string) (map[string]any, error) {
+	s, ok := ref.(string)
+	if !ok {
+		return nil, fmt.Errorf("%s: $ref must be a string", what)
+	}
+	ptr, err := pointer(s)
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.lookup(s, ptr)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := t.(map[string]any)
+	if !ok {
+		return nil, &refError{s, "does not point at an object: fix the reference"}
 	}
 	return m, nil
 }
@@ -272,37 +278,49 @@ func (c *converter) ref(x map[string]any, refv any, nest int) (any, int, int, er
 		target, size, cut = c.cutPlaceholder(ref, ptr), 3, depth
 	} else if e, ok := c.cache[ptr]; ok {
 		target, size = e.v, e.size
-	} else {
-		raw, err := c.lookup(ref, ptr)
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		depth := len(c.onStack)
-		c.onStack[ptr] = depth
-		t, sz, ct, err := c.schema(raw, nest+1)
-		delete(c.onStack, ptr)
-		if err != nil {
-			var re *refError
-			var ee *expansionError
-			if !errors.As(err, &re) && !errors.As(err, &ee) && err != errBudget && !strings.Contains(err.Error(), " (in $ref ") {
-				err = fmt.Errorf("%w (in $ref %q)", err, ref)
-			}
-			return nil, 0, 0, err
-		}
-		if c.maxNodes > 0 && sz > c.maxNodes {
-			return nil, 0, 0, &expansionError{ptr: ptr, limit: c.maxNodes}
-		}
-		if ct == noCut {
-			c.cache[ptr] = cachedSchema{t, sz}
-		} else if ct >= depth {
-			ct = cutInside // the cuts are below: ancestors are not cut, but not cacheable either
-		}
-		target, size, cut = t, sz, ct
+	} else if target, size, cut, err = c.target(ref, ptr, nest); err != nil {
+		return nil, 0, 0, err
 	}
 	if len(x) == 1 {
 		return target, size, cut, nil
 	}
 	return c.siblings(x, target, size, cut, nest)
+}
+
+// target converts the schema a $ref points at, which is neither cached nor
+// being resolved above, and caches it when it cut no reference.
+func (c *converter) target(ref, ptr string, nest int) (any, int, int, error) {
+	raw, err := c.lookup(ref, ptr)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	depth := len(c.onStack)
+	c.onStack[ptr] = depth
+	t, sz, ct, err := c.schema(raw, nest+1)
+	delete(c.onStack, ptr)
+	if err != nil {
+		return nil, 0, 0, inRef(err, ref)
+	}
+	if c.maxNodes > 0 && sz > c.maxNodes {
+		return nil, 0, 0, &expansionError{ptr: ptr, limit: c.maxNodes}
+	}
+	if ct == noCut {
+		c.cache[ptr] = cachedSchema{t, sz}
+	} else if ct >= depth {
+		ct = cutInside // the cuts are below: ancestors are not cut, but not cacheable either
+	}
+	return t, sz, ct, nil
+}
+
+// inRef says in which $ref a conversion error happened, unless the error
+// names its place already.
+func inRef(err error, ref string) error {
+	var re *refError
+	var ee *expansionError
+	if errors.As(err, &re) || errors.As(err, &ee) || err == errBudget || strings.Contains(err.Error(), " (in $ref ") {
+		return err
+	}
+	return fmt.Errorf("%w (in $ref %q)", err, ref)
 }
 
 // annotationKeys are the sibling keywords of a $ref that override the
