@@ -820,36 +820,44 @@ func toData(v Value, what string, depth int) (any, error) {
 	case KindKeyword:
 		return ":" + v.Str, nil
 	case KindVector:
-		out := make([]any, 0, len(v.Items))
-		for _, it := range v.Items {
-			x, err := toData(it, what, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, x)
-		}
-		return out, nil
+		return vectorData(v, what, depth)
 	case KindMap:
-		out := make(map[string]any, len(v.Items)/2)
-		seen := map[string]Value{}
-		for i := 0; i+1 < len(v.Items); i += 2 {
-			k, err := dataKey(v.Items[i])
-			if err != nil {
-				return nil, err
-			}
-			if first, dup := seen[k]; dup {
-				return nil, failAt(v.Items[i], "%s: key %q appears twice in the map (first at %s): keep one", what, k, first.Pos())
-			}
-			seen[k] = v.Items[i]
-			x, err := toData(v.Items[i+1], what, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = x
-		}
-		return out, nil
+		return mapData(v, what, depth)
 	}
 	return nil, failAt(v, "%s must be data (strings, numbers, keywords, vectors, maps), not %s", what, v.Describe())
+}
+
+// vectorData converts a vector to a list.
+func vectorData(v Value, what string, depth int) ([]any, error) {
+	out := make([]any, 0, len(v.Items))
+	for _, it := range v.Items {
+		x, err := toData(it, what, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// mapData converts a map to an object; a key written twice is an error.
+func mapData(v Value, what string, depth int) (map[string]any, error) {
+	out := make(map[string]any, len(v.Items)/2)
+	seen := map[string]Value{}
+	for i := 0; i+1 < len(v.Items); i += 2 {
+		k, err := dataKey(v.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		if first, dup := seen[k]; dup {
+			return nil, failAt(v.Items[i], "%s: key %q appears twice in the map (first at %s): keep one", what, k, first.Pos())
+		}
+		seen[k] = v.Items[i]
+		if out[k], err = toData(v.Items[i+1], what, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // wholeToInt returns a whole float as an int64 (when it fits), as JSON
@@ -923,33 +931,50 @@ func deriveIdentity(id string, provider any, meta map[string]any, version string
 		provType = strings.ToLower(bareName(provMap["type"]))
 	}
 	if mcpMeta != nil || provType == "mcp" || strings.HasPrefix(id, "mcp.") {
-		tool := str(mcpMeta["tool_name"])
-		if tool == "" {
-			tool = str(provMap["tool_name"])
-		}
-		rest := strings.TrimPrefix(id, "mcp.")
-		if tool == "" {
-			tool = rest[strings.LastIndex(rest, ".")+1:]
-		}
-		server := str(mcpMeta["server_name"])
-		if server == "" {
-			if s, ok := strings.CutSuffix(rest, "."+tool); ok {
-				server = s
-			} else if i := strings.LastIndex(rest, "."); i > 0 {
-				server = rest[:i]
-			}
-		}
-		domain := domainSlug(server)
-		if domain == "" {
-			return identity{}, fmt.Errorf("cannot tell the MCP server of %q (tool %q): name it with :metadata {:mcp {:server_name \"github\"}}, or write the id as mcp.<server>.<tool>", id, tool)
-		}
-		uri := capability.SchemeMCP + ":" + domain + "/" + tool + "@" + ver.Short()
-		if _, err := capability.ParseURI(uri); err != nil {
-			return identity{}, fmt.Errorf("the capability cannot be named from id %q: %v; add :uri", id, err)
-		}
-		return identity{uri: uri, domain: domain, name: tool,
-			bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: domain, Tool: tool}}}, nil
+		return mcpIdentity(id, mcpMeta, provMap, ver)
 	}
+	return ossaIdentity(id, meta, ver)
+}
+
+// mcpIdentity is the identity of an MCP tool: its tool and server from the
+// :mcp metadata, the provider, else the id (see the package doc).
+func mcpIdentity(id string, mcpMeta, provMap map[string]any, ver capability.Version) (identity, error) {
+	rest := strings.TrimPrefix(id, "mcp.")
+	tool := orDefault(str(mcpMeta["tool_name"]), str(provMap["tool_name"]))
+	if tool == "" {
+		tool = rest[strings.LastIndex(rest, ".")+1:]
+	}
+	server := str(mcpMeta["server_name"])
+	if server == "" {
+		server = serverOf(rest, tool)
+	}
+	domain := domainSlug(server)
+	if domain == "" {
+		return identity{}, fmt.Errorf("cannot tell the MCP server of %q (tool %q): name it with :metadata {:mcp {:server_name \"github\"}}, or write the id as mcp.<server>.<tool>", id, tool)
+	}
+	uri := capability.SchemeMCP + ":" + domain + "/" + tool + "@" + ver.Short()
+	if _, err := capability.ParseURI(uri); err != nil {
+		return identity{}, fmt.Errorf("the capability cannot be named from id %q: %v; add :uri", id, err)
+	}
+	return identity{uri: uri, domain: domain, name: tool,
+		bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: domain, Tool: tool}}}, nil
+}
+
+// serverOf is the server part of an MCP id without "mcp.": what comes
+// before ".<tool>", else before its last dot, else "".
+func serverOf(rest, tool string) string {
+	if s, ok := strings.CutSuffix(rest, "."+tool); ok {
+		return s
+	}
+	if i := strings.LastIndex(rest, "."); i > 0 {
+		return rest[:i]
+	}
+	return ""
+}
+
+// ossaIdentity is the identity of any other capability: the id split at
+// its last dot, with an http binding when :openapi metadata has a base URL.
+func ossaIdentity(id string, meta map[string]any, ver capability.Version) (identity, error) {
 	i := strings.LastIndex(id, ".")
 	if i <= 0 || i == len(id)-1 {
 		return identity{}, fmt.Errorf("capability id %q has no domain: write it as <domain>.<name>, e.g. demo.hello, or add :uri \"ossa:<domain>/<name>@1.0\"", id)
@@ -959,23 +984,31 @@ func deriveIdentity(id string, provider any, meta map[string]any, version string
 		return identity{}, fmt.Errorf("capability id %q does not give a domain and a name starting with a letter: rename it, or add :uri \"ossa:<domain>/<name>@1.0\"", id)
 	}
 	uri := capability.SchemeOSSA + ":" + domain + "/" + name + "@" + ver.Short()
-	var bindings capability.Bindings
-	if oa, ok := meta[nsOpenAPI].(map[string]any); ok && str(oa["base_url"]) != "" {
-		path := str(oa["endpoint_path"])
-		if path == "" {
-			path = str(oa["endpoint"])
-		}
-		method := strings.ToUpper(str(oa["endpoint_method"]))
-		if method == "" {
-			method = "GET"
-		}
-		h := &capability.HTTPBinding{Method: method, URL: joinURL(str(oa["base_url"]), path)}
-		if t := str(oa["auth_type"]); t != "" {
-			h.Auth = &capability.HTTPAuth{Type: t, Location: str(oa["auth_location"]), ParamName: str(oa["auth_param_name"]), Env: str(oa["auth_env_var"])}
-		}
-		bindings.HTTP = h
+	oa, _ := meta[nsOpenAPI].(map[string]any)
+	return identity{uri: uri, domain: domain, name: name, bindings: capability.Bindings{HTTP: openAPIBinding(oa)}}, nil
+}
+
+// openAPIBinding is the http binding :openapi metadata describes, nil
+// without a base URL.
+func openAPIBinding(oa map[string]any) *capability.HTTPBinding {
+	if str(oa["base_url"]) == "" {
+		return nil
 	}
-	return identity{uri: uri, domain: domain, name: name, bindings: bindings}, nil
+	path := orDefault(str(oa["endpoint_path"]), str(oa["endpoint"]))
+	method := orDefault(strings.ToUpper(str(oa["endpoint_method"])), "GET")
+	h := &capability.HTTPBinding{Method: method, URL: joinURL(str(oa["base_url"]), path)}
+	if t := str(oa["auth_type"]); t != "" {
+		h.Auth = &capability.HTTPAuth{Type: t, Location: str(oa["auth_location"]), ParamName: str(oa["auth_param_name"]), Env: str(oa["auth_env_var"])}
+	}
+	return h
+}
+
+// orDefault returns s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func joinURL(base, path string) string {
