@@ -68,13 +68,14 @@ package agentos
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/naming"
+	"github.com/caphub/caphub/format/internal/srcfile"
 	"github.com/caphub/caphub/internal/jsoncheck"
 )
 
@@ -129,48 +130,16 @@ type Result struct {
 	Failures    []capability.ImportFailure
 }
 
-// Error is a problem that stops a whole manifest from being imported.
-type Error struct {
-	File         string
-	Line, Column int
-	Path         string // JSON path of the offending value, e.g. "package"; "" for the file
-	Message      string // what is wrong and what to do
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	b.WriteString(": ")
-	if e.Path != "" {
-		b.WriteString(e.Path + ": ")
-	}
-	b.WriteString(e.Message)
-	return b.String()
-}
-
-// MaxFileSize bounds what ImportFile reads, so a wrong path cannot exhaust
-// memory (a real manifest is a few kilobytes).
-const MaxFileSize = 64 << 20
+// Error is a problem that stops a whole manifest from being imported; its
+// Path is the JSON path of the offending value.
+type Error = srcfile.Error
 
 // ImportFile imports the manifest at path (see Import); path names the
 // file in provenance and in errors.
 func ImportFile(path string, opts Options) (*Result, error) {
-	st, err := os.Stat(path)
+	data, err := srcfile.Read(path, "give the app's capabilities.json (usually <app>/agentos/capabilities.json)", "a manifest")
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if st.IsDir() {
-		return nil, &Error{File: path, Message: "is a directory: give the app's capabilities.json (usually <app>/agentos/capabilities.json)"}
-	}
-	if st.Size() > MaxFileSize {
-		return nil, &Error{File: path, Message: fmt.Sprintf("is %d bytes, larger than the %d-byte limit for a manifest", st.Size(), MaxFileSize)}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	return Import(path, data, opts)
 }
@@ -810,23 +779,7 @@ func sanitizeName(id string) string {
 
 // squash keeps ASCII lower-case letters and digits and makes every run of
 // other characters one sep, dropping sep at both ends.
-func squash(s string, sep byte) string {
-	var b strings.Builder
-	pending := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if pending && b.Len() > 0 {
-				b.WriteByte(sep)
-			}
-			pending = false
-			b.WriteByte(c)
-			continue
-		}
-		pending = true
-	}
-	return b.String()
-}
+func squash(s string, sep byte) string { return naming.JoinRuns(s, naming.IsLowerAlnum, sep) }
 
 // title makes a display title: "WhatsApp: Send message".
 func title(app, id string) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/naming"
 )
 
 // identRE is the grammar of a binding placeholder ({field}); an input field
@@ -41,7 +42,7 @@ func snakeName(s string) string {
 		prev = class
 	}
 	out := squeezeUnderscores(b.String())
-	if out != "" && isDigit(out[0]) {
+	if out != "" && naming.IsDigit(out[0]) {
 		out = "op_" + out
 	}
 	return out
@@ -55,7 +56,7 @@ func charClass(c byte) byte {
 		return 'l'
 	case c >= 'A' && c <= 'Z':
 		return 'u'
-	case isDigit(c):
+	case naming.IsDigit(c):
 		return 'd'
 	}
 	return '_'
@@ -76,8 +77,6 @@ func separatorBefore(prev, class, next byte) bool {
 	return false
 }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
 func lowerASCII(c byte) byte {
 	if c >= 'A' && c <= 'Z' {
 		return c + 'a' - 'A'
@@ -94,30 +93,8 @@ func squeezeUnderscores(s string) string {
 	return out
 }
 
-// joinRuns keeps the bytes of s that keep accepts, and puts one sep where
-// a run of other bytes separated two kept ones.
-func joinRuns(s string, keep func(byte) bool, sep byte) string {
-	var b strings.Builder
-	gap := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !keep(c) {
-			gap = true
-			continue
-		}
-		if gap && b.Len() > 0 {
-			b.WriteByte(sep)
-		}
-		gap = false
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-func isLowerAlnum(c byte) bool { return (c >= 'a' && c <= 'z') || isDigit(c) }
-
 func isWordByte(c byte) bool {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c) || c == '_'
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || naming.IsDigit(c) || c == '_'
 }
 
 // DomainFromTitle turns an API title into a domain of the grammar
@@ -128,11 +105,11 @@ func isWordByte(c byte) bool {
 // "-" boundary when it can be. It returns "" when nothing usable is left.
 func DomainFromTitle(title string) string {
 	title = strings.NewReplacer("'", "", "’", "").Replace(strings.ToLower(title))
-	out := joinRuns(title, isLowerAlnum, '-')
+	out := naming.JoinRuns(title, naming.IsLowerAlnum, '-')
 	if out == "" {
 		return ""
 	}
-	if isDigit(out[0]) {
+	if naming.IsDigit(out[0]) {
 		out = "api-" + out
 	}
 	if len(out) > 63 {
@@ -153,11 +130,11 @@ func fieldName(name string) string {
 	if identRE.MatchString(name) {
 		return name
 	}
-	out := joinRuns(name, isWordByte, '_')
+	out := naming.JoinRuns(name, isWordByte, '_')
 	if out == "" {
 		return "param"
 	}
-	if isDigit(out[0]) {
+	if naming.IsDigit(out[0]) {
 		out = "_" + out
 	}
 	return out
@@ -179,7 +156,7 @@ func envName(s string) string {
 		}
 	}
 	out := squeezeUnderscores(b.String())
-	if out == "" || isDigit(out[0]) {
+	if out == "" || naming.IsDigit(out[0]) {
 		out = "API_" + out
 	}
 	return strings.TrimRight(out, "_")

@@ -11,12 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/srcfile"
 	"github.com/caphub/caphub/internal/jsoncheck"
 	"gopkg.in/yaml.v3"
 )
@@ -50,46 +50,15 @@ type Entry struct {
 	node       *yaml.Node
 }
 
-// Error is a problem that stops a file from being read at all.
-type Error struct {
-	File         string
-	Line, Column int
-	Path         string
-	Message      string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	b.WriteString(": ")
-	if e.Path != "" {
-		b.WriteString(e.Path + ": ")
-	}
-	b.WriteString(e.Message)
-	return b.String()
-}
-
-// MaxFileSize bounds what ReadFile accepts, so a wrong path cannot exhaust memory.
-const MaxFileSize = 64 << 20
+// Error is a problem that stops a file from being read at all; its Path is
+// the document path of the offending value.
+type Error = srcfile.Error
 
 // ReadFile reads and decodes the file at path.
 func ReadFile(path string) (*File, error) {
-	st, err := os.Stat(path)
+	data, err := srcfile.Read(path, "give the capability files inside it", "a capability file")
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if st.IsDir() {
-		return nil, &Error{File: path, Message: "is a directory: give the capability files inside it"}
-	}
-	if st.Size() > MaxFileSize {
-		return nil, &Error{File: path, Message: fmt.Sprintf("is %d bytes, larger than the %d-byte limit for a capability file", st.Size(), MaxFileSize)}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	return Read(path, data)
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/caphub/caphub/format/internal/naming"
 )
 
 // Kind is the kind of an RTFS value.
@@ -661,10 +663,8 @@ var specialAtoms = map[string]Value{
 // with a digit, or a sign and a digit.
 func startsNumber(text string) bool {
 	c := text[0]
-	return isDigit(c) || (c == '+' || c == '-') && len(text) > 1 && isDigit(text[1])
+	return naming.IsDigit(c) || (c == '+' || c == '-') && len(text) > 1 && naming.IsDigit(text[1])
 }
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func (p *parser) number(v Value, text string) (Value, error) {
 	if !numberRE.MatchString(text) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/naming"
 )
 
 // ReadCapabilities reads every capability of an RTFS file into a Definition.
@@ -1021,20 +1022,9 @@ func joinURL(base, path string) string {
 // slug lower-cases s and turns each run of characters outside a-z, 0-9 (and
 // keep) into sep, trimming sep at both ends; "" unless it starts with a letter.
 func slug(s string, sep byte, keep string) string {
-	var b strings.Builder
-	pending := false
-	for _, r := range strings.ToLower(s) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune(keep, r) {
-			if pending && b.Len() > 0 {
-				b.WriteByte(sep)
-			}
-			pending = false
-			b.WriteRune(r)
-			continue
-		}
-		pending = true
-	}
-	out := b.String()
+	out := naming.JoinRuns(strings.ToLower(s), func(c byte) bool {
+		return naming.IsLowerAlnum(c) || strings.IndexByte(keep, c) >= 0
+	}, sep)
 	if out == "" || out[0] < 'a' || out[0] > 'z' {
 		return ""
 	}
