@@ -24,7 +24,7 @@
 // # Inputs and outputs
 //
 // inputs[] become one JSON Schema object: each input a property of the
-// schema DataTypeSchema gives for its DataType, with its description, its
+// schema its DataType maps to (see dataTypeSchema), with its description, its
 // DataType as x-agentos-type and its vaultKey (the Personal Data Vault key
 // the device auto-fills it from) as x-vault-key. An input is required unless
 // it says "required": false (the seed's default is true). outputs[] become the
@@ -79,33 +79,33 @@ import (
 	"github.com/caphub/caphub/internal/jsoncheck"
 )
 
-// ProvenanceMethod is the provenance method of an imported definition.
-const ProvenanceMethod = "agentos_manifest"
+// provenanceMethod is the provenance method of an imported definition.
+const provenanceMethod = "agentos_manifest"
 
-// MetadataNamespace is the key of Definition.Metadata under which the
+// metadataNamespace is the key of Definition.Metadata under which the
 // manifest's app-level facts and unmodelled fields are kept.
-const MetadataNamespace = "agentos"
+const metadataNamespace = "agentos"
 
 // Handler kinds of the Agent OS schema; each is the key of the binding kept
 // in Bindings.Extra.
 const (
-	HandlerIntent    = "intent"
-	HandlerService   = "service"
-	HandlerBroadcast = "broadcast"
-	HandlerDeeplink  = "deeplink"
+	handlerIntent    = "intent"
+	handlerService   = "service"
+	handlerBroadcast = "broadcast"
+	handlerDeeplink  = "deeplink"
 )
 
-// HandlerKinds lists the handler kinds, in the seed's order.
-var HandlerKinds = []string{HandlerIntent, HandlerService, HandlerBroadcast, HandlerDeeplink}
+// handlerKinds lists the handler kinds, in the seed's order.
+var handlerKinds = []string{handlerIntent, handlerService, handlerBroadcast, handlerDeeplink}
 
-// ExecutableOnServer is the field, set to false on every handler binding,
+// executableOnServer is the field, set to false on every handler binding,
 // that marks it as runnable only on the device.
-const ExecutableOnServer = "executable_on_server"
+const executableOnServer = "executable_on_server"
 
 // IsDeviceBinding reports whether a binding kind of Bindings.Extra is an
 // Agent OS handler, which only a device can execute.
 func IsDeviceBinding(kind string) bool {
-	for _, k := range HandlerKinds {
+	for _, k := range handlerKinds {
 		if k == kind {
 			return true
 		}
@@ -403,11 +403,11 @@ func (c *capReader) read() (*capability.Definition, *capability.ImportFailure) {
 		Version: c.app.version,
 		Title:   title(c.app.displayName, c.id),
 		Provenance: &capability.Provenance{
-			Method:    ProvenanceMethod,
+			Method:    provenanceMethod,
 			SourceURL: c.app.source,
 			CreatedAt: c.app.createdAt.UTC().Format(time.RFC3339),
 		},
-		Metadata: map[string]any{MetadataNamespace: c.metadata()},
+		Metadata: map[string]any{metadataNamespace: c.metadata()},
 	}
 	for _, read := range []func(*capability.Definition) *capability.ImportFailure{c.readTexts, c.readSchemas, c.readHandler} {
 		if f := read(d); f != nil {
@@ -649,11 +649,11 @@ func (c *capReader) paramType(p *node, path string) (map[string]any, *capability
 	tn := p.get("type")
 	switch {
 	case tn == nil:
-		return nil, c.failAt(p, path+".type", "missing: give the parameter's DataType (%s)", strings.Join(DataTypes, ", "))
+		return nil, c.failAt(p, path+".type", "missing: give the parameter's DataType (%s)", strings.Join(dataTypes, ", "))
 	case tn.kind != kindString:
-		return nil, c.failAt(tn, path+".type", "must be a DataType string (%s), got %s", strings.Join(DataTypes, ", "), describe(tn))
+		return nil, c.failAt(tn, path+".type", "must be a DataType string (%s), got %s", strings.Join(dataTypes, ", "), describe(tn))
 	}
-	prop, ok := DataTypeSchema(tn.str)
+	prop, ok := dataTypeSchema(tn.str)
 	if !ok {
 		return nil, c.failAt(tn, path+".type", "%q is not an Agent OS DataType%s: use one of %s", tn.str, dataTypeHint(tn.str), strings.Join(sortedDataTypes, ", "))
 	}
@@ -666,7 +666,7 @@ func dataTypeHint(t string) string {
 	if h, ok := dataTypeHints[strings.ToLower(t)]; ok {
 		return fmt.Sprintf(" (for %q use %q)", t, h)
 	}
-	if _, ok := DataTypeSchema(strings.ToLower(t)); ok {
+	if _, ok := dataTypeSchema(strings.ToLower(t)); ok {
 		return fmt.Sprintf(" (DataTypes are lower case: %q)", strings.ToLower(t))
 	}
 	return ""
@@ -715,11 +715,11 @@ func (c *capReader) handler() (string, map[string]any, *capability.ImportFailure
 	t := h.get("type")
 	switch {
 	case t == nil:
-		return "", nil, c.failAt(h, "handler.type", "missing: use one of %s", strings.Join(HandlerKinds, ", "))
+		return "", nil, c.failAt(h, "handler.type", "missing: use one of %s", strings.Join(handlerKinds, ", "))
 	case t.kind != kindString:
-		return "", nil, c.failAt(t, "handler.type", "must be one of %s, got %s", strings.Join(HandlerKinds, ", "), describe(t))
+		return "", nil, c.failAt(t, "handler.type", "must be one of %s, got %s", strings.Join(handlerKinds, ", "), describe(t))
 	case !IsDeviceBinding(t.str):
-		return "", nil, c.failAt(t, "handler.type", "%q is not an Agent OS handler type: use one of %s", t.str, strings.Join(HandlerKinds, ", "))
+		return "", nil, c.failAt(t, "handler.type", "%q is not an Agent OS handler type: use one of %s", t.str, strings.Join(handlerKinds, ", "))
 	}
 	if tg := h.get("target"); tg != nil && tg.kind != kindString {
 		return "", nil, c.failAt(tg, "handler.target", "must be a string (an intent action, service class or deeplink template), got %s", describe(tg))
@@ -731,7 +731,7 @@ func (c *capReader) handler() (string, map[string]any, *capability.ImportFailure
 	if _, ok := b["package"]; !ok {
 		b["package"] = c.app.pkg // the device needs it to route the handler to the app
 	}
-	b[ExecutableOnServer] = false
+	b[executableOnServer] = false
 	return t.str, b, nil
 }
 

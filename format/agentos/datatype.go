@@ -6,16 +6,16 @@ import (
 	"github.com/caphub/caphub/capability"
 )
 
-// DataTypes lists the Agent OS DataType values (the seed's DataType enum), in
+// dataTypes lists the Agent OS DataType values (the seed's DataType enum), in
 // the seed's order. An input or output whose type is not one of them makes
 // its capability fail to import.
-var DataTypes = []string{
+var dataTypes = []string{
 	"string", "number", "boolean", "date", "datetime",
 	"contact", "contacts", "media", "location", "address",
 	"currency", "phone", "email", "url", "file", "object", "array",
 }
 
-// DataTypeSchema returns the JSON Schema (2020-12) of a property of Agent OS
+// dataTypeSchema returns the JSON Schema (2020-12) of a property of Agent OS
 // DataType t, or false when t is not a DataType. Each call returns a new
 // schema that the caller may change.
 //
@@ -53,7 +53,7 @@ var DataTypes = []string{
 // device would accept. The importer also records the DataType itself on the
 // property as x-agentos-type, so that nothing of the manifest is lost (phone
 // is told from string only by it).
-func DataTypeSchema(t string) (capability.Schema, bool) {
+func dataTypeSchema(t string) (capability.Schema, bool) {
 	mk, ok := dataTypeSchemas[t]
 	if !ok {
 		return nil, false
@@ -61,7 +61,7 @@ func DataTypeSchema(t string) (capability.Schema, bool) {
 	return mk(), true
 }
 
-// dataTypeSchemas make the schema of each DataType (see DataTypeSchema).
+// dataTypeSchemas make the schema of each DataType (see dataTypeSchema).
 var dataTypeSchemas = map[string]func() map[string]any{
 	"string":   func() map[string]any { return strSchema() },
 	"phone":    func() map[string]any { return strSchema() },
@@ -157,9 +157,9 @@ var dataTypeHints = map[string]string{
 	"phone_number": "phone", "telephone": "phone", "person": "contact", "place": "location", "geo": "location",
 }
 
-// sortedDataTypes is DataTypes sorted, for error messages.
+// sortedDataTypes is dataTypes sorted, for error messages.
 var sortedDataTypes = func() []string {
-	s := append([]string(nil), DataTypes...)
+	s := append([]string(nil), dataTypes...)
 	sort.Strings(s)
 	return s
 }()

@@ -20,15 +20,15 @@ import (
 // seed and corpus use these for capabilities read from an HTTP API's
 // description).
 const (
-	ProvenanceMethod    = "api_introspection"
-	CapabilityType      = "specialized_http_api"
-	IntrospectorVersion = "caphub-openapi/1"
+	provenanceMethod    = "api_introspection"
+	capabilityType      = "specialized_http_api"
+	introspectorVersion = "caphub-openapi/1"
 )
 
 // Keys of the http binding's Extra map that record what the binding's own
 // fields cannot say.
 const (
-	// ExtraParameters maps every input field to where it goes in the
+	// extraParameters maps every input field to where it goes in the
 	// request: {"in": "path"|"query"|"header"|"cookie"|"body", "name": the
 	// parameter or body property name} (no name for a field that is the
 	// whole body), plus "style" and "explode" for array and object
@@ -36,13 +36,13 @@ const (
 	// converted: csv → form/false, multi → form/true, ssv →
 	// spaceDelimited, pipes → pipeDelimited, tsv → collection_format: tsv)
 	// and "allow_reserved" when set.
-	ExtraParameters = "x-parameters"
-	// ExtraBody describes the request body: {"content_type": …, "fields":
+	extraParameters = "x-parameters"
+	// extraBody describes the request body: {"content_type": …, "fields":
 	// [input fields whose object is the body]} when the body's properties
 	// were merged into the input, or {"content_type": …, "field": "body"}
 	// when the body is one input field; "alternatives" lists the other
 	// content types the operation accepts.
-	ExtraBody = "x-body"
+	extraBody = "x-body"
 )
 
 // ErrNotOpenAPI is returned (wrapped) by Import when the bytes are not an
@@ -58,7 +58,7 @@ const DefaultMaxSchemaNodes = capability.MaxSchemaNodes
 // Options tune an import.
 type Options struct {
 	// Domain of every capability (grammar [a-z][a-z0-9-]*); by default the
-	// spec's info.title made a domain (see DomainFromTitle).
+	// spec's info.title made a domain (see the package doc).
 	Domain string
 	// BaseURL replaces the spec's server URL (OpenAPI 3 servers, Swagger 2
 	// schemes/host/basePath); needed when that URL is relative and the
@@ -141,7 +141,7 @@ func Import(ctx context.Context, source string, data []byte, opts Options) (*Res
 // that is not a full semantic version.
 func (o Options) Check() error {
 	if o.Domain != "" && !domainRE.MatchString(o.Domain) {
-		return fmt.Errorf("domain %q is not valid: use lower-case letters, digits and hyphens, starting with a letter (e.g. %s)", o.Domain, orDefault(DomainFromTitle(o.Domain), "my-api"))
+		return fmt.Errorf("domain %q is not valid: use lower-case letters, digits and hyphens, starting with a letter (e.g. %s)", o.Domain, orDefault(domainFromTitle(o.Domain), "my-api"))
 	}
 	if o.BaseURL != "" {
 		if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -249,11 +249,11 @@ func newImporter(source string, doc *document, v specVersion, size int, opts Opt
 	im.res.Version = scalarText(info["version"])
 	im.domain = opts.Domain
 	if im.domain == "" {
-		im.domain = DomainFromTitle(im.res.Title)
+		im.domain = domainFromTitle(im.res.Title)
 	}
 	if im.domain == "" {
 		base := path.Base(strings.TrimRight(source, "/"))
-		im.domain = DomainFromTitle(strings.TrimSuffix(base, path.Ext(base)))
+		im.domain = domainFromTitle(strings.TrimSuffix(base, path.Ext(base)))
 	}
 	if im.domain == "" {
 		im.domain = "api"
@@ -442,8 +442,8 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 		return capability.Definition{}, err
 	}
 	binding.Auth = auth
-	setExtra(binding, ExtraParameters, xparams)
-	setExtra(binding, ExtraBody, bodyExtra)
+	setExtra(binding, extraParameters, xparams)
+	setExtra(binding, extraBody, bodyExtra)
 	if b != nil {
 		headers["Content-Type"] = b.contentType
 	}
@@ -511,7 +511,7 @@ func (in *inputFields) add(f *field) {
 
 // addBody adds the body's fields: its properties when they can be merged
 // into the input (see mergeable), else one field "body". It returns the
-// binding's ExtraBody, nil without a body.
+// binding's extraBody, nil without a body.
 func (in *inputFields) addBody(b *requestBody) map[string]any {
 	if b == nil {
 		return nil
@@ -543,7 +543,7 @@ func (in *inputFields) addBody(b *requestBody) map[string]any {
 	return extra
 }
 
-// schema returns the input schema, the binding's ExtraParameters (where
+// schema returns the input schema, the binding's extraParameters (where
 // each field goes) and the header templates of the header fields; it adds
 // the fields' sizes to in.size.
 func (in *inputFields) schema() (input, xparams map[string]any, headers map[string]string) {
@@ -569,7 +569,7 @@ func (in *inputFields) schema() (input, xparams map[string]any, headers map[stri
 	return input, xparams, headers
 }
 
-// location is the field's entry of ExtraParameters.
+// location is the field's entry of extraParameters.
 func (f *field) location() map[string]any {
 	loc := map[string]any{"in": f.in}
 	if f.param != "" {
@@ -632,11 +632,11 @@ func (im *importer) definition(o *operation, input, output map[string]any, errs 
 		Effects:     []string{"network_request"},
 		Keywords:    keywords(op["tags"]),
 		Provenance: &capability.Provenance{
-			Method:              ProvenanceMethod,
+			Method:              provenanceMethod,
 			SourceURL:           im.source,
 			CreatedAt:           im.created,
-			CapabilityType:      CapabilityType,
-			IntrospectorVersion: IntrospectorVersion,
+			CapabilityType:      capabilityType,
+			IntrospectorVersion: introspectorVersion,
 		},
 		DocumentationURL: orDefault(docURL(op["externalDocs"]), docURL(im.root["externalDocs"])),
 	}

@@ -19,18 +19,18 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// MaxDocumentBytes is the largest document Fetch reads (64 MiB; GitHub's
+// maxDocumentBytes is the largest document Fetch reads (64 MiB; GitHub's
 // spec, among the largest public ones, is 13 MB).
-const MaxDocumentBytes = 64 << 20
+const maxDocumentBytes = 64 << 20
 
-// FetchTimeout bounds a Fetch of a URL when the context has no earlier
+// fetchTimeout bounds a Fetch of a URL when the context has no earlier
 // deadline.
-const FetchTimeout = 60 * time.Second
+const fetchTimeout = 60 * time.Second
 
 // Fetch returns the bytes of an OpenAPI document: the body of an http(s)
 // GET when fileOrURL starts with http:// or https:// (bounded by
-// FetchTimeout and MaxDocumentBytes, and failing on a non-2xx status), else
-// the content of the file (at most MaxDocumentBytes).
+// 60 seconds and 64 MiB, and failing on a non-2xx status), else the content
+// of the file (at most 64 MiB).
 func Fetch(ctx context.Context, fileOrURL string) ([]byte, error) {
 	if isHTTPURL(fileOrURL) {
 		return fetchURL(ctx, fileOrURL)
@@ -49,7 +49,7 @@ func isHTTPURL(s string) bool {
 }
 
 func fetchURL(ctx context.Context, url string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -68,12 +68,12 @@ func fetchURL(ctx context.Context, url string) ([]byte, error) {
 }
 
 func readCapped(r io.Reader, name string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read OpenAPI document %s: %w", name, err)
 	}
-	if len(data) > MaxDocumentBytes {
-		return nil, fmt.Errorf("OpenAPI document %s is larger than %d MiB: split it, or import the parts you need", name, MaxDocumentBytes>>20)
+	if len(data) > maxDocumentBytes {
+		return nil, fmt.Errorf("OpenAPI document %s is larger than %d MiB: split it, or import the parts you need", name, maxDocumentBytes>>20)
 	}
 	return data, nil
 }

@@ -97,13 +97,13 @@ func isWordByte(c byte) bool {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || naming.IsDigit(c) || c == '_'
 }
 
-// DomainFromTitle turns an API title into a domain of the grammar
+// domainFromTitle turns an API title into a domain of the grammar
 // [a-z][a-z0-9-]*: lower-cased, apostrophes dropped ("GitHub's" → githubs),
 // every other run of characters that are not ASCII letters or digits
 // becomes one "-", leading and trailing "-" are trimmed, a leading digit is
 // prefixed with "api-", and the result is cut to at most 63 characters at a
 // "-" boundary when it can be. It returns "" when nothing usable is left.
-func DomainFromTitle(title string) string {
+func domainFromTitle(title string) string {
 	title = strings.NewReplacer("'", "", "’", "").Replace(strings.ToLower(title))
 	out := naming.JoinRuns(title, naming.IsLowerAlnum, '-')
 	if out == "" {
