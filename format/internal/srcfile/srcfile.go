@@ -31,12 +31,12 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// MaxSize bounds what Read reads, so that a wrong path cannot exhaust
+// maxSize bounds what Read reads, so that a wrong path cannot exhaust
 // memory (a real capability file or manifest is a few kilobytes).
-const MaxSize = 64 << 20
+const maxSize = 64 << 20
 
 // Read reads the file at path. A directory is an *Error that says what to
-// give instead (dirHint), and so is a file larger than MaxSize (what names
+// give instead (dirHint), and so is a file larger than maxSize (what names
 // the kind of file, e.g. "a manifest").
 func Read(path, dirHint, what string) ([]byte, error) {
 	st, err := os.Stat(path)
@@ -46,8 +46,8 @@ func Read(path, dirHint, what string) ([]byte, error) {
 	if st.IsDir() {
 		return nil, &Error{File: path, Message: "is a directory: " + dirHint}
 	}
-	if st.Size() > MaxSize {
-		return nil, &Error{File: path, Message: fmt.Sprintf("is %d bytes, larger than the %d-byte limit for %s", st.Size(), MaxSize, what)}
+	if st.Size() > maxSize {
+		return nil, &Error{File: path, Message: fmt.Sprintf("is %d bytes, larger than the %d-byte limit for %s", st.Size(), maxSize, what)}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
