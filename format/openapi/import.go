@@ -298,8 +298,27 @@ func (im *importer) run(ctx context.Context) (*Result, error) {
 	if hooks, ok := im.root["webhooks"].(map[string]any); ok && len(hooks) > 0 {
 		im.warnf("webhooks ignored (%d): they describe requests the API sends, not operations to call", len(hooks))
 	}
+	ops := im.operations()
+	im.assignNames(ops)
+	for _, o := range ops {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("import of %s stopped: %w", im.source, err)
+		}
+		d, err := im.build(o)
+		if err != nil {
+			im.fail(o, err.Error())
+			continue
+		}
+		im.res.Definitions = append(im.res.Definitions, d)
+	}
+	return im.res, nil
+}
+
+// operations returns the document's operations in import order (sorted
+// paths, then methods), counting them in the result; a path item or an
+// operation that is not an object is a failure.
+func (im *importer) operations() []*operation {
 	var ops []*operation
-	found := 0
 	paths, ok := im.root["paths"].(map[string]any)
 	if !ok && im.root["paths"] != nil {
 		im.fail(&operation{path: "paths"}, "paths is not an object: it must map each path (/pets) to its operations")
@@ -313,34 +332,28 @@ func (im *importer) run(ctx context.Context) (*Result, error) {
 			im.fail(&operation{path: p}, err.Error())
 			continue
 		}
-		for _, m := range methods {
-			raw, ok := item[m]
-			if !ok {
-				continue
-			}
-			found++
-			o := &operation{path: p, method: m, item: item}
-			if o.op, ok = raw.(map[string]any); !ok {
-				im.fail(o, "the operation is not an object")
-				continue
-			}
-			ops = append(ops, o)
-		}
+		ops = append(ops, im.pathOperations(p, item)...)
 	}
-	im.assignNames(ops)
-	for _, o := range ops {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("import of %s stopped: %w", im.source, err)
-		}
-		d, err := im.build(o)
-		if err != nil {
-			im.fail(o, err.Error())
+	return ops
+}
+
+// pathOperations returns the operations of one path item.
+func (im *importer) pathOperations(p string, item map[string]any) []*operation {
+	var ops []*operation
+	for _, m := range methods {
+		raw, ok := item[m]
+		if !ok {
 			continue
 		}
-		im.res.Definitions = append(im.res.Definitions, d)
+		im.res.Operations++
+		o := &operation{path: p, method: m, item: item}
+		if o.op, ok = raw.(map[string]any); !ok {
+			im.fail(o, "the operation is not an object")
+			continue
+		}
+		ops = append(ops, o)
 	}
-	im.res.Operations = found
-	return im.res, nil
+	return ops
 }
 
 func (im *importer) fail(o *operation, reason string) {

@@ -169,24 +169,7 @@ var swagger2ParamKeys = []string{"type", "format", "items", "enum", "default", "
 // the parameter itself), with the parameter's description, deprecated and
 // example added.
 func (im *importer) paramSchema(p map[string]any) (any, int, error) {
-	var raw any = map[string]any{}
-	if s, ok := p["schema"]; ok {
-		raw = s
-	} else if content, ok := p["content"].(map[string]any); ok && len(content) > 0 {
-		_, media := pickMedia(content)
-		if s, ok := media["schema"]; ok {
-			raw = s
-		}
-	} else if im.version == swagger2 {
-		m := map[string]any{}
-		for _, k := range swagger2ParamKeys {
-			if v, ok := p[k]; ok {
-				m[k] = v
-			}
-		}
-		raw = m
-	}
-	s, size, _, err := im.conv.schema(raw, 0)
+	s, size, _, err := im.conv.schema(im.rawParamSchema(p), 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -204,6 +187,30 @@ func (im *importer) paramSchema(p map[string]any) (any, int, error) {
 		}
 	}
 	return withAnnotations(s, ann), addSize(size, len(ann)), nil
+}
+
+// rawParamSchema is a parameter's unconverted schema (see paramSchema).
+func (im *importer) rawParamSchema(p map[string]any) any {
+	if s, ok := p["schema"]; ok {
+		return s
+	}
+	if content, ok := p["content"].(map[string]any); ok && len(content) > 0 {
+		_, media := pickMedia(content)
+		if s, ok := media["schema"]; ok {
+			return s
+		}
+		return map[string]any{}
+	}
+	if im.version != swagger2 {
+		return map[string]any{}
+	}
+	m := map[string]any{}
+	for _, k := range swagger2ParamKeys {
+		if v, ok := p[k]; ok {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // serialization returns how an array or object parameter is serialised:

@@ -948,32 +948,9 @@ func (c *converter) copyValue(v any, depth int) (any, int, error) {
 		if ref, ok := x["$ref"].(string); ok {
 			return c.dataRef(ref, depth)
 		}
-		out := make(map[string]any, len(x))
-		n := 1
-		for k, e := range x {
-			if k == "$ref" {
-				continue // not a reference (not a string): dropped, no $ref is left
-			}
-			cv, cn, err := c.copyValue(e, depth+1)
-			if err != nil {
-				return nil, 0, err
-			}
-			out[k] = cv
-			n = addSize(n, cn)
-		}
-		return out, n, nil
+		return c.copyMap(x, depth)
 	case []any:
-		out := make([]any, len(x))
-		n := 1
-		for i, e := range x {
-			cv, cn, err := c.copyValue(e, depth+1)
-			if err != nil {
-				return nil, 0, err
-			}
-			out[i] = cv
-			n = addSize(n, cn)
-		}
-		return out, n, nil
+		return c.copyList(x, depth)
 	case float64:
 		if nv, ok := number(x); ok {
 			return nv, 1, nil
@@ -981,6 +958,40 @@ func (c *converter) copyValue(v any, depth int) (any, int, error) {
 		return nil, 1, nil
 	}
 	return v, 1, nil
+}
+
+// copyMap copies an object of a data value; a $ref that is not a
+// reference (not a string) is dropped, so that no $ref is left.
+func (c *converter) copyMap(x map[string]any, depth int) (any, int, error) {
+	out := make(map[string]any, len(x))
+	n := 1
+	for k, e := range x {
+		if k == "$ref" {
+			continue
+		}
+		cv, cn, err := c.copyValue(e, depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		out[k] = cv
+		n = addSize(n, cn)
+	}
+	return out, n, nil
+}
+
+// copyList copies an array of a data value.
+func (c *converter) copyList(x []any, depth int) (any, int, error) {
+	out := make([]any, len(x))
+	n := 1
+	for i, e := range x {
+		cv, cn, err := c.copyValue(e, depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		out[i] = cv
+		n = addSize(n, cn)
+	}
+	return out, n, nil
 }
 
 // dataRef resolves a Reference Object written where data belongs (GitHub

@@ -603,11 +603,16 @@ func quote(s string) string {
 // Every version of a capability has the same path: a file may hold several
 // forms. Path components are reduced to letters, digits, '.', '_' and '-'.
 func ExportPath(d capability.Definition) string {
-	scheme, domain, name := "", d.Domain, d.Name
+	domain, name := d.Domain, d.Name
 	if u, err := capability.ParseURI(d.URI); err == nil {
-		scheme, domain, name = u.Scheme, u.Domain, u.Name
+		domain, name = u.Domain, u.Name
 	}
-	file := pathSegment(name) + ".rtfs"
+	return path.Join(path.Join(exportDir(d)...), pathSegment(domain), pathSegment(name)+".rtfs")
+}
+
+// exportDir is the directory of the CCOS capability tree d belongs in,
+// above its domain (see ExportPath).
+func exportDir(d capability.Definition) []string {
 	method := ""
 	if d.Provenance != nil {
 		method = strings.ToLower(d.Provenance.Method)
@@ -616,20 +621,39 @@ func ExportPath(d capability.Definition) string {
 	_, hasGraphQL := d.Metadata["graphql"]
 	switch {
 	case d.Bindings.Native != nil:
-		return path.Join("core", pathSegment(domain), file)
-	case scheme == capability.SchemeMCP:
-		return path.Join("discovered", "mcp", pathSegment(domain), file)
-	case strings.Contains(method, "synth") || strings.Contains(method, "generat") || strings.Contains(method, "llm"):
-		return path.Join("generated", pathSegment(domain), file)
+		return []string{"core"}
+	case uriScheme(d.URI) == capability.SchemeMCP:
+		return []string{"discovered", "mcp"}
+	case containsAny(method, "synth", "generat", "llm"):
+		return []string{"generated"}
 	case hasOpenAPI || strings.Contains(method, "openapi") || method == "api_introspection":
-		return path.Join("discovered", "openapi", pathSegment(domain), file)
+		return []string{"discovered", "openapi"}
 	case hasGraphQL || strings.Contains(method, "graphql"):
-		return path.Join("discovered", "graphql", pathSegment(domain), file)
+		return []string{"discovered", "graphql"}
 	case method != "" && method != "manual":
 		source, _, _ := strings.Cut(method, "_")
-		return path.Join("discovered", pathSegment(source), pathSegment(domain), file)
+		return []string{"discovered", pathSegment(source)}
 	}
-	return path.Join("user", pathSegment(domain), file)
+	return []string{"user"}
+}
+
+// uriScheme is the scheme of a valid capability URI, else "".
+func uriScheme(s string) string {
+	u, err := capability.ParseURI(s)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme
+}
+
+// containsAny reports whether s contains one of the parts.
+func containsAny(s string, parts ...string) bool {
+	for _, p := range parts {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // pathSegment makes s safe as one path component.
