@@ -24,7 +24,7 @@
 // # Inputs and outputs
 //
 // inputs[] become one JSON Schema object: each input a property of the
-// schema DataTypeSchema gives for its DataType, with its description, its
+// schema its DataType maps to (see dataTypeSchema), with its description, its
 // DataType as x-agentos-type and its vaultKey (the Personal Data Vault key
 // the device auto-fills it from) as x-vault-key. An input is required unless
 // it says "required": false (the seed's default is true). outputs[] become the
@@ -68,43 +68,44 @@ package agentos
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/naming"
+	"github.com/caphub/caphub/format/internal/srcfile"
 	"github.com/caphub/caphub/internal/jsoncheck"
 )
 
-// ProvenanceMethod is the provenance method of an imported definition.
-const ProvenanceMethod = "agentos_manifest"
+// provenanceMethod is the provenance method of an imported definition.
+const provenanceMethod = "agentos_manifest"
 
-// MetadataNamespace is the key of Definition.Metadata under which the
+// metadataNamespace is the key of Definition.Metadata under which the
 // manifest's app-level facts and unmodelled fields are kept.
-const MetadataNamespace = "agentos"
+const metadataNamespace = "agentos"
 
 // Handler kinds of the Agent OS schema; each is the key of the binding kept
 // in Bindings.Extra.
 const (
-	HandlerIntent    = "intent"
-	HandlerService   = "service"
-	HandlerBroadcast = "broadcast"
-	HandlerDeeplink  = "deeplink"
+	handlerIntent    = "intent"
+	handlerService   = "service"
+	handlerBroadcast = "broadcast"
+	handlerDeeplink  = "deeplink"
 )
 
-// HandlerKinds lists the handler kinds, in the seed's order.
-var HandlerKinds = []string{HandlerIntent, HandlerService, HandlerBroadcast, HandlerDeeplink}
+// handlerKinds lists the handler kinds, in the seed's order.
+var handlerKinds = []string{handlerIntent, handlerService, handlerBroadcast, handlerDeeplink}
 
-// ExecutableOnServer is the field, set to false on every handler binding,
+// executableOnServer is the field, set to false on every handler binding,
 // that marks it as runnable only on the device.
-const ExecutableOnServer = "executable_on_server"
+const executableOnServer = "executable_on_server"
 
 // IsDeviceBinding reports whether a binding kind of Bindings.Extra is an
 // Agent OS handler, which only a device can execute.
 func IsDeviceBinding(kind string) bool {
-	for _, k := range HandlerKinds {
+	for _, k := range handlerKinds {
 		if k == kind {
 			return true
 		}
@@ -129,48 +130,16 @@ type Result struct {
 	Failures    []capability.ImportFailure
 }
 
-// Error is a problem that stops a whole manifest from being imported.
-type Error struct {
-	File         string
-	Line, Column int
-	Path         string // JSON path of the offending value, e.g. "package"; "" for the file
-	Message      string // what is wrong and what to do
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	b.WriteString(": ")
-	if e.Path != "" {
-		b.WriteString(e.Path + ": ")
-	}
-	b.WriteString(e.Message)
-	return b.String()
-}
-
-// MaxFileSize bounds what ImportFile reads, so a wrong path cannot exhaust
-// memory (a real manifest is a few kilobytes).
-const MaxFileSize = 64 << 20
+// Error is a problem that stops a whole manifest from being imported; its
+// Path is the JSON path of the offending value.
+type Error = srcfile.Error
 
 // ImportFile imports the manifest at path (see Import); path names the
 // file in provenance and in errors.
 func ImportFile(path string, opts Options) (*Result, error) {
-	st, err := os.Stat(path)
+	data, err := srcfile.Read(path, "give the app's capabilities.json (usually <app>/agentos/capabilities.json)", "a manifest")
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if st.IsDir() {
-		return nil, &Error{File: path, Message: "is a directory: give the app's capabilities.json (usually <app>/agentos/capabilities.json)"}
-	}
-	if st.Size() > MaxFileSize {
-		return nil, &Error{File: path, Message: fmt.Sprintf("is %d bytes, larger than the %d-byte limit for a manifest", st.Size(), MaxFileSize)}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	return Import(path, data, opts)
 }
@@ -190,72 +159,59 @@ func Import(source string, data []byte, opts Options) (*Result, error) {
 	if e := jsoncheck.Check(data); e != nil {
 		return nil, &Error{File: source, Line: e.Line, Column: e.Column, Path: e.Path, Message: e.Message}
 	}
-	fileErr := func(n *node, path, format string, args ...any) error {
-		return &Error{File: source, Line: n.line, Column: n.col, Path: path, Message: fmt.Sprintf(format, args...)}
+	m := manifestReader{source: source, root: root}
+	app, err := m.app(opts)
+	if err != nil {
+		return nil, err
 	}
+	caps, err := m.capabilities()
+	if err != nil {
+		return nil, err
+	}
+	return importCapabilities(app, caps), nil
+}
+
+// manifestReader reads the app-level fields of a manifest.
+type manifestReader struct {
+	source string
+	root   *node
+}
+
+// fail is an *Error at n for the JSON path.
+func (m manifestReader) fail(n *node, path, format string, args ...any) error {
+	return &Error{File: m.source, Line: n.line, Column: n.col, Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// app checks the manifest's object, manifestVersion, package,
+// displayName and version, and returns what its capabilities share.
+func (m manifestReader) app(opts Options) (*appInfo, error) {
+	root := m.root
 	if root.kind != kindObject {
-		return nil, fileErr(root, "", "the manifest is a JSON %s: an Agent OS capabilities.json is an object with manifestVersion, package and capabilities", root.kind)
+		return nil, m.fail(root, "", "the manifest is a JSON %s: an Agent OS capabilities.json is an object with manifestVersion, package and capabilities", root.kind)
 	}
-
-	mv := root.get("manifestVersion")
-	switch {
-	case mv == nil:
-		return nil, fileErr(root, "manifestVersion", `missing: an Agent OS manifest declares its schema version, e.g. "manifestVersion": "1.0"`)
-	case mv.kind != kindString || !manifestVersionRE.MatchString(mv.str):
-		return nil, fileErr(mv, "manifestVersion", `must be a string MAJOR.MINOR such as "1.0", got %s`, describe(mv))
-	case !strings.HasPrefix(mv.str, "1."):
-		return nil, fileErr(mv, "manifestVersion", "%q is not supported: caphub reads Agent OS manifests 1.x", mv.str)
+	mv, err := m.manifestVersion()
+	if err != nil {
+		return nil, err
 	}
-
-	pkg := root.get("package")
-	if pkg == nil {
-		return nil, fileErr(root, "package", `missing: name the app's package, e.g. "package": "com.whatsapp"; it gives the capabilities' domain`)
+	pkg, domain, err := m.pkg()
+	if err != nil {
+		return nil, err
 	}
-	if pkg.kind != kindString {
-		return nil, fileErr(pkg, "package", "must be a string (the app's package name), got %s", describe(pkg))
+	displayName, err := m.displayName()
+	if err != nil {
+		return nil, err
 	}
-	domain := sanitizeDomain(pkg.str)
-	if domain == "" {
-		return nil, fileErr(pkg, "package", "%q has no letters or digits to make a domain of: give the app's package name, e.g. com.whatsapp", pkg.str)
-	}
-
-	displayName := ""
-	if dn := root.get("displayName"); dn != nil {
-		if dn.kind != kindString {
-			return nil, fileErr(dn, "displayName", "must be a string (the app's name), got %s", describe(dn))
-		}
-		displayName = strings.TrimSpace(dn.str)
-	}
-
-	version, appVersion := "1.0.0", ""
-	if v := root.get("version"); v != nil && (v.kind == kindString || v.kind == kindNumber) {
-		appVersion = v.str
-		if v.kind == kindNumber {
-			appVersion = v.num.String()
-		}
-		if ver, err := capability.ParseVersion(strings.TrimPrefix(appVersion, "v")); err == nil {
-			version = ver.Full()
-		}
-	}
+	version, appVersion := manifestAppVersion(root.get("version"))
 	if opts.Version != "" {
 		ver, err := capability.ParseVersion(opts.Version)
 		if err != nil {
-			return nil, &Error{File: source, Message: fmt.Sprintf("the version to import as: %v", err)}
+			return nil, &Error{File: m.source, Message: fmt.Sprintf("the version to import as: %v", err)}
 		}
 		version = ver.Full()
 	}
-
-	caps := root.get("capabilities")
-	if caps == nil {
-		return nil, fileErr(root, "capabilities", "missing: list the app's capabilities, e.g. \"capabilities\": [{\"id\": \"send_message\", ...}]")
-	}
-	if caps.kind != kindArray {
-		return nil, fileErr(caps, "capabilities", "must be an array of capabilities, got %s", describe(caps))
-	}
-
-	app := appInfo{
-		source: source, pkg: pkg.str, domain: domain, displayName: displayName,
-		manifestVersion: mv.str, version: version, appVersion: appVersion,
+	app := &appInfo{
+		source: m.source, pkg: pkg, domain: domain, displayName: displayName,
+		manifestVersion: mv, version: version, appVersion: appVersion,
 		createdAt: opts.CreatedAt,
 	}
 	if app.createdAt.IsZero() {
@@ -264,11 +220,87 @@ func Import(source string, data []byte, opts Options) (*Result, error) {
 	if extra := unknownFields(root, manifestFields); len(extra) > 0 {
 		app.manifestExtra = extra
 	}
+	return app, nil
+}
 
+// manifestVersion checks manifestVersion: a 1.x MAJOR.MINOR string.
+func (m manifestReader) manifestVersion() (string, error) {
+	mv := m.root.get("manifestVersion")
+	switch {
+	case mv == nil:
+		return "", m.fail(m.root, "manifestVersion", `missing: an Agent OS manifest declares its schema version, e.g. "manifestVersion": "1.0"`)
+	case mv.kind != kindString || !manifestVersionRE.MatchString(mv.str):
+		return "", m.fail(mv, "manifestVersion", `must be a string MAJOR.MINOR such as "1.0", got %s`, describe(mv))
+	case !strings.HasPrefix(mv.str, "1."):
+		return "", m.fail(mv, "manifestVersion", "%q is not supported: caphub reads Agent OS manifests 1.x", mv.str)
+	}
+	return mv.str, nil
+}
+
+// pkg reads the package and the domain it gives.
+func (m manifestReader) pkg() (pkg, domain string, err error) {
+	n := m.root.get("package")
+	switch {
+	case n == nil:
+		return "", "", m.fail(m.root, "package", `missing: name the app's package, e.g. "package": "com.whatsapp"; it gives the capabilities' domain`)
+	case n.kind != kindString:
+		return "", "", m.fail(n, "package", "must be a string (the app's package name), got %s", describe(n))
+	}
+	domain = sanitizeDomain(n.str)
+	if domain == "" {
+		return "", "", m.fail(n, "package", "%q has no letters or digits to make a domain of: give the app's package name, e.g. com.whatsapp", n.str)
+	}
+	return n.str, domain, nil
+}
+
+// displayName reads the optional displayName, trimmed.
+func (m manifestReader) displayName() (string, error) {
+	dn := m.root.get("displayName")
+	if dn == nil {
+		return "", nil
+	}
+	if dn.kind != kindString {
+		return "", m.fail(dn, "displayName", "must be a string (the app's name), got %s", describe(dn))
+	}
+	return strings.TrimSpace(dn.str), nil
+}
+
+// manifestAppVersion returns the capabilities' version (the manifest's
+// version when it is a semantic version, else 1.0.0) and the app version
+// as written.
+func manifestAppVersion(v *node) (version, appVersion string) {
+	if v == nil || (v.kind != kindString && v.kind != kindNumber) {
+		return "1.0.0", ""
+	}
+	appVersion = v.str
+	if v.kind == kindNumber {
+		appVersion = v.num.String()
+	}
+	if ver, err := capability.ParseVersion(strings.TrimPrefix(appVersion, "v")); err == nil {
+		return ver.Full(), appVersion
+	}
+	return "1.0.0", appVersion
+}
+
+// capabilities returns the capabilities array.
+func (m manifestReader) capabilities() (*node, error) {
+	caps := m.root.get("capabilities")
+	switch {
+	case caps == nil:
+		return nil, m.fail(m.root, "capabilities", "missing: list the app's capabilities, e.g. \"capabilities\": [{\"id\": \"send_message\", ...}]")
+	case caps.kind != kindArray:
+		return nil, m.fail(caps, "capabilities", "must be an array of capabilities, got %s", describe(caps))
+	}
+	return caps, nil
+}
+
+// importCapabilities reads every capability; one whose name another already
+// has, or that JSON cannot encode, is a failure.
+func importCapabilities(app *appInfo, caps *node) *Result {
 	res := &Result{}
 	seen := map[string]int{} // name → index of the capability that has it
 	for i, cn := range caps.items {
-		c := &capReader{app: &app, n: cn, index: i}
+		c := &capReader{app: app, n: cn, index: i}
 		d, ferr := c.read()
 		if ferr == nil {
 			if first, dup := seen[d.Name]; dup {
@@ -284,7 +316,7 @@ func Import(source string, data []byte, opts Options) (*Result, error) {
 		seen[d.Name] = i
 		res.Definitions = append(res.Definitions, *d)
 	}
-	return res, nil
+	return res
 }
 
 var manifestVersionRE = regexp.MustCompile(`^\d+\.\d+$`)
@@ -360,100 +392,27 @@ func (c *capReader) read() (*capability.Definition, *capability.ImportFailure) {
 	if n.kind != kindObject {
 		return nil, c.failAt(n, "", "must be an object (a capability with id, intents, description and handler), got %s", describe(n))
 	}
-
-	idn := n.get("id")
-	if idn == nil {
-		return nil, c.failAt(n, "id", `missing: give the capability an id unique in the app, e.g. "id": "send_message"`)
-	}
-	if idn.kind != kindString {
-		return nil, c.failAt(idn, "id", "must be a string such as \"send_message\", got %s", describe(idn))
-	}
-	c.id = idn.str
-	name := sanitizeName(idn.str)
-	if name == "" {
-		return nil, c.failAt(idn, "id", "%q has no letters or digits to make a name of: use an id such as send_message", idn.str)
-	}
-
-	desc, f := c.requiredString("description", "describe what the capability does in plain language; agents match intents against it")
+	name, f := c.readID()
 	if f != nil {
 		return nil, f
 	}
-	intents, f := c.stringList("intents", `list the intents the capability handles, e.g. "intents": ["messaging.send_text"]`, true)
-	if f != nil {
-		return nil, f
-	}
-	keywords, f := c.stringList("keywords", "", false)
-	if f != nil {
-		return nil, f
-	}
-	permissions, f := c.stringList("permissions", "", true)
-	if f != nil {
-		return nil, f
-	}
-	uiRequired := false
-	if u := n.get("uiRequired"); u != nil {
-		if u.kind != kindBool {
-			return nil, c.failAt(u, "uiRequired", "must be true or false, got %s", describe(u))
-		}
-		uiRequired = u.b
-	}
-
-	input, f := c.params("inputs", true)
-	if f != nil {
-		return nil, f
-	}
-	output, f := c.params("outputs", false)
-	if f != nil {
-		return nil, f
-	}
-	if output == nil {
-		output = capability.Schema{} // no outputs declared: the result is free-form
-	}
-
-	kind, binding, f := c.handler()
-	if f != nil {
-		return nil, f
-	}
-
-	ver := capability.MustParseVersion(c.app.version)
-	meta := map[string]any{
-		"package":          c.app.pkg,
-		"manifest_version": c.app.manifestVersion,
-		"capability_id":    idn.str,
-	}
-	if c.app.displayName != "" {
-		meta["display_name"] = c.app.displayName
-	}
-	if c.app.appVersion != "" {
-		meta["app_version"] = c.app.appVersion
-	}
-	if extra := unknownFields(n, capabilityFields); extra != nil {
-		meta["extra"] = extra
-	}
-	if c.app.manifestExtra != nil {
-		meta["manifest_extra"] = capability.Normalize(capability.CloneValue(c.app.manifestExtra))
-	}
-
 	d := &capability.Definition{
-		URI:         capability.NewURI(capability.SchemeOSSA, c.app.domain, name, ver).String(),
-		Name:        name,
-		Domain:      c.app.domain,
-		Version:     c.app.version,
-		Title:       title(c.app.displayName, idn.str),
-		Description: desc,
-		Input:       input,
-		Output:      output,
-		Bindings:    capability.Bindings{Extra: map[string]any{kind: binding}},
-		Permissions: permissions,
-		Intents:     intents,
-		Keywords:    keywords,
-		UIRequired:  uiRequired,
+		URI:     capability.NewURI(capability.SchemeOSSA, c.app.domain, name, capability.MustParseVersion(c.app.version)).String(),
+		Name:    name,
+		Domain:  c.app.domain,
+		Version: c.app.version,
+		Title:   title(c.app.displayName, c.id),
 		Provenance: &capability.Provenance{
-			Method:    ProvenanceMethod,
+			Method:    provenanceMethod,
 			SourceURL: c.app.source,
 			CreatedAt: c.app.createdAt.UTC().Format(time.RFC3339),
 		},
-		Metadata: map[string]any{MetadataNamespace: meta},
+		Metadata: map[string]any{metadataNamespace: c.metadata()},
+	}
+	for _, read := range []func(*capability.Definition) *capability.ImportFailure{c.readTexts, c.readSchemas, c.readHandler} {
+		if f := read(d); f != nil {
+			return nil, f
+		}
 	}
 	d.Normalize()
 	// Domains and categories as CCOS infers them from the app's package and
@@ -461,6 +420,96 @@ func (c *capReader) read() (*capability.Definition, *capability.ImportFailure) {
 	// OS schema gives them no categories.
 	d.ApplyInference(c.app.pkg)
 	return d, nil
+}
+
+// readID reads the capability's id and returns the name it gives.
+func (c *capReader) readID() (string, *capability.ImportFailure) {
+	idn := c.n.get("id")
+	switch {
+	case idn == nil:
+		return "", c.failAt(c.n, "id", `missing: give the capability an id unique in the app, e.g. "id": "send_message"`)
+	case idn.kind != kindString:
+		return "", c.failAt(idn, "id", "must be a string such as \"send_message\", got %s", describe(idn))
+	}
+	c.id = idn.str
+	name := sanitizeName(idn.str)
+	if name == "" {
+		return "", c.failAt(idn, "id", "%q has no letters or digits to make a name of: use an id such as send_message", idn.str)
+	}
+	return name, nil
+}
+
+// readTexts reads description, intents, keywords, permissions and
+// uiRequired.
+func (c *capReader) readTexts(d *capability.Definition) *capability.ImportFailure {
+	var f *capability.ImportFailure
+	if d.Description, f = c.requiredString("description", "describe what the capability does in plain language; agents match intents against it"); f != nil {
+		return f
+	}
+	if d.Intents, f = c.stringList("intents", `list the intents the capability handles, e.g. "intents": ["messaging.send_text"]`, true); f != nil {
+		return f
+	}
+	if d.Keywords, f = c.stringList("keywords", "", false); f != nil {
+		return f
+	}
+	if d.Permissions, f = c.stringList("permissions", "", true); f != nil {
+		return f
+	}
+	if u := c.n.get("uiRequired"); u != nil {
+		if u.kind != kindBool {
+			return c.failAt(u, "uiRequired", "must be true or false, got %s", describe(u))
+		}
+		d.UIRequired = u.b
+	}
+	return nil
+}
+
+// readSchemas reads inputs and outputs; without outputs the result is
+// free-form.
+func (c *capReader) readSchemas(d *capability.Definition) *capability.ImportFailure {
+	var f *capability.ImportFailure
+	if d.Input, f = c.params("inputs", true); f != nil {
+		return f
+	}
+	if d.Output, f = c.params("outputs", false); f != nil {
+		return f
+	}
+	if d.Output == nil {
+		d.Output = capability.Schema{} // no outputs declared: the result is free-form
+	}
+	return nil
+}
+
+// readHandler keeps the handler as the binding of its kind.
+func (c *capReader) readHandler(d *capability.Definition) *capability.ImportFailure {
+	kind, binding, f := c.handler()
+	if f != nil {
+		return f
+	}
+	d.Bindings = capability.Bindings{Extra: map[string]any{kind: binding}}
+	return nil
+}
+
+// metadata is the capability's metadata.agentos.
+func (c *capReader) metadata() map[string]any {
+	meta := map[string]any{
+		"package":          c.app.pkg,
+		"manifest_version": c.app.manifestVersion,
+		"capability_id":    c.id,
+	}
+	if c.app.displayName != "" {
+		meta["display_name"] = c.app.displayName
+	}
+	if c.app.appVersion != "" {
+		meta["app_version"] = c.app.appVersion
+	}
+	if extra := unknownFields(c.n, capabilityFields); extra != nil {
+		meta["extra"] = extra
+	}
+	if c.app.manifestExtra != nil {
+		meta["manifest_extra"] = capability.Normalize(capability.CloneValue(c.app.manifestExtra))
+	}
+	return meta
 }
 
 // requiredString reads a required, non-blank string field.
@@ -523,94 +572,135 @@ func (c *capReader) params(field string, inputs bool) (capability.Schema, *capab
 	props := map[string]any{}
 	var required []any
 	where := map[string]int{}
-	known := outputFields
-	if inputs {
-		known = inputFields
-	}
 	for i, p := range v.items {
 		path := fmt.Sprintf("%s[%d]", field, i)
 		if p.kind != kindObject {
 			return nil, c.failAt(p, path, "must be an object {name, type, ...}, got %s", describe(p))
 		}
-		nn := p.get("name")
-		switch {
-		case nn == nil:
-			return nil, c.failAt(p, path+".name", "missing: name the parameter, e.g. \"name\": \"recipient\"")
-		case nn.kind != kindString:
-			return nil, c.failAt(nn, path+".name", "must be a string, got %s", describe(nn))
-		case nn.str == "":
-			return nil, c.failAt(nn, path+".name", "is empty: name the parameter")
+		name, f := c.paramName(p, path, field, where)
+		if f != nil {
+			return nil, f
 		}
-		if first, dup := where[nn.str]; dup {
-			return nil, c.failAt(nn, path+".name", "%q is already the name of %s[%d]: parameter names must be unique", nn.str, field, first)
+		where[name] = i
+		prop, isRequired, f := c.param(p, path, inputs)
+		if f != nil {
+			return nil, f
 		}
-		where[nn.str] = i
-
-		tn := p.get("type")
-		switch {
-		case tn == nil:
-			return nil, c.failAt(p, path+".type", "missing: give the parameter's DataType (%s)", strings.Join(DataTypes, ", "))
-		case tn.kind != kindString:
-			return nil, c.failAt(tn, path+".type", "must be a DataType string (%s), got %s", strings.Join(DataTypes, ", "), describe(tn))
+		if isRequired {
+			required = append(required, name)
 		}
-		prop, ok := DataTypeSchema(tn.str)
-		if !ok {
-			hint := ""
-			if h, ok := dataTypeHints[strings.ToLower(tn.str)]; ok {
-				hint = fmt.Sprintf(" (for %q use %q)", tn.str, h)
-			} else if _, ok := DataTypeSchema(strings.ToLower(tn.str)); ok {
-				hint = fmt.Sprintf(" (DataTypes are lower case: %q)", strings.ToLower(tn.str))
-			}
-			return nil, c.failAt(tn, path+".type", "%q is not an Agent OS DataType%s: use one of %s", tn.str, hint, strings.Join(sortedDataTypes, ", "))
-		}
-		prop["x-agentos-type"] = tn.str
-
-		if dn := p.get("description"); dn != nil {
-			if dn.kind != kindString {
-				return nil, c.failAt(dn, path+".description", "must be a string, got %s", describe(dn))
-			}
-			if dn.str != "" {
-				prop["description"] = dn.str
-			}
-		}
-		if ln := p.get("label"); ln != nil { // not in the seed's schema, but a common addition
-			if ln.kind != kindString {
-				return nil, c.failAt(ln, path+".label", "must be a string, got %s", describe(ln))
-			}
-			if ln.str != "" {
-				prop["title"] = ln.str
-			}
-		}
-		if inputs {
-			isRequired := true // the seed: "required": {"type": "boolean", "default": true}
-			if rn := p.get("required"); rn != nil {
-				if rn.kind != kindBool {
-					return nil, c.failAt(rn, path+".required", "must be true or false, got %s", describe(rn))
-				}
-				isRequired = rn.b
-			}
-			if isRequired {
-				required = append(required, nn.str)
-			}
-			if vk := p.get("vaultKey"); vk != nil {
-				if vk.kind != kindString {
-					return nil, c.failAt(vk, path+".vaultKey", "must be a string (a Personal Data Vault key such as \"contacts\"), got %s", describe(vk))
-				}
-				if vk.str != "" {
-					prop["x-vault-key"] = vk.str
-				}
-			}
-		}
-		for k, val := range unknownFields(p, known) {
-			prop["x-agentos-"+k] = val
-		}
-		props[nn.str] = prop
+		props[name] = prop
 	}
 	s := capability.Schema{"type": "object", "properties": props}
 	if len(required) > 0 {
 		s["required"] = required
 	}
 	return s, nil
+}
+
+// paramName reads a parameter's name, which must be unique in field.
+func (c *capReader) paramName(p *node, path, field string, where map[string]int) (string, *capability.ImportFailure) {
+	nn := p.get("name")
+	switch {
+	case nn == nil:
+		return "", c.failAt(p, path+".name", "missing: name the parameter, e.g. \"name\": \"recipient\"")
+	case nn.kind != kindString:
+		return "", c.failAt(nn, path+".name", "must be a string, got %s", describe(nn))
+	case nn.str == "":
+		return "", c.failAt(nn, path+".name", "is empty: name the parameter")
+	}
+	if first, dup := where[nn.str]; dup {
+		return "", c.failAt(nn, path+".name", "%q is already the name of %s[%d]: parameter names must be unique", nn.str, field, first)
+	}
+	return nn.str, nil
+}
+
+// param reads one parameter's schema (see the package doc), and for an
+// input whether it is required.
+func (c *capReader) param(p *node, path string, inputs bool) (map[string]any, bool, *capability.ImportFailure) {
+	prop, f := c.paramType(p, path)
+	if f != nil {
+		return nil, false, f
+	}
+	if f := c.optionalString(p, path, "description", "description", "must be a string, got %s", prop); f != nil {
+		return nil, false, f
+	}
+	// label is not in the seed's schema, but a common addition.
+	if f := c.optionalString(p, path, "label", "title", "must be a string, got %s", prop); f != nil {
+		return nil, false, f
+	}
+	known := outputFields
+	isRequired := false
+	if inputs {
+		known = inputFields
+		if isRequired, f = c.inputExtras(p, path, prop); f != nil {
+			return nil, false, f
+		}
+	}
+	for k, val := range unknownFields(p, known) {
+		prop["x-agentos-"+k] = val
+	}
+	return prop, isRequired, nil
+}
+
+// paramType reads a parameter's DataType and returns its schema, with the
+// DataType kept as x-agentos-type.
+func (c *capReader) paramType(p *node, path string) (map[string]any, *capability.ImportFailure) {
+	tn := p.get("type")
+	switch {
+	case tn == nil:
+		return nil, c.failAt(p, path+".type", "missing: give the parameter's DataType (%s)", strings.Join(dataTypes, ", "))
+	case tn.kind != kindString:
+		return nil, c.failAt(tn, path+".type", "must be a DataType string (%s), got %s", strings.Join(dataTypes, ", "), describe(tn))
+	}
+	prop, ok := dataTypeSchema(tn.str)
+	if !ok {
+		return nil, c.failAt(tn, path+".type", "%q is not an Agent OS DataType%s: use one of %s", tn.str, dataTypeHint(tn.str), strings.Join(sortedDataTypes, ", "))
+	}
+	prop["x-agentos-type"] = tn.str
+	return prop, nil
+}
+
+// dataTypeHint suggests the DataType meant by a type that is not one.
+func dataTypeHint(t string) string {
+	if h, ok := dataTypeHints[strings.ToLower(t)]; ok {
+		return fmt.Sprintf(" (for %q use %q)", t, h)
+	}
+	if _, ok := dataTypeSchema(strings.ToLower(t)); ok {
+		return fmt.Sprintf(" (DataTypes are lower case: %q)", strings.ToLower(t))
+	}
+	return ""
+}
+
+// inputExtras reads an input's required (true by default, as the seed
+// says) and vaultKey.
+func (c *capReader) inputExtras(p *node, path string, prop map[string]any) (bool, *capability.ImportFailure) {
+	isRequired := true // the seed: "required": {"type": "boolean", "default": true}
+	if rn := p.get("required"); rn != nil {
+		if rn.kind != kindBool {
+			return false, c.failAt(rn, path+".required", "must be true or false, got %s", describe(rn))
+		}
+		isRequired = rn.b
+	}
+	f := c.optionalString(p, path, "vaultKey", "x-vault-key", "must be a string (a Personal Data Vault key such as \"contacts\"), got %s", prop)
+	return isRequired, f
+}
+
+// optionalString copies the string field of p, when present and not
+// empty, to prop[key]; a field of another type fails with the message
+// wrongType (given the field's description).
+func (c *capReader) optionalString(p *node, path, field, key, wrongType string, prop map[string]any) *capability.ImportFailure {
+	n := p.get(field)
+	if n == nil {
+		return nil
+	}
+	if n.kind != kindString {
+		return c.failAt(n, path+"."+field, wrongType, describe(n))
+	}
+	if n.str != "" {
+		prop[key] = n.str
+	}
+	return nil
 }
 
 // handler reads the handler and returns its kind and the binding kept for it.
@@ -625,11 +715,11 @@ func (c *capReader) handler() (string, map[string]any, *capability.ImportFailure
 	t := h.get("type")
 	switch {
 	case t == nil:
-		return "", nil, c.failAt(h, "handler.type", "missing: use one of %s", strings.Join(HandlerKinds, ", "))
+		return "", nil, c.failAt(h, "handler.type", "missing: use one of %s", strings.Join(handlerKinds, ", "))
 	case t.kind != kindString:
-		return "", nil, c.failAt(t, "handler.type", "must be one of %s, got %s", strings.Join(HandlerKinds, ", "), describe(t))
+		return "", nil, c.failAt(t, "handler.type", "must be one of %s, got %s", strings.Join(handlerKinds, ", "), describe(t))
 	case !IsDeviceBinding(t.str):
-		return "", nil, c.failAt(t, "handler.type", "%q is not an Agent OS handler type: use one of %s", t.str, strings.Join(HandlerKinds, ", "))
+		return "", nil, c.failAt(t, "handler.type", "%q is not an Agent OS handler type: use one of %s", t.str, strings.Join(handlerKinds, ", "))
 	}
 	if tg := h.get("target"); tg != nil && tg.kind != kindString {
 		return "", nil, c.failAt(tg, "handler.target", "must be a string (an intent action, service class or deeplink template), got %s", describe(tg))
@@ -641,7 +731,7 @@ func (c *capReader) handler() (string, map[string]any, *capability.ImportFailure
 	if _, ok := b["package"]; !ok {
 		b["package"] = c.app.pkg // the device needs it to route the handler to the app
 	}
-	b[ExecutableOnServer] = false
+	b[executableOnServer] = false
 	return t.str, b, nil
 }
 
@@ -689,23 +779,7 @@ func sanitizeName(id string) string {
 
 // squash keeps ASCII lower-case letters and digits and makes every run of
 // other characters one sep, dropping sep at both ends.
-func squash(s string, sep byte) string {
-	var b strings.Builder
-	pending := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if pending && b.Len() > 0 {
-				b.WriteByte(sep)
-			}
-			pending = false
-			b.WriteByte(c)
-			continue
-		}
-		pending = true
-	}
-	return b.String()
-}
+func squash(s string, sep byte) string { return naming.JoinRuns(s, naming.IsLowerAlnum, sep) }
 
 // title makes a display title: "WhatsApp: Send message".
 func title(app, id string) string {

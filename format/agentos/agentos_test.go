@@ -65,11 +65,11 @@ func TestImportSeedExample(t *testing.T) {
 	}
 
 	send := byName(t, res, "send_message")
-	contact, _ := DataTypeSchema("contact")
+	contact, _ := dataTypeSchema("contact")
 	contact["description"] = "The person to send the message to"
 	contact["x-agentos-type"] = "contact"
 	contact["x-vault-key"] = "contacts"
-	media, _ := DataTypeSchema("media")
+	media, _ := dataTypeSchema("media")
 	media["description"] = "Photos or videos to attach"
 	media["x-agentos-type"] = "media"
 	want := capability.Definition{
@@ -143,7 +143,7 @@ func TestContactsManifest(t *testing.T) {
 		t.Fatalf("got %d definitions, failures %v; want 4 and none", len(res.Definitions), res.Failures)
 	}
 
-	// Every DataType of the seed is used somewhere, and mapped as DataTypeSchema says.
+	// Every DataType of the seed is used somewhere, and mapped as dataTypeSchema says.
 	used := map[string]bool{}
 	for _, d := range res.Definitions {
 		for _, s := range []capability.Schema{d.Input, d.Output} {
@@ -154,7 +154,7 @@ func TestContactsManifest(t *testing.T) {
 				prop := p.(map[string]any)
 				dt, _ := prop["x-agentos-type"].(string)
 				used[dt] = true
-				want, ok := DataTypeSchema(dt)
+				want, ok := dataTypeSchema(dt)
 				if !ok {
 					t.Fatalf("%s.%s: x-agentos-type %q is not a DataType", d.Name, name, dt)
 				}
@@ -166,7 +166,7 @@ func TestContactsManifest(t *testing.T) {
 			}
 		}
 	}
-	for _, dt := range DataTypes {
+	for _, dt := range dataTypes {
 		if !used[dt] {
 			t.Errorf("testdata/contacts.json uses no %s parameter", dt)
 		}
@@ -299,12 +299,12 @@ func TestDataTypeSchemas(t *testing.T) {
 		{"object", "object", "", []any{map[string]any{"a": int64(1)}}, []any{[]any{}}, nil},
 		{"array", "array", "", []any{[]any{int64(1), "a"}}, []any{map[string]any{}}, nil},
 	}
-	if len(tests) != len(DataTypes) {
-		t.Errorf("%d DataTypes tested, the seed has %d", len(tests), len(DataTypes))
+	if len(tests) != len(dataTypes) {
+		t.Errorf("%d DataTypes tested, the seed has %d", len(tests), len(dataTypes))
 	}
 	for _, tt := range tests {
 		t.Run(tt.dataType, func(t *testing.T) {
-			s, ok := DataTypeSchema(tt.dataType)
+			s, ok := dataTypeSchema(tt.dataType)
 			if !ok {
 				t.Fatalf("%s is not mapped", tt.dataType)
 			}
@@ -335,7 +335,7 @@ func TestDataTypeSchemas(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := DataTypeSchema("integer"); ok {
+	if _, ok := dataTypeSchema("integer"); ok {
 		t.Error("integer is not an Agent OS DataType")
 	}
 }
@@ -578,7 +578,7 @@ func TestSanitize(t *testing.T) {
 func TestProvenanceAndInference(t *testing.T) {
 	res := importFile(t, "testdata/broken.json")
 	d := byName(t, res, "send_message")
-	if p := d.Provenance; p == nil || p.Method != ProvenanceMethod || p.SourceURL != "testdata/broken.json" || p.CreatedAt != "2025-06-01T12:00:00Z" {
+	if p := d.Provenance; p == nil || p.Method != provenanceMethod || p.SourceURL != "testdata/broken.json" || p.CreatedAt != "2025-06-01T12:00:00Z" {
 		t.Errorf("provenance = %+v", d.Provenance)
 	}
 	if !reflect.DeepEqual(d.Domains, []string{"org.telegram.messenger", "org.telegram.messenger.messages"}) ||

@@ -6,16 +6,16 @@ import (
 	"github.com/caphub/caphub/capability"
 )
 
-// DataTypes lists the Agent OS DataType values (the seed's DataType enum), in
+// dataTypes lists the Agent OS DataType values (the seed's DataType enum), in
 // the seed's order. An input or output whose type is not one of them makes
 // its capability fail to import.
-var DataTypes = []string{
+var dataTypes = []string{
 	"string", "number", "boolean", "date", "datetime",
 	"contact", "contacts", "media", "location", "address",
 	"currency", "phone", "email", "url", "file", "object", "array",
 }
 
-// DataTypeSchema returns the JSON Schema (2020-12) of a property of Agent OS
+// dataTypeSchema returns the JSON Schema (2020-12) of a property of Agent OS
 // DataType t, or false when t is not a DataType. Each call returns a new
 // schema that the caller may change.
 //
@@ -53,90 +53,99 @@ var DataTypes = []string{
 // device would accept. The importer also records the DataType itself on the
 // property as x-agentos-type, so that nothing of the manifest is lost (phone
 // is told from string only by it).
-func DataTypeSchema(t string) (capability.Schema, bool) {
-	str := func(extra ...string) map[string]any {
-		s := map[string]any{"type": "string"}
-		for i := 0; i+1 < len(extra); i += 2 {
-			s[extra[i]] = extra[i+1]
-		}
-		return s
+func dataTypeSchema(t string) (capability.Schema, bool) {
+	mk, ok := dataTypeSchemas[t]
+	if !ok {
+		return nil, false
 	}
-	object := func(props map[string]any) map[string]any {
-		return map[string]any{"type": "object", "properties": props}
-	}
-	contact := func() map[string]any {
-		return object(map[string]any{
-			"id":    str("description", "the contact's identifier on the device"),
-			"name":  str(),
-			"phone": str(),
-			"email": str("format", "email"),
-		})
-	}
-	mediaItem := func() map[string]any {
-		return object(map[string]any{
-			"uri":       str("format", "uri", "description", "where the media is, e.g. a content:// URI"),
-			"mime_type": str("description", "e.g. image/jpeg or video/mp4"),
-			"name":      str(),
-		})
-	}
-	switch t {
-	case "string", "phone":
-		return str(), true
-	case "number":
-		return map[string]any{"type": "number"}, true
-	case "boolean":
-		return map[string]any{"type": "boolean"}, true
-	case "date":
-		return str("format", "date"), true
-	case "datetime":
-		return str("format", "date-time"), true
-	case "email":
-		return str("format", "email"), true
-	case "url":
-		return str("format", "uri"), true
-	case "contact":
-		return contact(), true
-	case "contacts":
-		return map[string]any{"type": "array", "items": contact()}, true
-	case "media":
+	return mk(), true
+}
+
+// dataTypeSchemas make the schema of each DataType (see dataTypeSchema).
+var dataTypeSchemas = map[string]func() map[string]any{
+	"string":   func() map[string]any { return strSchema() },
+	"phone":    func() map[string]any { return strSchema() },
+	"number":   func() map[string]any { return map[string]any{"type": "number"} },
+	"boolean":  func() map[string]any { return map[string]any{"type": "boolean"} },
+	"date":     func() map[string]any { return strSchema("format", "date") },
+	"datetime": func() map[string]any { return strSchema("format", "date-time") },
+	"email":    func() map[string]any { return strSchema("format", "email") },
+	"url":      func() map[string]any { return strSchema("format", "uri") },
+	"contact":  contactSchema,
+	"contacts": func() map[string]any { return map[string]any{"type": "array", "items": contactSchema()} },
+	"media": func() map[string]any {
 		return map[string]any{"anyOf": []any{
-			mediaItem(),
-			map[string]any{"type": "array", "items": mediaItem()},
-		}}, true
-	case "file":
-		return object(map[string]any{
-			"uri":       str("format", "uri", "description", "where the file is, e.g. a content:// URI"),
-			"name":      str(),
-			"mime_type": str(),
+			mediaItemSchema(),
+			map[string]any{"type": "array", "items": mediaItemSchema()},
+		}}
+	},
+	"file": func() map[string]any {
+		return objectSchema(map[string]any{
+			"uri":       strSchema("format", "uri", "description", "where the file is, e.g. a content:// URI"),
+			"name":      strSchema(),
+			"mime_type": strSchema(),
 			"size":      map[string]any{"type": "integer", "minimum": int64(0), "description": "in bytes"},
-		}), true
-	case "location":
-		return object(map[string]any{
+		})
+	},
+	"location": func() map[string]any {
+		return objectSchema(map[string]any{
 			"latitude":  map[string]any{"type": "number", "minimum": int64(-90), "maximum": int64(90), "description": "WGS 84 degrees"},
 			"longitude": map[string]any{"type": "number", "minimum": int64(-180), "maximum": int64(180), "description": "WGS 84 degrees"},
 			"accuracy":  map[string]any{"type": "number", "minimum": int64(0), "description": "in metres"},
-			"name":      str("description", "a place name"),
-		}), true
-	case "address":
-		return object(map[string]any{
-			"formatted":   str("description", "the whole address as one text"),
-			"street":      str(),
-			"city":        str(),
-			"region":      str(),
-			"postal_code": str(),
-			"country":     str(),
-		}), true
-	case "currency":
-		return object(map[string]any{
+			"name":      strSchema("description", "a place name"),
+		})
+	},
+	"address": func() map[string]any {
+		return objectSchema(map[string]any{
+			"formatted":   strSchema("description", "the whole address as one text"),
+			"street":      strSchema(),
+			"city":        strSchema(),
+			"region":      strSchema(),
+			"postal_code": strSchema(),
+			"country":     strSchema(),
+		})
+	},
+	"currency": func() map[string]any {
+		return objectSchema(map[string]any{
 			"amount":   map[string]any{"type": "number"},
-			"currency": str("pattern", "^[A-Z]{3}$", "description", "ISO 4217 currency code, e.g. EUR"),
-		}), true
-	case "object":
-		return map[string]any{"type": "object"}, true
-	case "array":
-		return map[string]any{"type": "array"}, true
+			"currency": strSchema("pattern", "^[A-Z]{3}$", "description", "ISO 4217 currency code, e.g. EUR"),
+		})
+	},
+	"object": func() map[string]any { return map[string]any{"type": "object"} },
+	"array":  func() map[string]any { return map[string]any{"type": "array"} },
+}
+
+// strSchema is a string schema with the given keyword/value pairs.
+func strSchema(extra ...string) map[string]any {
+	s := map[string]any{"type": "string"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		s[extra[i]] = extra[i+1]
 	}
-	return nil, false
+	return s
+}
+
+// objectSchema is an object schema with the given properties.
+func objectSchema(props map[string]any) map[string]any {
+	return map[string]any{"type": "object", "properties": props}
+}
+
+// contactSchema is the schema of a contact.
+func contactSchema() map[string]any {
+	return objectSchema(map[string]any{
+		"id":    strSchema("description", "the contact's identifier on the device"),
+		"name":  strSchema(),
+		"phone": strSchema(),
+		"email": strSchema("format", "email"),
+	})
+}
+
+// mediaItemSchema is the schema of one photo or video.
+func mediaItemSchema() map[string]any {
+	return objectSchema(map[string]any{
+		"uri":       strSchema("format", "uri", "description", "where the media is, e.g. a content:// URI"),
+		"mime_type": strSchema("description", "e.g. image/jpeg or video/mp4"),
+		"name":      strSchema(),
+	})
 }
 
 // dataTypeHints suggest the DataType meant by common names that are not one.
@@ -148,9 +157,9 @@ var dataTypeHints = map[string]string{
 	"phone_number": "phone", "telephone": "phone", "person": "contact", "place": "location", "geo": "location",
 }
 
-// sortedDataTypes is DataTypes sorted, for error messages.
+// sortedDataTypes is dataTypes sorted, for error messages.
 var sortedDataTypes = func() []string {
-	s := append([]string(nil), DataTypes...)
+	s := append([]string(nil), dataTypes...)
 	sort.Strings(s)
 	return s
 }()

@@ -199,42 +199,67 @@ func (p *parser) value(depth int) (*node, *parseError) {
 	case string:
 		n.kind, n.str = kindString, t
 	case json.Delim:
-		switch t {
-		case '[':
-			n.kind = kindArray
-			for p.dec.More() {
-				it, perr := p.value(depth + 1)
-				if perr != nil {
-					return nil, perr
-				}
-				n.items = append(n.items, it)
-			}
-		case '{':
-			n.kind = kindObject
-			for p.dec.More() {
-				kt, err := p.dec.Token()
-				if err != nil {
-					return nil, p.fail(err)
-				}
-				key, ok := kt.(string)
-				if !ok { // the decoder reports this itself; kept for safety
-					return nil, p.fail(fmt.Errorf("object key is not a string"))
-				}
-				v, perr := p.value(depth + 1)
-				if perr != nil {
-					return nil, perr
-				}
-				n.keys = append(n.keys, key)
-				n.vals = append(n.vals, v)
-			}
-		default:
-			return nil, p.fail(fmt.Errorf("unexpected %q", rune(t)))
-		}
-		if _, err := p.dec.Token(); err != nil { // the closing delimiter
-			return nil, p.fail(err)
+		if perr := p.collection(n, t, depth); perr != nil {
+			return nil, perr
 		}
 	}
 	return n, nil
+}
+
+// collection reads the values of an array or object whose opening
+// delimiter was just read, and its closing delimiter.
+func (p *parser) collection(n *node, open json.Delim, depth int) *parseError {
+	var perr *parseError
+	switch open {
+	case '[':
+		n.kind = kindArray
+		perr = p.items(n, depth)
+	case '{':
+		n.kind = kindObject
+		perr = p.members(n, depth)
+	default:
+		return p.fail(fmt.Errorf("unexpected %q", rune(open)))
+	}
+	if perr != nil {
+		return perr
+	}
+	if _, err := p.dec.Token(); err != nil { // the closing delimiter
+		return p.fail(err)
+	}
+	return nil
+}
+
+// items reads an array's values.
+func (p *parser) items(n *node, depth int) *parseError {
+	for p.dec.More() {
+		it, perr := p.value(depth + 1)
+		if perr != nil {
+			return perr
+		}
+		n.items = append(n.items, it)
+	}
+	return nil
+}
+
+// members reads an object's keys and values.
+func (p *parser) members(n *node, depth int) *parseError {
+	for p.dec.More() {
+		kt, err := p.dec.Token()
+		if err != nil {
+			return p.fail(err)
+		}
+		key, ok := kt.(string)
+		if !ok { // the decoder reports this itself; kept for safety
+			return p.fail(fmt.Errorf("object key is not a string"))
+		}
+		v, perr := p.value(depth + 1)
+		if perr != nil {
+			return perr
+		}
+		n.keys = append(n.keys, key)
+		n.vals = append(n.vals, v)
+	}
+	return nil
 }
 
 // position converts a byte offset of data to a 1-based line and column, the

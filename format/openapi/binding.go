@@ -24,62 +24,17 @@ func (im *importer) baseURL(o *operation) (string, error) {
 		return strings.TrimRight(im.opts.BaseURL, "/"), nil
 	}
 	if im.version == swagger2 {
-		schemes := stringList(o.op["schemes"])
-		if schemes == nil {
-			schemes = stringList(im.root["schemes"])
-		}
-		scheme := ""
-		switch {
-		case contains(schemes, "https"):
-			scheme = "https"
-		case len(schemes) > 0:
-			scheme = strings.ToLower(schemes[0])
-		case im.sourceURL != nil:
-			scheme = im.sourceURL.Scheme
-		default:
-			scheme = "https"
-		}
-		host := str(im.root["host"])
-		if host == "" && im.sourceURL != nil {
-			host = im.sourceURL.Host
-		}
-		if host == "" {
-			return "", errors.New(`the document has no host and was not fetched from a URL: pass --base-url (Options.BaseURL) with the API's address, e.g. https://api.example.com/v1`)
-		}
-		u := scheme + "://" + host + "/" + strings.Trim(str(im.root["basePath"]), "/")
-		return checkBase(strings.TrimRight(u, "/"))
+		return im.swaggerBaseURL(o)
 	}
-	var server map[string]any
-	for _, v := range []any{o.op["servers"], o.item["servers"], im.root["servers"]} {
-		if list, ok := v.([]any); ok && len(list) > 0 {
-			server, _ = list[0].(map[string]any)
-			break
-		}
-	}
+	server := firstServer(o.op["servers"], o.item["servers"], im.root["servers"])
 	raw := "/"
-	if server != nil {
-		if s, ok := server["url"].(string); ok {
-			raw = s
-		}
+	if s, ok := server["url"].(string); ok {
+		raw = s
 	}
 	vars, _ := server["variables"].(map[string]any)
-	var missing string
-	filled := pathParamRE.ReplaceAllStringFunc(raw, func(m string) string {
-		name := m[1 : len(m)-1]
-		v, _ := vars[name].(map[string]any)
-		if d := scalarText(v["default"]); d != "" {
-			return d
-		}
-		if e, ok := v["enum"].([]any); ok && len(e) > 0 {
-			if d := scalarText(e[0]); d != "" {
-				return d
-			}
-		}
-		missing = name
-		return m
-	})
-	if missing != "" {
-		return "", fmt.Errorf("server URL %q: variable {%s} has no default: give it one, or pass --base-url (Options.BaseURL)", raw, missing)
+	filled, err := fillServerVariables(raw, vars)
+	if err != nil {
+		return "", err
 	}
 	u, err := url.Parse(filled)
 	if err != nil {
@@ -92,6 +47,72 @@ func (im *importer) baseURL(o *operation) (string, error) {
 		u = im.sourceURL.ResolveReference(u)
 	}
 	return checkBase(strings.TrimRight(u.String(), "/"))
+}
+
+// swaggerBaseURL is a Swagger 2.0 document's scheme://host basePath (see
+// baseURL).
+func (im *importer) swaggerBaseURL(o *operation) (string, error) {
+	schemes := im.listOf(o, "schemes")
+	scheme := "https"
+	switch {
+	case contains(schemes, "https"):
+	case len(schemes) > 0:
+		scheme = strings.ToLower(schemes[0])
+	case im.sourceURL != nil:
+		scheme = im.sourceURL.Scheme
+	}
+	host := str(im.root["host"])
+	if host == "" && im.sourceURL != nil {
+		host = im.sourceURL.Host
+	}
+	if host == "" {
+		return "", errors.New(`the document has no host and was not fetched from a URL: pass --base-url (Options.BaseURL) with the API's address, e.g. https://api.example.com/v1`)
+	}
+	u := scheme + "://" + host + "/" + strings.Trim(str(im.root["basePath"]), "/")
+	return checkBase(strings.TrimRight(u, "/"))
+}
+
+// firstServer returns the first server of the first non-empty servers
+// list, nil when there is none.
+func firstServer(lists ...any) map[string]any {
+	for _, v := range lists {
+		if list, ok := v.([]any); ok && len(list) > 0 {
+			server, _ := list[0].(map[string]any)
+			return server
+		}
+	}
+	return nil
+}
+
+// fillServerVariables replaces a server URL's {variables} by their default
+// (else the first value of their enum).
+func fillServerVariables(raw string, vars map[string]any) (string, error) {
+	var missing string
+	filled := pathParamRE.ReplaceAllStringFunc(raw, func(m string) string {
+		name := m[1 : len(m)-1]
+		if d := serverVariableDefault(vars[name]); d != "" {
+			return d
+		}
+		missing = name
+		return m
+	})
+	if missing != "" {
+		return "", fmt.Errorf("server URL %q: variable {%s} has no default: give it one, or pass --base-url (Options.BaseURL)", raw, missing)
+	}
+	return filled, nil
+}
+
+// serverVariableDefault is a server variable's default, else the first
+// value of its enum, else "".
+func serverVariableDefault(v any) string {
+	m, _ := v.(map[string]any)
+	if d := scalarText(m["default"]); d != "" {
+		return d
+	}
+	if e, ok := m["enum"].([]any); ok && len(e) > 0 {
+		return scalarText(e[0])
+	}
+	return ""
 }
 
 func checkBase(s string) (string, error) {

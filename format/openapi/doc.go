@@ -39,7 +39,9 @@
 // one that another operation's own name uses.
 //
 // Domain and version. The domain is Options.Domain, else info.title as a
-// domain (see DomainFromTitle: "Swagger Petstore" → swagger-petstore),
+// domain (lower-cased, apostrophes dropped, every other run of characters
+// that are not ASCII letters or digits made one "-": "Swagger Petstore" →
+// swagger-petstore),
 // else the document's file name, else "api". The version is info.version
 // when it is a semantic version of one to three numbers (a leading v is
 // dropped; missing parts are 0: v2 → 2.0.0, 1.2 → 1.2.0), else 1.0.0 (for
@@ -82,8 +84,8 @@
 // its {variables} renamed to their fields; method is the operation's;
 // headers map each header parameter to its {field} and Content-Type to the
 // body's content type; body_template stays empty. Extra["x-parameters"]
-// (ExtraParameters) maps every field to its location and original name,
-// and Extra["x-body"] (ExtraBody) says which fields make the body. The base
+// maps every field to its location and original name, and
+// Extra["x-body"] says which fields make the body. The base
 // URL is Options.BaseURL, else (3.x) the first server of the operation,
 // path item or document (default "/"), server variables replaced by their
 // default (else their first enum value; neither is a failure), a relative
@@ -165,8 +167,8 @@
 // ImportFailure with the reason and the operation's line and column, and
 // the import goes on. Import fails as a whole only when the bytes are not
 // an OpenAPI or Swagger document (ErrNotOpenAPI), the options are invalid,
-// or the context ends. Fetch reads at most MaxDocumentBytes, from a URL
-// within FetchTimeout. Each import converts at most one million nodes plus
+// or the context ends. Fetch reads at most 64 MiB, from a URL within 60
+// seconds. Each import converts at most one million nodes plus
 // one per byte of the document (see workBudget) and each definition's
 // inlined schemas hold at most Options.MaxSchemaNodes nodes (by default
 // capability.MaxSchemaNodes, the registry's own bound); beyond either the

@@ -112,8 +112,8 @@ func TestImportGitHub(t *testing.T) {
 	if _, ok := d.Input["properties"].(map[string]any)["title"]; !ok {
 		t.Errorf("issues_create: body property title not merged into the input: %v", keysOf(d.Input["properties"]))
 	}
-	if d.Bindings.HTTP.Extra[ExtraBody].(map[string]any)["content_type"] != "application/json" {
-		t.Errorf("issues_create x-body: %v", d.Bindings.HTTP.Extra[ExtraBody])
+	if d.Bindings.HTTP.Extra[extraBody].(map[string]any)["content_type"] != "application/json" {
+		t.Errorf("issues_create x-body: %v", d.Bindings.HTTP.Extra[extraBody])
 	}
 	if d.Domains[0] != "github" {
 		t.Errorf("issues_create domains: %v", d.Domains)

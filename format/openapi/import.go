@@ -20,15 +20,15 @@ import (
 // seed and corpus use these for capabilities read from an HTTP API's
 // description).
 const (
-	ProvenanceMethod    = "api_introspection"
-	CapabilityType      = "specialized_http_api"
-	IntrospectorVersion = "caphub-openapi/1"
+	provenanceMethod    = "api_introspection"
+	capabilityType      = "specialized_http_api"
+	introspectorVersion = "caphub-openapi/1"
 )
 
 // Keys of the http binding's Extra map that record what the binding's own
 // fields cannot say.
 const (
-	// ExtraParameters maps every input field to where it goes in the
+	// extraParameters maps every input field to where it goes in the
 	// request: {"in": "path"|"query"|"header"|"cookie"|"body", "name": the
 	// parameter or body property name} (no name for a field that is the
 	// whole body), plus "style" and "explode" for array and object
@@ -36,13 +36,13 @@ const (
 	// converted: csv → form/false, multi → form/true, ssv →
 	// spaceDelimited, pipes → pipeDelimited, tsv → collection_format: tsv)
 	// and "allow_reserved" when set.
-	ExtraParameters = "x-parameters"
-	// ExtraBody describes the request body: {"content_type": …, "fields":
+	extraParameters = "x-parameters"
+	// extraBody describes the request body: {"content_type": …, "fields":
 	// [input fields whose object is the body]} when the body's properties
 	// were merged into the input, or {"content_type": …, "field": "body"}
 	// when the body is one input field; "alternatives" lists the other
 	// content types the operation accepts.
-	ExtraBody = "x-body"
+	extraBody = "x-body"
 )
 
 // ErrNotOpenAPI is returned (wrapped) by Import when the bytes are not an
@@ -58,7 +58,7 @@ const DefaultMaxSchemaNodes = capability.MaxSchemaNodes
 // Options tune an import.
 type Options struct {
 	// Domain of every capability (grammar [a-z][a-z0-9-]*); by default the
-	// spec's info.title made a domain (see DomainFromTitle).
+	// spec's info.title made a domain (see the package doc).
 	Domain string
 	// BaseURL replaces the spec's server URL (OpenAPI 3 servers, Swagger 2
 	// schemes/host/basePath); needed when that URL is relative and the
@@ -141,7 +141,7 @@ func Import(ctx context.Context, source string, data []byte, opts Options) (*Res
 // that is not a full semantic version.
 func (o Options) Check() error {
 	if o.Domain != "" && !domainRE.MatchString(o.Domain) {
-		return fmt.Errorf("domain %q is not valid: use lower-case letters, digits and hyphens, starting with a letter (e.g. %s)", o.Domain, orDefault(DomainFromTitle(o.Domain), "my-api"))
+		return fmt.Errorf("domain %q is not valid: use lower-case letters, digits and hyphens, starting with a letter (e.g. %s)", o.Domain, orDefault(domainFromTitle(o.Domain), "my-api"))
 	}
 	if o.BaseURL != "" {
 		if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -249,11 +249,11 @@ func newImporter(source string, doc *document, v specVersion, size int, opts Opt
 	im.res.Version = scalarText(info["version"])
 	im.domain = opts.Domain
 	if im.domain == "" {
-		im.domain = DomainFromTitle(im.res.Title)
+		im.domain = domainFromTitle(im.res.Title)
 	}
 	if im.domain == "" {
 		base := path.Base(strings.TrimRight(source, "/"))
-		im.domain = DomainFromTitle(strings.TrimSuffix(base, path.Ext(base)))
+		im.domain = domainFromTitle(strings.TrimSuffix(base, path.Ext(base)))
 	}
 	if im.domain == "" {
 		im.domain = "api"
@@ -298,8 +298,27 @@ func (im *importer) run(ctx context.Context) (*Result, error) {
 	if hooks, ok := im.root["webhooks"].(map[string]any); ok && len(hooks) > 0 {
 		im.warnf("webhooks ignored (%d): they describe requests the API sends, not operations to call", len(hooks))
 	}
+	ops := im.operations()
+	im.assignNames(ops)
+	for _, o := range ops {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("import of %s stopped: %w", im.source, err)
+		}
+		d, err := im.build(o)
+		if err != nil {
+			im.fail(o, err.Error())
+			continue
+		}
+		im.res.Definitions = append(im.res.Definitions, d)
+	}
+	return im.res, nil
+}
+
+// operations returns the document's operations in import order (sorted
+// paths, then methods), counting them in the result; a path item or an
+// operation that is not an object is a failure.
+func (im *importer) operations() []*operation {
 	var ops []*operation
-	found := 0
 	paths, ok := im.root["paths"].(map[string]any)
 	if !ok && im.root["paths"] != nil {
 		im.fail(&operation{path: "paths"}, "paths is not an object: it must map each path (/pets) to its operations")
@@ -313,34 +332,28 @@ func (im *importer) run(ctx context.Context) (*Result, error) {
 			im.fail(&operation{path: p}, err.Error())
 			continue
 		}
-		for _, m := range methods {
-			raw, ok := item[m]
-			if !ok {
-				continue
-			}
-			found++
-			o := &operation{path: p, method: m, item: item}
-			if o.op, ok = raw.(map[string]any); !ok {
-				im.fail(o, "the operation is not an object")
-				continue
-			}
-			ops = append(ops, o)
-		}
+		ops = append(ops, im.pathOperations(p, item)...)
 	}
-	im.assignNames(ops)
-	for _, o := range ops {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("import of %s stopped: %w", im.source, err)
-		}
-		d, err := im.build(o)
-		if err != nil {
-			im.fail(o, err.Error())
+	return ops
+}
+
+// pathOperations returns the operations of one path item.
+func (im *importer) pathOperations(p string, item map[string]any) []*operation {
+	var ops []*operation
+	for _, m := range methods {
+		raw, ok := item[m]
+		if !ok {
 			continue
 		}
-		im.res.Definitions = append(im.res.Definitions, d)
+		im.res.Operations++
+		o := &operation{path: p, method: m, item: item}
+		if o.op, ok = raw.(map[string]any); !ok {
+			im.fail(o, "the operation is not an object")
+			continue
+		}
+		ops = append(ops, o)
 	}
-	im.res.Operations = found
-	return im.res, nil
+	return ops
 }
 
 func (im *importer) fail(o *operation, reason string) {
@@ -410,7 +423,9 @@ type field struct {
 	extra    map[string]any // style, explode, …
 }
 
-// build turns one operation into a definition.
+// build turns one operation into a definition: its input fields (the
+// parameters, undeclared path variables and the body), its output and
+// errors, its http binding, and the definition with its metadata.
 func (im *importer) build(o *operation) (capability.Definition, error) {
 	method := strings.ToUpper(o.method)
 	if !validMethod[method] {
@@ -421,141 +436,196 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 	if err != nil {
 		return capability.Definition{}, err
 	}
-	fields := map[string]*field{}
-	var order []*field
-	add := func(f *field) {
-		fields[f.name] = f
-		order = append(order, f)
-	}
-	pathFields := map[string]string{} // path template name → field
-	for _, p := range params {
-		f := p
-		f.name = uniqueField(fields, fieldName(p.param), p.in)
-		if p.in == "path" {
-			pathFields[p.param] = f.name
-		}
-		add(&f)
-	}
-	// Path template variables the parameters do not declare still need a
-	// value: they become required string fields.
-	tmpl := pathParamRE.FindAllStringSubmatch(o.path, -1)
-	for _, m := range tmpl {
-		if _, ok := pathFields[m[1]]; ok {
-			continue
-		}
-		f := &field{in: "path", param: m[1], required: true, size: 2,
-			schema: map[string]any{"type": "string", "description": "path parameter " + m[1] + " (not declared by the operation)"}}
-		f.name = uniqueField(fields, fieldName(m[1]), "path")
-		pathFields[m[1]] = f.name
-		add(f)
-	}
-
+	in := newInputFields(params, o.path)
 	b, err := im.body(o, bodyParams)
 	if err != nil {
 		return capability.Definition{}, err
 	}
-	var bodyExtra map[string]any
-	inSize := 2
-	if b != nil {
-		bodyExtra = map[string]any{"content_type": b.contentType}
-		if len(b.alternatives) > 0 {
-			bodyExtra["alternatives"] = b.alternatives
-		}
-		if props, req, ok := mergeable(b, fields); ok {
-			var names []any
-			for _, pn := range slices.Sorted(maps.Keys(props)) {
-				add(&field{name: pn, in: "body", param: pn, schema: props[pn], required: req[pn]})
-				names = append(names, pn)
-			}
-			bodyExtra["fields"] = names
-			inSize = addSize(inSize, b.size)
-		} else {
-			name := "body"
-			if _, taken := fields[name]; taken {
-				name = uniqueField(fields, "request_body", "body")
-			}
-			s := b.schema
-			if b.description != "" {
-				s = withAnnotations(s, map[string]any{"description": b.description})
-			}
-			add(&field{name: name, in: "body", schema: s, size: b.size, required: b.required})
-			bodyExtra["field"] = name
-		}
-	}
-
-	props := make(map[string]any, len(order))
-	var required []any
-	xparams := make(map[string]any, len(order))
-	headers := map[string]string{}
-	for _, f := range order {
-		props[f.name] = f.schema
-		inSize = addSize(inSize, f.size+1)
-		if f.required {
-			required = append(required, f.name)
-		}
-		loc := map[string]any{"in": f.in}
-		if f.param != "" {
-			loc["name"] = f.param
-		}
-		for k, v := range f.extra {
-			loc[k] = v
-		}
-		xparams[f.name] = loc
-		if f.in == "header" {
-			headers[f.param] = "{" + f.name + "}"
-		}
-	}
-	input := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		input["required"] = required
-	}
-	if b != nil {
-		headers["Content-Type"] = b.contentType
-	}
-
+	bodyExtra := in.addBody(b)
+	input, xparams, headers := in.schema()
 	output, outSize, respCT, errs, err := im.responses(o)
 	if err != nil {
 		return capability.Definition{}, err
 	}
-	if total := addSize(inSize, outSize); total > im.maxNodes {
-		return capability.Definition{}, fmt.Errorf("its input and output schemas have more than %d nodes once every $ref is inlined: raise Options.MaxSchemaNodes or simplify the schemas", im.maxNodes)
+	if err := im.checkSize(input, output, addSize(in.size, outSize)); err != nil {
+		return capability.Definition{}, err
 	}
-	// What registration would refuse (too deep once inlined, too many
-	// subschemas) is refused here, with the path, before anything is copied.
-	if issues := capability.CheckSchemaBudget(input, output); len(issues) > 0 {
-		return capability.Definition{}, fmt.Errorf("%s: %s", issues[0].Path, issues[0].Message)
-	}
-
-	base, err := im.baseURL(o)
+	binding, base, err := im.binding(o, method, in.pathFields)
 	if err != nil {
 		return capability.Definition{}, err
 	}
+	binding.Auth = auth
+	setExtra(binding, extraParameters, xparams)
+	setExtra(binding, extraBody, bodyExtra)
+	if b != nil {
+		headers["Content-Type"] = b.contentType
+	}
+	if len(headers) > 0 {
+		binding.Headers = headers
+	}
+	d := im.definition(o, input, output, errs, binding)
+	meta := im.metadata(o, base, binding.Method, respCT)
+	maps.Copy(meta, authMeta)
+	if b != nil {
+		meta["request_content_type"] = b.contentType
+	}
+	d.Metadata = map[string]any{"openapi": meta}
+	d.ApplyInference(im.domain)
+	return d, nil
+}
+
+// setExtra sets a key of the binding's Extra when the value is not empty.
+func setExtra(binding *capability.HTTPBinding, key string, v map[string]any) {
+	if len(v) > 0 {
+		binding.Extra[key] = v
+	}
+}
+
+// inputFields are an operation's input fields in order, by name, and the
+// field of each path template variable; size counts the input schema's
+// nodes outside the fields' own schemas.
+type inputFields struct {
+	byName     map[string]*field
+	order      []*field
+	pathFields map[string]string // path template name → field
+	size       int
+}
+
+// newInputFields makes the fields of the parameters, then of the path
+// template variables the parameters do not declare, which still need a
+// value: they become required string fields.
+func newInputFields(params []field, path string) *inputFields {
+	in := &inputFields{byName: map[string]*field{}, pathFields: map[string]string{}, size: 2}
+	for _, p := range params {
+		f := p
+		f.name = uniqueField(in.byName, fieldName(p.param), p.in)
+		if p.in == "path" {
+			in.pathFields[p.param] = f.name
+		}
+		in.add(&f)
+	}
+	for _, m := range pathParamRE.FindAllStringSubmatch(path, -1) {
+		if _, ok := in.pathFields[m[1]]; ok {
+			continue
+		}
+		f := &field{in: "path", param: m[1], required: true, size: 2,
+			schema: map[string]any{"type": "string", "description": "path parameter " + m[1] + " (not declared by the operation)"}}
+		f.name = uniqueField(in.byName, fieldName(m[1]), "path")
+		in.pathFields[m[1]] = f.name
+		in.add(f)
+	}
+	return in
+}
+
+func (in *inputFields) add(f *field) {
+	in.byName[f.name] = f
+	in.order = append(in.order, f)
+}
+
+// addBody adds the body's fields: its properties when they can be merged
+// into the input (see mergeable), else one field "body". It returns the
+// binding's extraBody, nil without a body.
+func (in *inputFields) addBody(b *requestBody) map[string]any {
+	if b == nil {
+		return nil
+	}
+	extra := map[string]any{"content_type": b.contentType}
+	if len(b.alternatives) > 0 {
+		extra["alternatives"] = b.alternatives
+	}
+	if props, req, ok := mergeable(b, in.byName); ok {
+		var names []any
+		for _, pn := range slices.Sorted(maps.Keys(props)) {
+			in.add(&field{name: pn, in: "body", param: pn, schema: props[pn], required: req[pn]})
+			names = append(names, pn)
+		}
+		extra["fields"] = names
+		in.size = addSize(in.size, b.size)
+		return extra
+	}
+	name := "body"
+	if _, taken := in.byName[name]; taken {
+		name = uniqueField(in.byName, "request_body", "body")
+	}
+	s := b.schema
+	if b.description != "" {
+		s = withAnnotations(s, map[string]any{"description": b.description})
+	}
+	in.add(&field{name: name, in: "body", schema: s, size: b.size, required: b.required})
+	extra["field"] = name
+	return extra
+}
+
+// schema returns the input schema, the binding's extraParameters (where
+// each field goes) and the header templates of the header fields; it adds
+// the fields' sizes to in.size.
+func (in *inputFields) schema() (input, xparams map[string]any, headers map[string]string) {
+	props := make(map[string]any, len(in.order))
+	var required []any
+	xparams = make(map[string]any, len(in.order))
+	headers = map[string]string{}
+	for _, f := range in.order {
+		props[f.name] = f.schema
+		in.size = addSize(in.size, f.size+1)
+		if f.required {
+			required = append(required, f.name)
+		}
+		xparams[f.name] = f.location()
+		if f.in == "header" {
+			headers[f.param] = "{" + f.name + "}"
+		}
+	}
+	input = map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		input["required"] = required
+	}
+	return input, xparams, headers
+}
+
+// location is the field's entry of extraParameters.
+func (f *field) location() map[string]any {
+	loc := map[string]any{"in": f.in}
+	if f.param != "" {
+		loc["name"] = f.param
+	}
+	maps.Copy(loc, f.extra)
+	return loc
+}
+
+// checkSize refuses a definition whose inlined schemas are larger than
+// Options.MaxSchemaNodes, or that registration would refuse (too deep once
+// inlined, too many subschemas), with the path, before anything is copied.
+func (im *importer) checkSize(input, output map[string]any, total int) error {
+	if total > im.maxNodes {
+		return fmt.Errorf("its input and output schemas have more than %d nodes once every $ref is inlined: raise Options.MaxSchemaNodes or simplify the schemas", im.maxNodes)
+	}
+	if issues := capability.CheckSchemaBudget(input, output); len(issues) > 0 {
+		return fmt.Errorf("%s: %s", issues[0].Path, issues[0].Message)
+	}
+	return nil
+}
+
+// binding returns the operation's http binding (method and URL, the path
+// variables renamed to their fields) and its base URL.
+func (im *importer) binding(o *operation, method string, pathFields map[string]string) (*capability.HTTPBinding, string, error) {
+	base, err := im.baseURL(o)
+	if err != nil {
+		return nil, "", err
+	}
 	if !strings.HasPrefix(o.path, "/") {
-		return capability.Definition{}, fmt.Errorf("the path %q does not start with \"/\": write it as /%s", o.path, o.path)
+		return nil, "", fmt.Errorf("the path %q does not start with \"/\": write it as /%s", o.path, o.path)
 	}
 	urlPath := pathParamRE.ReplaceAllStringFunc(o.path, func(m string) string {
 		return "{" + pathFields[m[1:len(m)-1]] + "}"
 	})
 	if _, err := checkBase(pathParamRE.ReplaceAllString(base+urlPath, "x")); err != nil {
-		return capability.Definition{}, fmt.Errorf("the path %q does not make a valid URL with %s: fix the path", o.path, base)
+		return nil, "", fmt.Errorf("the path %q does not make a valid URL with %s: fix the path", o.path, base)
 	}
+	return &capability.HTTPBinding{Method: method, URL: base + urlPath, Extra: map[string]any{}}, base, nil
+}
 
-	binding := &capability.HTTPBinding{
-		Method: method,
-		URL:    base + urlPath,
-		Auth:   auth,
-		Extra:  map[string]any{},
-	}
-	if len(xparams) > 0 {
-		binding.Extra[ExtraParameters] = xparams
-	}
-	if len(headers) > 0 {
-		binding.Headers = headers
-	}
-	if bodyExtra != nil {
-		binding.Extra[ExtraBody] = bodyExtra
-	}
-
+// definition assembles the operation's definition (without metadata).
+func (im *importer) definition(o *operation, input, output map[string]any, errs []capability.ErrorDef, binding *capability.HTTPBinding) capability.Definition {
 	op := o.op
 	summary := strings.TrimSpace(str(op["summary"]))
 	description := strings.TrimSpace(str(op["description"]))
@@ -564,7 +634,7 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 		Name:        o.name,
 		Domain:      im.domain,
 		Version:     im.semver,
-		Title:       firstLine(summary),
+		Title:       orDefault(firstLine(summary), str(op["operationId"])),
 		Description: orDefault(description, orDefault(summary, strings.ToUpper(o.method)+" "+o.path)),
 		Stability:   capability.StabilityStable,
 		Input:       capability.CloneValue(input).(map[string]any),
@@ -575,50 +645,41 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 		Effects:     []string{"network_request"},
 		Keywords:    keywords(op["tags"]),
 		Provenance: &capability.Provenance{
-			Method:              ProvenanceMethod,
+			Method:              provenanceMethod,
 			SourceURL:           im.source,
 			CreatedAt:           im.created,
-			CapabilityType:      CapabilityType,
-			IntrospectorVersion: IntrospectorVersion,
+			CapabilityType:      capabilityType,
+			IntrospectorVersion: introspectorVersion,
 		},
-	}
-	if d.Title == "" {
-		d.Title = str(op["operationId"])
-	}
-	if u := docURL(op["externalDocs"]); u != "" {
-		d.DocumentationURL = u
-	} else if u := docURL(im.root["externalDocs"]); u != "" {
-		d.DocumentationURL = u
+		DocumentationURL: orDefault(docURL(op["externalDocs"]), docURL(im.root["externalDocs"])),
 	}
 	if op["deprecated"] == true {
 		d.Stability = capability.StabilityDeprecated
 		d.MigrationGuide = "The API's OpenAPI document marks this operation deprecated; its description and documentation say what replaces it."
 	}
-	if auth != nil {
+	if binding.Auth != nil {
 		d.Effects = append(d.Effects, "auth_required")
 	}
+	return d
+}
+
+// metadata is the definition's metadata.openapi, without the auth and
+// request content type.
+func (im *importer) metadata(o *operation, base, method, respCT string) map[string]any {
 	meta := map[string]any{
 		"base_url":        base,
-		"endpoint_method": binding.Method,
+		"endpoint_method": method,
 		"endpoint_path":   o.path,
 		"api_version":     im.res.Version,
 		"openapi_version": im.res.SpecVersion,
 	}
-	if id := str(op["operationId"]); id != "" {
+	if id := str(o.op["operationId"]); id != "" {
 		meta["operation_id"] = id
-	}
-	for k, v := range authMeta {
-		meta[k] = v
-	}
-	if b != nil {
-		meta["request_content_type"] = b.contentType
 	}
 	if respCT != "" {
 		meta["response_content_type"] = respCT
 	}
-	d.Metadata = map[string]any{"openapi": meta}
-	d.ApplyInference(im.domain)
-	return d, nil
+	return meta
 }
 
 var validMethod = map[string]bool{"GET": true, "PUT": true, "POST": true, "DELETE": true, "OPTIONS": true, "HEAD": true, "PATCH": true}

@@ -19,18 +19,18 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// MaxDocumentBytes is the largest document Fetch reads (64 MiB; GitHub's
+// maxDocumentBytes is the largest document Fetch reads (64 MiB; GitHub's
 // spec, among the largest public ones, is 13 MB).
-const MaxDocumentBytes = 64 << 20
+const maxDocumentBytes = 64 << 20
 
-// FetchTimeout bounds a Fetch of a URL when the context has no earlier
+// fetchTimeout bounds a Fetch of a URL when the context has no earlier
 // deadline.
-const FetchTimeout = 60 * time.Second
+const fetchTimeout = 60 * time.Second
 
 // Fetch returns the bytes of an OpenAPI document: the body of an http(s)
 // GET when fileOrURL starts with http:// or https:// (bounded by
-// FetchTimeout and MaxDocumentBytes, and failing on a non-2xx status), else
-// the content of the file (at most MaxDocumentBytes).
+// 60 seconds and 64 MiB, and failing on a non-2xx status), else the content
+// of the file (at most 64 MiB).
 func Fetch(ctx context.Context, fileOrURL string) ([]byte, error) {
 	if isHTTPURL(fileOrURL) {
 		return fetchURL(ctx, fileOrURL)
@@ -49,7 +49,7 @@ func isHTTPURL(s string) bool {
 }
 
 func fetchURL(ctx context.Context, url string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -68,12 +68,12 @@ func fetchURL(ctx context.Context, url string) ([]byte, error) {
 }
 
 func readCapped(r io.Reader, name string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read OpenAPI document %s: %w", name, err)
 	}
-	if len(data) > MaxDocumentBytes {
-		return nil, fmt.Errorf("OpenAPI document %s is larger than %d MiB: split it, or import the parts you need", name, MaxDocumentBytes>>20)
+	if len(data) > maxDocumentBytes {
+		return nil, fmt.Errorf("OpenAPI document %s is larger than %d MiB: split it, or import the parts you need", name, maxDocumentBytes>>20)
 	}
 	return data, nil
 }
@@ -167,10 +167,16 @@ type yamlConverter struct {
 // pathString joins the segments of the current path ("paths./a.get").
 func (c *yamlConverter) pathString() string { return capability.JoinPath(c.path) }
 
+// convert converts a node (one method per node kind); an anchored node's
+// value is remembered for its aliases.
 func (c *yamlConverter) convert(n *yaml.Node, depth int) (any, error) {
 	if depth > maxNesting {
 		return nil, fmt.Errorf("line %d, column %d: the document nests deeper than %d levels", n.Line, n.Column, maxNesting)
 	}
+	var (
+		v   any
+		err error
+	)
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
@@ -178,130 +184,171 @@ func (c *yamlConverter) convert(n *yaml.Node, depth int) (any, error) {
 		}
 		return c.convert(n.Content[0], depth+1)
 	case yaml.AliasNode:
-		if n.Alias == nil || c.active[n.Alias] {
-			return nil, nil // an anchor that contains itself: nothing to share
-		}
-		if v, ok := c.seen[n.Alias]; ok {
-			return v, nil
-		}
-		return c.convert(n.Alias, depth+1)
+		return c.alias(n, depth)
 	case yaml.MappingNode:
-		c.active[n] = true
-		defer delete(c.active, n)
-		m := make(map[string]any, len(n.Content)/2)
-		keyAt := make(map[string]*yaml.Node, len(n.Content)/2)
-		var merges []*yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Tag == "!!merge" {
-				merges = append(merges, v)
-				continue
-			}
-			c.path = append(c.path, k.Value)
-			if first, dup := keyAt[k.Value]; dup {
-				return nil, &textError{line: k.Line, col: k.Column, path: c.pathString(),
-					msg: fmt.Sprintf("key %q is already defined at line %d: remove one of them", k.Value, first.Line)}
-			}
-			keyAt[k.Value] = k
-			val, err := c.convert(v, depth+1)
-			c.path = c.path[:len(c.path)-1]
-			if err != nil {
-				return nil, err
-			}
-			m[k.Value] = val
-		}
-		// Merge keys (<<: *base) add the keys the mapping does not set itself.
-		for _, mv := range merges {
-			src, err := c.convert(mv, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			list, ok := src.([]any)
-			if !ok {
-				list = []any{src}
-			}
-			for _, e := range list {
-				if em, ok := e.(map[string]any); ok {
-					for k, v := range em {
-						if _, set := m[k]; !set {
-							m[k] = v
-						}
-					}
-				}
-			}
-		}
-		if n.Anchor != "" {
-			c.seen[n] = m
-		}
-		return m, nil
+		v, err = c.mapping(n, depth)
 	case yaml.SequenceNode:
-		c.active[n] = true
-		defer delete(c.active, n)
-		s := make([]any, 0, len(n.Content))
-		for i, e := range n.Content {
-			c.path = append(c.path, "["+strconv.Itoa(i)+"]")
-			v, err := c.convert(e, depth+1)
-			c.path = c.path[:len(c.path)-1]
-			if err != nil {
-				return nil, err
-			}
-			s = append(s, v)
-		}
-		if n.Anchor != "" {
-			c.seen[n] = s
-		}
-		return s, nil
+		v, err = c.sequence(n, depth)
 	case yaml.ScalarNode:
-		v := scalar(n)
-		if n.Anchor != "" {
-			c.seen[n] = v
-		}
+		v = scalar(n)
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n.Anchor != "" {
+		c.seen[n] = v
+	}
+	return v, nil
+}
+
+// alias shares the converted value of its anchor.
+func (c *yamlConverter) alias(n *yaml.Node, depth int) (any, error) {
+	if n.Alias == nil || c.active[n.Alias] {
+		return nil, nil // an anchor that contains itself: nothing to share
+	}
+	if v, ok := c.seen[n.Alias]; ok {
 		return v, nil
 	}
-	return nil, nil
+	return c.convert(n.Alias, depth+1)
+}
+
+// mapping converts a mapping; a key written twice is a *textError.
+func (c *yamlConverter) mapping(n *yaml.Node, depth int) (map[string]any, error) {
+	c.active[n] = true
+	defer delete(c.active, n)
+	m := make(map[string]any, len(n.Content)/2)
+	keyAt := make(map[string]*yaml.Node, len(n.Content)/2)
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Tag == "!!merge" {
+			merges = append(merges, v)
+			continue
+		}
+		c.path = append(c.path, k.Value)
+		if first, dup := keyAt[k.Value]; dup {
+			return nil, &textError{line: k.Line, col: k.Column, path: c.pathString(),
+				msg: fmt.Sprintf("key %q is already defined at line %d: remove one of them", k.Value, first.Line)}
+		}
+		keyAt[k.Value] = k
+		val, err := c.convert(v, depth+1)
+		c.path = c.path[:len(c.path)-1]
+		if err != nil {
+			return nil, err
+		}
+		m[k.Value] = val
+	}
+	for _, mv := range merges {
+		if err := c.merge(m, mv, depth); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// merge applies a merge key (<<: *base, or a list of them): it adds the
+// keys the mapping does not set itself.
+func (c *yamlConverter) merge(m map[string]any, mv *yaml.Node, depth int) error {
+	src, err := c.convert(mv, depth+1)
+	if err != nil {
+		return err
+	}
+	list, ok := src.([]any)
+	if !ok {
+		list = []any{src}
+	}
+	for _, e := range list {
+		em, _ := e.(map[string]any)
+		for k, v := range em {
+			if _, set := m[k]; !set {
+				m[k] = v
+			}
+		}
+	}
+	return nil
+}
+
+// sequence converts a sequence.
+func (c *yamlConverter) sequence(n *yaml.Node, depth int) ([]any, error) {
+	c.active[n] = true
+	defer delete(c.active, n)
+	s := make([]any, 0, len(n.Content))
+	for i, e := range n.Content {
+		c.path = append(c.path, "["+strconv.Itoa(i)+"]")
+		v, err := c.convert(e, depth+1)
+		c.path = c.path[:len(c.path)-1]
+		if err != nil {
+			return nil, err
+		}
+		s = append(s, v)
+	}
+	return s, nil
 }
 
 // scalar converts a YAML scalar by its resolved tag; timestamps and binary
 // stay text, non-finite floats become their text (JSON cannot carry them).
 func scalar(n *yaml.Node) any {
+	var (
+		v  any
+		ok bool
+	)
 	switch n.ShortTag() {
 	case "!!null":
 		return nil
 	case "!!bool":
 		var b bool
-		if err := n.Decode(&b); err == nil {
-			return b
-		}
+		ok = n.Decode(&b) == nil
+		v = b
 	case "!!int":
-		if i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); err == nil {
-			return i
-		}
-		var v any
-		if err := n.Decode(&v); err == nil {
-			switch x := v.(type) {
-			case int:
-				return int64(x)
-			case int64:
-				return x
-			case uint64:
-				return float64(x)
-			case float64:
-				return x
-			}
-		}
+		v, ok = intScalar(n)
 	case "!!float":
-		var f float64
-		if err := n.Decode(&f); err == nil {
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return n.Value
-			}
-			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-				return int64(f)
-			}
-			return f
-		}
+		v, ok = floatScalar(n)
 	}
-	return n.Value
+	if !ok {
+		return n.Value
+	}
+	return v
+}
+
+// intScalar converts an !!int scalar: an int64, or a float64 when it does
+// not fit.
+func intScalar(n *yaml.Node) (any, bool) {
+	if i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); err == nil {
+		return i, true
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return nil, false
+}
+
+// floatScalar converts a !!float scalar: a whole value below 2^53 becomes
+// an int64, a non-finite one its text.
+func floatScalar(n *yaml.Node) (any, bool) {
+	var f float64
+	if err := n.Decode(&f); err != nil {
+		return nil, false
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return n.Value, true
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return int64(f), true
+	}
+	return f, true
 }
 
 // lineCol returns the 1-based line and column of a byte offset.
@@ -369,50 +416,60 @@ func yamlChild(n *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
 func jsonOperationPositions(data []byte) map[[2]string][2]int {
 	out := map[[2]string][2]int{}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	type frame struct {
-		object bool
-		key    string
-		wantK  bool
-	}
-	var stack []frame
+	var st jsonKeyStack
 	for {
 		tok, err := dec.Token()
 		if err != nil {
 			return out
 		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				stack = append(stack, frame{object: true, wantK: true})
-				continue
-			case '[':
-				stack = append(stack, frame{})
-				continue
-			default:
-				stack = stack[:len(stack)-1]
+		// Depth 2 is paths.<path>, depth 3 is paths.<path>.<method>.
+		if n := len(st); st.next(tok) && (n == 2 || n == 3) && st[0].key == "paths" {
+			end := int(dec.InputOffset())
+			start := bytes.LastIndexByte(data[:end-1], '"')
+			line, col := lineCol(data, start)
+			op := [2]string{st[1].key, ""}
+			if n == 3 {
+				op[1] = st[2].key
 			}
-		case string:
-			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantK {
-				stack[n-1].key = t
-				stack[n-1].wantK = false
-				// Depth 2 is paths.<path>, depth 3 is paths.<path>.<method>.
-				if (n == 2 || n == 3) && stack[0].key == "paths" {
-					end := int(dec.InputOffset())
-					start := bytes.LastIndexByte(data[:end-1], '"')
-					line, col := lineCol(data, start)
-					if n == 2 {
-						out[[2]string{t, ""}] = [2]int{line, col}
-					} else {
-						out[[2]string{stack[1].key, t}] = [2]int{line, col}
-					}
-				}
-				continue
-			}
-		}
-		// A value ends: the enclosing object expects a key next.
-		if n := len(stack); n > 0 && stack[n-1].object {
-			stack[n-1].wantK = true
+			out[op] = [2]int{line, col}
 		}
 	}
+}
+
+// jsonKeyStack is the stack of open objects and arrays of a JSON token
+// stream, with the current key of each object and whether it expects a key
+// next.
+type jsonKeyStack []jsonFrame
+
+// jsonFrame is an open object or array.
+type jsonFrame struct {
+	object bool
+	key    string
+	wantK  bool
+}
+
+// next takes the next token and reports whether it was an object key (now
+// the key of the innermost object).
+func (st *jsonKeyStack) next(tok json.Token) bool {
+	s := *st
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{', '[':
+			*st = append(s, jsonFrame{object: t == '{', wantK: t == '{'})
+			return false
+		}
+		s = s[:len(s)-1]
+		*st = s
+	case string:
+		if n := len(s); n > 0 && s[n-1].object && s[n-1].wantK {
+			s[n-1].key, s[n-1].wantK = t, false
+			return true
+		}
+	}
+	// A value ends: the enclosing object expects a key next.
+	if n := len(s); n > 0 && s[n-1].object {
+		s[n-1].wantK = true
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/naming"
 )
 
 // identRE is the grammar of a binding placeholder ({field}); an input field
@@ -25,76 +26,90 @@ var dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
 func snakeName(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
-	prev := byte(0) // previous byte written class: 'l' lower, 'u' upper, 'd' digit, '_' separator
+	prev := byte(0) // class of the previous byte (see charClass), 0 at the start
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z':
-			// A new word starts at an upper-case letter after a lower-case
-			// letter or digit, or at the last upper-case letter of an
-			// acronym that a lower-case letter follows (HTTPServer).
-			next := byte(0)
-			if i+1 < len(s) {
-				next = s[i+1]
-			}
-			if prev == 'l' || prev == 'd' || (prev == 'u' && next >= 'a' && next <= 'z') {
-				b.WriteByte('_')
-			}
-			b.WriteByte(c + 'a' - 'A')
-			prev = 'u'
-		case c >= 'a' && c <= 'z':
-			b.WriteByte(c)
-			prev = 'l'
-		case c >= '0' && c <= '9':
-			b.WriteByte(c)
-			prev = 'd'
-		default:
-			if prev != '_' && prev != 0 {
-				b.WriteByte('_')
-			}
-			prev = '_'
+		c, class := s[i], charClass(s[i])
+		next := byte(0)
+		if i+1 < len(s) {
+			next = s[i+1]
 		}
+		if separatorBefore(prev, class, next) {
+			b.WriteByte('_')
+		}
+		if class != '_' {
+			b.WriteByte(lowerASCII(c))
+		}
+		prev = class
 	}
-	out := strings.Trim(b.String(), "_")
-	for strings.Contains(out, "__") {
-		out = strings.ReplaceAll(out, "__", "_")
-	}
-	if out == "" {
-		return ""
-	}
-	if out[0] >= '0' && out[0] <= '9' {
+	out := squeezeUnderscores(b.String())
+	if out != "" && naming.IsDigit(out[0]) {
 		out = "op_" + out
 	}
 	return out
 }
 
-// DomainFromTitle turns an API title into a domain of the grammar
+// charClass classifies a byte for snakeName: 'l' lower-case letter, 'u'
+// upper-case letter, 'd' digit, '_' anything else (a separator).
+func charClass(c byte) byte {
+	switch {
+	case c >= 'a' && c <= 'z':
+		return 'l'
+	case c >= 'A' && c <= 'Z':
+		return 'u'
+	case naming.IsDigit(c):
+		return 'd'
+	}
+	return '_'
+}
+
+// separatorBefore reports whether snakeName writes "_" before a byte of the
+// class, after one of class prev and before the byte next: a new word
+// starts at an upper-case letter after a lower-case letter or digit, or at
+// the last upper-case letter of an acronym that a lower-case letter follows
+// (HTTPServer); a separator is written once per run, not at the start.
+func separatorBefore(prev, class, next byte) bool {
+	switch class {
+	case 'u':
+		return prev == 'l' || prev == 'd' || (prev == 'u' && next >= 'a' && next <= 'z')
+	case '_':
+		return prev != '_' && prev != 0
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// squeezeUnderscores trims "_" from both ends and collapses runs of "_".
+func squeezeUnderscores(s string) string {
+	out := strings.Trim(s, "_")
+	for strings.Contains(out, "__") {
+		out = strings.ReplaceAll(out, "__", "_")
+	}
+	return out
+}
+
+func isWordByte(c byte) bool {
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || naming.IsDigit(c) || c == '_'
+}
+
+// domainFromTitle turns an API title into a domain of the grammar
 // [a-z][a-z0-9-]*: lower-cased, apostrophes dropped ("GitHub's" → githubs),
 // every other run of characters that are not ASCII letters or digits
 // becomes one "-", leading and trailing "-" are trimmed, a leading digit is
 // prefixed with "api-", and the result is cut to at most 63 characters at a
 // "-" boundary when it can be. It returns "" when nothing usable is left.
-func DomainFromTitle(title string) string {
+func domainFromTitle(title string) string {
 	title = strings.NewReplacer("'", "", "’", "").Replace(strings.ToLower(title))
-	var b strings.Builder
-	dash := false
-	for i := 0; i < len(title); i++ {
-		c := title[i]
-		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteByte(c)
-			continue
-		}
-		dash = true
-	}
-	out := b.String()
+	out := naming.JoinRuns(title, naming.IsLowerAlnum, '-')
 	if out == "" {
 		return ""
 	}
-	if out[0] >= '0' && out[0] <= '9' {
+	if naming.IsDigit(out[0]) {
 		out = "api-" + out
 	}
 	if len(out) > 63 {
@@ -115,25 +130,11 @@ func fieldName(name string) string {
 	if identRE.MatchString(name) {
 		return name
 	}
-	var b strings.Builder
-	under := false
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' {
-			if under && b.Len() > 0 {
-				b.WriteByte('_')
-			}
-			under = false
-			b.WriteByte(c)
-			continue
-		}
-		under = true
-	}
-	out := b.String()
+	out := naming.JoinRuns(name, isWordByte, '_')
 	if out == "" {
 		return "param"
 	}
-	if out[0] >= '0' && out[0] <= '9' {
+	if naming.IsDigit(out[0]) {
 		out = "_" + out
 	}
 	return out
@@ -154,11 +155,8 @@ func envName(s string) string {
 			b.WriteByte('_')
 		}
 	}
-	out := strings.Trim(b.String(), "_")
-	for strings.Contains(out, "__") {
-		out = strings.ReplaceAll(out, "__", "_")
-	}
-	if out == "" || (out[0] >= '0' && out[0] <= '9') {
+	out := squeezeUnderscores(b.String())
+	if out == "" || naming.IsDigit(out[0]) {
 		out = "API_" + out
 	}
 	return strings.TrimRight(out, "_")

@@ -201,8 +201,8 @@ func TestImportPetstore30(t *testing.T) {
 	sameJSON(t, "update_pet input", upd.Input, `{"type": "object", "required": ["petId", "body"], "properties": {
 		"petId": {"type": "string", "description": "The id of the pet"},
 		"body": {"type": "object", "properties": {"petId": {"type": "string"}, "name": {"type": "string"}}}}}`)
-	sameJSON(t, "update_pet x-body", upd.Bindings.HTTP.Extra[ExtraBody], `{"content_type": "application/json", "field": "body"}`)
-	sameJSON(t, "update_pet x-parameters", upd.Bindings.HTTP.Extra[ExtraParameters], `{"petId": {"in": "path", "name": "petId"}, "body": {"in": "body"}}`)
+	sameJSON(t, "update_pet x-body", upd.Bindings.HTTP.Extra[extraBody], `{"content_type": "application/json", "field": "body"}`)
+	sameJSON(t, "update_pet x-parameters", upd.Bindings.HTTP.Extra[extraParameters], `{"petId": {"in": "path", "name": "petId"}, "body": {"in": "body"}}`)
 
 	// A non-JSON optional body is one optional field.
 	photo := find(t, res.Definitions, "upload_photo")
@@ -223,7 +223,7 @@ func TestImportPetstore30(t *testing.T) {
 	if tree.Bindings.HTTP.URL != "https://api.petstore.example/v1/trees/{tree_id}/nodes" {
 		t.Errorf("get_tree_nodes url %s", tree.Bindings.HTTP.URL)
 	}
-	sameJSON(t, "get_tree_nodes x-parameters", tree.Bindings.HTTP.Extra[ExtraParameters], `{"tree_id": {"in": "path", "name": "tree-id"}}`)
+	sameJSON(t, "get_tree_nodes x-parameters", tree.Bindings.HTTP.Extra[extraParameters], `{"tree_id": {"in": "path", "name": "tree-id"}}`)
 
 	// The second updatePet gets a suffix; its undeclared path variable is a required string.
 	upd2 := find(t, res.Definitions, "update_pet_2")
@@ -330,7 +330,7 @@ func TestImportSwagger2(t *testing.T) {
 		"checksum": {"type": ["string", "null"]}}}`)
 	sameJSON(t, "create_file output", create.Output, file)
 	sameJSON(t, "create_file errors", create.Errors, `[{"code": "HTTP_404_NOT_FOUND", "description": "No such file", "retryable": false, "x-http-status": 404}]`)
-	sameJSON(t, "create_file x-body", create.Bindings.HTTP.Extra[ExtraBody], `{"content_type": "application/json", "fields": ["checksum", "id", "owner", "size"]}`)
+	sameJSON(t, "create_file x-body", create.Bindings.HTTP.Extra[extraBody], `{"content_type": "application/json", "fields": ["checksum", "id", "owner", "size"]}`)
 
 	// formData with a file: multipart, fields merged, type: file → binary string.
 	up := res.Definitions[2]
@@ -682,8 +682,8 @@ func TestNames(t *testing.T) {
 		"Weather 3.1":                          "weather-3-1",
 		strings.Repeat("very long title ", 10): "very-long-title-very-long-title-very-long-title-very-long-title",
 	} {
-		if got := DomainFromTitle(in); got != want {
-			t.Errorf("DomainFromTitle(%q) = %q, want %q", in, got, want)
+		if got := domainFromTitle(in); got != want {
+			t.Errorf("domainFromTitle(%q) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[string]string{

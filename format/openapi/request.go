@@ -40,11 +40,41 @@ func withAnnotations(s any, ann map[string]any) any {
 // Authorization) or that the binding's auth supplies; and, for Swagger 2,
 // the body and formData parameters apart.
 func (im *importer) parameters(o *operation, auth *capability.HTTPAuth) ([]field, []map[string]any, error) {
-	type entry struct {
-		p     map[string]any
-		where string
+	list, err := im.declaredParameters(o)
+	if err != nil {
+		return nil, nil, err
 	}
-	var list []entry
+	var out []field
+	var bodies []map[string]any
+	for _, e := range list {
+		in := str(e.p["in"])
+		if (in == "body" || in == "formData") && im.version == swagger2 {
+			bodies = append(bodies, e.p)
+			continue
+		}
+		f, err := im.parameterField(e, auth)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f != nil {
+			out = append(out, *f)
+		}
+	}
+	return out, bodies, nil
+}
+
+// declaredParameter is a resolved parameter and where it was declared
+// ("parameters[2]").
+type declaredParameter struct {
+	p     map[string]any
+	where string
+}
+
+// declaredParameters returns the path item's parameters and then the
+// operation's, one of them replacing a path-level one with the same name
+// and location (header names compared case-insensitively).
+func (im *importer) declaredParameters(o *operation) ([]declaredParameter, error) {
+	var list []declaredParameter
 	index := map[[2]string]int{}
 	for _, src := range []struct {
 		v     any
@@ -55,67 +85,77 @@ func (im *importer) parameters(o *operation, auth *capability.HTTPAuth) ([]field
 		}
 		arr, ok := src.v.([]any)
 		if !ok {
-			return nil, nil, fmt.Errorf("%s is not a list", src.where)
+			return nil, fmt.Errorf("%s is not a list", src.where)
 		}
 		for i, raw := range arr {
-			where := fmt.Sprintf("%s[%d]", src.where, i)
-			p, err := im.conv.resolve(raw, where)
+			e, key, err := im.declaredParameter(raw, fmt.Sprintf("%s[%d]", src.where, i))
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", where, err)
-			}
-			name, in := str(p["name"]), str(p["in"])
-			if name == "" || in == "" {
-				return nil, nil, fmt.Errorf("%s has no name or no in: every parameter needs both", where)
-			}
-			key := [2]string{in, name}
-			if in == "header" {
-				key[1] = strings.ToLower(name)
+				return nil, err
 			}
 			if j, dup := index[key]; dup {
-				list[j] = entry{p, where}
+				list[j] = e
 				continue
 			}
 			index[key] = len(list)
-			list = append(list, entry{p, where})
+			list = append(list, e)
 		}
 	}
-	var out []field
-	var bodies []map[string]any
-	for _, e := range list {
-		p := e.p
-		name, in := str(p["name"]), str(p["in"])
-		switch in {
-		case "path", "query", "header", "cookie":
-		case "body", "formData":
-			if im.version == swagger2 {
-				bodies = append(bodies, p)
-				continue
-			}
-			fallthrough
-		default:
-			return nil, nil, fmt.Errorf("%s (%s): in %q is not a parameter location: use path, query, header or cookie", e.where, name, in)
-		}
-		if in == "header" {
-			switch strings.ToLower(name) {
-			case "accept", "content-type", "authorization":
-				continue // OpenAPI: such header parameters SHALL be ignored
-			}
-			if !httpToken(name) {
-				return nil, nil, fmt.Errorf("%s: %q is not a valid HTTP header name: use letters, digits and - only", e.where, name)
-			}
-		}
-		if auth != nil && auth.Location == in && (auth.ParamName == name || (in == "header" && strings.EqualFold(auth.ParamName, name))) {
-			continue // supplied by the binding's auth from its env variable
-		}
-		s, size, err := im.paramSchema(p)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s (%s): %w", e.where, name, err)
-		}
-		f := field{in: in, param: name, schema: s, size: size, required: in == "path" || p["required"] == true}
-		f.extra = serialization(p, s, im.version)
-		out = append(out, f)
+	return list, nil
+}
+
+// declaredParameter resolves one parameter and returns it with its key
+// (location and name, a header's name lower-cased).
+func (im *importer) declaredParameter(raw any, where string) (declaredParameter, [2]string, error) {
+	p, err := im.conv.resolve(raw, where)
+	if err != nil {
+		return declaredParameter{}, [2]string{}, fmt.Errorf("%s: %w", where, err)
 	}
-	return out, bodies, nil
+	name, in := str(p["name"]), str(p["in"])
+	if name == "" || in == "" {
+		return declaredParameter{}, [2]string{}, fmt.Errorf("%s has no name or no in: every parameter needs both", where)
+	}
+	key := [2]string{in, name}
+	if in == "header" {
+		key[1] = strings.ToLower(name)
+	}
+	return declaredParameter{p, where}, key, nil
+}
+
+// ignoredHeaders are the header parameters OpenAPI says SHALL be ignored.
+var ignoredHeaders = map[string]bool{"accept": true, "content-type": true, "authorization": true}
+
+// parameterField returns the input field of a path, query, header or cookie
+// parameter; nil for one that is ignored or that the binding's auth
+// supplies from its env variable.
+func (im *importer) parameterField(e declaredParameter, auth *capability.HTTPAuth) (*field, error) {
+	p := e.p
+	name, in := str(p["name"]), str(p["in"])
+	switch in {
+	case "path", "query", "cookie":
+	case "header":
+		if ignoredHeaders[strings.ToLower(name)] {
+			return nil, nil
+		}
+		if !httpToken(name) {
+			return nil, fmt.Errorf("%s: %q is not a valid HTTP header name: use letters, digits and - only", e.where, name)
+		}
+	default:
+		return nil, fmt.Errorf("%s (%s): in %q is not a parameter location: use path, query, header or cookie", e.where, name, in)
+	}
+	if suppliedByAuth(auth, in, name) {
+		return nil, nil
+	}
+	s, size, err := im.paramSchema(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s (%s): %w", e.where, name, err)
+	}
+	return &field{in: in, param: name, schema: s, size: size, required: in == "path" || p["required"] == true,
+		extra: serialization(p, s, im.version)}, nil
+}
+
+// suppliedByAuth reports whether the binding's auth sets the parameter.
+func suppliedByAuth(auth *capability.HTTPAuth, in, name string) bool {
+	return auth != nil && auth.Location == in && (auth.ParamName == name || (in == "header" && strings.EqualFold(auth.ParamName, name)))
 }
 
 // swagger2ParamKeys are the keywords a Swagger 2.0 non-body parameter
@@ -129,24 +169,7 @@ var swagger2ParamKeys = []string{"type", "format", "items", "enum", "default", "
 // the parameter itself), with the parameter's description, deprecated and
 // example added.
 func (im *importer) paramSchema(p map[string]any) (any, int, error) {
-	var raw any = map[string]any{}
-	if s, ok := p["schema"]; ok {
-		raw = s
-	} else if content, ok := p["content"].(map[string]any); ok && len(content) > 0 {
-		_, media := pickMedia(content)
-		if s, ok := media["schema"]; ok {
-			raw = s
-		}
-	} else if im.version == swagger2 {
-		m := map[string]any{}
-		for _, k := range swagger2ParamKeys {
-			if v, ok := p[k]; ok {
-				m[k] = v
-			}
-		}
-		raw = m
-	}
-	s, size, _, err := im.conv.schema(raw, 0)
+	s, size, _, err := im.conv.schema(im.rawParamSchema(p), 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -166,53 +189,80 @@ func (im *importer) paramSchema(p map[string]any) (any, int, error) {
 	return withAnnotations(s, ann), addSize(size, len(ann)), nil
 }
 
+// rawParamSchema is a parameter's unconverted schema (see paramSchema).
+func (im *importer) rawParamSchema(p map[string]any) any {
+	if s, ok := p["schema"]; ok {
+		return s
+	}
+	if content, ok := p["content"].(map[string]any); ok && len(content) > 0 {
+		_, media := pickMedia(content)
+		if s, ok := media["schema"]; ok {
+			return s
+		}
+		return map[string]any{}
+	}
+	if im.version != swagger2 {
+		return map[string]any{}
+	}
+	m := map[string]any{}
+	for _, k := range swagger2ParamKeys {
+		if v, ok := p[k]; ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
 // serialization returns how an array or object parameter is serialised:
 // OpenAPI 3 style and explode (defaults filled in), or Swagger 2
 // collectionFormat converted; nil for other parameters.
 func serialization(p map[string]any, s any, v specVersion) map[string]any {
 	t := schemaType(s)
+	allowReserved, _ := p["allowReserved"].(bool)
 	if t != "array" && t != "object" {
-		if ar, ok := p["allowReserved"].(bool); ok && ar {
+		if allowReserved {
 			return map[string]any{"allow_reserved": true}
 		}
 		return nil
 	}
 	in := str(p["in"])
-	out := map[string]any{}
 	if v == swagger2 {
-		switch cf := orDefault(str(p["collectionFormat"]), "csv"); cf {
-		case "multi":
-			out["style"], out["explode"] = "form", true
-		case "ssv":
-			out["style"], out["explode"] = "spaceDelimited", false
-		case "pipes":
-			out["style"], out["explode"] = "pipeDelimited", false
-		case "tsv":
-			out["collection_format"] = "tsv"
-		default:
-			out["style"], out["explode"] = "form", false
-			if in == "path" || in == "header" {
-				out["style"] = "simple"
-			}
-		}
-		return out
+		return collectionFormat(str(p["collectionFormat"]), in)
 	}
-	style := str(p["style"])
-	if style == "" {
-		style = "form"
-		if in == "path" || in == "header" {
-			style = "simple"
-		}
-	}
+	style := orDefault(str(p["style"]), defaultStyle(in))
 	explode, ok := p["explode"].(bool)
 	if !ok {
 		explode = style == "form"
 	}
-	out["style"], out["explode"] = style, explode
-	if ar, ok := p["allowReserved"].(bool); ok && ar {
+	out := map[string]any{"style": style, "explode": explode}
+	if allowReserved {
 		out["allow_reserved"] = true
 	}
 	return out
+}
+
+// defaultStyle is OpenAPI 3's default style of a parameter location.
+func defaultStyle(in string) string {
+	if in == "path" || in == "header" {
+		return "simple"
+	}
+	return "form"
+}
+
+// collectionFormat converts a Swagger 2.0 collectionFormat (csv by
+// default) to OpenAPI 3's style and explode.
+func collectionFormat(cf, in string) map[string]any {
+	switch cf {
+	case "multi":
+		return map[string]any{"style": "form", "explode": true}
+	case "ssv":
+		return map[string]any{"style": "spaceDelimited", "explode": false}
+	case "pipes":
+		return map[string]any{"style": "pipeDelimited", "explode": false}
+	case "tsv":
+		return map[string]any{"collection_format": "tsv"}
+	}
+	return map[string]any{"style": defaultStyle(in), "explode": false}
 }
 
 // schemaType returns the single non-null type of a converted schema.
@@ -248,56 +298,67 @@ type requestBody struct {
 // application/x-www-form-urlencoded). nil when there is none.
 func (im *importer) body(o *operation, params []map[string]any) (*requestBody, error) {
 	if im.version != swagger2 {
-		raw, ok := o.op["requestBody"]
-		if !ok {
-			return nil, nil
-		}
-		rb, err := im.conv.resolve(raw, "requestBody")
-		if err != nil {
-			return nil, fmt.Errorf("requestBody: %w", err)
-		}
-		content, _ := rb["content"].(map[string]any)
-		if len(content) == 0 {
-			return nil, nil
-		}
-		ct, media := pickMedia(content)
-		b := &requestBody{contentType: ct, required: rb["required"] == true, description: str(rb["description"])}
-		for _, k := range slices.Sorted(maps.Keys(content)) {
-			if k != ct {
-				b.alternatives = append(b.alternatives, k)
-			}
-		}
-		var s any = map[string]any{}
-		if ms, ok := media["schema"]; ok {
-			s = ms
-		}
-		b.schema, b.size, _, err = im.conv.schema(s, 0)
-		if err != nil {
-			return nil, fmt.Errorf("requestBody (%s): %w", ct, err)
-		}
-		return b, nil
+		return im.requestBody(o)
 	}
 	if len(params) == 0 {
 		return nil, nil
 	}
-	consumes := stringList(o.op["consumes"])
-	if consumes == nil {
-		consumes = stringList(im.root["consumes"])
-	}
+	consumes := im.listOf(o, "consumes")
 	var form []map[string]any
 	for _, p := range params {
 		if str(p["in"]) == "body" {
-			ct := preferJSON(consumes)
-			b := &requestBody{contentType: ct, required: p["required"] == true, description: str(p["description"])}
-			var err error
-			b.schema, b.size, _, err = im.conv.schema(p["schema"], 0)
-			if err != nil {
-				return nil, fmt.Errorf("body parameter %s: %w", str(p["name"]), err)
-			}
-			return b, nil
+			return im.bodyParameter(p, consumes)
 		}
 		form = append(form, p)
 	}
+	return im.formBody(form, consumes)
+}
+
+// requestBody converts an OpenAPI 3 requestBody.
+func (im *importer) requestBody(o *operation) (*requestBody, error) {
+	raw, ok := o.op["requestBody"]
+	if !ok {
+		return nil, nil
+	}
+	rb, err := im.conv.resolve(raw, "requestBody")
+	if err != nil {
+		return nil, fmt.Errorf("requestBody: %w", err)
+	}
+	content, _ := rb["content"].(map[string]any)
+	if len(content) == 0 {
+		return nil, nil
+	}
+	ct, media := pickMedia(content)
+	b := &requestBody{contentType: ct, required: rb["required"] == true, description: str(rb["description"])}
+	for _, k := range slices.Sorted(maps.Keys(content)) {
+		if k != ct {
+			b.alternatives = append(b.alternatives, k)
+		}
+	}
+	var s any = map[string]any{}
+	if ms, ok := media["schema"]; ok {
+		s = ms
+	}
+	b.schema, b.size, _, err = im.conv.schema(s, 0)
+	if err != nil {
+		return nil, fmt.Errorf("requestBody (%s): %w", ct, err)
+	}
+	return b, nil
+}
+
+// bodyParameter converts a Swagger 2.0 body parameter.
+func (im *importer) bodyParameter(p map[string]any, consumes []string) (*requestBody, error) {
+	b := &requestBody{contentType: preferJSON(consumes), required: p["required"] == true, description: str(p["description"])}
+	var err error
+	b.schema, b.size, _, err = im.conv.schema(p["schema"], 0)
+	if err != nil {
+		return nil, fmt.Errorf("body parameter %s: %w", str(p["name"]), err)
+	}
+	return b, nil
+}
+
+// formBody makes Swagger 2.0 formData parameters one object body.
+func (im *importer) formBody(form []map[string]any, consumes []string) (*requestBody, error) {
 	props := map[string]any{}
 	var required []any
 	size := 2
@@ -335,27 +396,10 @@ func (im *importer) body(o *operation, params []map[string]any) (*requestBody, e
 // (so that merging does not make an optional body's fields mandatory).
 func mergeable(b *requestBody, fields map[string]*field) (map[string]any, map[string]bool, bool) {
 	s, ok := b.schema.(map[string]any)
-	if !ok {
+	if !ok || !plainObject(s) {
 		return nil, nil, false
 	}
-	props, ok := s["properties"].(map[string]any)
-	if !ok || len(props) == 0 {
-		return nil, nil, false
-	}
-	if t, has := s["type"]; has && t != "object" {
-		return nil, nil, false
-	}
-	for k, v := range s {
-		switch k {
-		case "type", "properties", "required", "title", "description", "examples", "readOnly", "writeOnly", "deprecated", "$comment":
-		case "additionalProperties":
-			if v != false {
-				return nil, nil, false
-			}
-		default:
-			return nil, nil, false
-		}
-	}
+	props, _ := s["properties"].(map[string]any)
 	req := map[string]bool{}
 	for _, r := range stringSet(s["required"]) {
 		req[r.(string)] = true
@@ -363,10 +407,7 @@ func mergeable(b *requestBody, fields map[string]*field) (map[string]any, map[st
 	if len(req) > 0 && !b.required {
 		return nil, nil, false
 	}
-	out := make(map[string]any, len(props)+len(req))
-	for k, v := range props {
-		out[k] = v
-	}
+	out := maps.Clone(props)
 	for k := range req {
 		if _, ok := out[k]; !ok {
 			out[k] = map[string]any{} // required but not described: any value
@@ -378,6 +419,29 @@ func mergeable(b *requestBody, fields map[string]*field) (map[string]any, map[st
 		}
 	}
 	return out, req, true
+}
+
+// plainObjectKeys are the keywords a plain object body may have (see
+// mergeable), besides additionalProperties: false.
+var plainObjectKeys = map[string]bool{"type": true, "properties": true, "required": true, "title": true, "description": true,
+	"examples": true, "readOnly": true, "writeOnly": true, "deprecated": true, "$comment": true}
+
+// plainObject reports whether a body schema is a plain object with at
+// least one property (see mergeable).
+func plainObject(s map[string]any) bool {
+	props, ok := s["properties"].(map[string]any)
+	if !ok || len(props) == 0 {
+		return false
+	}
+	if t, has := s["type"]; has && t != "object" {
+		return false
+	}
+	for k, v := range s {
+		if !plainObjectKeys[k] && (k != "additionalProperties" || v != false) {
+			return false
+		}
+	}
+	return true
 }
 
 // pickMedia chooses the content type to use from a content map:

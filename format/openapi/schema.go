@@ -171,7 +171,7 @@ func (c *converter) resolve(v any, what string) (map[string]any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s is not an object", what)
 	}
-	var override map[string]any
+	override := map[string]any{}
 	for hops := 0; ; hops++ {
 		ref, has := m["$ref"]
 		if !has {
@@ -180,35 +180,41 @@ func (c *converter) resolve(v any, what string) (map[string]any, error) {
 		if hops >= 32 {
 			return nil, fmt.Errorf("%s: $ref chain longer than 32 (a reference loop?): fix the references", what)
 		}
-		s, ok := ref.(string)
-		if !ok {
-			return nil, fmt.Errorf("%s: $ref must be a string", what)
-		}
 		for _, k := range []string{"description", "summary"} {
 			if d, ok := m[k].(string); ok && override[k] == nil {
-				if override == nil {
-					override = map[string]any{}
-				}
 				override[k] = d
 			}
 		}
-		ptr, err := pointer(s)
-		if err != nil {
+		var err error
+		if m, err = c.follow(ref, what); err != nil {
 			return nil, err
-		}
-		t, err := c.lookup(s, ptr)
-		if err != nil {
-			return nil, err
-		}
-		if m, ok = t.(map[string]any); !ok {
-			return nil, &refError{s, "does not point at an object: fix the reference"}
 		}
 	}
-	if override != nil {
+	if len(override) > 0 {
 		m = shallowCopy(m)
-		for k, v := range override {
-			m[k] = v
-		}
+		maps.Copy(m, override)
+	}
+	return m, nil
+}
+
+// follow returns the object a $ref of an object that is not a schema
+// points at.
+func (c *converter) follow(ref any, what string) (map[string]any, error) {
+	s, ok := ref.(string)
+	if !ok {
+		return nil, fmt.Errorf("%s: $ref must be a string", what)
+	}
+	ptr, err := pointer(s)
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.lookup(s, ptr)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := t.(map[string]any)
+	if !ok {
+		return nil, &refError{s, "does not point at an object: fix the reference"}
 	}
 	return m, nil
 }
@@ -272,37 +278,49 @@ func (c *converter) ref(x map[string]any, refv any, nest int) (any, int, int, er
 		target, size, cut = c.cutPlaceholder(ref, ptr), 3, depth
 	} else if e, ok := c.cache[ptr]; ok {
 		target, size = e.v, e.size
-	} else {
-		raw, err := c.lookup(ref, ptr)
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		depth := len(c.onStack)
-		c.onStack[ptr] = depth
-		t, sz, ct, err := c.schema(raw, nest+1)
-		delete(c.onStack, ptr)
-		if err != nil {
-			var re *refError
-			var ee *expansionError
-			if !errors.As(err, &re) && !errors.As(err, &ee) && err != errBudget && !strings.Contains(err.Error(), " (in $ref ") {
-				err = fmt.Errorf("%w (in $ref %q)", err, ref)
-			}
-			return nil, 0, 0, err
-		}
-		if c.maxNodes > 0 && sz > c.maxNodes {
-			return nil, 0, 0, &expansionError{ptr: ptr, limit: c.maxNodes}
-		}
-		if ct == noCut {
-			c.cache[ptr] = cachedSchema{t, sz}
-		} else if ct >= depth {
-			ct = cutInside // the cuts are below: ancestors are not cut, but not cacheable either
-		}
-		target, size, cut = t, sz, ct
+	} else if target, size, cut, err = c.target(ref, ptr, nest); err != nil {
+		return nil, 0, 0, err
 	}
 	if len(x) == 1 {
 		return target, size, cut, nil
 	}
 	return c.siblings(x, target, size, cut, nest)
+}
+
+// target converts the schema a $ref points at, which is neither cached nor
+// being resolved above, and caches it when it cut no reference.
+func (c *converter) target(ref, ptr string, nest int) (any, int, int, error) {
+	raw, err := c.lookup(ref, ptr)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	depth := len(c.onStack)
+	c.onStack[ptr] = depth
+	t, sz, ct, err := c.schema(raw, nest+1)
+	delete(c.onStack, ptr)
+	if err != nil {
+		return nil, 0, 0, inRef(err, ref)
+	}
+	if c.maxNodes > 0 && sz > c.maxNodes {
+		return nil, 0, 0, &expansionError{ptr: ptr, limit: c.maxNodes}
+	}
+	if ct == noCut {
+		c.cache[ptr] = cachedSchema{t, sz}
+	} else if ct >= depth {
+		ct = cutInside // the cuts are below: ancestors are not cut, but not cacheable either
+	}
+	return t, sz, ct, nil
+}
+
+// inRef says in which $ref a conversion error happened, unless the error
+// names its place already.
+func inRef(err error, ref string) error {
+	var re *refError
+	var ee *expansionError
+	if errors.As(err, &re) || errors.As(err, &ee) || err == errBudget || strings.Contains(err.Error(), " (in $ref ") {
+		return err
+	}
+	return fmt.Errorf("%w (in $ref %q)", err, ref)
 }
 
 // annotationKeys are the sibling keywords of a $ref that override the
@@ -384,207 +402,312 @@ func (c *converter) cutPlaceholder(ref, ptr string) map[string]any {
 // else (xml, externalDocs, x- extensions, $id, $schema, $defs, definitions,
 // unknown keywords) is dropped.
 func (c *converter) object(x map[string]any, nest int) (map[string]any, int, int, error) {
-	out := make(map[string]any, len(x))
-	size, cut := 1, noCut
-	var firstErr error
-	sub := func(v any) any {
-		if firstErr != nil {
-			return nil
-		}
-		s, sz, ct, err := c.schema(v, nest+1)
-		if err != nil {
-			firstErr = err
-			return nil
-		}
-		size = addSize(size, sz)
-		cut = min(cut, ct)
-		return s
-	}
-	data := func(v any) any {
-		if firstErr != nil {
-			return nil
-		}
-		cv, n, err := c.copyValue(v, 0)
-		if err != nil {
-			firstErr = err
-			return nil
-		}
-		size = addSize(size, n)
-		return cv
-	}
-	var (
-		nullable     bool
-		exMin, exMax any
-		example      any
-		itemsArray   bool
-	)
+	o := &objectConv{c: c, nest: nest, out: make(map[string]any, len(x)), size: 1, cut: noCut}
 	for k, v := range x {
-		switch k {
-		case "properties", "patternProperties", "dependentSchemas":
-			m, ok := v.(map[string]any)
-			if !ok {
-				continue
-			}
-			pm := make(map[string]any, len(m))
-			for _, pk := range slices.Sorted(maps.Keys(m)) {
-				if pk == "$ref" || (k == "patternProperties" && !c.regexOK(pk)) {
-					continue // a property named $ref is ambiguous (some tools read a reference): dropped
-				}
-				pm[pk] = sub(m[pk])
-			}
-			out[k] = pm
-			size++
-		case "items":
-			if arr, ok := v.([]any); ok {
-				if len(arr) > 0 {
-					out["prefixItems"] = c.schemaList(arr, sub)
-					itemsArray = true
-					size++
-				}
-			} else if isSchema(v) {
-				out["items"] = sub(v)
-			}
-		case "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-			"unevaluatedItems", "unevaluatedProperties", "contentSchema":
-			if isSchema(v) {
-				out[k] = sub(v)
-			}
-		case "allOf", "anyOf", "oneOf", "prefixItems":
-			if arr, ok := v.([]any); ok && len(arr) > 0 {
-				out[k] = c.schemaList(arr, sub)
-				size++
-			}
-		case "type":
-			if t := normType(v); t != nil {
-				out["type"] = t
-				size++
-			}
-		case "nullable", "x-nullable":
-			nullable = nullable || v == true
-		case "exclusiveMinimum":
-			exMin = v
-		case "exclusiveMaximum":
-			exMax = v
-		case "minimum", "maximum":
-			if n, ok := number(v); ok {
-				out[k] = n
-				size++
-			}
-		case "multipleOf":
-			if n, ok := number(v); ok && toFloat(n) > 0 {
-				out[k] = n
-				size++
-			}
-		case "maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "maxContains", "minContains":
-			if n, ok := number(v); ok {
-				if i, isInt := n.(int64); isInt && i >= 0 {
-					out[k] = i
-					size++
-				}
-			}
-		case "pattern":
-			if s, ok := v.(string); ok && c.regexOK(s) {
-				out[k] = s
-				size++
-			}
-		case "format", "title", "description", "$comment", "contentMediaType", "contentEncoding":
-			if s, ok := v.(string); ok {
-				out[k] = s
-				size++
-			}
-		case "required":
-			if r := stringSet(v); r != nil {
-				out[k] = r
-				size += 1 + len(r)
-			}
-		case "enum", "examples":
-			if arr, ok := v.([]any); ok {
-				out[k] = data(arr)
-			}
-		case "const", "default":
-			out[k] = data(v)
-		case "example":
-			example = v
-		case "uniqueItems", "readOnly", "writeOnly", "deprecated":
-			if b, ok := v.(bool); ok {
-				out[k] = b
-				size++
-			}
-		case "dependentRequired":
-			if m, ok := v.(map[string]any); ok {
-				dr := map[string]any{}
-				for dk, dv := range m {
-					if r := stringSet(dv); r != nil && dk != "$ref" {
-						dr[dk] = r
-						size += 1 + len(r)
-					}
-				}
-				out[k] = dr
-			}
-		case "dependencies": // draft-07: split into dependentRequired and dependentSchemas
-			if m, ok := v.(map[string]any); ok {
-				for _, dk := range slices.Sorted(maps.Keys(m)) {
-					dv := m[dk]
-					if dk == "$ref" {
-						continue
-					}
-					if r := stringSet(dv); r != nil {
-						dr, _ := out["dependentRequired"].(map[string]any)
-						if dr == nil {
-							dr = map[string]any{}
-							out["dependentRequired"] = dr
-						}
-						dr[dk] = r
-					} else if isSchema(dv) {
-						ds, _ := out["dependentSchemas"].(map[string]any)
-						if ds == nil {
-							ds = map[string]any{}
-							out["dependentSchemas"] = ds
-						}
-						ds[dk] = sub(dv)
-					}
-				}
-			}
-		case "discriminator":
-			if m, ok := v.(map[string]any); ok {
-				if p, ok := m["propertyName"].(string); ok {
-					out[k] = map[string]any{"propertyName": p}
-					size += 2
-				}
-			}
+		if h, ok := keywordHandlers[k]; ok {
+			h(o, k, v)
 		}
 	}
-	if firstErr != nil {
-		return nil, 0, 0, firstErr
+	if o.err == nil {
+		o.finish(x)
 	}
-	if _, has := out["format"]; !has && x["type"] == "file" {
-		out["format"] = "binary" // Swagger 2.0 type: file is a binary string
+	if o.err != nil {
+		return nil, 0, 0, o.err
 	}
-	if itemsArray {
-		if ai, ok := x["additionalItems"]; ok && isSchema(ai) {
-			out["items"] = sub(ai)
-			if firstErr != nil {
-				return nil, 0, 0, firstErr
-			}
+	return o.out, o.size, o.cut, nil
+}
+
+// objectConv is the state of one object conversion: the schema being built,
+// its size and cut depth (see schema), the first error, and the OpenAPI
+// keywords that are applied once every keyword has been seen.
+type objectConv struct {
+	c    *converter
+	nest int
+	out  map[string]any
+	size int
+	cut  int
+	err  error
+
+	nullable     bool
+	exMin, exMax any
+	example      any
+	itemsArray   bool
+}
+
+// sub converts a subschema, accounting its size and cut; after an error it
+// does nothing.
+func (o *objectConv) sub(v any) any {
+	if o.err != nil {
+		return nil
+	}
+	s, sz, ct, err := o.c.schema(v, o.nest+1)
+	if err != nil {
+		o.err = err
+		return nil
+	}
+	o.size = addSize(o.size, sz)
+	o.cut = min(o.cut, ct)
+	return s
+}
+
+// data copies a data value (enum, const, default, examples), accounting its
+// size; after an error it does nothing.
+func (o *objectConv) data(v any) any {
+	if o.err != nil {
+		return nil
+	}
+	cv, n, err := o.c.copyValue(v, 0)
+	if err != nil {
+		o.err = err
+		return nil
+	}
+	o.size = addSize(o.size, n)
+	return cv
+}
+
+// set keeps a converted keyword, counting n nodes.
+func (o *objectConv) set(k string, v any, n int) {
+	o.out[k] = v
+	o.size += n
+}
+
+// keywordHandlers convert each keyword object keeps (see object); it is
+// filled in init because the handlers recurse into object.
+var keywordHandlers map[string]func(o *objectConv, k string, v any)
+
+func init() {
+	keywordHandlers = map[string]func(o *objectConv, k string, v any){
+		"items":             (*objectConv).items,
+		"type":              (*objectConv).typ,
+		"nullable":          (*objectConv).nullableFlag,
+		"x-nullable":        (*objectConv).nullableFlag,
+		"exclusiveMinimum":  func(o *objectConv, _ string, v any) { o.exMin = v },
+		"exclusiveMaximum":  func(o *objectConv, _ string, v any) { o.exMax = v },
+		"minimum":           (*objectConv).numberKeyword,
+		"maximum":           (*objectConv).numberKeyword,
+		"multipleOf":        (*objectConv).multipleOf,
+		"pattern":           (*objectConv).pattern,
+		"required":          (*objectConv).required,
+		"enum":              (*objectConv).dataList,
+		"examples":          (*objectConv).dataList,
+		"const":             func(o *objectConv, k string, v any) { o.out[k] = o.data(v) },
+		"default":           func(o *objectConv, k string, v any) { o.out[k] = o.data(v) },
+		"example":           func(o *objectConv, _ string, v any) { o.example = v },
+		"dependentRequired": (*objectConv).dependentRequired,
+		"dependencies":      (*objectConv).dependencies,
+		"discriminator":     (*objectConv).discriminator,
+	}
+	for _, k := range []string{"properties", "patternProperties", "dependentSchemas"} {
+		keywordHandlers[k] = (*objectConv).schemaMap
+	}
+	for _, k := range []string{"additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+		"unevaluatedItems", "unevaluatedProperties", "contentSchema"} {
+		keywordHandlers[k] = (*objectConv).subschema
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems"} {
+		keywordHandlers[k] = (*objectConv).schemaArray
+	}
+	for _, k := range []string{"maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "maxContains", "minContains"} {
+		keywordHandlers[k] = (*objectConv).count
+	}
+	for _, k := range []string{"format", "title", "description", "$comment", "contentMediaType", "contentEncoding"} {
+		keywordHandlers[k] = (*objectConv).text
+	}
+	for _, k := range []string{"uniqueItems", "readOnly", "writeOnly", "deprecated"} {
+		keywordHandlers[k] = (*objectConv).flag
+	}
+}
+
+// schemaMap converts properties, patternProperties and dependentSchemas: a
+// map of names to subschemas.
+func (o *objectConv) schemaMap(k string, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	pm := make(map[string]any, len(m))
+	for _, pk := range slices.Sorted(maps.Keys(m)) {
+		if pk == "$ref" || (k == "patternProperties" && !o.c.regexOK(pk)) {
+			continue // a property named $ref is ambiguous (some tools read a reference): dropped
+		}
+		pm[pk] = o.sub(m[pk])
+	}
+	o.set(k, pm, 1)
+}
+
+// items converts items; an array of schemas (draft 4 tuples) becomes
+// prefixItems.
+func (o *objectConv) items(_ string, v any) {
+	if arr, ok := v.([]any); ok {
+		if len(arr) > 0 {
+			o.set("prefixItems", o.c.schemaList(arr, o.sub), 1)
+			o.itemsArray = true
+		}
+	} else if isSchema(v) {
+		o.out["items"] = o.sub(v)
+	}
+}
+
+// subschema converts a keyword whose value is one schema.
+func (o *objectConv) subschema(k string, v any) {
+	if isSchema(v) {
+		o.out[k] = o.sub(v)
+	}
+}
+
+// schemaArray converts allOf, anyOf, oneOf and prefixItems.
+func (o *objectConv) schemaArray(k string, v any) {
+	if arr, ok := v.([]any); ok && len(arr) > 0 {
+		o.set(k, o.c.schemaList(arr, o.sub), 1)
+	}
+}
+
+// typ keeps a type, its names normalised.
+func (o *objectConv) typ(_ string, v any) {
+	if t := normType(v); t != nil {
+		o.set("type", t, 1)
+	}
+}
+
+// nullableFlag notes nullable or x-nullable; applied in finish.
+func (o *objectConv) nullableFlag(_ string, v any) {
+	o.nullable = o.nullable || v == true
+}
+
+// numberKeyword keeps minimum and maximum when they are numbers.
+func (o *objectConv) numberKeyword(k string, v any) {
+	if n, ok := number(v); ok {
+		o.set(k, n, 1)
+	}
+}
+
+// multipleOf keeps a positive number.
+func (o *objectConv) multipleOf(k string, v any) {
+	if n, ok := number(v); ok && toFloat(n) > 0 {
+		o.set(k, n, 1)
+	}
+}
+
+// count keeps a length or count bound when it is a non-negative integer.
+func (o *objectConv) count(k string, v any) {
+	if n, ok := number(v); ok {
+		if i, isInt := n.(int64); isInt && i >= 0 {
+			o.set(k, i, 1)
 		}
 	}
-	exclusive(out, exMin, "minimum", "exclusiveMinimum")
-	exclusive(out, exMax, "maximum", "exclusiveMaximum")
-	if example != nil {
-		if _, has := out["examples"]; !has {
-			if ex := data(example); ex != nil {
-				out["examples"] = []any{ex}
-			}
-			if firstErr != nil {
-				return nil, 0, 0, firstErr
-			}
+}
+
+// pattern keeps a pattern the schema compiler can compile.
+func (o *objectConv) pattern(k string, v any) {
+	if s, ok := v.(string); ok && o.c.regexOK(s) {
+		o.set(k, s, 1)
+	}
+}
+
+// text keeps a keyword whose value is a string.
+func (o *objectConv) text(k string, v any) {
+	if s, ok := v.(string); ok {
+		o.set(k, s, 1)
+	}
+}
+
+// flag keeps a keyword whose value is a boolean.
+func (o *objectConv) flag(k string, v any) {
+	if b, ok := v.(bool); ok {
+		o.set(k, b, 1)
+	}
+}
+
+// required keeps the required names, each once.
+func (o *objectConv) required(k string, v any) {
+	if r := stringSet(v); r != nil {
+		o.set(k, r, 1+len(r))
+	}
+}
+
+// dataList copies enum and examples when they are arrays.
+func (o *objectConv) dataList(k string, v any) {
+	if arr, ok := v.([]any); ok {
+		o.out[k] = o.data(arr)
+	}
+}
+
+// dependentRequired keeps each property's list of required names.
+func (o *objectConv) dependentRequired(k string, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	dr := map[string]any{}
+	for dk, dv := range m {
+		if r := stringSet(dv); r != nil && dk != "$ref" {
+			dr[dk] = r
+			o.size += 1 + len(r)
 		}
 	}
-	if nullable {
-		out = makeNullable(out)
-		size += 3
+	o.out[k] = dr
+}
+
+// dependencies (draft 7) is split into dependentRequired and
+// dependentSchemas.
+func (o *objectConv) dependencies(_ string, v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
 	}
-	return out, size, cut, nil
+	for _, dk := range slices.Sorted(maps.Keys(m)) {
+		dv := m[dk]
+		if dk == "$ref" {
+			continue
+		}
+		if r := stringSet(dv); r != nil {
+			o.entryOf("dependentRequired")[dk] = r
+		} else if isSchema(dv) {
+			o.entryOf("dependentSchemas")[dk] = o.sub(dv)
+		}
+	}
+}
+
+// entryOf returns the map out[k], adding it when missing.
+func (o *objectConv) entryOf(k string) map[string]any {
+	m, _ := o.out[k].(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+		o.out[k] = m
+	}
+	return m
+}
+
+// discriminator keeps a discriminator's propertyName.
+func (o *objectConv) discriminator(k string, v any) {
+	if m, ok := v.(map[string]any); ok {
+		if p, ok := m["propertyName"].(string); ok {
+			o.set(k, map[string]any{"propertyName": p}, 2)
+		}
+	}
+}
+
+// finish applies what depends on several keywords: Swagger 2.0's type:
+// file, additionalItems beside tuple items, OpenAPI 3.0's boolean
+// exclusiveMinimum/Maximum, example and nullable.
+func (o *objectConv) finish(x map[string]any) {
+	if _, has := o.out["format"]; !has && x["type"] == "file" {
+		o.out["format"] = "binary" // Swagger 2.0 type: file is a binary string
+	}
+	if ai, ok := x["additionalItems"]; ok && o.itemsArray && isSchema(ai) {
+		o.out["items"] = o.sub(ai)
+	}
+	exclusive(o.out, o.exMin, "minimum", "exclusiveMinimum")
+	exclusive(o.out, o.exMax, "maximum", "exclusiveMaximum")
+	if _, has := o.out["examples"]; !has && o.example != nil {
+		if ex := o.data(o.example); ex != nil {
+			o.out["examples"] = []any{ex}
+		}
+	}
+	if o.nullable {
+		o.out = makeNullable(o.out)
+		o.size += 3
+	}
 }
 
 // schemaList converts an array of schemas, dropping entries that are not
@@ -825,32 +948,9 @@ func (c *converter) copyValue(v any, depth int) (any, int, error) {
 		if ref, ok := x["$ref"].(string); ok {
 			return c.dataRef(ref, depth)
 		}
-		out := make(map[string]any, len(x))
-		n := 1
-		for k, e := range x {
-			if k == "$ref" {
-				continue // not a reference (not a string): dropped, no $ref is left
-			}
-			cv, cn, err := c.copyValue(e, depth+1)
-			if err != nil {
-				return nil, 0, err
-			}
-			out[k] = cv
-			n = addSize(n, cn)
-		}
-		return out, n, nil
+		return c.copyMap(x, depth)
 	case []any:
-		out := make([]any, len(x))
-		n := 1
-		for i, e := range x {
-			cv, cn, err := c.copyValue(e, depth+1)
-			if err != nil {
-				return nil, 0, err
-			}
-			out[i] = cv
-			n = addSize(n, cn)
-		}
-		return out, n, nil
+		return c.copyList(x, depth)
 	case float64:
 		if nv, ok := number(x); ok {
 			return nv, 1, nil
@@ -858,6 +958,40 @@ func (c *converter) copyValue(v any, depth int) (any, int, error) {
 		return nil, 1, nil
 	}
 	return v, 1, nil
+}
+
+// copyMap copies an object of a data value; a $ref that is not a
+// reference (not a string) is dropped, so that no $ref is left.
+func (c *converter) copyMap(x map[string]any, depth int) (any, int, error) {
+	out := make(map[string]any, len(x))
+	n := 1
+	for k, e := range x {
+		if k == "$ref" {
+			continue
+		}
+		cv, cn, err := c.copyValue(e, depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		out[k] = cv
+		n = addSize(n, cn)
+	}
+	return out, n, nil
+}
+
+// copyList copies an array of a data value.
+func (c *converter) copyList(x []any, depth int) (any, int, error) {
+	out := make([]any, len(x))
+	n := 1
+	for i, e := range x {
+		cv, cn, err := c.copyValue(e, depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		out[i] = cv
+		n = addSize(n, cn)
+	}
+	return out, n, nil
 }
 
 // dataRef resolves a Reference Object written where data belongs (GitHub

@@ -95,40 +95,56 @@ func (f *File) readDomainIndex(n *yaml.Node, path string) error {
 // validate checks each entry of the index: URIs, stability, deprecation.
 func (idx *Index) validate(file string) []capability.Issue {
 	var out []capability.Issue
-	add := func(i int, field string, sev capability.Severity, format string, args ...any) {
-		ref := entryRef{path: fmt.Sprintf("capabilities[%d]", i)}
-		if i < len(idx.refs) {
-			ref = idx.refs[i]
-		}
-		if field == "uri" && ref.bare {
-			field = ""
-		}
-		out = append(out, capability.Issue{Severity: sev, File: file, Line: ref.line, Column: ref.column, Path: joinPath(ref.path, field), Message: fmt.Sprintf(format, args...)})
-	}
 	for i, e := range idx.Capabilities {
-		if u, err := capability.ParseURI(e.URI); err != nil {
-			add(i, "uri", capability.SeverityError, "%v", err)
-		} else if !u.HasVersion {
-			add(i, "uri", capability.SeverityError, "%q has no version: index entries name one version, @MAJOR.MINOR", e.URI)
-		}
-		switch e.Stability {
-		case "", capability.StabilityExperimental, capability.StabilityBeta, capability.StabilityStable, capability.StabilityDeprecated:
-		default:
-			add(i, "stability", capability.SeverityError, "%q is not a stability: use experimental, beta, stable or deprecated", e.Stability)
-		}
-		if e.Stability == capability.StabilityDeprecated && e.DeprecatedBy == "" && e.MigrationGuide == "" {
-			add(i, "deprecated_by", capability.SeverityWarning, "a deprecated entry should name its replacement")
-		}
-		if e.DeprecatedBy != "" {
-			if _, err := capability.ParseURI(e.DeprecatedBy); err != nil {
-				add(i, "deprecated_by", capability.SeverityError, "%v", err)
+		for _, p := range e.problems() {
+			ref := entryRef{path: fmt.Sprintf("capabilities[%d]", i)}
+			if i < len(idx.refs) {
+				ref = idx.refs[i]
 			}
-		}
-		if e.SunsetDate != "" {
-			if _, err := capability.ParseDate(e.SunsetDate); err != nil {
-				add(i, "sunset_date", capability.SeverityError, "%v", err)
+			field := p.field
+			if field == "uri" && ref.bare {
+				field = ""
 			}
+			out = append(out, capability.Issue{Severity: p.severity, File: file, Line: ref.line, Column: ref.column, Path: joinPath(ref.path, field), Message: p.message})
 		}
 	}
 	return out
 }
+
+// entryProblem is something wrong with a field of an index entry.
+type entryProblem struct {
+	field    string
+	severity capability.Severity
+	message  string
+}
+
+// problems checks an index entry: its URI, stability and deprecation.
+func (e IndexEntry) problems() []entryProblem {
+	var out []entryProblem
+	add := func(field string, sev capability.Severity, format string, args ...any) {
+		out = append(out, entryProblem{field, sev, fmt.Sprintf(format, args...)})
+	}
+	if u, err := capability.ParseURI(e.URI); err != nil {
+		add("uri", capability.SeverityError, "%v", err)
+	} else if !u.HasVersion {
+		add("uri", capability.SeverityError, "%q has no version: index entries name one version, @MAJOR.MINOR", e.URI)
+	}
+	if !validStability[e.Stability] {
+		add("stability", capability.SeverityError, "%q is not a stability: use experimental, beta, stable or deprecated", e.Stability)
+	}
+	if e.Stability == capability.StabilityDeprecated && e.DeprecatedBy == "" && e.MigrationGuide == "" {
+		add("deprecated_by", capability.SeverityWarning, "a deprecated entry should name its replacement")
+	}
+	if _, err := capability.ParseURI(e.DeprecatedBy); e.DeprecatedBy != "" && err != nil {
+		add("deprecated_by", capability.SeverityError, "%v", err)
+	}
+	if _, err := capability.ParseDate(e.SunsetDate); e.SunsetDate != "" && err != nil {
+		add("sunset_date", capability.SeverityError, "%v", err)
+	}
+	return out
+}
+
+// validStability are the stabilities an index entry may have ("" for
+// none).
+var validStability = map[string]bool{"": true, capability.StabilityExperimental: true, capability.StabilityBeta: true,
+	capability.StabilityStable: true, capability.StabilityDeprecated: true}

@@ -11,12 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/srcfile"
 	"github.com/caphub/caphub/internal/jsoncheck"
 	"gopkg.in/yaml.v3"
 )
@@ -50,53 +50,41 @@ type Entry struct {
 	node       *yaml.Node
 }
 
-// Error is a problem that stops a file from being read at all.
-type Error struct {
-	File         string
-	Line, Column int
-	Path         string
-	Message      string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	b.WriteString(": ")
-	if e.Path != "" {
-		b.WriteString(e.Path + ": ")
-	}
-	b.WriteString(e.Message)
-	return b.String()
-}
-
-// MaxFileSize bounds what ReadFile accepts, so a wrong path cannot exhaust memory.
-const MaxFileSize = 64 << 20
+// Error is a problem that stops a file from being read at all; its Path is
+// the document path of the offending value.
+type Error = srcfile.Error
 
 // ReadFile reads and decodes the file at path.
 func ReadFile(path string) (*File, error) {
-	st, err := os.Stat(path)
+	data, err := srcfile.Read(path, "give the capability files inside it", "a capability file")
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if st.IsDir() {
-		return nil, &Error{File: path, Message: "is a directory: give the capability files inside it"}
-	}
-	if st.Size() > MaxFileSize {
-		return nil, &Error{File: path, Message: fmt.Sprintf("is %d bytes, larger than the %d-byte limit for a capability file", st.Size(), MaxFileSize)}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	return Read(path, data)
 }
 
 // Read decodes data (YAML or JSON); name is used in messages.
 func Read(name string, data []byte) (*File, error) {
+	docs, err := decodeDocuments(name, data)
+	if err != nil {
+		return nil, err
+	}
 	f := &File{Name: name}
+	for i, doc := range docs {
+		prefix := ""
+		if len(docs) > 1 {
+			prefix = fmt.Sprintf("document[%d].", i)
+		}
+		if err := f.readDocument(doc.Content[0], prefix); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// decodeDocuments decodes the YAML (or JSON) documents of a file; a file
+// with none is an error.
+func decodeDocuments(name string, data []byte) ([]*yaml.Node, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, &Error{File: name, Line: 1, Column: 1, Message: "file is empty: expected a `capability:` document, a `capabilities:` list or a registry index"}
@@ -116,12 +104,7 @@ func Read(name string, data []byte) (*File, error) {
 			break
 		}
 		if err != nil {
-			if off := jsoncheck.InvalidUTF8(data); off >= 0 && strings.Contains(err.Error(), "UTF-8") {
-				// The parser names no position for it: give the first invalid byte's.
-				line, col := jsoncheck.Position(data, off)
-				return nil, &Error{File: name, Line: line, Column: col, Message: fmt.Sprintf("invalid UTF-8 byte 0x%02X: save the file as UTF-8", data[off])}
-			}
-			return nil, syntaxError(name, err)
+			return nil, decodeError(name, data, err)
 		}
 		if len(doc.Content) > 0 {
 			docs = append(docs, &doc)
@@ -130,16 +113,18 @@ func Read(name string, data []byte) (*File, error) {
 	if len(docs) == 0 {
 		return nil, &Error{File: name, Line: 1, Column: 1, Message: "file holds no document: expected a `capability:` document, a `capabilities:` list or a registry index"}
 	}
-	for i, doc := range docs {
-		prefix := ""
-		if len(docs) > 1 {
-			prefix = fmt.Sprintf("document[%d].", i)
-		}
-		if err := f.readDocument(doc.Content[0], prefix); err != nil {
-			return nil, err
-		}
+	return docs, nil
+}
+
+// decodeError is the *Error of a YAML decoding error: invalid UTF-8 at the
+// first invalid byte (the parser names no position for it), else a syntax
+// error.
+func decodeError(name string, data []byte, err error) error {
+	if off := jsoncheck.InvalidUTF8(data); off >= 0 && strings.Contains(err.Error(), "UTF-8") {
+		line, col := jsoncheck.Position(data, off)
+		return &Error{File: name, Line: line, Column: col, Message: fmt.Sprintf("invalid UTF-8 byte 0x%02X: save the file as UTF-8", data[off])}
 	}
-	return f, nil
+	return syntaxError(name, err)
 }
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -169,6 +154,8 @@ func mappingValue(n *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
 	return nil, nil
 }
 
+// readDocument reads one YAML document: a list of capabilities, or a
+// mapping of one of the layouts (see readMapping).
 func (f *File) readDocument(root *yaml.Node, prefix string) error {
 	for root.Kind == yaml.AliasNode && root.Alias != nil {
 		root = root.Alias
@@ -176,20 +163,32 @@ func (f *File) readDocument(root *yaml.Node, prefix string) error {
 	switch root.Kind {
 	case yaml.SequenceNode:
 		f.setKind(KindCapabilities)
-		for i, item := range root.Content {
-			path := fmt.Sprintf("%s[%d]", prefix, i)
-			if _, v := mappingValue(item, "capability"); v != nil {
-				f.addEntry(v, path+".capability", nil)
-			} else {
-				f.addEntry(item, path, nil)
-			}
-		}
+		f.addEntries(root.Content, prefix, nil)
 		return nil
 	case yaml.MappingNode:
-	default:
-		return &Error{File: f.Name, Line: root.Line, Column: root.Column, Path: strings.TrimSuffix(prefix, "."),
-			Message: "expected a mapping (`capability:`, `capabilities:`, `registry:` or `domains:`), found " + kindName(root)}
+		return f.readMapping(root, prefix)
 	}
+	return &Error{File: f.Name, Line: root.Line, Column: root.Column, Path: strings.TrimSuffix(prefix, "."),
+		Message: "expected a mapping (`capability:`, `capabilities:`, `registry:` or `domains:`), found " + kindName(root)}
+}
+
+// addEntries adds the capabilities of a list at prefix, each a definition
+// or a mapping whose `capability:` holds it.
+func (f *File) addEntries(items []*yaml.Node, prefix string, defs map[string]any) {
+	for i, item := range items {
+		path := fmt.Sprintf("%s[%d]", prefix, i)
+		if _, inner := mappingValue(item, "capability"); inner != nil {
+			f.addEntry(inner, path+".capability", defs)
+		} else {
+			f.addEntry(item, path, defs)
+		}
+	}
+}
+
+// readMapping reads a document that is a mapping: `capability:`,
+// `capabilities:`, `registry:`, `domains:`, or a definition itself (it has
+// a `uri:`).
+func (f *File) readMapping(root *yaml.Node, prefix string) error {
 	if dups := documentDuplicates(f.Name, strings.TrimSuffix(prefix, "."), root); len(dups) > 0 {
 		f.Issues = append(f.Issues, dups...)
 		return nil
@@ -205,16 +204,15 @@ func (f *File) readDocument(root *yaml.Node, prefix string) error {
 			return &Error{File: f.Name, Line: k.Line, Column: k.Column, Path: prefix + "capabilities", Message: "must be a list of capability definitions, found " + kindName(v)}
 		}
 		f.setKind(KindCapabilities)
-		for i, item := range v.Content {
-			path := fmt.Sprintf("%scapabilities[%d]", prefix, i)
-			if _, inner := mappingValue(item, "capability"); inner != nil {
-				f.addEntry(inner, path+".capability", defs)
-			} else {
-				f.addEntry(item, path, defs)
-			}
-		}
+		f.addEntries(v.Content, prefix+"capabilities", defs)
 		return nil
 	}
+	return f.readIndexOrDefinition(root, prefix, defs)
+}
+
+// readIndexOrDefinition reads a `registry:` or `domains:` index, or a
+// mapping that is a definition itself.
+func (f *File) readIndexOrDefinition(root *yaml.Node, prefix string, defs map[string]any) error {
 	if _, v := mappingValue(root, "registry"); v != nil {
 		f.setKind(KindIndex)
 		return f.readRegistry(v, prefix+"registry")

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 
 	"github.com/caphub/caphub/capability"
 	"gopkg.in/yaml.v3"
@@ -18,14 +16,6 @@ const (
 	YAML Format = "yaml"
 	JSON Format = "json"
 )
-
-// FormatForPath picks JSON for .json files and YAML otherwise.
-func FormatForPath(path string) Format {
-	if strings.EqualFold(filepath.Ext(path), ".json") {
-		return JSON
-	}
-	return YAML
-}
 
 // singleDoc and listDoc are the two capability file layouts.
 type singleDoc struct {

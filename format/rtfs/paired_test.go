@@ -71,7 +71,7 @@ func TestPairedAcceptance(t *testing.T) {
 			t.Errorf("%s: no capability %s in capabilities.rtfs", tool.Name, want.URI)
 			continue
 		}
-		if diffs := EquivalentSchemas(want.Input, got.Input); len(diffs) > 0 {
+		if diffs := equivalentSchemas(want.Input, got.Input); len(diffs) > 0 {
 			t.Errorf("%s: the RTFS input schema is not equivalent to the tool's inputSchema: %v", want.URI, diffs)
 		}
 		if got.Description != want.Description || !reflect.DeepEqual(got.Bindings, want.Bindings) || got.Name != want.Name {
@@ -84,7 +84,7 @@ func TestPairedAcceptance(t *testing.T) {
 		// caphub's own RTFS type for the tool says at least what CCOS's does,
 		// and the full MCP schema survives a write and a read.
 		typed := typeOf(t, SchemaToType(want.Input))
-		if diffs := EquivalentSchemas(typed, got.Input); len(diffs) > 0 {
+		if diffs := equivalentSchemas(typed, got.Input); len(diffs) > 0 {
 			t.Errorf("%s: SchemaToType of the tool's schema differs from CCOS's type: %v", want.URI, diffs)
 		}
 		if again, text := roundTrip(t, want); !reflect.DeepEqual(again, want) {
@@ -122,7 +122,7 @@ func TestEquivalentSchemasFindsRealDifferences(t *testing.T) {
 		"from_branch: property only in the first schema",
 		"issue_number: property only in the second schema",
 	}
-	if got := EquivalentSchemas(a, b); !reflect.DeepEqual(got, want) {
+	if got := equivalentSchemas(a, b); !reflect.DeepEqual(got, want) {
 		t.Errorf("differences %q, want %q", got, want)
 	}
 }

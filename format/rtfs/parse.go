@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/caphub/caphub/format/internal/naming"
 )
 
 // Kind is the kind of an RTFS value.
@@ -83,35 +85,31 @@ func (v Value) IsSymbol(name string) bool { return v.Kind == KindSymbol && v.Str
 
 // Describe names v for messages: `keyword :foo`, `list (…)`, `string "x"`.
 func (v Value) Describe() string {
-	switch v.Kind {
-	case KindKeyword:
-		return "keyword :" + v.Str
-	case KindSymbol:
-		return "symbol " + v.Str
-	case KindString:
+	if describe, ok := describers[v.Kind]; ok {
+		return describe(v)
+	}
+	return v.Kind.String() + " " + v.Str
+}
+
+// describers name a value of each kind for Describe.
+var describers = map[Kind]func(v Value) string{
+	KindKeyword: func(v Value) string { return "keyword :" + v.Str },
+	KindSymbol:  func(v Value) string { return "symbol " + v.Str },
+	KindString: func(v Value) string {
 		s := v.Str
 		if utf8.RuneCountInString(s) > 40 {
 			s = string([]rune(s)[:39]) + "…"
 		}
 		return "string " + strconv.Quote(s)
-	case KindInt:
-		return "integer " + strconv.FormatInt(v.Int, 10)
-	case KindFloat:
-		return "float " + strconv.FormatFloat(v.Float, 'g', -1, 64)
-	case KindBool:
-		return "boolean " + strconv.FormatBool(v.Bool)
-	case KindNil:
-		return "nil"
-	case KindList:
-		return "list (…)"
-	case KindVector:
-		return "vector […]"
-	case KindMap:
-		return "map {…}"
-	case KindPrefixed:
-		return "reader macro " + v.Str
-	}
-	return v.Kind.String() + " " + v.Str
+	},
+	KindInt:      func(v Value) string { return "integer " + strconv.FormatInt(v.Int, 10) },
+	KindFloat:    func(v Value) string { return "float " + strconv.FormatFloat(v.Float, 'g', -1, 64) },
+	KindBool:     func(v Value) string { return "boolean " + strconv.FormatBool(v.Bool) },
+	KindNil:      func(Value) string { return "nil" },
+	KindList:     func(Value) string { return "list (…)" },
+	KindVector:   func(Value) string { return "vector […]" },
+	KindMap:      func(Value) string { return "map {…}" },
+	KindPrefixed: func(v Value) string { return "reader macro " + v.Str },
 }
 
 // SyntaxError is a problem that stops a file from being read. Line and
@@ -279,39 +277,59 @@ func (p *parser) checkUTF8() error {
 func (p *parser) skip() error {
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
+		var err error
 		switch {
 		case isSpace(c):
 			p.advance()
 		case c == ';':
-			for p.pos < len(p.data) && p.data[p.pos] != '\n' {
-				if err := p.checkUTF8(); err != nil {
-					return err
-				}
-				p.advance()
-			}
-		case c == '#' && p.pos+1 < len(p.data) && p.data[p.pos+1] == '|':
-			line, col := p.line, p.col
-			p.advance()
-			p.advance()
-			for {
-				if p.pos >= len(p.data) {
-					return p.errorf(line, col, "block comment #| is never closed: add |# where it ends")
-				}
-				if p.data[p.pos] == '|' && p.pos+1 < len(p.data) && p.data[p.pos+1] == '#' {
-					p.advance()
-					p.advance()
-					break
-				}
-				if err := p.checkUTF8(); err != nil {
-					return err
-				}
-				p.advance()
-			}
+			err = p.lineComment()
+		case p.at("#|"):
+			err = p.blockComment()
 		default:
 			return nil
 		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// at reports whether the text at the current position starts with s.
+func (p *parser) at(s string) bool {
+	return len(p.data)-p.pos >= len(s) && string(p.data[p.pos:p.pos+len(s)]) == s
+}
+
+// lineComment passes a `;` comment up to the end of the line.
+func (p *parser) lineComment() error {
+	for p.pos < len(p.data) && p.data[p.pos] != '\n' {
+		if err := p.checkUTF8(); err != nil {
+			return err
+		}
+		p.advance()
+	}
+	return nil
+}
+
+// blockComment passes a #| … |# comment.
+func (p *parser) blockComment() error {
+	line, col := p.line, p.col
+	p.advance()
+	p.advance()
+	for {
+		if p.pos >= len(p.data) {
+			return p.errorf(line, col, "block comment #| is never closed: add |# where it ends")
+		}
+		if p.at("|#") {
+			p.advance()
+			p.advance()
+			return nil
+		}
+		if err := p.checkUTF8(); err != nil {
+			return err
+		}
+		p.advance()
+	}
 }
 
 // trailingComment attaches a `;` comment on the rest of the current line to v.
@@ -348,34 +366,42 @@ func (p *parser) form() (Value, error) {
 	case '"':
 		return p.stringLit()
 	case '\'', '`', '~', '@', '^':
-		prefix := string(c)
-		p.advance()
-		if c == '~' && p.pos < len(p.data) && p.data[p.pos] == '@' {
-			prefix = "~@"
-			p.advance()
-		}
-		n := 1
-		if c == '^' {
-			n = 2 // ^meta form
-		}
-		return p.prefixed(prefix, n, line, col, start)
+		return p.readerMacro(c, line, col, start)
 	case '#':
-		if p.pos+1 < len(p.data) {
-			switch p.data[p.pos+1] {
-			case '(':
-				p.advance()
-				return p.prefixed("#", 1, line, col, start)
-			case '#':
-				return p.token()
-			}
-		}
-		next := "the end of the file"
-		if p.pos+1 < len(p.data) {
-			next = strconv.Quote(string(p.data[p.pos+1]))
-		}
-		return Value{}, p.errorf(line, col, "unsupported reader macro '#' followed by %s: RTFS knows #( … ), #| … |# and ##Inf, ##-Inf, ##NaN", next)
+		return p.hashForm(line, col, start)
 	}
 	return p.token()
+}
+
+// readerMacro reads 'x `x ~x ~@x @x and ^meta x.
+func (p *parser) readerMacro(c byte, line, col, start int) (Value, error) {
+	prefix := string(c)
+	p.advance()
+	if c == '~' && p.pos < len(p.data) && p.data[p.pos] == '@' {
+		prefix = "~@"
+		p.advance()
+	}
+	n := 1
+	if c == '^' {
+		n = 2 // ^meta form
+	}
+	return p.prefixed(prefix, n, line, col, start)
+}
+
+// hashForm reads what starts with '#': #( … ) or ##Inf, ##-Inf, ##NaN.
+func (p *parser) hashForm(line, col, start int) (Value, error) {
+	switch {
+	case p.at("#("):
+		p.advance()
+		return p.prefixed("#", 1, line, col, start)
+	case p.at("##"):
+		return p.token()
+	}
+	next := "the end of the file"
+	if p.pos+1 < len(p.data) {
+		next = strconv.Quote(string(p.data[p.pos+1]))
+	}
+	return Value{}, p.errorf(line, col, "unsupported reader macro '#' followed by %s: RTFS knows #( … ), #| … |# and ##Inf, ##-Inf, ##NaN", next)
 }
 
 // prefixed reads the n forms after a reader-macro prefix.
@@ -414,40 +440,15 @@ func (p *parser) collection(open byte) (Value, error) {
 	}
 	p.depth++
 	defer func() { p.depth-- }()
-	kind, closer := KindList, byte(')')
-	switch open {
-	case '[':
-		kind, closer = KindVector, ']'
-	case '{':
-		kind, closer = KindMap, '}'
-	}
+	kind, closer := collectionKinds[open].kind, collectionKinds[open].closer
 	p.advance()
 	v := Value{Kind: kind, Line: line, Column: col, Offset: start}
 	base := len(p.stack)
 	outer := p.base
 	p.base = base
 	defer func() { p.base = outer }()
-	for {
-		if err := p.skip(); err != nil {
-			return Value{}, err
-		}
-		if p.pos >= len(p.data) {
-			return Value{}, p.errorf(line, col, "%q opened here is never closed (the file ends at %d:%d): add %q", string(open), p.line, p.col, string(closer))
-		}
-		c := p.data[p.pos]
-		if c == closer {
-			p.advance()
-			break
-		}
-		if c == ')' || c == ']' || c == '}' {
-			return Value{}, p.errorf(p.line, p.col, "%q does not close %q opened at %d:%d: close it with %q first", string(c), string(open), line, col, string(closer))
-		}
-		item, err := p.form()
-		if err != nil {
-			return Value{}, err
-		}
-		p.trailingComment(&item)
-		p.stack = append(p.stack, item)
+	if err := p.items(open, closer, line, col); err != nil {
+		return Value{}, err
 	}
 	// Items gather on a shared stack (inner collections finish first) and
 	// are copied out once, at their final size.
@@ -460,6 +461,39 @@ func (p *parser) collection(open byte) (Value, error) {
 			len(v.Items), last.Describe(), last.Pos())
 	}
 	return v, nil
+}
+
+// collectionKinds are the kind and closing bracket of each opening one.
+var collectionKinds = map[byte]struct {
+	kind   Kind
+	closer byte
+}{'(': {KindList, ')'}, '[': {KindVector, ']'}, '{': {KindMap, '}'}}
+
+// items reads the forms of a collection onto the stack, up to and past its
+// closing bracket.
+func (p *parser) items(open, closer byte, line, col int) error {
+	for {
+		if err := p.skip(); err != nil {
+			return err
+		}
+		if p.pos >= len(p.data) {
+			return p.errorf(line, col, "%q opened here is never closed (the file ends at %d:%d): add %q", string(open), p.line, p.col, string(closer))
+		}
+		c := p.data[p.pos]
+		if c == closer {
+			p.advance()
+			return nil
+		}
+		if c == ')' || c == ']' || c == '}' {
+			return p.errorf(p.line, p.col, "%q does not close %q opened at %d:%d: close it with %q first", string(c), string(open), line, col, string(closer))
+		}
+		item, err := p.form()
+		if err != nil {
+			return err
+		}
+		p.trailingComment(&item)
+		p.stack = append(p.stack, item)
+	}
 }
 
 // stringLit reads a string literal.
@@ -476,93 +510,102 @@ func (p *parser) stringLit() (Value, error) {
 			p.advance()
 			break
 		}
-		if c != '\\' {
-			if err := p.checkUTF8(); err != nil {
-				return Value{}, err
-			}
-			s := p.pos
-			p.advance()
-			b.Write(p.data[s:p.pos])
-			continue
+		var err error
+		if c == '\\' {
+			err = p.escape(&b, line, col)
+		} else {
+			err = p.char(&b, "")
 		}
-		eline, ecol := p.line, p.col
-		p.advance()
-		if p.pos >= len(p.data) {
-			return Value{}, p.errorf(line, col, "string opened here is never closed: add the closing \"")
+		if err != nil {
+			return Value{}, err
 		}
-		e := p.data[p.pos]
-		switch e {
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case 'r':
-			b.WriteByte('\r')
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case '0':
-			b.WriteByte(0)
-		case '"', '\\', '/':
-			b.WriteByte(e)
-		case 'u':
-			r, err := p.unicodeEscape(eline, ecol)
-			if err != nil {
-				return Value{}, err
-			}
-			b.WriteRune(r)
-			continue
-		default:
-			// RTFS keeps unknown escapes as written.
-			if err := p.checkUTF8(); err != nil {
-				return Value{}, err
-			}
-			s := p.pos
-			p.advance()
-			b.WriteByte('\\')
-			b.Write(p.data[s:p.pos])
-			continue
-		}
-		p.advance()
 	}
 	return Value{Kind: KindString, Str: b.String(), Line: line, Column: col, Offset: start, End: p.pos}, nil
+}
+
+// char copies the character at the current position to b, after prefix.
+func (p *parser) char(b *strings.Builder, prefix string) error {
+	if err := p.checkUTF8(); err != nil {
+		return err
+	}
+	s := p.pos
+	p.advance()
+	b.WriteString(prefix)
+	b.Write(p.data[s:p.pos])
+	return nil
+}
+
+// escapes are the characters of the one-character escapes.
+var escapes = map[byte]byte{'n': '\n', 't': '\t', 'r': '\r', 'b': '\b', 'f': '\f', '0': 0, '"': '"', '\\': '\\', '/': '/'}
+
+// escape reads one escape of a string opened at line:col (the parser is on
+// the backslash) and writes what it stands for to b.
+func (p *parser) escape(b *strings.Builder, line, col int) error {
+	eline, ecol := p.line, p.col
+	p.advance()
+	if p.pos >= len(p.data) {
+		return p.errorf(line, col, "string opened here is never closed: add the closing \"")
+	}
+	e := p.data[p.pos]
+	if c, ok := escapes[e]; ok {
+		b.WriteByte(c)
+		p.advance()
+		return nil
+	}
+	if e != 'u' {
+		return p.char(b, "\\") // RTFS keeps unknown escapes as written
+	}
+	r, err := p.unicodeEscape(eline, ecol)
+	if err != nil {
+		return err
+	}
+	b.WriteRune(r)
+	return nil
 }
 
 // unicodeEscape reads the XXXX of \uXXXX (the parser is on the 'u'), and a
 // following low surrogate when XXXX is a high one.
 func (p *parser) unicodeEscape(line, col int) (rune, error) {
-	read := func() (rune, bool) {
-		if p.pos+5 > len(p.data) {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(string(p.data[p.pos+1:p.pos+5]), 16, 32)
-		if err != nil {
-			return 0, false
-		}
-		for i := 0; i < 5; i++ {
-			p.advance()
-		}
-		return rune(n), true
-	}
-	r, ok := read()
+	r, ok := p.hex4()
 	if !ok {
 		return 0, p.errorf(line, col, "invalid \\u escape: write \\u and four hexadecimal digits, e.g. \\u00e9")
 	}
-	if r >= 0xD800 && r < 0xDC00 {
-		if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-			p.advance()
-			lo, ok := read()
-			if ok && lo >= 0xDC00 && lo < 0xE000 {
-				return (r-0xD800)<<10 + (lo - 0xDC00) + 0x10000, nil
-			}
-		}
-		return 0, p.errorf(line, col, "\\u%04X is half of a UTF-16 surrogate pair without its low half: write the character itself or both halves", r)
-	}
-	if r >= 0xDC00 && r < 0xE000 {
+	switch {
+	case r >= 0xD800 && r < 0xDC00:
+		return p.lowSurrogate(r, line, col)
+	case r >= 0xDC00 && r < 0xE000:
 		return 0, p.errorf(line, col, "\\u%04X is a lone low surrogate: write the character itself", r)
 	}
 	return r, nil
+}
+
+// hex4 reads the XXXX after the 'u' of \uXXXX the parser is on, and moves
+// past them.
+func (p *parser) hex4() (rune, bool) {
+	if p.pos+5 > len(p.data) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(p.data[p.pos+1:p.pos+5]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	for i := 0; i < 5; i++ {
+		p.advance()
+	}
+	return rune(n), true
+}
+
+// lowSurrogate reads the \uXXXX low surrogate that must follow the high
+// one hi, and returns the character they make.
+func (p *parser) lowSurrogate(hi rune, line, col int) (rune, error) {
+	if p.at("\\u") {
+		p.advance()
+		lo, ok := p.hex4()
+		if ok && lo >= 0xDC00 && lo < 0xE000 {
+			return (hi-0xD800)<<10 + (lo - 0xDC00) + 0x10000, nil
+		}
+	}
+	return 0, p.errorf(line, col, "\\u%04X is half of a UTF-16 surrogate pair without its low half: write the character itself or both halves", hi)
 }
 
 var (
@@ -582,42 +625,45 @@ func (p *parser) token() (Value, error) {
 	}
 	text := string(p.data[start:p.pos])
 	v := Value{Line: line, Column: col, Offset: start, End: p.pos}
-	switch text {
-	case "nil":
-		v.Kind = KindNil
-		return v, nil
-	case "true", "false":
-		v.Kind, v.Bool = KindBool, text == "true"
-		return v, nil
-	case "##Inf", "##-Inf", "##NaN":
-		v.Kind = KindFloat
-		v.Float = map[string]float64{"##Inf": math.Inf(1), "##-Inf": math.Inf(-1), "##NaN": math.NaN()}[text]
+	if a, ok := specialAtoms[text]; ok {
+		v.Kind, v.Bool, v.Float = a.Kind, a.Bool, a.Float
 		return v, nil
 	}
-	if strings.HasPrefix(text, "##") {
+	switch {
+	case strings.HasPrefix(text, "##"):
 		return Value{}, p.errorf(line, col, "%q is not a special number: write ##Inf, ##-Inf or ##NaN", text)
-	}
-	if timestampRE.MatchString(text) {
+	case timestampRE.MatchString(text):
 		v.Kind, v.Str = KindTimestamp, text
-		return v, nil
-	}
-	if uuidRE.MatchString(text) {
+	case uuidRE.MatchString(text):
 		v.Kind, v.Str = KindUUID, text
-		return v, nil
-	}
-	if text[0] == ':' {
-		if len(text) == 1 {
-			return Value{}, p.errorf(line, col, "':' alone is not a keyword: write a name after it, e.g. :name")
-		}
+	case text == ":":
+		return Value{}, p.errorf(line, col, "':' alone is not a keyword: write a name after it, e.g. :name")
+	case text[0] == ':':
 		v.Kind, v.Str = KindKeyword, text[1:]
-		return v, nil
-	}
-	c := text[0]
-	if c >= '0' && c <= '9' || (c == '+' || c == '-') && len(text) > 1 && text[1] >= '0' && text[1] <= '9' {
+	case startsNumber(text):
 		return p.number(v, text)
+	default:
+		v.Kind, v.Str = KindSymbol, text
 	}
-	v.Kind, v.Str = KindSymbol, text
 	return v, nil
+}
+
+// specialAtoms are the atoms that are words: nil, the booleans and the
+// special floats.
+var specialAtoms = map[string]Value{
+	"nil":    {Kind: KindNil},
+	"true":   {Kind: KindBool, Bool: true},
+	"false":  {Kind: KindBool},
+	"##Inf":  {Kind: KindFloat, Float: math.Inf(1)},
+	"##-Inf": {Kind: KindFloat, Float: math.Inf(-1)},
+	"##NaN":  {Kind: KindFloat, Float: math.NaN()},
+}
+
+// startsNumber reports whether a token is meant as a number: it starts
+// with a digit, or a sign and a digit.
+func startsNumber(text string) bool {
+	c := text[0]
+	return naming.IsDigit(c) || (c == '+' || c == '-') && len(text) > 1 && naming.IsDigit(text[1])
 }
 
 func (p *parser) number(v Value, text string) (Value, error) {

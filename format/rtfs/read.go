@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/naming"
 )
 
 // ReadCapabilities reads every capability of an RTFS file into a Definition.
@@ -321,243 +322,340 @@ type flatEntry struct {
 // build turns the gathered form into a Definition; the error is a *posError
 // or *TypeError saying where the form is wrong.
 func (b *builder) build() (capability.Definition, error) {
-	var d capability.Definition
-	version := "1.0.0"
-	var uri string
-	var explicitBindings bool
-	var inType, outType *capability.Schema
-	meta := map[string]any{}     // Definition.Metadata, without rtfs
-	hier := map[string]any{}     // mcp, openapi, discovery maps
-	rtfsNS := map[string]any{}   // Metadata["rtfs"]
-	verbatim := map[string]any{} // Metadata["rtfs"]["verbatim"]
-	var carrier map[string]any   // metadata :json-schema
-	var flats, mcpMetadata []flatEntry
-
+	st := &defState{
+		version:  "1.0.0",
+		meta:     map[string]any{},
+		hier:     map[string]any{},
+		rtfsNS:   map[string]any{},
+		verbatim: map[string]any{},
+	}
 	for _, f := range b.fields {
-		switch {
-		case f.key == keyURI:
-			if f.v.Kind != KindString {
-				return d, failAt(*f.v, ":uri must be a string such as \"ossa:demo/hello@1.0\", not %s", f.v.Describe())
-			}
-			uri = f.v.Str
-		case f.key == keyVersion:
-			if f.v.Kind != KindString {
-				return d, failAt(*f.v, ":version must be a string such as \"1.0.0\", not %s: quote it", f.v.Describe())
-			}
-			ver, err := capability.ParseVersion(f.v.Str)
-			if err != nil {
-				return d, failAt(*f.v, "%v", err)
-			}
-			version = ver.Full()
-		case stringKeys[f.key] != nil:
-			if f.v.Kind != KindString {
-				return d, failAt(*f.v, ":%s must be a string, not %s", f.key, f.v.Describe())
-			}
-			*stringKeys[f.key](&d) = f.v.Str
-		case listKeys[f.key] != nil:
-			names, err := nameList(f)
-			if err != nil {
-				return d, err
-			}
-			*listKeys[f.key](&d) = names
-		case f.key == "ui-required":
-			if f.v.Kind != KindBool {
-				return d, failAt(*f.v, ":ui-required must be true or false, not %s", f.v.Describe())
-			}
-			d.UIRequired = f.v.Bool
-		case structKeys[f.key] != nil:
-			data, err := pureData(*f.v, ":"+f.key)
-			if err != nil {
-				return d, err
-			}
-			if err := decodeStruct(data, structKeys[f.key](&d)); err != nil {
-				return d, failAt(*f.v, ":%s does not hold what caphub expects: %v", f.key, err)
-			}
-			if f.key == keyBindings {
-				explicitBindings = true
-			}
-		case f.key == keyInput || f.key == keyOutput:
-			s, err := b.schema(f)
-			if err != nil {
-				return d, err
-			}
-			if f.key == keyInput {
-				inType = &s
-			} else {
-				outType = &s
-			}
-		case f.key == keyImpl:
-			rtfsNS[keyImpl] = f.v.Text(b.r.data)
-		case f.key == keyMetadata:
-			if f.v.Kind != KindMap {
-				return d, failAt(*f.v, ":metadata must be a map such as {:mcp {…} :discovery {…}}, not %s", f.v.Describe())
-			}
-			for i := 0; i+1 < len(f.v.Items); i += 2 {
-				k, v := f.v.Items[i], f.v.Items[i+1]
-				name, err := dataKey(k)
-				if err != nil {
-					return d, err
-				}
-				data, err := pureData(v, ":metadata "+k.Text(b.r.data))
-				if err != nil {
-					return d, err
-				}
-				switch ns, key, isFlat := flatTarget(name); {
-				case name == nsRTFS:
-					return d, failAt(k, ":metadata :rtfs is caphub's record of the form itself: move its keys to the top level of the capability")
-				case name == nsJSONSchema:
-					m, ok := data.(map[string]any)
-					if !ok {
-						return d, failAt(v, ":metadata :json-schema must be a map {:input {…} :output {…}} of JSON Schemas")
-					}
-					carrier = m
-				case name == nsDiscovery:
-					if _, ok := data.(map[string]any); !ok {
-						return d, failAt(v, ":metadata :discovery must be a map such as {:method \"mcp_introspection\" :source_url \"…\"}, not %s", v.Describe())
-					}
-					hier[name] = data
-				case name == nsMCP || name == nsOpenAPI:
-					if _, ok := data.(map[string]any); ok {
-						hier[name] = data
-					} else {
-						meta[name] = data
-					}
-				case name == "mcp_metadata":
-					m, ok := data.(map[string]any)
-					if !ok {
-						meta[name] = data
-						break
-					}
-					for _, mk := range slices.Sorted(maps.Keys(m)) {
-						mcpMetadata = append(mcpMetadata, flatEntry{ns: nsMCP, key: mk, value: m[mk], from: name})
-					}
-				case isFlat:
-					flats = append(flats, flatEntry{ns: ns, key: key, value: data, from: name})
-				default:
-					meta[name] = data
-				}
-			}
-		case isReservedKey(f.key):
-			return d, failAt(*f.k, ":%s cannot be used here", f.key)
-		default:
-			if !isData(*f.v) {
-				verbatim[f.key] = f.v.Text(b.r.data)
-				break
-			}
-			data, err := pureData(*f.v, ":"+f.key)
-			if err != nil {
-				return d, err
-			}
-			if f.key == "mcp_metadata" {
-				if m, ok := data.(map[string]any); ok {
-					for _, mk := range slices.Sorted(maps.Keys(m)) {
-						mcpMetadata = append(mcpMetadata, flatEntry{ns: nsMCP, key: mk, value: m[mk], from: f.key, top: true})
-					}
-					break
-				}
-			}
-			if ns, key, ok := flatTarget(f.key); ok {
-				flats = append(flats, flatEntry{ns: ns, key: key, value: data, from: f.key, top: true})
-				break
-			}
-			rtfsNS[f.key] = data
+		if err := b.readField(st, f); err != nil {
+			return capability.Definition{}, err
 		}
 	}
+	if err := b.migrateFlat(st); err != nil {
+		return capability.Definition{}, err
+	}
+	if err := b.hoistHierarchy(st); err != nil {
+		return capability.Definition{}, err
+	}
+	if err := b.identity(st); err != nil {
+		return capability.Definition{}, err
+	}
+	// Schemas: the RTFS type, or the carried JSON Schema when the type is
+	// the one written for it.
+	d := &st.d
+	var err error
+	if d.Input, err = carried(st.carrier, "input", st.inType, b); err != nil {
+		return capability.Definition{}, err
+	}
+	if d.Output, err = carried(st.carrier, "output", st.outType, b); err != nil {
+		return capability.Definition{}, err
+	}
+	if len(st.verbatim) > 0 {
+		st.rtfsNS["verbatim"] = st.verbatim
+	}
+	if len(st.rtfsNS) > 0 {
+		st.meta[nsRTFS] = st.rtfsNS
+	}
+	if len(st.meta) > 0 {
+		d.Metadata = st.meta
+	}
+	d.Normalize()
+	return *d, nil
+}
 
-	// Migrate the flat layout: :metadata's flat keys first, then top-level
-	// ones, each only where the hierarchical place is free or equal.
-	ordered := append(append([]flatEntry{}, mcpMetadata...), flats...)
+// defState is what build gathers from a form's fields before it makes the
+// Definition.
+type defState struct {
+	d                capability.Definition
+	version          string
+	uri              string
+	explicitBindings bool
+	inType, outType  *capability.Schema
+	meta             map[string]any // Definition.Metadata, without rtfs
+	hier             map[string]any // mcp, openapi, discovery maps
+	rtfsNS           map[string]any // Metadata["rtfs"]
+	verbatim         map[string]any // Metadata["rtfs"]["verbatim"]
+	carrier          map[string]any // metadata :json-schema
+	flats            []flatEntry
+	mcpMetadata      []flatEntry
+}
+
+// addMCPMetadata queues the entries of an :mcp_metadata map for migration
+// into :metadata :mcp.
+func (st *defState) addMCPMetadata(m map[string]any, from string, top bool) {
+	for _, mk := range slices.Sorted(maps.Keys(m)) {
+		st.mcpMetadata = append(st.mcpMetadata, flatEntry{ns: nsMCP, key: mk, value: m[mk], from: from, top: top})
+	}
+}
+
+// fieldReaders read the keys with a place of their own in the Definition
+// (besides stringKeys, listKeys and structKeys).
+var fieldReaders = map[string]func(b *builder, st *defState, f field) error{
+	keyURI:        (*builder).uriField,
+	keyVersion:    (*builder).versionField,
+	"ui-required": (*builder).uiRequiredField,
+	keyInput:      (*builder).schemaField,
+	keyOutput:     (*builder).schemaField,
+	keyImpl:       (*builder).implField,
+	keyMetadata:   (*builder).metadataField,
+}
+
+// readField reads one `:key value` of the form into st.
+func (b *builder) readField(st *defState, f field) error {
+	if read, ok := fieldReaders[f.key]; ok {
+		return read(b, st, f)
+	}
+	if set, ok := stringKeys[f.key]; ok {
+		if f.v.Kind != KindString {
+			return failAt(*f.v, ":%s must be a string, not %s", f.key, f.v.Describe())
+		}
+		*set(&st.d) = f.v.Str
+		return nil
+	}
+	if set, ok := listKeys[f.key]; ok {
+		names, err := nameList(f)
+		*set(&st.d) = names
+		return err
+	}
+	if target, ok := structKeys[f.key]; ok {
+		return b.structField(st, f, target(&st.d))
+	}
+	if isReservedKey(f.key) {
+		return failAt(*f.k, ":%s cannot be used here", f.key)
+	}
+	return b.extraField(st, f)
+}
+
+func (b *builder) uriField(st *defState, f field) error {
+	if f.v.Kind != KindString {
+		return failAt(*f.v, ":uri must be a string such as \"ossa:demo/hello@1.0\", not %s", f.v.Describe())
+	}
+	st.uri = f.v.Str
+	return nil
+}
+
+func (b *builder) versionField(st *defState, f field) error {
+	if f.v.Kind != KindString {
+		return failAt(*f.v, ":version must be a string such as \"1.0.0\", not %s: quote it", f.v.Describe())
+	}
+	ver, err := capability.ParseVersion(f.v.Str)
+	if err != nil {
+		return failAt(*f.v, "%v", err)
+	}
+	st.version = ver.Full()
+	return nil
+}
+
+func (b *builder) uiRequiredField(st *defState, f field) error {
+	if f.v.Kind != KindBool {
+		return failAt(*f.v, ":ui-required must be true or false, not %s", f.v.Describe())
+	}
+	st.d.UIRequired = f.v.Bool
+	return nil
+}
+
+// structField decodes data into a model struct through its JSON form.
+func (b *builder) structField(st *defState, f field, target any) error {
+	data, err := pureData(*f.v, ":"+f.key)
+	if err != nil {
+		return err
+	}
+	if err := decodeStruct(data, target); err != nil {
+		return failAt(*f.v, ":%s does not hold what caphub expects: %v", f.key, err)
+	}
+	if f.key == keyBindings {
+		st.explicitBindings = true
+	}
+	return nil
+}
+
+// schemaField reads :input-schema or :output-schema.
+func (b *builder) schemaField(st *defState, f field) error {
+	s, err := b.schema(f)
+	if err != nil {
+		return err
+	}
+	if f.key == keyInput {
+		st.inType = &s
+	} else {
+		st.outType = &s
+	}
+	return nil
+}
+
+// implField keeps :implementation as written.
+func (b *builder) implField(st *defState, f field) error {
+	st.rtfsNS[keyImpl] = f.v.Text(b.r.data)
+	return nil
+}
+
+// metadataField reads the :metadata map, entry by entry.
+func (b *builder) metadataField(st *defState, f field) error {
+	if f.v.Kind != KindMap {
+		return failAt(*f.v, ":metadata must be a map such as {:mcp {…} :discovery {…}}, not %s", f.v.Describe())
+	}
+	for i := 0; i+1 < len(f.v.Items); i += 2 {
+		if err := b.metadataEntry(st, f.v.Items[i], f.v.Items[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// metadataEntry reads one `:key value` of :metadata: a namespace of the
+// hierarchical layout, the :json-schema carrier, a key of the flat layout
+// (queued for migration), or other metadata kept as it is.
+func (b *builder) metadataEntry(st *defState, k, v Value) error {
+	name, err := dataKey(k)
+	if err != nil {
+		return err
+	}
+	data, err := pureData(v, ":metadata "+k.Text(b.r.data))
+	if err != nil {
+		return err
+	}
+	m, isMap := data.(map[string]any)
+	switch ns, key, isFlat := flatTarget(name); {
+	case name == nsRTFS:
+		return failAt(k, ":metadata :rtfs is caphub's record of the form itself: move its keys to the top level of the capability")
+	case name == nsJSONSchema:
+		if !isMap {
+			return failAt(v, ":metadata :json-schema must be a map {:input {…} :output {…}} of JSON Schemas")
+		}
+		st.carrier = m
+	case name == nsDiscovery:
+		if !isMap {
+			return failAt(v, ":metadata :discovery must be a map such as {:method \"mcp_introspection\" :source_url \"…\"}, not %s", v.Describe())
+		}
+		st.hier[name] = data
+	case (name == nsMCP || name == nsOpenAPI) && isMap:
+		st.hier[name] = data
+	case name == "mcp_metadata" && isMap:
+		st.addMCPMetadata(m, name, false)
+	case isFlat:
+		st.flats = append(st.flats, flatEntry{ns: ns, key: key, value: data, from: name})
+	default:
+		st.meta[name] = data
+	}
+	return nil
+}
+
+// extraField keeps a key the Definition does not model: in
+// Metadata["rtfs"] (code as written, under "verbatim"), or, for a key of
+// the flat metadata layout, queued for migration.
+func (b *builder) extraField(st *defState, f field) error {
+	if !isData(*f.v) {
+		st.verbatim[f.key] = f.v.Text(b.r.data)
+		return nil
+	}
+	data, err := pureData(*f.v, ":"+f.key)
+	if err != nil {
+		return err
+	}
+	if m, ok := data.(map[string]any); ok && f.key == "mcp_metadata" {
+		st.addMCPMetadata(m, f.key, true)
+		return nil
+	}
+	if ns, key, ok := flatTarget(f.key); ok {
+		st.flats = append(st.flats, flatEntry{ns: ns, key: key, value: data, from: f.key, top: true})
+		return nil
+	}
+	st.rtfsNS[f.key] = data
+	return nil
+}
+
+// migrateFlat migrates the flat layout: :metadata's flat keys first, then
+// top-level ones, each only where the hierarchical place is free or equal;
+// elsewhere the flat key is kept.
+func (b *builder) migrateFlat(st *defState) error {
+	ordered := append(append([]flatEntry{}, st.mcpMetadata...), st.flats...)
 	sort.SliceStable(ordered, func(i, j int) bool { return !ordered[i].top && ordered[j].top })
 	for _, fe := range ordered {
-		target, ok := hier[fe.ns].(map[string]any)
-		if !ok {
-			_, taken := hier[fe.ns]
-			_, kept := meta[fe.ns]
-			if taken || kept {
-				ok = false
-			} else {
-				target = map[string]any{}
-				hier[fe.ns] = target
-				ok = true
-			}
-		}
-		if ok {
-			if old, exists := target[fe.key]; !exists {
-				target[fe.key] = fe.value
-				continue
-			} else if jsonEqual(old, fe.value) {
-				continue
-			}
+		if st.placeFlat(fe) {
+			continue
 		}
 		// The hierarchical place holds something else: keep the flat key.
 		if fe.from == "mcp_metadata" {
-			return d, failAt(b.form, ":mcp_metadata %s clashes with :metadata :mcp: merge them into :metadata {:mcp {…}}", fe.key)
+			return failAt(b.form, ":mcp_metadata %s clashes with :metadata :mcp: merge them into :metadata {:mcp {…}}", fe.key)
 		}
 		if fe.top {
-			rtfsNS[fe.from] = fe.value
+			st.rtfsNS[fe.from] = fe.value
 		} else {
-			meta[fe.from] = fe.value
+			st.meta[fe.from] = fe.value
 		}
 	}
-	if m, ok := hier[nsMCP].(map[string]any); ok {
-		meta[nsMCP] = m
+	return nil
+}
+
+// placeFlat puts a flat entry at its hierarchical place and reports
+// whether it could: the namespace is a map (or free, and then made one) and
+// the key is free or holds the same value.
+func (st *defState) placeFlat(fe flatEntry) bool {
+	target, ok := st.hier[fe.ns].(map[string]any)
+	if !ok {
+		_, taken := st.hier[fe.ns]
+		_, kept := st.meta[fe.ns]
+		if taken || kept {
+			return false
+		}
+		target = map[string]any{}
+		st.hier[fe.ns] = target
 	}
-	if m, ok := hier[nsOpenAPI].(map[string]any); ok {
-		meta[nsOpenAPI] = m
+	old, exists := target[fe.key]
+	if !exists {
+		target[fe.key] = fe.value
+		return true
 	}
-	if disc, ok := hier[nsDiscovery].(map[string]any); ok {
+	return jsonEqual(old, fe.value)
+}
+
+// hoistHierarchy puts the :mcp and :openapi maps in the metadata and reads
+// :discovery as the provenance.
+func (b *builder) hoistHierarchy(st *defState) error {
+	for _, ns := range []string{nsMCP, nsOpenAPI} {
+		if m, ok := st.hier[ns].(map[string]any); ok {
+			st.meta[ns] = m
+		}
+	}
+	if disc, ok := st.hier[nsDiscovery].(map[string]any); ok {
 		p, err := provenance(disc)
 		if err != nil {
-			return d, failAt(b.form, "%v", err)
+			return failAt(b.form, "%v", err)
 		}
-		d.Provenance = p
+		st.d.Provenance = p
 	}
+	return nil
+}
 
-	// Identity and bindings.
-	d.Version = version
-	id, err := deriveIdentity(b.id, rtfsNS["provider"], meta, version)
+// identity sets the URI, domain, name and version, and the bindings the
+// id → URI rule derives unless :bindings gave them; the id is kept when
+// it is not the one the URI gives.
+func (b *builder) identity(st *defState) error {
+	d := &st.d
+	d.Version = st.version
+	id, err := deriveIdentity(b.id, st.rtfsNS["provider"], st.meta, st.version)
 	switch {
-	case uri != "":
-		u, perr := capability.ParseURI(uri)
+	case st.uri != "":
+		u, perr := capability.ParseURI(st.uri)
 		if perr != nil {
-			return d, failAt(b.fieldAt(keyURI), "%v", perr)
+			return failAt(b.fieldAt(keyURI), "%v", perr)
 		}
-		d.URI, d.Domain, d.Name = uri, u.Domain, u.Name
+		d.URI, d.Domain, d.Name = st.uri, u.Domain, u.Name
 	case err != nil:
-		return d, failAt(b.idAt, "%v", err)
+		return failAt(b.idAt, "%v", err)
 	default:
 		d.URI, d.Domain, d.Name = id.uri, id.domain, id.name
 	}
-	if !explicitBindings && err == nil {
+	if !st.explicitBindings && err == nil {
 		d.Bindings = id.bindings
 	}
 	if b.id != canonicalID(d.URI) {
-		rtfsNS["id"] = b.id
+		st.rtfsNS["id"] = b.id
 	}
-
-	// Schemas: the RTFS type, or the carried JSON Schema when the type is
-	// the one written for it.
-	in, err := carried(carrier, "input", inType, b)
-	if err != nil {
-		return d, err
-	}
-	out, err := carried(carrier, "output", outType, b)
-	if err != nil {
-		return d, err
-	}
-	d.Input, d.Output = in, out
-
-	if len(verbatim) > 0 {
-		rtfsNS["verbatim"] = verbatim
-	}
-	if len(rtfsNS) > 0 {
-		meta[nsRTFS] = rtfsNS
-	}
-	if len(meta) > 0 {
-		d.Metadata = meta
-	}
-	d.Normalize()
-	return d, nil
+	return nil
 }
 
 func (b *builder) fieldAt(key string) Value {
@@ -723,36 +821,44 @@ func toData(v Value, what string, depth int) (any, error) {
 	case KindKeyword:
 		return ":" + v.Str, nil
 	case KindVector:
-		out := make([]any, 0, len(v.Items))
-		for _, it := range v.Items {
-			x, err := toData(it, what, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, x)
-		}
-		return out, nil
+		return vectorData(v, what, depth)
 	case KindMap:
-		out := make(map[string]any, len(v.Items)/2)
-		seen := map[string]Value{}
-		for i := 0; i+1 < len(v.Items); i += 2 {
-			k, err := dataKey(v.Items[i])
-			if err != nil {
-				return nil, err
-			}
-			if first, dup := seen[k]; dup {
-				return nil, failAt(v.Items[i], "%s: key %q appears twice in the map (first at %s): keep one", what, k, first.Pos())
-			}
-			seen[k] = v.Items[i]
-			x, err := toData(v.Items[i+1], what, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = x
-		}
-		return out, nil
+		return mapData(v, what, depth)
 	}
 	return nil, failAt(v, "%s must be data (strings, numbers, keywords, vectors, maps), not %s", what, v.Describe())
+}
+
+// vectorData converts a vector to a list.
+func vectorData(v Value, what string, depth int) ([]any, error) {
+	out := make([]any, 0, len(v.Items))
+	for _, it := range v.Items {
+		x, err := toData(it, what, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// mapData converts a map to an object; a key written twice is an error.
+func mapData(v Value, what string, depth int) (map[string]any, error) {
+	out := make(map[string]any, len(v.Items)/2)
+	seen := map[string]Value{}
+	for i := 0; i+1 < len(v.Items); i += 2 {
+		k, err := dataKey(v.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		if first, dup := seen[k]; dup {
+			return nil, failAt(v.Items[i], "%s: key %q appears twice in the map (first at %s): keep one", what, k, first.Pos())
+		}
+		seen[k] = v.Items[i]
+		if out[k], err = toData(v.Items[i+1], what, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // wholeToInt returns a whole float as an int64 (when it fits), as JSON
@@ -826,33 +932,50 @@ func deriveIdentity(id string, provider any, meta map[string]any, version string
 		provType = strings.ToLower(bareName(provMap["type"]))
 	}
 	if mcpMeta != nil || provType == "mcp" || strings.HasPrefix(id, "mcp.") {
-		tool := str(mcpMeta["tool_name"])
-		if tool == "" {
-			tool = str(provMap["tool_name"])
-		}
-		rest := strings.TrimPrefix(id, "mcp.")
-		if tool == "" {
-			tool = rest[strings.LastIndex(rest, ".")+1:]
-		}
-		server := str(mcpMeta["server_name"])
-		if server == "" {
-			if s, ok := strings.CutSuffix(rest, "."+tool); ok {
-				server = s
-			} else if i := strings.LastIndex(rest, "."); i > 0 {
-				server = rest[:i]
-			}
-		}
-		domain := domainSlug(server)
-		if domain == "" {
-			return identity{}, fmt.Errorf("cannot tell the MCP server of %q (tool %q): name it with :metadata {:mcp {:server_name \"github\"}}, or write the id as mcp.<server>.<tool>", id, tool)
-		}
-		uri := capability.SchemeMCP + ":" + domain + "/" + tool + "@" + ver.Short()
-		if _, err := capability.ParseURI(uri); err != nil {
-			return identity{}, fmt.Errorf("the capability cannot be named from id %q: %v; add :uri", id, err)
-		}
-		return identity{uri: uri, domain: domain, name: tool,
-			bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: domain, Tool: tool}}}, nil
+		return mcpIdentity(id, mcpMeta, provMap, ver)
 	}
+	return ossaIdentity(id, meta, ver)
+}
+
+// mcpIdentity is the identity of an MCP tool: its tool and server from the
+// :mcp metadata, the provider, else the id (see the package doc).
+func mcpIdentity(id string, mcpMeta, provMap map[string]any, ver capability.Version) (identity, error) {
+	rest := strings.TrimPrefix(id, "mcp.")
+	tool := orDefault(str(mcpMeta["tool_name"]), str(provMap["tool_name"]))
+	if tool == "" {
+		tool = rest[strings.LastIndex(rest, ".")+1:]
+	}
+	server := str(mcpMeta["server_name"])
+	if server == "" {
+		server = serverOf(rest, tool)
+	}
+	domain := domainSlug(server)
+	if domain == "" {
+		return identity{}, fmt.Errorf("cannot tell the MCP server of %q (tool %q): name it with :metadata {:mcp {:server_name \"github\"}}, or write the id as mcp.<server>.<tool>", id, tool)
+	}
+	uri := capability.SchemeMCP + ":" + domain + "/" + tool + "@" + ver.Short()
+	if _, err := capability.ParseURI(uri); err != nil {
+		return identity{}, fmt.Errorf("the capability cannot be named from id %q: %v; add :uri", id, err)
+	}
+	return identity{uri: uri, domain: domain, name: tool,
+		bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: domain, Tool: tool}}}, nil
+}
+
+// serverOf is the server part of an MCP id without "mcp.": what comes
+// before ".<tool>", else before its last dot, else "".
+func serverOf(rest, tool string) string {
+	if s, ok := strings.CutSuffix(rest, "."+tool); ok {
+		return s
+	}
+	if i := strings.LastIndex(rest, "."); i > 0 {
+		return rest[:i]
+	}
+	return ""
+}
+
+// ossaIdentity is the identity of any other capability: the id split at
+// its last dot, with an http binding when :openapi metadata has a base URL.
+func ossaIdentity(id string, meta map[string]any, ver capability.Version) (identity, error) {
 	i := strings.LastIndex(id, ".")
 	if i <= 0 || i == len(id)-1 {
 		return identity{}, fmt.Errorf("capability id %q has no domain: write it as <domain>.<name>, e.g. demo.hello, or add :uri \"ossa:<domain>/<name>@1.0\"", id)
@@ -862,23 +985,31 @@ func deriveIdentity(id string, provider any, meta map[string]any, version string
 		return identity{}, fmt.Errorf("capability id %q does not give a domain and a name starting with a letter: rename it, or add :uri \"ossa:<domain>/<name>@1.0\"", id)
 	}
 	uri := capability.SchemeOSSA + ":" + domain + "/" + name + "@" + ver.Short()
-	var bindings capability.Bindings
-	if oa, ok := meta[nsOpenAPI].(map[string]any); ok && str(oa["base_url"]) != "" {
-		path := str(oa["endpoint_path"])
-		if path == "" {
-			path = str(oa["endpoint"])
-		}
-		method := strings.ToUpper(str(oa["endpoint_method"]))
-		if method == "" {
-			method = "GET"
-		}
-		h := &capability.HTTPBinding{Method: method, URL: joinURL(str(oa["base_url"]), path)}
-		if t := str(oa["auth_type"]); t != "" {
-			h.Auth = &capability.HTTPAuth{Type: t, Location: str(oa["auth_location"]), ParamName: str(oa["auth_param_name"]), Env: str(oa["auth_env_var"])}
-		}
-		bindings.HTTP = h
+	oa, _ := meta[nsOpenAPI].(map[string]any)
+	return identity{uri: uri, domain: domain, name: name, bindings: capability.Bindings{HTTP: openAPIBinding(oa)}}, nil
+}
+
+// openAPIBinding is the http binding :openapi metadata describes, nil
+// without a base URL.
+func openAPIBinding(oa map[string]any) *capability.HTTPBinding {
+	if str(oa["base_url"]) == "" {
+		return nil
 	}
-	return identity{uri: uri, domain: domain, name: name, bindings: bindings}, nil
+	path := orDefault(str(oa["endpoint_path"]), str(oa["endpoint"]))
+	method := orDefault(strings.ToUpper(str(oa["endpoint_method"])), "GET")
+	h := &capability.HTTPBinding{Method: method, URL: joinURL(str(oa["base_url"]), path)}
+	if t := str(oa["auth_type"]); t != "" {
+		h.Auth = &capability.HTTPAuth{Type: t, Location: str(oa["auth_location"]), ParamName: str(oa["auth_param_name"]), Env: str(oa["auth_env_var"])}
+	}
+	return h
+}
+
+// orDefault returns s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func joinURL(base, path string) string {
@@ -891,20 +1022,9 @@ func joinURL(base, path string) string {
 // slug lower-cases s and turns each run of characters outside a-z, 0-9 (and
 // keep) into sep, trimming sep at both ends; "" unless it starts with a letter.
 func slug(s string, sep byte, keep string) string {
-	var b strings.Builder
-	pending := false
-	for _, r := range strings.ToLower(s) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune(keep, r) {
-			if pending && b.Len() > 0 {
-				b.WriteByte(sep)
-			}
-			pending = false
-			b.WriteRune(r)
-			continue
-		}
-		pending = true
-	}
-	out := b.String()
+	out := naming.JoinRuns(strings.ToLower(s), func(c byte) bool {
+		return naming.IsLowerAlnum(c) || strings.IndexByte(keep, c) >= 0
+	}, sep)
 	if out == "" || out[0] < 'a' || out[0] > 'z' {
 		return ""
 	}

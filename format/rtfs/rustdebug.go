@@ -119,82 +119,104 @@ func vec(at Value, items ...Value) Value {
 	return Value{Kind: KindVector, Items: items, Line: at.Line, Column: at.Column, Offset: at.Offset, End: at.End}
 }
 
-// rustType converts a Rust Debug TypeExpr to the RTFS type it stands for.
+// rustType converts a Rust Debug TypeExpr to the RTFS type it stands for,
+// with the converter of its variant (see rustTypes).
 func rustType(n rustNode, depth int) (Value, error) {
 	if depth > MaxDepth {
 		return Value{}, typeErrorf(n.at, "type nested deeper than %d levels: simplify it", MaxDepth)
 	}
-	unsupported := func() (Value, error) {
-		return Value{}, typeErrorf(n.at, "Rust Debug type %s is not supported: write the schema as an RTFS type, e.g. [:map [:key :string]]", n.at.Str)
+	convert, ok := rustTypes[n.name]
+	if !ok {
+		return unsupportedRustType(n)
 	}
-	arg := func() (rustNode, bool) {
-		if len(n.args) != 1 {
-			return rustNode{}, false
-		}
-		return n.args[0], true
+	return convert(n, depth)
+}
+
+// rustTypes convert each TypeExpr variant; it is filled in init because
+// the converters recurse into rustType.
+var rustTypes map[string]func(n rustNode, depth int) (Value, error)
+
+func init() {
+	rustTypes = map[string]func(n rustNode, depth int) (Value, error){
+		"Any":       func(n rustNode, _ int) (Value, error) { return kw(n.at, "any"), nil },
+		"Primitive": rustPrimitive,
+		"Vector":    rustWrapped,
+		"Optional":  rustWrapped,
+		"Union":     rustTypeList,
+		"Tuple":     rustTypeList,
+		"Map":       rustMap,
 	}
-	switch n.name {
-	case "Any":
-		return kw(n.at, "any"), nil
-	case "Primitive":
-		a, ok := arg()
-		if !ok {
-			return unsupported()
-		}
-		if name, ok := rustPrimitives[a.name]; ok && a.fields == nil && a.args == nil {
-			return kw(n.at, name), nil
-		}
-		return Value{}, typeErrorf(a.at, "unknown Rust Debug primitive %s: write the schema as an RTFS type", a.at.Describe())
-	case "Vector", "Optional":
-		a, ok := arg()
-		if !ok {
-			return unsupported()
-		}
-		t, err := rustType(a, depth+1)
+}
+
+func unsupportedRustType(n rustNode) (Value, error) {
+	return Value{}, typeErrorf(n.at, "Rust Debug type %s is not supported: write the schema as an RTFS type, e.g. [:map [:key :string]]", n.at.Str)
+}
+
+// rustPrimitive converts Primitive(String) and the like.
+func rustPrimitive(n rustNode, _ int) (Value, error) {
+	if len(n.args) != 1 {
+		return unsupportedRustType(n)
+	}
+	a := n.args[0]
+	if name, ok := rustPrimitives[a.name]; ok && a.fields == nil && a.args == nil {
+		return kw(n.at, name), nil
+	}
+	return Value{}, typeErrorf(a.at, "unknown Rust Debug primitive %s: write the schema as an RTFS type", a.at.Describe())
+}
+
+// rustWrapped converts Vector(T) to [:vector T] and Optional(T) to
+// [:union T :nil].
+func rustWrapped(n rustNode, depth int) (Value, error) {
+	if len(n.args) != 1 {
+		return unsupportedRustType(n)
+	}
+	t, err := rustType(n.args[0], depth+1)
+	if err != nil {
+		return Value{}, err
+	}
+	if n.name == "Optional" {
+		return vec(n.at, kw(n.at, "union"), t, kw(n.at, "nil")), nil
+	}
+	return vec(n.at, kw(n.at, "vector"), t), nil
+}
+
+// rustTypeList converts Union([…]) and Tuple([…]).
+func rustTypeList(n rustNode, depth int) (Value, error) {
+	if len(n.args) != 1 || !n.args[0].array {
+		return unsupportedRustType(n)
+	}
+	out := []Value{kw(n.at, strings.ToLower(n.name))}
+	for _, m := range n.args[0].args {
+		t, err := rustType(m, depth+1)
 		if err != nil {
 			return Value{}, err
 		}
-		if n.name == "Optional" {
-			return vec(n.at, kw(n.at, "union"), t, kw(n.at, "nil")), nil
-		}
-		return vec(n.at, kw(n.at, "vector"), t), nil
-	case "Union", "Tuple":
-		a, ok := arg()
-		if !ok || !a.array {
-			return unsupported()
-		}
-		out := []Value{kw(n.at, strings.ToLower(n.name))}
-		for _, m := range a.args {
-			t, err := rustType(m, depth+1)
-			if err != nil {
-				return Value{}, err
-			}
-			out = append(out, t)
-		}
-		return vec(n.at, out...), nil
-	case "Map":
-		if n.fields == nil {
-			return unsupported()
-		}
-		out := []Value{kw(n.at, "map")}
-		entries := n.fields["entries"]
-		for _, e := range entries.args {
-			entry, err := rustMapEntry(e, depth)
-			if err != nil {
-				return Value{}, err
-			}
-			out = append(out, entry)
-		}
-		if w, ok := n.fields["wildcard"]; ok && w.name == "Some" && len(w.args) == 1 {
-			t, err := rustType(w.args[0], depth+1)
-			if err != nil {
-				return Value{}, err
-			}
-			out = append(out, vec(w.at, kw(w.at, "*"), t))
-		}
-		return vec(n.at, out...), nil
+		out = append(out, t)
 	}
-	return unsupported()
+	return vec(n.at, out...), nil
+}
+
+// rustMap converts Map { entries: […], wildcard: Some(T) } to [:map …].
+func rustMap(n rustNode, depth int) (Value, error) {
+	if n.fields == nil {
+		return unsupportedRustType(n)
+	}
+	out := []Value{kw(n.at, "map")}
+	for _, e := range n.fields["entries"].args {
+		entry, err := rustMapEntry(e, depth)
+		if err != nil {
+			return Value{}, err
+		}
+		out = append(out, entry)
+	}
+	if w, ok := n.fields["wildcard"]; ok && w.name == "Some" && len(w.args) == 1 {
+		t, err := rustType(w.args[0], depth+1)
+		if err != nil {
+			return Value{}, err
+		}
+		out = append(out, vec(w.at, kw(w.at, "*"), t))
+	}
+	return vec(n.at, out...), nil
 }
 
 func rustMapEntry(e rustNode, depth int) (Value, error) {
@@ -202,7 +224,7 @@ func rustMapEntry(e rustNode, depth int) (Value, error) {
 		return Value{}, typeErrorf(e.at, "expected MapTypeEntry { key: …, value_type: …, optional: … }, found %s", e.at.Describe())
 	}
 	key, ok := e.fields["key"]
-	if !ok || key.name != "Keyword" || len(key.args) != 1 || key.args[0].lit == nil || key.args[0].lit.Kind != KindString {
+	if !ok || !isRustKeyword(key) {
 		return Value{}, typeErrorf(e.at, "MapTypeEntry needs key: Keyword(\"name\")")
 	}
 	vt, ok := e.fields["value_type"]
@@ -214,8 +236,18 @@ func rustMapEntry(e rustNode, depth int) (Value, error) {
 		return Value{}, err
 	}
 	k := kw(key.at, key.args[0].lit.Str)
-	if opt, ok := e.fields["optional"]; ok && opt.lit != nil && opt.lit.Kind == KindBool && opt.lit.Bool {
+	if opt, ok := e.fields["optional"]; ok && isRustTrue(opt) {
 		return vec(e.at, k, t, Value{Kind: KindSymbol, Str: "?", Line: opt.at.Line, Column: opt.at.Column}), nil
 	}
 	return vec(e.at, k, t), nil
+}
+
+// isRustKeyword reports whether a node is Keyword("name").
+func isRustKeyword(n rustNode) bool {
+	return n.name == "Keyword" && len(n.args) == 1 && n.args[0].lit != nil && n.args[0].lit.Kind == KindString
+}
+
+// isRustTrue reports whether a node is the literal true.
+func isRustTrue(n rustNode) bool {
+	return n.lit != nil && n.lit.Kind == KindBool && n.lit.Bool
 }

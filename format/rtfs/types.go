@@ -129,139 +129,177 @@ func typeSchema(v Value, depth int) (map[string]any, error) {
 	return nil, typeErrorf(v, "%s is not a type: write a keyword such as :string, or a form such as [:vector T], [:map …] or {:key T}", v.Describe())
 }
 
+// vectorTypeSchema converts a type form [:head args…] with the converter
+// of its head (see typeForms).
 func vectorTypeSchema(v Value, depth int) (map[string]any, error) {
 	head, args := v.Items[0].Str, v.Items[1:]
-	need := func(n int, what string) error {
-		if len(args) < n {
-			return typeErrorf(v, "[:%s …] needs %s", head, what)
-		}
-		return nil
+	convert, ok := typeForms[head]
+	if !ok {
+		return nil, typeErrorf(v, "unknown type form [:%s …]: use :vector, :map, :map-of, :tuple, :union, :enum, :val or :and", head)
 	}
-	switch head {
-	case "vector":
-		if len(args) == 0 {
-			return map[string]any{"type": "array"}, nil
-		}
-		if len(args) > 1 {
-			return nil, typeErrorf(v, "[:vector T] takes one element type, got %d: use [:tuple …] for fixed positions or [:union …] for alternatives", len(args))
-		}
-		items, err := typeSchema(args[0], depth+1)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"type": "array", "items": items}, nil
-	case "map":
-		return mapEntriesSchema(v, args, depth)
-	case "map-of":
-		if len(args) != 2 {
-			return nil, typeErrorf(v, "[:map-of K V] takes a key type and a value type, got %d", len(args))
-		}
-		val, err := typeSchema(args[1], depth+1)
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]any{"type": "object", "additionalProperties": val}
-		k := args[0]
-		if !((k.Kind == KindKeyword || k.Kind == KindSymbol) && (k.Str == "string" || k.Str == "keyword")) {
-			key, err := typeSchema(k, depth+1)
-			if err != nil {
+	return convert(v, args, depth)
+}
+
+// typeForms convert each type form [:head args…] to a schema; it is filled
+// in init because the converters recurse into typeSchema.
+var typeForms map[string]func(v Value, args []Value, depth int) (map[string]any, error)
+
+func init() {
+	typeForms = map[string]func(v Value, args []Value, depth int) (map[string]any, error){
+		"vector": vectorFormSchema,
+		"map":    mapEntriesSchema,
+		"map-of": mapOfSchema,
+		"tuple":  tupleSchema,
+		"union":  unionFormSchema,
+		"enum":   enumSchema,
+		"val":    valSchema,
+		"and": func(v Value, args []Value, depth int) (map[string]any, error) {
+			if err := needArgs(v, args, 1, "a base type"); err != nil {
 				return nil, err
 			}
-			out["propertyNames"] = key
-		}
-		return out, nil
-	case "tuple":
-		if err := need(1, "at least one element type"); err != nil {
-			return nil, err
-		}
-		var prefix []any
-		for _, a := range args {
-			s, err := typeSchema(a, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			prefix = append(prefix, s)
-		}
-		return map[string]any{"type": "array", "prefixItems": prefix, "items": false}, nil
-	case "union":
-		if err := need(1, "at least one member type"); err != nil {
-			return nil, err
-		}
-		var members []map[string]any
-		for _, a := range args {
-			s, err := typeSchema(a, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			members = append(members, s)
-		}
-		return unionSchemas(members), nil
-	case "enum":
-		if err := need(1, "at least one value"); err != nil {
-			return nil, err
-		}
-		var vals []any
-		for _, a := range args {
-			lit, err := literal(a)
-			if err != nil {
-				return nil, err
-			}
-			vals = append(vals, lit)
-		}
-		out := map[string]any{"enum": vals}
-		if t := commonJSONType(vals); t != "" {
-			out["type"] = t
-		}
-		return out, nil
-	case "val":
-		if len(args) != 1 {
-			return nil, typeErrorf(v, "[:val X] takes one literal value, got %d", len(args))
-		}
-		lit, err := literal(args[0])
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"const": lit}, nil
-	case "and":
-		if err := need(1, "a base type"); err != nil {
-			return nil, err
-		}
-		return andSchema(v, args, depth)
-	case "fn", "=>", "resource", "array":
-		return nil, typeErrorf(v, "[:%s …] has no JSON Schema equivalent: a capability's input and output must be data; use :any if it must pass through", head)
+			return andSchema(v, args, depth)
+		},
 	}
-	return nil, typeErrorf(v, "unknown type form [:%s …]: use :vector, :map, :map-of, :tuple, :union, :enum, :val or :and", head)
+	for _, head := range []string{"fn", "=>", "resource", "array"} {
+		typeForms[head] = func(v Value, _ []Value, _ int) (map[string]any, error) {
+			return nil, typeErrorf(v, "[:%s …] has no JSON Schema equivalent: a capability's input and output must be data; use :any if it must pass through", v.Items[0].Str)
+		}
+	}
+}
+
+// needArgs fails when a type form has fewer than n arguments.
+func needArgs(v Value, args []Value, n int, what string) error {
+	if len(args) < n {
+		return typeErrorf(v, "[:%s …] needs %s", v.Items[0].Str, what)
+	}
+	return nil
+}
+
+// typeSchemas converts a list of types.
+func typeSchemas(args []Value, depth int) ([]map[string]any, error) {
+	out := make([]map[string]any, 0, len(args))
+	for _, a := range args {
+		s, err := typeSchema(a, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// vectorFormSchema converts [:vector] and [:vector T].
+func vectorFormSchema(v Value, args []Value, depth int) (map[string]any, error) {
+	if len(args) == 0 {
+		return map[string]any{"type": "array"}, nil
+	}
+	if len(args) > 1 {
+		return nil, typeErrorf(v, "[:vector T] takes one element type, got %d: use [:tuple …] for fixed positions or [:union …] for alternatives", len(args))
+	}
+	items, err := typeSchema(args[0], depth+1)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"type": "array", "items": items}, nil
+}
+
+// mapOfSchema converts [:map-of K V].
+func mapOfSchema(v Value, args []Value, depth int) (map[string]any, error) {
+	if len(args) != 2 {
+		return nil, typeErrorf(v, "[:map-of K V] takes a key type and a value type, got %d", len(args))
+	}
+	val, err := typeSchema(args[1], depth+1)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"type": "object", "additionalProperties": val}
+	k := args[0]
+	if (k.Kind == KindKeyword || k.Kind == KindSymbol) && (k.Str == "string" || k.Str == "keyword") {
+		return out, nil
+	}
+	key, err := typeSchema(k, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	out["propertyNames"] = key
+	return out, nil
+}
+
+// tupleSchema converts [:tuple A B …].
+func tupleSchema(v Value, args []Value, depth int) (map[string]any, error) {
+	if err := needArgs(v, args, 1, "at least one element type"); err != nil {
+		return nil, err
+	}
+	items, err := typeSchemas(args, depth)
+	if err != nil {
+		return nil, err
+	}
+	prefix := make([]any, len(items))
+	for i, s := range items {
+		prefix[i] = s
+	}
+	return map[string]any{"type": "array", "prefixItems": prefix, "items": false}, nil
+}
+
+// unionFormSchema converts [:union A B …].
+func unionFormSchema(v Value, args []Value, depth int) (map[string]any, error) {
+	if err := needArgs(v, args, 1, "at least one member type"); err != nil {
+		return nil, err
+	}
+	members, err := typeSchemas(args, depth)
+	if err != nil {
+		return nil, err
+	}
+	return unionSchemas(members), nil
+}
+
+// enumSchema converts [:enum "a" "b" …], typed when all values share a
+// JSON type.
+func enumSchema(v Value, args []Value, _ int) (map[string]any, error) {
+	if err := needArgs(v, args, 1, "at least one value"); err != nil {
+		return nil, err
+	}
+	var vals []any
+	for _, a := range args {
+		lit, err := literal(a)
+		if err != nil {
+			return nil, err
+		}
+		vals = append(vals, lit)
+	}
+	out := map[string]any{"enum": vals}
+	if t := commonJSONType(vals); t != "" {
+		out["type"] = t
+	}
+	return out, nil
+}
+
+// valSchema converts [:val X].
+func valSchema(v Value, args []Value, _ int) (map[string]any, error) {
+	if len(args) != 1 {
+		return nil, typeErrorf(v, "[:val X] takes one literal value, got %d", len(args))
+	}
+	lit, err := literal(args[0])
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"const": lit}, nil
 }
 
 // mapEntriesSchema converts [:map [:k T] [:k T?] [:k T ?] [:* W]].
-func mapEntriesSchema(v Value, entries []Value, depth int) (map[string]any, error) {
+func mapEntriesSchema(_ Value, entries []Value, depth int) (map[string]any, error) {
 	props := map[string]any{}
 	var required []string
 	var wildcard map[string]any
 	for _, e := range entries {
-		if e.Kind != KindVector || len(e.Items) < 2 || len(e.Items) > 3 {
-			return nil, typeErrorf(e, "a [:map …] entry is [:key Type], [:key Type?] or [:* Type], not %s", e.Describe())
-		}
-		k, t := e.Items[0], e.Items[1]
-		opt := false
-		if len(e.Items) == 3 {
-			if !e.Items[2].IsSymbol("?") {
-				return nil, typeErrorf(e.Items[2], "a [:map …] entry has a key, a type and at most the optional marker ?, not %s", e.Items[2].Describe())
-			}
-			opt = true
+		k, t, opt, err := mapEntry(e)
+		if err != nil {
+			return nil, err
 		}
 		if k.IsKeyword("*") {
-			if opt {
-				return nil, typeErrorf(e, "the wildcard entry [:* Type] cannot be optional")
-			}
-			if wildcard != nil {
-				return nil, typeErrorf(e, "[:map …] has two wildcard entries [:* Type]: keep one")
-			}
-			s, err := typeSchema(t, depth+1)
-			if err != nil {
+			if wildcard, err = wildcardSchema(e, t, opt, wildcard != nil, depth); err != nil {
 				return nil, err
 			}
-			wildcard = s
 			continue
 		}
 		name, err := entryKey(k)
@@ -274,16 +312,41 @@ func mapEntriesSchema(v Value, entries []Value, depth int) (map[string]any, erro
 		if base, o := optionalType(t); o {
 			t, opt = base, true
 		}
-		s, err := typeSchema(t, depth+1)
-		if err != nil {
+		if props[name], err = typeSchema(t, depth+1); err != nil {
 			return nil, err
 		}
-		props[name] = s
 		if !opt {
 			required = append(required, name)
 		}
 	}
 	return objectSchema(props, required, wildcard), nil
+}
+
+// mapEntry splits a [:map …] entry into its key, its type and whether the
+// optional marker ? follows.
+func mapEntry(e Value) (k, t Value, opt bool, err error) {
+	if e.Kind != KindVector || len(e.Items) < 2 || len(e.Items) > 3 {
+		return k, t, false, typeErrorf(e, "a [:map …] entry is [:key Type], [:key Type?] or [:* Type], not %s", e.Describe())
+	}
+	if len(e.Items) == 3 {
+		if !e.Items[2].IsSymbol("?") {
+			return k, t, false, typeErrorf(e.Items[2], "a [:map …] entry has a key, a type and at most the optional marker ?, not %s", e.Items[2].Describe())
+		}
+		opt = true
+	}
+	return e.Items[0], e.Items[1], opt, nil
+}
+
+// wildcardSchema converts the wildcard entry [:* W] of a [:map …], which
+// can be neither optional nor repeated.
+func wildcardSchema(e, t Value, opt, repeated bool, depth int) (map[string]any, error) {
+	if opt {
+		return nil, typeErrorf(e, "the wildcard entry [:* Type] cannot be optional")
+	}
+	if repeated {
+		return nil, typeErrorf(e, "[:map …] has two wildcard entries [:* Type]: keep one")
+	}
+	return typeSchema(t, depth+1)
 }
 
 // braceMapSchema converts {:k T …}; `T?` or a trailing `;; optional` comment
@@ -487,86 +550,128 @@ func andSchema(v Value, args []Value, depth int) (map[string]any, error) {
 }
 
 func applyPredicate(s map[string]any, p Value) error {
-	op, args := p.Items[0].Str, p.Items[1:]
-	set := func(key string, val any) error {
-		if _, dup := s[key]; dup {
-			return typeErrorf(p, "[:%s …] sets %s, which the type already has: keep one constraint", op, key)
-		}
-		s[key] = val
-		return nil
-	}
-	nargs := map[string]int{"in-range": 2, "non-empty": 0}
-	want, ok := nargs[op]
+	pr := predicate{s: s, p: p, op: p.Items[0].Str}
+	args := p.Items[1:]
+	want, ok := predicateArgs[pr.op]
 	if !ok {
 		want = 1
 	}
 	if len(args) != want {
-		return typeErrorf(p, "[:%s …] takes %d argument(s), got %d", op, want, len(args))
+		return typeErrorf(p, "[:%s …] takes %d argument(s), got %d", pr.op, want, len(args))
 	}
-	number := func(a Value) (any, error) {
-		if a.Kind != KindInt && a.Kind != KindFloat {
-			return nil, typeErrorf(a, "[:%s …] needs a number, not %s", op, a.Describe())
-		}
-		return literal(a)
+	apply, ok := predicates[pr.op]
+	if !ok {
+		return typeErrorf(p, "unknown predicate [:%s …]", pr.op)
 	}
-	count := func(a Value) (any, error) {
-		if a.Kind != KindInt || a.Int < 0 {
-			return nil, typeErrorf(a, "[:%s …] needs a non-negative integer, not %s", op, a.Describe())
-		}
-		return a.Int, nil
+	return apply(pr, args)
+}
+
+// predicateArgs are the argument counts of the predicates that do not take
+// one argument.
+var predicateArgs = map[string]int{"in-range": 2, "non-empty": 0}
+
+// predicate is one [:op args…] of an [:and …] type being applied to the
+// schema s.
+type predicate struct {
+	s  map[string]any
+	p  Value
+	op string
+}
+
+// set sets a keyword of the schema, which must not have it yet.
+func (pr predicate) set(key string, val any) error {
+	if _, dup := pr.s[key]; dup {
+		return typeErrorf(pr.p, "[:%s …] sets %s, which the type already has: keep one constraint", pr.op, key)
 	}
-	switch op {
-	case ">", ">=", "<", "<=":
-		n, err := number(args[0])
-		if err != nil {
-			return err
-		}
-		return set(predicateKeys[op][0], n)
-	case "=":
-		lit, err := literal(args[0])
-		if err != nil {
-			return err
-		}
-		return set("const", lit)
-	case "min-length", "max-length", "min-count", "max-count", "length", "count":
-		n, err := count(args[0])
-		if err != nil {
-			return err
-		}
-		for _, k := range predicateKeys[op] {
-			if err := set(k, n); err != nil {
-				return err
-			}
-		}
-		return nil
-	case "matches-regex":
-		if args[0].Kind != KindString {
-			return typeErrorf(args[0], "[:matches-regex …] needs a string pattern, not %s", args[0].Describe())
-		}
-		return set("pattern", args[0].Str)
-	case "in-range":
-		lo, err := number(args[0])
-		if err != nil {
-			return err
-		}
-		hi, err := number(args[1])
-		if err != nil {
-			return err
-		}
-		if err := set("minimum", lo); err != nil {
-			return err
-		}
-		return set("maximum", hi)
-	case "non-empty":
-		switch s["type"] {
-		case "string":
-			return set("minLength", int64(1))
-		case "object":
-			return set("minProperties", int64(1))
-		}
-		return set("minItems", int64(1))
+	pr.s[key] = val
+	return nil
+}
+
+// number reads an argument that must be a number.
+func (pr predicate) number(a Value) (any, error) {
+	if a.Kind != KindInt && a.Kind != KindFloat {
+		return nil, typeErrorf(a, "[:%s …] needs a number, not %s", pr.op, a.Describe())
 	}
-	return typeErrorf(p, "unknown predicate [:%s …]", op)
+	return literal(a)
+}
+
+// predicates apply each predicate, its argument count checked.
+var predicates = map[string]func(pr predicate, args []Value) error{
+	">": boundPredicate, ">=": boundPredicate, "<": boundPredicate, "<=": boundPredicate,
+	"=":          constPredicate,
+	"min-length": countPredicate, "max-length": countPredicate, "min-count": countPredicate,
+	"max-count": countPredicate, "length": countPredicate, "count": countPredicate,
+	"matches-regex": regexPredicate,
+	"in-range":      rangePredicate,
+	"non-empty":     nonEmptyPredicate,
+}
+
+// boundPredicate applies :> :>= :< :<=.
+func boundPredicate(pr predicate, args []Value) error {
+	n, err := pr.number(args[0])
+	if err != nil {
+		return err
+	}
+	return pr.set(predicateKeys[pr.op][0], n)
+}
+
+// constPredicate applies [:= X].
+func constPredicate(pr predicate, args []Value) error {
+	lit, err := literal(args[0])
+	if err != nil {
+		return err
+	}
+	return pr.set("const", lit)
+}
+
+// countPredicate applies the length and count predicates, which take a
+// non-negative integer.
+func countPredicate(pr predicate, args []Value) error {
+	a := args[0]
+	if a.Kind != KindInt || a.Int < 0 {
+		return typeErrorf(a, "[:%s …] needs a non-negative integer, not %s", pr.op, a.Describe())
+	}
+	for _, k := range predicateKeys[pr.op] {
+		if err := pr.set(k, a.Int); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// regexPredicate applies [:matches-regex "pattern"].
+func regexPredicate(pr predicate, args []Value) error {
+	if args[0].Kind != KindString {
+		return typeErrorf(args[0], "[:matches-regex …] needs a string pattern, not %s", args[0].Describe())
+	}
+	return pr.set("pattern", args[0].Str)
+}
+
+// rangePredicate applies [:in-range lo hi].
+func rangePredicate(pr predicate, args []Value) error {
+	lo, err := pr.number(args[0])
+	if err != nil {
+		return err
+	}
+	hi, err := pr.number(args[1])
+	if err != nil {
+		return err
+	}
+	if err := pr.set("minimum", lo); err != nil {
+		return err
+	}
+	return pr.set("maximum", hi)
+}
+
+// nonEmptyPredicate applies [:non-empty] by the schema's type.
+func nonEmptyPredicate(pr predicate, _ []Value) error {
+	switch pr.s["type"] {
+	case "string":
+		return pr.set("minLength", int64(1))
+	case "object":
+		return pr.set("minProperties", int64(1))
+	}
+	return pr.set("minItems", int64(1))
 }
 
 // SchemaToType writes a JSON Schema as the nearest RTFS type expression (see
@@ -630,109 +735,153 @@ func writeType(b *strings.Builder, v any, depth int) {
 		b.WriteString(":any")
 		return
 	}
-	// Constraints become [:and base preds…]; a lone const is [:val x].
-	if _, only := s["const"]; !(only && len(s) == 1) {
-		var preds []string
-		base := map[string]any{}
-		for k, x := range s {
-			base[k] = x
-		}
-		for _, c := range constraintOrder {
-			if c.key == "minProperties" && s["type"] != "object" {
-				continue // [:non-empty] means minProperties only on a map
-			}
-			if x, ok := s[c.key]; ok {
-				if p, ok := constraintPredicate(c.key, c.pred, x); ok {
-					preds = append(preds, p)
-					delete(base, c.key)
-				}
-			}
-		}
-		if len(preds) > 0 {
-			b.WriteString("[:and ")
-			writeType(b, base, depth+1)
-			for _, p := range preds {
-				b.WriteString(" " + p)
-			}
-			b.WriteString("]")
-			return
-		}
-	}
-	if all, ok := s["allOf"].([]any); ok && len(s) == 1 && len(all) > 0 {
-		b.WriteString("[:and")
-		for _, m := range all {
-			b.WriteString(" ")
-			writeType(b, m, depth+1)
-		}
-		b.WriteString("]")
-		return
-	}
-	if anyOf, ok := s["anyOf"].([]any); ok && len(anyOf) > 0 {
-		b.WriteString("[:union")
-		for _, m := range anyOf {
-			b.WriteString(" ")
-			writeType(b, m, depth+1)
-		}
-		b.WriteString("]")
-		return
-	}
-	if c, ok := s["const"]; ok {
-		if lit, ok := literalText(c); ok {
-			b.WriteString("[:val " + lit + "]")
-			return
-		}
-	}
-	if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
-		var lits []string
-		for _, e := range enum {
-			lit, ok := literalText(e)
-			if !ok {
-				lits = nil
-				break
-			}
-			lits = append(lits, lit)
-		}
-		if lits != nil {
-			b.WriteString("[:enum " + strings.Join(lits, " ") + "]")
-			return
-		}
-	}
-	switch t := s["type"].(type) {
-	case nil:
-		// No type: an object or array by its keywords (the nearest type).
-		if _, ok := s["properties"]; ok {
-			writeObjectType(b, s, depth)
-			return
-		}
-		if _, ok := s["items"]; ok {
-			writeTypeOf(b, "array", s, depth)
-			return
-		}
-	case string:
-		writeTypeOf(b, t, s, depth)
-		return
-	case []any:
-		if len(t) == 1 {
-			if name, ok := t[0].(string); ok {
-				writeTypeOf(b, name, s, depth)
-				return
-			}
-		}
-		var names []string
-		for _, x := range t {
-			name, ok := x.(string)
-			if !ok {
-				names = nil
-				break
-			}
-			names = append(names, primitiveName(name))
-		}
-		if len(names) > 0 {
-			b.WriteString("[:union " + strings.Join(names, " ") + "]")
+	// The first writer that can express the schema writes it.
+	for _, write := range []func(*strings.Builder, map[string]any, int) bool{
+		writeConstrained, writeAllOf, writeAnyOf, writeConst, writeEnum, writeByType,
+	} {
+		if write(b, s, depth) {
 			return
 		}
 	}
 	b.WriteString(":any")
+}
+
+// writeConstrained writes a schema with constraints as [:and base preds…]
+// (a lone const is left to writeConst).
+func writeConstrained(b *strings.Builder, s map[string]any, depth int) bool {
+	if _, only := s["const"]; only && len(s) == 1 {
+		return false
+	}
+	var preds []string
+	base := maps.Clone(s)
+	for _, c := range constraintOrder {
+		if c.key == "minProperties" && s["type"] != "object" {
+			continue // [:non-empty] means minProperties only on a map
+		}
+		if x, ok := s[c.key]; ok {
+			if p, ok := constraintPredicate(c.key, c.pred, x); ok {
+				preds = append(preds, p)
+				delete(base, c.key)
+			}
+		}
+	}
+	if len(preds) == 0 {
+		return false
+	}
+	b.WriteString("[:and ")
+	writeType(b, base, depth+1)
+	for _, p := range preds {
+		b.WriteString(" " + p)
+	}
+	b.WriteString("]")
+	return true
+}
+
+// writeAllOf writes a schema that is only an allOf as [:and A B …].
+func writeAllOf(b *strings.Builder, s map[string]any, depth int) bool {
+	all, ok := s["allOf"].([]any)
+	if !ok || len(s) != 1 || len(all) == 0 {
+		return false
+	}
+	writeTypeList(b, "[:and", all, depth)
+	return true
+}
+
+// writeAnyOf writes an anyOf as [:union A B …].
+func writeAnyOf(b *strings.Builder, s map[string]any, depth int) bool {
+	anyOf, ok := s["anyOf"].([]any)
+	if !ok || len(anyOf) == 0 {
+		return false
+	}
+	writeTypeList(b, "[:union", anyOf, depth)
+	return true
+}
+
+// writeTypeList writes head, the types of the schemas and "]".
+func writeTypeList(b *strings.Builder, head string, list []any, depth int) {
+	b.WriteString(head)
+	for _, m := range list {
+		b.WriteString(" ")
+		writeType(b, m, depth+1)
+	}
+	b.WriteString("]")
+}
+
+// writeConst writes a const as [:val x].
+func writeConst(b *strings.Builder, s map[string]any, _ int) bool {
+	c, ok := s["const"]
+	if !ok {
+		return false
+	}
+	lit, ok := literalText(c)
+	if ok {
+		b.WriteString("[:val " + lit + "]")
+	}
+	return ok
+}
+
+// writeEnum writes an enum of literals as [:enum a b …].
+func writeEnum(b *strings.Builder, s map[string]any, _ int) bool {
+	enum, ok := s["enum"].([]any)
+	if !ok || len(enum) == 0 {
+		return false
+	}
+	lits := make([]string, 0, len(enum))
+	for _, e := range enum {
+		lit, ok := literalText(e)
+		if !ok {
+			return false
+		}
+		lits = append(lits, lit)
+	}
+	b.WriteString("[:enum " + strings.Join(lits, " ") + "]")
+	return true
+}
+
+// writeByType writes a schema by its type; without one, an object or
+// array by its keywords (the nearest type).
+func writeByType(b *strings.Builder, s map[string]any, depth int) bool {
+	switch t := s["type"].(type) {
+	case nil:
+		if _, ok := s["properties"]; ok {
+			writeObjectType(b, s, depth)
+			return true
+		}
+		if _, ok := s["items"]; ok {
+			writeTypeOf(b, "array", s, depth)
+			return true
+		}
+	case string:
+		writeTypeOf(b, t, s, depth)
+		return true
+	case []any:
+		return writeTypeUnion(b, t, s, depth)
+	}
+	return false
+}
+
+// writeTypeUnion writes a list of types: one as that type, several as
+// [:union …] of their primitives.
+func writeTypeUnion(b *strings.Builder, t []any, s map[string]any, depth int) bool {
+	if len(t) == 1 {
+		if name, ok := t[0].(string); ok {
+			writeTypeOf(b, name, s, depth)
+			return true
+		}
+	}
+	names := make([]string, 0, len(t))
+	for _, x := range t {
+		name, ok := x.(string)
+		if !ok {
+			return false
+		}
+		names = append(names, primitiveName(name))
+	}
+	if len(names) == 0 {
+		return false
+	}
+	b.WriteString("[:union " + strings.Join(names, " ") + "]")
+	return true
 }
 
 func primitiveName(jsonType string) string {
@@ -844,146 +993,6 @@ func writeObjectType(b *strings.Builder, s map[string]any, depth int) {
 		b.WriteString("]")
 	}
 	b.WriteString("]")
-}
-
-// EquivalentSchemas compares two input schemas the way CCOS's conversion of
-// an MCP tool schema to an RTFS type preserves them: the same property names,
-// the same types (JSON types compared as the RTFS types they map to:
-// integer → :int, number → :float, …) and the same optionality (required
-// set), recursively through properties, items and additionalProperties.
-// Descriptions, enums, defaults and the order of "required" are ignored. It
-// returns the differences, each with the path where it is; none means
-// equivalent.
-func EquivalentSchemas(a, b capability.Schema) []string {
-	var diffs []string
-	equivalent("", map[string]any(a), map[string]any(b), &diffs, 0)
-	return diffs
-}
-
-// rtfsTypeOf names the RTFS type a schema's JSON type maps to.
-func rtfsTypeOf(s map[string]any) string {
-	switch t := s["type"].(type) {
-	case string:
-		return primitiveName(t)
-	case []any:
-		var names []string
-		for _, x := range t {
-			if n, ok := x.(string); ok {
-				names = append(names, primitiveName(n))
-			}
-		}
-		sort.Strings(names)
-		return "[:union " + strings.Join(names, " ") + "]"
-	}
-	if _, ok := s["properties"]; ok {
-		return ":map"
-	}
-	if _, ok := s["items"]; ok {
-		return ":vector"
-	}
-	if enum, ok := s["enum"].([]any); ok {
-		if t := commonJSONType(enum); t != "" {
-			return primitiveName(t)
-		}
-	}
-	return ":any"
-}
-
-func equivalent(path string, a, b map[string]any, diffs *[]string, depth int) {
-	at := func(p string) string {
-		if p == "" {
-			return "(root)"
-		}
-		return p
-	}
-	if depth > MaxDepth {
-		return
-	}
-	ta, tb := rtfsTypeOf(a), rtfsTypeOf(b)
-	if ta != tb {
-		*diffs = append(*diffs, fmt.Sprintf("%s: type %s vs %s", at(path), ta, tb))
-		return
-	}
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	switch ta {
-	case ":map":
-		pa, _ := a["properties"].(map[string]any)
-		pb, _ := b["properties"].(map[string]any)
-		ra, rb := requiredSet(a), requiredSet(b)
-		names := map[string]bool{}
-		for k := range pa {
-			names[k] = true
-		}
-		for k := range pb {
-			names[k] = true
-		}
-		for _, k := range slices.Sorted(maps.Keys(names)) {
-			xa, inA := pa[k]
-			xb, inB := pb[k]
-			switch {
-			case !inA:
-				*diffs = append(*diffs, fmt.Sprintf("%s: property only in the second schema", join(k)))
-				continue
-			case !inB:
-				*diffs = append(*diffs, fmt.Sprintf("%s: property only in the first schema", join(k)))
-				continue
-			}
-			if ra[k] != rb[k] {
-				*diffs = append(*diffs, fmt.Sprintf("%s: %s in the first schema, %s in the second", join(k), optionality(ra[k]), optionality(rb[k])))
-			}
-			ma, _ := xa.(map[string]any)
-			mb, _ := xb.(map[string]any)
-			equivalent(join(k), ma, mb, diffs, depth+1)
-		}
-		for k := range ra {
-			if _, ok := pa[k]; !ok {
-				*diffs = append(*diffs, fmt.Sprintf("%s: required in the first schema but not a property", join(k)))
-			}
-		}
-		for k := range rb {
-			if _, ok := pb[k]; !ok {
-				*diffs = append(*diffs, fmt.Sprintf("%s: required in the second schema but not a property", join(k)))
-			}
-		}
-		if xa, ok := a["additionalProperties"].(map[string]any); ok {
-			if xb, ok := b["additionalProperties"].(map[string]any); ok {
-				equivalent(join("*"), xa, xb, diffs, depth+1)
-			}
-		}
-	case ":vector":
-		ia, _ := a["items"].(map[string]any)
-		ib, _ := b["items"].(map[string]any)
-		equivalent(path+"[]", ia, ib, diffs, depth+1)
-	}
-}
-
-func optionality(required bool) string {
-	if required {
-		return "required"
-	}
-	return "optional"
-}
-
-func requiredSet(s map[string]any) map[string]bool {
-	out := map[string]bool{}
-	if req, ok := s["required"].([]any); ok {
-		for _, r := range req {
-			if n, ok := r.(string); ok {
-				out[n] = true
-			}
-		}
-	}
-	if req, ok := s["required"].([]string); ok {
-		for _, n := range req {
-			out[n] = true
-		}
-	}
-	return out
 }
 
 // schemasEqual compares two schemas as the model holds them.

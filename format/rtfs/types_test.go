@@ -190,7 +190,7 @@ func TestEquivalentSchemas(t *testing.T) {
 		"side":{"type":"string","enum":["LEFT","RIGHT"]}},
 		"required":["owner","perPage"]}`)
 	same := typeOf(t, "[:map [:labels [:vector :string]?] [:owner :string] [:perPage :float] [:side :string?]]")
-	if diffs := EquivalentSchemas(mcp, same); len(diffs) != 0 {
+	if diffs := equivalentSchemas(mcp, same); len(diffs) != 0 {
 		t.Errorf("equivalent schemas reported different: %v", diffs)
 	}
 	other := typeOf(t, "[:map [:labels [:vector :int]?] [:owner :string?] [:perPage :int] [:extra :bool]]")
@@ -201,7 +201,7 @@ func TestEquivalentSchemas(t *testing.T) {
 		"perPage: type :float vs :int",
 		"side: property only in the first schema",
 	}
-	if got := EquivalentSchemas(mcp, other); !reflect.DeepEqual(got, want) {
+	if got := equivalentSchemas(mcp, other); !reflect.DeepEqual(got, want) {
 		t.Errorf("differences:\n got %q\nwant %q", got, want)
 	}
 }

@@ -53,107 +53,160 @@ func WriteCapability(w io.Writer, d capability.Definition) error {
 	return err
 }
 
-func formatCapability(d capability.Definition) (string, error) {
-	what := d.URI
+// capWriter writes one capability form (see WriteCapability).
+type capWriter struct {
+	d        capability.Definition
+	meta     map[string]any // the metadata to write under :metadata
+	rtfsNS   map[string]any // Metadata["rtfs"]: the form's own keys
+	verbatim map[string]any // Metadata["rtfs"]["verbatim"]
+	id       string
+	derived  identity // what the id → URI rule gives for id
+	derr     error    // why the rule gives nothing
+	b        strings.Builder
+}
+
+// fail is the error of a definition RTFS cannot carry.
+func (w *capWriter) fail(format string, args ...any) error {
+	what := w.d.URI
 	if what == "" {
 		what = "capability"
 	}
-	fail := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("cannot write %s as RTFS: %s", what, fmt.Sprintf(format, args...))
+	return fmt.Errorf("cannot write %s as RTFS: %s", what, fmt.Sprintf(format, args...))
+}
+
+// kv writes one `:key value` line.
+func (w *capWriter) kv(key, text string) { w.b.WriteString("\n  :" + key + " " + text) }
+
+func formatCapability(d capability.Definition) (string, error) {
+	w := &capWriter{d: d}
+	for _, step := range []func() error{w.splitMetadata, w.formID, w.header, w.formKeys, w.modelKeys, w.structFields, w.schemasAndMetadata, w.verbatimKeys, w.implementation} {
+		if err := step(); err != nil {
+			return "", err
+		}
 	}
-	metaAny, err := jsonCopy(d.Metadata)
+	w.b.WriteString("\n)\n")
+	return w.b.String(), nil
+}
+
+// splitMetadata copies the metadata and takes Metadata["rtfs"] out of it;
+// the format's own places (:discovery, :json-schema) must not be in it.
+func (w *capWriter) splitMetadata() error {
+	metaAny, err := jsonCopy(w.d.Metadata)
 	if err != nil {
-		return fail("metadata: %v", err)
+		return w.fail("metadata: %v", err)
 	}
-	meta, _ := metaAny.(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
+	w.meta, _ = metaAny.(map[string]any)
+	if w.meta == nil {
+		w.meta = map[string]any{}
 	}
-	rtfsNS := map[string]any{}
-	if raw, ok := meta[nsRTFS]; ok {
+	w.rtfsNS = map[string]any{}
+	if raw, ok := w.meta[nsRTFS]; ok {
 		m, isMap := raw.(map[string]any)
 		if !isMap {
-			return fail("metadata.rtfs must be a map of the form's own keys")
+			return w.fail("metadata.rtfs must be a map of the form's own keys")
 		}
-		rtfsNS = m
-		delete(meta, nsRTFS)
+		w.rtfsNS = m
+		delete(w.meta, nsRTFS)
 	}
 	for _, ns := range []string{nsDiscovery, nsJSONSchema} {
-		if _, ok := meta[ns]; ok {
-			return fail("metadata.%s is the place RTFS keeps %s: move it out of metadata", ns, map[string]string{nsDiscovery: "provenance", nsJSONSchema: "carried JSON Schemas"}[ns])
+		if _, ok := w.meta[ns]; ok {
+			return w.fail("metadata.%s is the place RTFS keeps %s: move it out of metadata", ns, map[string]string{nsDiscovery: "provenance", nsJSONSchema: "carried JSON Schemas"}[ns])
 		}
 	}
+	return nil
+}
 
-	id := canonicalID(d.URI)
-	if raw, ok := rtfsNS["id"]; ok {
+// formID picks the form's id (the one it was read with, else the one the
+// URI gives) and derives what the id → URI rule makes of it.
+func (w *capWriter) formID() error {
+	w.id = canonicalID(w.d.URI)
+	if raw, ok := w.rtfsNS["id"]; ok {
 		s, isString := raw.(string)
 		if !isString {
-			return fail("metadata.rtfs.id must be the capability id string")
+			return w.fail("metadata.rtfs.id must be the capability id string")
 		}
-		id = s
+		w.id = s
+	} else if w.id == "" {
+		return w.fail("%q is not a valid capability URI, so no RTFS id can be made for it", w.d.URI)
 	}
-	if _, kept := rtfsNS["id"]; !kept && id == "" {
-		return fail("%q is not a valid capability URI, so no RTFS id can be made for it", d.URI)
-	}
-	derived, derr := deriveIdentity(id, rtfsNS["provider"], meta, d.Version)
-	var wantBindings capability.Bindings
-	if derr == nil {
-		wantBindings = derived.bindings
-	}
+	w.derived, w.derr = deriveIdentity(w.id, w.rtfsNS["provider"], w.meta, w.d.Version)
+	return nil
+}
 
-	var b strings.Builder
+// header writes the comment line, the form's head, :uri when the rule does
+// not give it, and the string keys.
+func (w *capWriter) header() error {
+	d := &w.d
 	if _, err := capability.ParseURI(d.URI); err == nil {
-		fmt.Fprintf(&b, ";; %s (version %s)\n", d.URI, strings.Map(printable, d.Version))
+		fmt.Fprintf(&w.b, ";; %s (version %s)\n", d.URI, strings.Map(printable, d.Version))
 	}
-	b.WriteString("(capability " + quote(id))
-	kv := func(key, text string) { b.WriteString("\n  :" + key + " " + text) }
-	if derr != nil || derived.uri != d.URI {
-		kv(keyURI, quote(d.URI))
+	w.b.WriteString("(capability " + quote(w.id))
+	if w.derr != nil || w.derived.uri != d.URI {
+		w.kv(keyURI, quote(d.URI))
 	}
 	if d.Title != "" {
-		kv(keyName, quote(d.Title))
+		w.kv(keyName, quote(d.Title))
 	}
-	kv(keyVersion, quote(d.Version))
+	w.kv(keyVersion, quote(d.Version))
 	for _, k := range []string{keyDescription, "documentation-url", "stability", "deprecated-by", "sunset-date", "migration-guide"} {
-		if s := *stringKeys[k](&d); s != "" {
-			kv(k, quote(s))
+		if s := *stringKeys[k](d); s != "" {
+			w.kv(k, quote(s))
 		}
 	}
+	return nil
+}
 
-	// The form's own keys, kept in Metadata["rtfs"].
-	impl, hasImpl := rtfsNS[keyImpl]
-	verbatim, _ := rtfsNS["verbatim"].(map[string]any)
-	if _, ok := rtfsNS["verbatim"]; ok && verbatim == nil {
-		return fail("metadata.rtfs.verbatim must map keys to RTFS source text")
+// formKeys writes the form's own data keys, kept in Metadata["rtfs"].
+func (w *capWriter) formKeys() error {
+	w.verbatim, _ = w.rtfsNS["verbatim"].(map[string]any)
+	if _, ok := w.rtfsNS["verbatim"]; ok && w.verbatim == nil {
+		return w.fail("metadata.rtfs.verbatim must map keys to RTFS source text")
 	}
-	for _, k := range slices.Sorted(maps.Keys(rtfsNS)) {
+	for _, k := range slices.Sorted(maps.Keys(w.rtfsNS)) {
 		if k == "id" || k == keyImpl || k == "verbatim" {
 			continue
 		}
-		if _, inVerbatim := verbatim[k]; inVerbatim || isReservedKey(k) || !isTokenName(k) {
-			return fail("metadata.rtfs.%s cannot be written as a key of the form (it is reserved, repeated or not a keyword name)", k)
+		if _, inVerbatim := w.verbatim[k]; inVerbatim || isReservedKey(k) || !isTokenName(k) {
+			return w.fail("metadata.rtfs.%s cannot be written as a key of the form (it is reserved, repeated or not a keyword name)", k)
 		}
-		text, err := dataText(rtfsNS[k], 2)
+		text, err := dataText(w.rtfsNS[k], 2)
 		if err != nil {
-			return fail("metadata.rtfs.%s: %v", k, err)
+			return w.fail("metadata.rtfs.%s: %v", k, err)
 		}
-		kv(k, text)
+		w.kv(k, text)
 	}
+	return nil
+}
 
+// modelKeys writes the lists of names, :ui-required and
+// :system-prompt-addition.
+func (w *capWriter) modelKeys() error {
+	d := &w.d
 	for _, k := range []string{"permissions", "effects", "domains", "categories", "intents", "keywords", "tools"} {
-		if names := *listKeys[k](&d); len(names) > 0 {
+		if names := *listKeys[k](d); len(names) > 0 {
 			parts := make([]string, len(names))
 			for i, n := range names {
 				parts[i] = nameText(n)
 			}
-			kv(k, "["+strings.Join(parts, " ")+"]")
+			w.kv(k, "["+strings.Join(parts, " ")+"]")
 		}
 	}
 	if d.UIRequired {
-		kv("ui-required", "true")
+		w.kv("ui-required", "true")
 	}
 	if d.SystemPromptAddition != "" {
-		kv("system-prompt-addition", quote(d.SystemPromptAddition))
+		w.kv("system-prompt-addition", quote(d.SystemPromptAddition))
+	}
+	return nil
+}
+
+// structFields writes the model structs as data, and :bindings when they are
+// not the ones the id → URI rule derives.
+func (w *capWriter) structFields() error {
+	d := &w.d
+	var wantBindings capability.Bindings
+	if w.derr == nil {
+		wantBindings = w.derived.bindings
 	}
 	structs := []struct {
 		key     string
@@ -171,73 +224,94 @@ func formatCapability(d capability.Definition) (string, error) {
 		if !s.present {
 			continue
 		}
-		data, err := jsonCopy(s.value)
+		text, err := structText(s.value)
 		if err != nil {
-			return fail("%s: %v", s.key, err)
+			return w.fail("%s: %v", s.key, err)
 		}
-		text, err := dataText(data, 2)
-		if err != nil {
-			return fail("%s: %v", s.key, err)
-		}
-		kv(s.key, text)
+		w.kv(s.key, text)
 	}
+	return nil
+}
 
-	// :metadata: the namespaces, provenance as :discovery, carried schemas.
+// structText writes a model struct as RTFS data.
+func structText(v any) (string, error) {
+	data, err := jsonCopy(v)
+	if err != nil {
+		return "", err
+	}
+	return dataText(data, 2)
+}
+
+// schemasAndMetadata writes :metadata (the namespaces, provenance as
+// :discovery, the schemas their types do not express under :json-schema)
+// and the input and output types.
+func (w *capWriter) schemasAndMetadata() error {
+	d := &w.d
 	if p := d.Provenance; p != nil {
 		discAny, err := jsonCopy(p)
 		if err != nil {
-			return fail("provenance: %v", err)
+			return w.fail("provenance: %v", err)
 		}
-		meta[nsDiscovery] = discAny
+		w.meta[nsDiscovery] = discAny
 	}
 	input, inText, inCarried, err := schemaForWriting(d.Input)
 	if err != nil {
-		return fail("input schema: %v", err)
+		return w.fail("input schema: %v", err)
 	}
 	output, outText, outCarried, err := schemaForWriting(d.Output)
 	if err != nil {
-		return fail("output schema: %v", err)
+		return w.fail("output schema: %v", err)
 	}
-	if inCarried || outCarried {
-		carrier := map[string]any{}
-		if inCarried {
-			carrier["input"] = input
-		}
-		if outCarried {
-			carrier["output"] = output
-		}
-		meta[nsJSONSchema] = carrier
+	carrier := map[string]any{}
+	if inCarried {
+		carrier["input"] = input
 	}
-	if len(meta) > 0 {
-		text, err := metadataText(meta)
+	if outCarried {
+		carrier["output"] = output
+	}
+	if len(carrier) > 0 {
+		w.meta[nsJSONSchema] = carrier
+	}
+	if len(w.meta) > 0 {
+		text, err := metadataText(w.meta)
 		if err != nil {
-			return fail("metadata: %v", err)
+			return w.fail("metadata: %v", err)
 		}
-		kv(keyMetadata, text)
+		w.kv(keyMetadata, text)
 	}
 	if d.Input != nil {
-		kv(keyInput, inText)
+		w.kv(keyInput, inText)
 	}
 	if d.Output != nil {
-		kv(keyOutput, outText)
+		w.kv(keyOutput, outText)
 	}
+	return nil
+}
 
-	for _, k := range slices.Sorted(maps.Keys(verbatim)) {
-		text, ok := verbatim[k].(string)
+// verbatimKeys writes the forms kept as source text.
+func (w *capWriter) verbatimKeys() error {
+	for _, k := range slices.Sorted(maps.Keys(w.verbatim)) {
+		text, ok := w.verbatim[k].(string)
 		if !ok || isReservedKey(k) || !isTokenName(k) || !isOneForm(text, false) {
-			return fail("metadata.rtfs.verbatim.%s must be the source text of one RTFS form that is not plain data, under a keyword name", k)
+			return w.fail("metadata.rtfs.verbatim.%s must be the source text of one RTFS form that is not plain data, under a keyword name", k)
 		}
-		kv(k, text)
+		w.kv(k, text)
 	}
-	if hasImpl {
-		text, ok := impl.(string)
-		if !ok || !isOneForm(text, true) {
-			return fail("metadata.rtfs.implementation must be the source text of exactly one RTFS form")
-		}
-		b.WriteString("\n  :" + keyImpl + "\n    " + text)
+	return nil
+}
+
+// implementation writes :implementation as it was read, last.
+func (w *capWriter) implementation() error {
+	impl, ok := w.rtfsNS[keyImpl]
+	if !ok {
+		return nil
 	}
-	b.WriteString("\n)\n")
-	return b.String(), nil
+	text, isString := impl.(string)
+	if !isString || !isOneForm(text, true) {
+		return w.fail("metadata.rtfs.implementation must be the source text of exactly one RTFS form")
+	}
+	w.b.WriteString("\n  :" + keyImpl + "\n    " + text)
+	return nil
 }
 
 func printable(r rune) rune {
@@ -529,11 +603,16 @@ func quote(s string) string {
 // Every version of a capability has the same path: a file may hold several
 // forms. Path components are reduced to letters, digits, '.', '_' and '-'.
 func ExportPath(d capability.Definition) string {
-	scheme, domain, name := "", d.Domain, d.Name
+	domain, name := d.Domain, d.Name
 	if u, err := capability.ParseURI(d.URI); err == nil {
-		scheme, domain, name = u.Scheme, u.Domain, u.Name
+		domain, name = u.Domain, u.Name
 	}
-	file := pathSegment(name) + ".rtfs"
+	return path.Join(path.Join(exportDir(d)...), pathSegment(domain), pathSegment(name)+".rtfs")
+}
+
+// exportDir is the directory of the CCOS capability tree d belongs in,
+// above its domain (see ExportPath).
+func exportDir(d capability.Definition) []string {
 	method := ""
 	if d.Provenance != nil {
 		method = strings.ToLower(d.Provenance.Method)
@@ -542,20 +621,39 @@ func ExportPath(d capability.Definition) string {
 	_, hasGraphQL := d.Metadata["graphql"]
 	switch {
 	case d.Bindings.Native != nil:
-		return path.Join("core", pathSegment(domain), file)
-	case scheme == capability.SchemeMCP:
-		return path.Join("discovered", "mcp", pathSegment(domain), file)
-	case strings.Contains(method, "synth") || strings.Contains(method, "generat") || strings.Contains(method, "llm"):
-		return path.Join("generated", pathSegment(domain), file)
+		return []string{"core"}
+	case uriScheme(d.URI) == capability.SchemeMCP:
+		return []string{"discovered", "mcp"}
+	case containsAny(method, "synth", "generat", "llm"):
+		return []string{"generated"}
 	case hasOpenAPI || strings.Contains(method, "openapi") || method == "api_introspection":
-		return path.Join("discovered", "openapi", pathSegment(domain), file)
+		return []string{"discovered", "openapi"}
 	case hasGraphQL || strings.Contains(method, "graphql"):
-		return path.Join("discovered", "graphql", pathSegment(domain), file)
+		return []string{"discovered", "graphql"}
 	case method != "" && method != "manual":
 		source, _, _ := strings.Cut(method, "_")
-		return path.Join("discovered", pathSegment(source), pathSegment(domain), file)
+		return []string{"discovered", pathSegment(source)}
 	}
-	return path.Join("user", pathSegment(domain), file)
+	return []string{"user"}
+}
+
+// uriScheme is the scheme of a valid capability URI, else "".
+func uriScheme(s string) string {
+	u, err := capability.ParseURI(s)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme
+}
+
+// containsAny reports whether s contains one of the parts.
+func containsAny(s string, parts ...string) bool {
+	for _, p := range parts {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // pathSegment makes s safe as one path component.
