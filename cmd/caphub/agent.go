@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -121,19 +122,16 @@ Exit status: 0 when no file has errors (warnings allowed), 1 when any has, 2 on 
 // schema checks run regardless. A local database that does not exist is
 // not created.
 func agentRegistry(cmd *cobra.Command) (registry.API, string, string) {
-	server, _ := cmd.Flags().GetString("server")
-	if server == "" {
-		server = os.Getenv("CAPHUB_SERVER")
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return nil, "", fmt.Sprintf("capability checks skipped: %v", err)
 	}
-	db, _ := cmd.Flags().GetString("db")
-	if db == "" {
-		db = os.Getenv("CAPHUB_DB")
-	}
+	server, db := cfg.server, cfg.db
 	var where string
 	switch {
 	case server != "":
 		where = server
-	case db != "":
+	case cfg.dbGiven:
 		where = db
 		if !strings.Contains(db, "://") {
 			if _, err := os.Stat(db); err != nil {
@@ -143,7 +141,7 @@ func agentRegistry(cmd *cobra.Command) (registry.API, string, string) {
 	default:
 		return nil, "", ""
 	}
-	reg, err := openRegistry(cmd)
+	reg, err := openRegistry(cmd.Context(), cfg)
 	if err != nil {
 		return nil, "", fmt.Sprintf("capability checks skipped: cannot open the registry %s: %v", where, err)
 	}

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"log/slog"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/caphub/caphub/agent"
-	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
@@ -24,24 +23,23 @@ import (
 // capabilities are registered first (a no-op when they already are), as
 // `caphub serve` does, so that agents can enable the everruns ones.
 func withAgents(cmd *cobra.Command, fn func(*agent.Agents) error) error {
-	server, _ := cmd.Flags().GetString("server")
-	if server == "" {
-		server = os.Getenv("CAPHUB_SERVER")
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return err
 	}
-	if server != "" {
+	if server := cfg.server; server != "" {
 		return &usageError{fmt.Errorf("%s works on a local database (--db FILE), not against a server (%s): use the server's REST API instead (GET/PUT %s/v1/agents/ID, GET %s/v1/agents/ID/config), or unset --server/$CAPHUB_SERVER",
 			cmd.CommandPath(), server, strings.TrimRight(server, "/"), strings.TrimRight(server, "/"))}
 	}
-	return withRegistry(cmd, func(reg registry.API) error {
-		svc, ok := reg.(*registry.Service)
-		if !ok {
-			return fmt.Errorf("the database %s cannot keep agents (its store keeps no documents)", dbFlag(cmd))
-		}
-		if _, err := svc.RegisterBatch(registry.WithActor(cmd.Context(), "caphub"), builtin.Definitions()); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the built-in capabilities could not be registered in %s, so agents cannot use them: %v\n", dbFlag(cmd), err)
-		}
-		return fn(agent.NewAgents(svc.Store(), svc, agent.WithRecorder(svc.Recorder())))
+	agents, svc, err := openAgents(cmd.Context(), cfg, func(err error) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the built-in capabilities could not be registered in %s, so agents cannot use them: %v\n", cfg.db, err)
 	})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	cmd.SetContext(registry.WithActor(cmd.Context(), localActor()))
+	return fn(agents)
 }
 
 func newAgentApplyCmd() *cobra.Command {

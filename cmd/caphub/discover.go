@@ -17,18 +17,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// serversOf returns where saved servers live for a registry: the local
-// store, or the server behind a client.
-func serversOf(reg registry.API) (discover.ServerAPI, error) {
-	switch r := reg.(type) {
-	case *client.Client:
-		return r, nil
-	case *registry.Service:
-		return discover.NewServers(r.Store(), discover.WithRecorder(r.Recorder())), nil
-	}
-	return nil, fmt.Errorf("this registry cannot save MCP servers")
-}
-
 func newDiscoverCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "discover",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,10 +17,6 @@ import (
 	"github.com/caphub/caphub/governance/sign"
 	"github.com/spf13/cobra"
 )
-
-// trustedKeysEnv names the trusted public keys when --trusted is not given:
-// paths (files or directories) separated by the OS path list separator.
-const trustedKeysEnv = "CAPHUB_TRUSTED_KEYS"
 
 func newKeyCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -298,13 +295,32 @@ type verifyResult struct {
 	Error    string `json:"error,omitempty"`
 }
 
+// trustedPaths are the public keys verify trusts: --trusted, else
+// $CAPHUB_TRUSTED_KEYS (paths separated by the OS path list separator).
+func trustedPaths(cmd *cobra.Command) ([]string, error) {
+	paths, _ := cmd.Flags().GetStringArray("trusted")
+	if len(paths) > 0 {
+		return paths, nil
+	}
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range cfg.trustedKeys {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
 func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify FILE... --trusted DIR|FILE",
 		Short: "Check that every capability definition of the files is signed by a trusted key",
 		Long: `Verify checks the attestation of every definition in the files against the trusted
 public keys: a PEM file listing one or more "PUBLIC KEY" blocks, or a directory whose *.pub
-files are read (--trusted is repeatable; default $` + trustedKeysEnv + `, paths separated by '` + string(os.PathListSeparator) + `').
+files are read (--trusted is repeatable; default $` + envTrustedKeys + `, paths separated by '` + string(os.PathListSeparator) + `').
 
 A definition fails when it is unsigned, signed by a key that is not trusted, or changed since
 it was signed (only stability, deprecated_by, sunset_date, migration_guide and
@@ -318,16 +334,12 @@ Exit status: 0 when every definition verifies, 1 otherwise, 2 on usage errors.`,
 			if err != nil {
 				return err
 			}
-			paths, _ := cmd.Flags().GetStringArray("trusted")
-			if len(paths) == 0 {
-				for _, p := range filepath.SplitList(os.Getenv(trustedKeysEnv)) {
-					if p != "" {
-						paths = append(paths, p)
-					}
-				}
+			paths, err := trustedPaths(cmd)
+			if err != nil {
+				return err
 			}
 			if len(paths) == 0 {
-				return &usageError{fmt.Errorf("--trusted DIR|FILE is required (or set $%s): the public keys whose signatures you trust", trustedKeysEnv)}
+				return &usageError{fmt.Errorf("--trusted DIR|FILE is required (or set $%s): the public keys whose signatures you trust", envTrustedKeys)}
 			}
 			keys, err := sign.LoadKeyRing(paths...)
 			if err != nil {
@@ -364,7 +376,7 @@ Exit status: 0 when every definition verifies, 1 otherwise, 2 on usage errors.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArray("trusted", nil, "trusted public keys: a PEM file or a directory of .pub files; repeatable (default $"+trustedKeysEnv+")")
+	cmd.Flags().StringArray("trusted", nil, "trusted public keys: a PEM file or a directory of .pub files; repeatable (default $"+envTrustedKeys+")")
 	addFormatFlag(cmd)
 	return cmd
 }
