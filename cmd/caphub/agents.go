@@ -263,6 +263,18 @@ func printAgent(w io.Writer, ag *agent.Agent, cfg *agent.AgentConfig, problems [
 	for _, uri := range bound {
 		fmt.Fprintf(w, "  bindings:      %s (from the manifest, replacing the registered ones)\n", uri)
 	}
+	printAgentCapabilities(w, ag, cfg, problems)
+	if cfg != nil {
+		printAgentTools(w, cfg)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(w, "%d %s: the agent has no configuration until they are fixed\n", len(problems), plural(len(problems), "problem", "problems"))
+	}
+}
+
+// printAgentCapabilities writes the agent's capabilities in position
+// order, each with what it applied as and the problems it has.
+func printAgentCapabilities(w io.Writer, ag *agent.Agent, cfg *agent.AgentConfig, problems []agent.Problem) {
 	applied := map[int]agent.AppliedCapability{}
 	if cfg != nil {
 		for _, c := range cfg.Capabilities {
@@ -277,33 +289,38 @@ func printAgent(w io.Writer, ag *agent.Agent, cfg *agent.AgentConfig, problems [
 	for _, c := range ag.Capabilities {
 		fmt.Fprintf(w, "  %d  %s", c.Position, c.CapabilityID)
 		if a, ok := applied[c.Position]; ok {
-			kind := "capability"
-			if a.Bundle {
-				kind = "bundle"
-			}
-			fmt.Fprintf(w, " → %s (%s), %s", a.URI, a.Version, kind)
-			if a.SystemPromptAddition != "" {
-				fmt.Fprint(w, ", adds to the system prompt")
-			}
-			fmt.Fprintf(w, ", tools: %s", orDash(strings.Join(a.Tools, ", ")))
+			printApplied(w, a)
 		}
 		fmt.Fprintln(w)
 		for _, reason := range failed[c.Position] {
 			fmt.Fprintf(w, "     PROBLEM: %s\n", reason)
 		}
 	}
-	if cfg != nil {
-		fmt.Fprintf(w, "tools (%d):\n", len(cfg.Tools))
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, t := range cfg.Tools {
-			fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\n", t.Name, t.URI, t.Version, firstLine(t.Description, 50))
-		}
-		_ = tw.Flush()
-		for _, warn := range cfg.Warnings {
-			fmt.Fprintf(w, "warning: %s\n", warn)
-		}
+}
+
+// printApplied writes, on a capability's line, what it applied as.
+func printApplied(w io.Writer, a agent.AppliedCapability) {
+	kind := "capability"
+	if a.Bundle {
+		kind = "bundle"
 	}
-	if len(problems) > 0 {
-		fmt.Fprintf(w, "%d %s: the agent has no configuration until they are fixed\n", len(problems), plural(len(problems), "problem", "problems"))
+	fmt.Fprintf(w, " → %s (%s), %s", a.URI, a.Version, kind)
+	if a.SystemPromptAddition != "" {
+		fmt.Fprint(w, ", adds to the system prompt")
+	}
+	fmt.Fprintf(w, ", tools: %s", orDash(strings.Join(a.Tools, ", ")))
+}
+
+// printAgentTools writes the tools of the agent's configuration and its
+// warnings.
+func printAgentTools(w io.Writer, cfg *agent.AgentConfig) {
+	fmt.Fprintf(w, "tools (%d):\n", len(cfg.Tools))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, t := range cfg.Tools {
+		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\n", t.Name, t.URI, t.Version, firstLine(t.Description, 50))
+	}
+	_ = tw.Flush()
+	for _, warn := range cfg.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
 }

@@ -128,15 +128,9 @@ verified before it replaces the original.`,
 			}
 			warnOpenKey(cmd.ErrOrStderr(), keyPath)
 			defs := f.Definitions()
-			entries := make([]signedEntry, len(defs))
-			for i := range defs {
-				if a := defs[i].Attestation; a != nil {
-					entries[i].PreviousBy = a.KeyID
-				}
-				if err := sign.Sign(&defs[i], priv, ""); err != nil {
-					return err
-				}
-				entries[i].URI, entries[i].Version = defs[i].URI, defs[i].Version
+			entries, err := signAll(defs, priv)
+			if err != nil {
+				return err
 			}
 			enc, err := outputEncoding(path, outPath)
 			if err != nil {
@@ -155,17 +149,7 @@ verified before it replaces the original.`,
 			if format == "json" {
 				return writeJSON(out, map[string]any{"file": outPath, "key_id": id, "signed": entries})
 			}
-			for _, e := range entries {
-				verb := "signed   "
-				if e.PreviousBy != "" {
-					verb = "re-signed"
-				}
-				fmt.Fprintf(out, "%s %s (%s) with key %s", verb, e.URI, e.Version, id)
-				if e.PreviousBy != "" && e.PreviousBy != id {
-					fmt.Fprintf(out, " (was signed by %s)", e.PreviousBy)
-				}
-				fmt.Fprintln(out)
-			}
+			printSigned(out, entries, id)
 			fmt.Fprintf(out, "wrote %s (%d %s, %s)\n", outPath, len(defs), plural(len(defs), "capability", "capabilities"), enc)
 			return nil
 		},
@@ -174,6 +158,38 @@ verified before it replaces the original.`,
 	cmd.Flags().String("out", "", "write the signed file here instead of over FILE")
 	addFormatFlag(cmd)
 	return cmd
+}
+
+// signAll signs every definition with priv, replacing any attestation,
+// and says what it signed.
+func signAll(defs []capability.Definition, priv ed25519.PrivateKey) ([]signedEntry, error) {
+	entries := make([]signedEntry, len(defs))
+	for i := range defs {
+		if a := defs[i].Attestation; a != nil {
+			entries[i].PreviousBy = a.KeyID
+		}
+		if err := sign.Sign(&defs[i], priv, ""); err != nil {
+			return nil, err
+		}
+		entries[i].URI, entries[i].Version = defs[i].URI, defs[i].Version
+	}
+	return entries, nil
+}
+
+// printSigned writes a line per definition signed with key id, saying
+// when it was signed before, by another key.
+func printSigned(out io.Writer, entries []signedEntry, id string) {
+	for _, e := range entries {
+		verb := "signed   "
+		if e.PreviousBy != "" {
+			verb = "re-signed"
+		}
+		fmt.Fprintf(out, "%s %s (%s) with key %s", verb, e.URI, e.Version, id)
+		if e.PreviousBy != "" && e.PreviousBy != id {
+			fmt.Fprintf(out, " (was signed by %s)", e.PreviousBy)
+		}
+		fmt.Fprintln(out)
+	}
 }
 
 // readSignable reads a capability file that can be signed and written back
