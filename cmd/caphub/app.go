@@ -45,7 +45,9 @@ type app struct {
 	pipeline   *invoke.Pipeline
 	// agents are the agents kept in the store; their capability_bindings
 	// apply when they invoke.
-	agents  *agent.Agents
+	agents *agent.Agents
+	// tokens are the API tokens serve authenticates requests with.
+	tokens  *auth.Tokens
 	closers []func() error
 }
 
@@ -179,6 +181,7 @@ func (a *app) addInvocation(ctx context.Context, c config) error {
 	bindings := a.bindings(c)
 	a.governance = policy.NewEngine(a.store, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: inv.humanApproval, Log: c.log})
 	a.agents = agent.NewAgents(a.store, a.svc, agent.WithRecorder(a.audit))
+	a.tokens = auth.New(a.store)
 	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{
 		Policy:    a.governance,
 		Recorder:  recorders{logRecorder{c.log}, a.audit},

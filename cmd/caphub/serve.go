@@ -79,7 +79,7 @@ func runServe(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer a.Close()
-	tokens := auth.New(a.store)
+	tokens := a.tokens
 	exist, err := tokens.Exist(ctx)
 	if err != nil {
 		return err
