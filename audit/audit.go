@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit/chain"
-	"github.com/caphub/caphub/internal/envflag"
 )
 
 // Event kinds caphub appends. Kind is an open set: other components may
@@ -591,13 +590,3 @@ func short(h string) string {
 	}
 	return h
 }
-
-// envSync names the environment variable that, set to true, makes caphub
-// wait for each invocation's audit event to be committed before the call
-// returns (WithSyncInvocations).
-const envSync = "CAPHUB_AUDIT_SYNC"
-
-// SyncFromEnv reports whether CAPHUB_AUDIT_SYNC is set to a true value (1,
-// t, true, …); a value that is not a boolean is an error, so that a typo
-// does not silently change what a crash may lose.
-func SyncFromEnv() (bool, error) { return envflag.Bool(envSync) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -121,19 +122,16 @@ Exit status: 0 when no file has errors (warnings allowed), 1 when any has, 2 on 
 // schema checks run regardless. A local database that does not exist is
 // not created.
 func agentRegistry(cmd *cobra.Command) (registry.API, string, string) {
-	server, _ := cmd.Flags().GetString("server")
-	if server == "" {
-		server = os.Getenv("CAPHUB_SERVER")
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return nil, "", fmt.Sprintf("capability checks skipped: %v", err)
 	}
-	db, _ := cmd.Flags().GetString("db")
-	if db == "" {
-		db = os.Getenv("CAPHUB_DB")
-	}
+	server, db := cfg.server, cfg.db
 	var where string
 	switch {
 	case server != "":
 		where = server
-	case db != "":
+	case cfg.dbGiven:
 		where = db
 		if !strings.Contains(db, "://") {
 			if _, err := os.Stat(db); err != nil {
@@ -143,7 +141,7 @@ func agentRegistry(cmd *cobra.Command) (registry.API, string, string) {
 	default:
 		return nil, "", ""
 	}
-	reg, err := openRegistry(cmd)
+	reg, err := openRegistry(cmd.Context(), cfg)
 	if err != nil {
 		return nil, "", fmt.Sprintf("capability checks skipped: cannot open the registry %s: %v", where, err)
 	}
@@ -230,9 +228,6 @@ func printAgentReports(w io.Writer, reports []agentReport, registryName string) 
 // declared capability (with its effective bindings) and every required one
 // (with its reason).
 func printCapabilityChecks(w io.Writer, r agentReport, registryName string) {
-	if len(r.Capabilities) == 0 {
-		return
-	}
 	var declared, required []agent.CapabilityCheck
 	for _, c := range r.Capabilities {
 		switch c.Kind {
@@ -242,37 +237,10 @@ func printCapabilityChecks(w io.Writer, r agentReport, registryName string) {
 			required = append(required, c)
 		}
 	}
-	line := func(c agent.CapabilityCheck, extra string) {
-		name := c.URI
-		if name == "" {
-			name = c.Name
-		}
-		if name == "" {
-			name = c.Path
-		}
-		status := strings.ToUpper(string(c.Status))
-		detail := ""
-		switch c.Status {
-		case agent.StatusResolved:
-			status = "resolved"
-			detail = fmt.Sprintf(" → %s (%s)", c.ResolvedURI, c.Version)
-		case agent.StatusInline:
-			status = "inline"
-			detail = " (an inline capability object, not a URI: not resolved)"
-		}
-		if c.Bindings != nil {
-			from := "registered"
-			if c.BindingSource == agent.BindingsFromAgent {
-				from = "from the manifest, replacing the registered ones"
-			}
-			detail += fmt.Sprintf("; bindings: %s (%s)", describeBindings(*c.Bindings), from)
-		}
-		fmt.Fprintf(w, "  %-9s %s%s%s\n", status, name, detail, extra)
-	}
 	if len(declared) > 0 {
 		fmt.Fprintf(w, "%s: capabilities (registry %s):\n", r.File, registryName)
 		for _, c := range declared {
-			line(c, "")
+			printCapabilityCheck(w, c, "")
 		}
 	}
 	if len(required) > 0 {
@@ -282,7 +250,37 @@ func printCapabilityChecks(w io.Writer, r agentReport, registryName string) {
 			if c.Reason == "" {
 				reason = " — no reason given"
 			}
-			line(c, reason)
+			printCapabilityCheck(w, c, reason)
 		}
 	}
+}
+
+// printCapabilityCheck writes one capability check's line: its status,
+// name, what it resolved to and its bindings, then extra.
+func printCapabilityCheck(w io.Writer, c agent.CapabilityCheck, extra string) {
+	name := c.URI
+	if name == "" {
+		name = c.Name
+	}
+	if name == "" {
+		name = c.Path
+	}
+	status := strings.ToUpper(string(c.Status))
+	detail := ""
+	switch c.Status {
+	case agent.StatusResolved:
+		status = "resolved"
+		detail = fmt.Sprintf(" → %s (%s)", c.ResolvedURI, c.Version)
+	case agent.StatusInline:
+		status = "inline"
+		detail = " (an inline capability object, not a URI: not resolved)"
+	}
+	if c.Bindings != nil {
+		from := "registered"
+		if c.BindingSource == agent.BindingsFromAgent {
+			from = "from the manifest, replacing the registered ones"
+		}
+		detail += fmt.Sprintf("; bindings: %s (%s)", describeBindings(*c.Bindings), from)
+	}
+	fmt.Fprintf(w, "  %-9s %s%s%s\n", status, name, detail, extra)
 }

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"log/slog"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/caphub/caphub/agent"
-	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
@@ -24,24 +23,23 @@ import (
 // capabilities are registered first (a no-op when they already are), as
 // `caphub serve` does, so that agents can enable the everruns ones.
 func withAgents(cmd *cobra.Command, fn func(*agent.Agents) error) error {
-	server, _ := cmd.Flags().GetString("server")
-	if server == "" {
-		server = os.Getenv("CAPHUB_SERVER")
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return err
 	}
-	if server != "" {
+	if server := cfg.server; server != "" {
 		return &usageError{fmt.Errorf("%s works on a local database (--db FILE), not against a server (%s): use the server's REST API instead (GET/PUT %s/v1/agents/ID, GET %s/v1/agents/ID/config), or unset --server/$CAPHUB_SERVER",
 			cmd.CommandPath(), server, strings.TrimRight(server, "/"), strings.TrimRight(server, "/"))}
 	}
-	return withRegistry(cmd, func(reg registry.API) error {
-		svc, ok := reg.(*registry.Service)
-		if !ok {
-			return fmt.Errorf("the database %s cannot keep agents (its store keeps no documents)", dbFlag(cmd))
-		}
-		if _, err := svc.RegisterBatch(registry.WithActor(cmd.Context(), "caphub"), builtin.Definitions()); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the built-in capabilities could not be registered in %s, so agents cannot use them: %v\n", dbFlag(cmd), err)
-		}
-		return fn(agent.NewAgents(svc.Store(), svc, agent.WithRecorder(svc.Recorder())))
+	agents, svc, err := openAgents(cmd.Context(), cfg, func(err error) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the built-in capabilities could not be registered in %s, so agents cannot use them: %v\n", cfg.db, err)
 	})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	cmd.SetContext(registry.WithActor(cmd.Context(), localActor()))
+	return fn(agents)
 }
 
 func newAgentApplyCmd() *cobra.Command {
@@ -265,6 +263,18 @@ func printAgent(w io.Writer, ag *agent.Agent, cfg *agent.AgentConfig, problems [
 	for _, uri := range bound {
 		fmt.Fprintf(w, "  bindings:      %s (from the manifest, replacing the registered ones)\n", uri)
 	}
+	printAgentCapabilities(w, ag, cfg, problems)
+	if cfg != nil {
+		printAgentTools(w, cfg)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(w, "%d %s: the agent has no configuration until they are fixed\n", len(problems), plural(len(problems), "problem", "problems"))
+	}
+}
+
+// printAgentCapabilities writes the agent's capabilities in position
+// order, each with what it applied as and the problems it has.
+func printAgentCapabilities(w io.Writer, ag *agent.Agent, cfg *agent.AgentConfig, problems []agent.Problem) {
 	applied := map[int]agent.AppliedCapability{}
 	if cfg != nil {
 		for _, c := range cfg.Capabilities {
@@ -279,33 +289,38 @@ func printAgent(w io.Writer, ag *agent.Agent, cfg *agent.AgentConfig, problems [
 	for _, c := range ag.Capabilities {
 		fmt.Fprintf(w, "  %d  %s", c.Position, c.CapabilityID)
 		if a, ok := applied[c.Position]; ok {
-			kind := "capability"
-			if a.Bundle {
-				kind = "bundle"
-			}
-			fmt.Fprintf(w, " → %s (%s), %s", a.URI, a.Version, kind)
-			if a.SystemPromptAddition != "" {
-				fmt.Fprint(w, ", adds to the system prompt")
-			}
-			fmt.Fprintf(w, ", tools: %s", orDash(strings.Join(a.Tools, ", ")))
+			printApplied(w, a)
 		}
 		fmt.Fprintln(w)
 		for _, reason := range failed[c.Position] {
 			fmt.Fprintf(w, "     PROBLEM: %s\n", reason)
 		}
 	}
-	if cfg != nil {
-		fmt.Fprintf(w, "tools (%d):\n", len(cfg.Tools))
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, t := range cfg.Tools {
-			fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\n", t.Name, t.URI, t.Version, firstLine(t.Description, 50))
-		}
-		_ = tw.Flush()
-		for _, warn := range cfg.Warnings {
-			fmt.Fprintf(w, "warning: %s\n", warn)
-		}
+}
+
+// printApplied writes, on a capability's line, what it applied as.
+func printApplied(w io.Writer, a agent.AppliedCapability) {
+	kind := "capability"
+	if a.Bundle {
+		kind = "bundle"
 	}
-	if len(problems) > 0 {
-		fmt.Fprintf(w, "%d %s: the agent has no configuration until they are fixed\n", len(problems), plural(len(problems), "problem", "problems"))
+	fmt.Fprintf(w, " → %s (%s), %s", a.URI, a.Version, kind)
+	if a.SystemPromptAddition != "" {
+		fmt.Fprint(w, ", adds to the system prompt")
+	}
+	fmt.Fprintf(w, ", tools: %s", orDash(strings.Join(a.Tools, ", ")))
+}
+
+// printAgentTools writes the tools of the agent's configuration and its
+// warnings.
+func printAgentTools(w io.Writer, cfg *agent.AgentConfig) {
+	fmt.Fprintf(w, "tools (%d):\n", len(cfg.Tools))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, t := range cfg.Tools {
+		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\n", t.Name, t.URI, t.Version, firstLine(t.Description, 50))
+	}
+	_ = tw.Flush()
+	for _, warn := range cfg.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/builtin"
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/client"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/governance/sign"
@@ -27,7 +26,8 @@ import (
 	"github.com/caphub/caphub/metrics"
 	"github.com/caphub/caphub/permit"
 	"github.com/caphub/caphub/registry"
-	"github.com/spf13/cobra"
+	"github.com/caphub/caphub/store/postgres"
+	"github.com/caphub/caphub/store/sqlite"
 )
 
 // app is caphub assembled: the store, the registry, saved servers, the
@@ -45,135 +45,183 @@ type app struct {
 	pipeline   *invoke.Pipeline
 	// agents are the agents kept in the store; their capability_bindings
 	// apply when they invoke.
-	agents  *agent.Agents
+	agents *agent.Agents
+	// tokens are the API tokens serve authenticates requests with.
+	tokens  *auth.Tokens
 	closers []func() error
 }
 
-// appConfig is what serve and invoke take from flags and the environment.
-type appConfig struct {
-	db           string
-	allowHosts   []string // outbound HTTP allowlist
-	allowTargets []string // gRPC targets allowlist
-	allowCmds    []string // programs cli bindings and API-saved servers may run (empty: none)
-	allowEnv     []string // variables definitions and API-saved servers may read (empty: none)
-	a2aAgents    map[string]string
-	log          *slog.Logger
+// openStore opens the store a --db value names.
+func openStore(ctx context.Context, db string) (registry.Store, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return postgres.Open(ctx, db)
+	}
+	return sqlite.Open(ctx, db)
 }
 
-// addInvokeFlags adds the flags that configure the bindings.
-func addInvokeFlags(cmd *cobra.Command) {
-	cmd.Flags().StringArray("allow-host", nil, "host an http binding may reach (host, host:port, *.domain, loopback or *); repeatable; default $CAPHUB_ALLOW_HOSTS, else loopback only")
-	cmd.Flags().StringArray("allow-grpc-target", nil, "host:port a grpc binding may reach; repeatable; default $CAPHUB_ALLOW_GRPC_TARGETS, else loopback only")
-	cmd.Flags().StringArray("allow-command", nil, "program a cli binding, or an MCP server saved over the API, may run (name or path, * for any); repeatable; default $CAPHUB_ALLOW_COMMANDS, else none")
-	cmd.Flags().StringArray("allow-env", nil, "environment variable a definition (http auth env, cli env ${VAR}, delegation token_env) or an MCP server saved over the API may read (* for any); repeatable; default $CAPHUB_ALLOW_ENV, else none")
-	cmd.Flags().StringArray("a2a-agent", nil, "NAME=URL of an A2A agent that delegation bindings may name; repeatable")
+// openTokens opens the token store of the local database (caphub token);
+// the caller closes the returned store.
+func openTokens(ctx context.Context, c config) (*auth.Tokens, func() error, error) {
+	st, err := openStore(ctx, c.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	return auth.New(st), st.Close, nil
 }
 
-func listFlag(cmd *cobra.Command, name, env string) []string {
-	v, _ := cmd.Flags().GetStringArray(name)
-	if len(v) == 0 && os.Getenv(env) != "" {
-		for _, s := range strings.Split(os.Getenv(env), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				v = append(v, s)
-			}
-		}
+// openAuditLog opens the local database and its audit chain (caphub
+// audit); the caller closes the store.
+func openAuditLog(ctx context.Context, c config) (*audit.Log, registry.Store, error) {
+	st, err := openStore(ctx, c.db)
+	if err != nil {
+		return nil, nil, err
 	}
-	return v
+	return audit.New(st), st, nil
 }
 
-func appConfigFrom(cmd *cobra.Command, log *slog.Logger) (appConfig, error) {
-	c := appConfig{db: dbFlag(cmd), log: log,
-		allowHosts:   listFlag(cmd, "allow-host", "CAPHUB_ALLOW_HOSTS"),
-		allowTargets: listFlag(cmd, "allow-grpc-target", "CAPHUB_ALLOW_GRPC_TARGETS"),
-		allowCmds:    listFlag(cmd, "allow-command", "CAPHUB_ALLOW_COMMANDS"),
-		allowEnv:     listFlag(cmd, "allow-env", "CAPHUB_ALLOW_ENV"),
-		a2aAgents:    map[string]string{},
+// openGovernance opens the policies and approvals of the local database,
+// with decisions recorded in its audit chain (caphub approval and policy);
+// the caller calls the returned close.
+func openGovernance(ctx context.Context, c config) (*policy.Policies, *policy.Approvals, func(), error) {
+	st, err := openStore(ctx, c.db)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	agents, _ := cmd.Flags().GetStringArray("a2a-agent")
-	for _, a := range agents {
-		name, url, ok := strings.Cut(a, "=")
-		if !ok || name == "" || !strings.HasPrefix(url, "http") {
-			return c, &usageError{fmt.Errorf("--a2a-agent %q: write NAME=URL", a)}
-		}
-		c.a2aAgents[name] = url
+	log := audit.New(st)
+	closeAll := func() { log.Close(); st.Close() }
+	return policy.NewPolicies(st), policy.NewApprovals(st, log, nil, 0), closeAll, nil
+}
+
+// openService is the app's first stage: the local database, its audit
+// chain and the registry service recording into it, which verifies
+// attestations against the trusted keys. Closing the service closes the
+// store; the audit log is the caller's to close.
+func openService(ctx context.Context, c config, opts ...registry.Option) (*registry.Service, *audit.Log, error) {
+	st, err := openStore(ctx, c.db)
+	if err != nil {
+		return nil, nil, err
 	}
-	return c, nil
+	auditOpts := []audit.Option{audit.WithLogger(c.log)}
+	if c.invocation.auditSync {
+		auditOpts = append(auditOpts, audit.WithSyncInvocations())
+	}
+	log := audit.New(st, auditOpts...)
+	verifier, err := trustVerifier(c.trustedKeys)
+	if err != nil {
+		log.Close()
+		st.Close()
+		return nil, nil, err
+	}
+	opts = append([]registry.Option{registry.WithLogger(c.log), registry.WithRecorder(log), registry.WithVerifier(verifier)}, opts...)
+	return registry.NewService(st, opts...), log, nil
+}
+
+// serversOf returns where saved servers live for a registry: the local
+// store, or the server behind a client.
+func serversOf(reg registry.API) (discover.ServerAPI, error) {
+	switch r := reg.(type) {
+	case *client.Client:
+		return r, nil
+	case *registry.Service:
+		return discover.NewServers(r.Store(), discover.WithRecorder(r.Recorder())), nil
+	}
+	return nil, fmt.Errorf("this registry cannot save MCP servers")
+}
+
+// registerBuiltins registers the built-in capabilities (a no-op when they
+// already are), as caphub itself.
+func registerBuiltins(ctx context.Context, svc *registry.Service) error {
+	_, err := svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions())
+	return err
+}
+
+// openAgents opens the agents of the local database (caphub agent). The
+// built-in capabilities are registered first, as serve does, so that
+// agents can enable the everruns ones; builtinsFailed hears when they
+// cannot be. The caller closes the returned service.
+func openAgents(ctx context.Context, c config, builtinsFailed func(error)) (*agent.Agents, *registry.Service, error) {
+	svc, log, err := openService(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := registerBuiltins(ctx, svc); err != nil {
+		builtinsFailed(err)
+	}
+	return agent.NewAgents(svc.Store(), svc, agent.WithRecorder(log)), svc, nil
 }
 
 // newApp opens the store and assembles caphub. The built-in capabilities
 // are registered (a no-op when they already are).
-func newApp(ctx context.Context, c appConfig) (*app, error) {
-	st, err := openStore(ctx, c.db)
+func newApp(ctx context.Context, c config) (*app, error) {
+	svc, log, err := openService(ctx, c, registry.WithCache())
 	if err != nil {
 		return nil, err
 	}
-	a := &app{store: st, closers: []func() error{st.Close}}
-	auditOpts := []audit.Option{audit.WithLogger(c.log)}
-	if sync, err := audit.SyncFromEnv(); err != nil {
-		a.Close()
-		return nil, err
-	} else if sync {
-		auditOpts = append(auditOpts, audit.WithSyncInvocations())
-	}
-	a.audit = audit.New(st, auditOpts...)
-	a.closers = append(a.closers, a.audit.Close)
-	verifier, err := trustVerifier()
-	if err != nil {
+	// The service's Close stops the cache's watch, then closes the store.
+	a := &app{store: svc.Store(), svc: svc, audit: log, closers: []func() error{svc.Close, log.Close}}
+	if err := a.addInvocation(ctx, c); err != nil {
 		a.Close()
 		return nil, err
 	}
-	a.svc = registry.NewService(st, registry.WithLogger(c.log), registry.WithCache(), registry.WithRecorder(a.audit), registry.WithVerifier(verifier))
-	a.closers[0] = a.svc.Close // stops the cache's watch, then closes the store
+	return a, nil
+}
+
+// addInvocation is the app's second stage: saved servers, metrics, the
+// built-ins, the bindings, governance, agents and the pipeline.
+func (a *app) addInvocation(ctx context.Context, c config) error {
+	inv := c.invocation
 	// What definitions and API-saved servers may make caphub do: the
 	// operator's allow-lists, never the definitions' own say.
-	a.permits = &permit.Permits{Commands: c.allowCmds, Env: c.allowEnv, Hosts: c.allowHosts}
-	a.servers = discover.NewServers(st, discover.APIPermits(a.permits), discover.WithRecorder(a.audit))
+	a.permits = &permit.Permits{Commands: inv.allowCmds, Env: inv.allowEnv, Hosts: inv.allowHosts}
+	a.servers = discover.NewServers(a.store, discover.APIPermits(a.permits), discover.WithRecorder(a.audit))
 	a.metrics = metrics.New()
-	if _, err := a.svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions()); err != nil {
-		a.Close()
-		return nil, fmt.Errorf("register the built-in capabilities: %w", err)
+	if err := registerBuiltins(ctx, a.svc); err != nil {
+		return fmt.Errorf("register the built-in capabilities: %w", err)
 	}
-	handlers := map[string]native.Handler{}
-	for name, h := range builtin.Handlers(builtin.Env{Registry: a.svc, Docs: st, Log: c.log, Metrics: metricSink{a.metrics}, Now: time.Now}) {
-		handlers[name] = native.Handler(h)
-	}
-	mcpB := mcpbind.New(a.servers, mcpbind.Options{ClientVersion: buildVersion(), Log: c.log})
-	grpcB := grpcbind.New(grpcbind.Options{AllowedTargets: c.allowTargets, Logger: c.log})
-	a.closers = append(a.closers, mcpB.Close, grpcB.Close)
-	bindings := []invoke.Binding{
-		native.New(handlers),
-		mcpB,
-		httpbind.New(httpbind.Options{AllowedHosts: c.allowHosts, Getenv: a.permits.Getenv}),
-		grpcB,
-		clibind.New(clibind.Options{AllowedCommands: c.allowCmds, Getenv: a.permits.Getenv}),
-		delegation.New(delegation.Options{Agents: c.a2aAgents, AllowedHosts: c.allowHosts, Getenv: a.permits.Getenv}),
-	}
-	humanApproval, err := policy.HumanApprovalFromEnv()
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	a.governance = policy.NewEngine(st, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: humanApproval, Log: c.log})
-	a.agents = agent.NewAgents(st, a.svc, agent.WithRecorder(a.audit))
+	bindings := a.bindings(c)
+	a.governance = policy.NewEngine(a.store, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: inv.humanApproval, Log: c.log})
+	a.agents = agent.NewAgents(a.store, a.svc, agent.WithRecorder(a.audit))
+	a.tokens = auth.New(a.store)
 	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{
 		Policy:    a.governance,
 		Recorder:  recorders{logRecorder{c.log}, a.audit},
 		Observer:  a.metrics,
 		Overrides: a.agents.Overrides(),
 	})
-	return a, nil
+	return nil
 }
 
-// trustVerifier checks attestations against the trusted keys of
-// $CAPHUB_TRUSTED_KEYS (files of PUBLIC KEY blocks or directories of *.pub,
-// separated like PATH) and gives each definition its trust tier. A signed
-// definition whose signature does not verify is refused.
-func trustVerifier() (func(context.Context, *capability.Definition) (string, error), error) {
+// bindings makes every binding the pipeline tries, under the operator's
+// allow-lists; those that start servers or connections close with the app.
+func (a *app) bindings(c config) []invoke.Binding {
+	inv := c.invocation
+	handlers := map[string]native.Handler{}
+	for name, h := range builtin.Handlers(builtin.Env{Registry: a.svc, Docs: a.store, Log: c.log, Metrics: metricSink{a.metrics}, Now: time.Now}) {
+		handlers[name] = native.Handler(h)
+	}
+	mcpB := mcpbind.New(a.servers, mcpbind.Options{ClientVersion: buildVersion(), Log: c.log})
+	grpcB := grpcbind.New(grpcbind.Options{AllowedTargets: inv.allowTargets, Logger: c.log})
+	a.closers = append(a.closers, mcpB.Close, grpcB.Close)
+	return []invoke.Binding{
+		native.New(handlers),
+		mcpB,
+		httpbind.New(httpbind.Options{AllowedHosts: inv.allowHosts, Getenv: a.permits.Getenv}),
+		grpcB,
+		clibind.New(clibind.Options{AllowedCommands: inv.allowCmds, Getenv: a.permits.Getenv}),
+		delegation.New(delegation.Options{Agents: inv.a2aAgents, AllowedHosts: inv.allowHosts, Getenv: a.permits.Getenv}),
+	}
+}
+
+// trustVerifier checks attestations against the trusted keys (files of
+// PUBLIC KEY blocks or directories of *.pub; config.trustedKeys) and gives
+// each definition its trust tier. A signed definition whose signature does
+// not verify is refused.
+func trustVerifier(paths []string) (func(context.Context, *capability.Definition) (string, error), error) {
 	keys := sign.NewKeyRing()
-	if v := os.Getenv("CAPHUB_TRUSTED_KEYS"); v != "" {
+	if len(paths) > 0 {
 		var err error
-		if keys, err = sign.LoadKeyRing(filepath.SplitList(v)...); err != nil {
-			return nil, fmt.Errorf("CAPHUB_TRUSTED_KEYS: %w", err)
+		if keys, err = sign.LoadKeyRing(paths...); err != nil {
+			return nil, fmt.Errorf("%s: %w", envTrustedKeys, err)
 		}
 	}
 	return (&sign.Verifier{Keys: keys, Admin: byAdminToken}).Check, nil

@@ -8,13 +8,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"log/slog"
 	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/spf13/cobra"
 )
@@ -22,24 +21,21 @@ import (
 // withGovernance runs fn on the policies and approvals of the local
 // database, with decisions recorded in its audit chain.
 func withGovernance(cmd *cobra.Command, fn func(*policy.Policies, *policy.Approvals) error) error {
-	server, _ := cmd.Flags().GetString("server")
-	if server == "" {
-		server = os.Getenv("CAPHUB_SERVER")
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return err
 	}
-	if server != "" {
+	if server := cfg.server; server != "" {
 		s := strings.TrimRight(server, "/")
 		return &usageError{fmt.Errorf("%s works on a local database (--db FILE), not against a server (%s): use the server's REST API instead (GET %s/v1/approvals, POST %s/v1/approvals/ID/approve), or unset --server/$CAPHUB_SERVER",
 			cmd.CommandPath(), server, s, s)}
 	}
-	db := dbFlag(cmd)
-	st, err := openStore(cmd.Context(), db)
+	policies, approvals, closeAll, err := openGovernance(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	log := audit.New(st)
-	defer log.Close()
-	return fn(policy.NewPolicies(st), policy.NewApprovals(st, log, nil, 0))
+	defer closeAll()
+	return fn(policies, approvals)
 }
 
 func newApprovalCmd() *cobra.Command {

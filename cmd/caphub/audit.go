@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -187,20 +187,19 @@ removing the newest events leaves a shorter chain that still verifies, with anot
 // database's store, and closes them. The audit commands refuse --server: a
 // server's chain is read where its database is.
 func withAuditLog(cmd *cobra.Command, fn func(l *audit.Log, st registry.Store) error) error {
-	server, _ := cmd.Flags().GetString("server")
-	if server == "" {
-		server = os.Getenv("CAPHUB_SERVER")
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return err
 	}
-	if server != "" {
+	if server := cfg.server; server != "" {
 		return &usageError{fmt.Errorf("%s reads the audit chain of a local database (--db or $CAPHUB_DB), not of a server (%s, from --server or $CAPHUB_SERVER): run it with the server's database, and unset CAPHUB_SERVER", cmd.CommandPath(), server)}
 	}
-	db := dbFlag(cmd)
-	st, err := openStore(cmd.Context(), db)
+	log, st, err := openAuditLog(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return fn(audit.New(st), st)
+	return fn(log, st)
 }
 
 // parseSince reads --since: an RFC 3339 time, a date (midnight UTC), or a

@@ -17,18 +17,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// serversOf returns where saved servers live for a registry: the local
-// store, or the server behind a client.
-func serversOf(reg registry.API) (discover.ServerAPI, error) {
-	switch r := reg.(type) {
-	case *client.Client:
-		return r, nil
-	case *registry.Service:
-		return discover.NewServers(r.Store(), discover.WithRecorder(r.Recorder())), nil
-	}
-	return nil, fmt.Errorf("this registry cannot save MCP servers")
-}
-
 func newDiscoverCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "discover",
@@ -233,6 +221,11 @@ func newServerCmd() *cobra.Command {
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	cmd.AddCommand(newServerListCmd(), newServerShowCmd(), newServerRemoveCmd())
+	return cmd
+}
+
+func newServerListCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:     "list",
 		Short:   "List saved MCP servers",
@@ -256,20 +249,29 @@ func newServerCmd() *cobra.Command {
 					}
 					return writeJSON(cmd.OutOrStdout(), map[string]any{"items": all, "total": len(all)})
 				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tTRANSPORT\tSOURCE\tTOOLS\tLISTED")
-				for _, s := range all {
-					tools, listed := "-", "never"
-					if s.Listing != nil {
-						tools, listed = fmt.Sprint(len(s.Listing.Tools)), s.Listing.At.Format("2006-01-02 15:04")
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Server.Name, s.Server.Transport, s.Server.Source(), tools, listed)
-				}
-				return tw.Flush()
+				return printServers(cmd.OutOrStdout(), all)
 			})
 		},
 	}
 	addFormatFlag(list)
+	return list
+}
+
+// printServers writes the saved servers as a table.
+func printServers(w io.Writer, all []discover.SavedServer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTRANSPORT\tSOURCE\tTOOLS\tLISTED")
+	for _, s := range all {
+		tools, listed := "-", "never"
+		if s.Listing != nil {
+			tools, listed = fmt.Sprint(len(s.Listing.Tools)), s.Listing.At.Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Server.Name, s.Server.Transport, s.Server.Source(), tools, listed)
+	}
+	return tw.Flush()
+}
+
+func newServerShowCmd() *cobra.Command {
 	show := &cobra.Command{
 		Use:     "show NAME",
 		Short:   "Show a saved MCP server and its last listing",
@@ -288,28 +290,37 @@ func newServerCmd() *cobra.Command {
 				if format == "json" {
 					return writeJSON(cmd.OutOrStdout(), s)
 				}
-				w := cmd.OutOrStdout()
-				fmt.Fprintf(w, "%s (%s): %s\n", s.Server.Name, s.Server.Transport, s.Server.Source())
-				for _, k := range slices.Sorted(maps.Keys(s.Server.Env)) {
-					fmt.Fprintf(w, "  env %s=%s\n", k, s.Server.Env[k])
-				}
-				for _, k := range slices.Sorted(maps.Keys(s.Server.Headers)) {
-					fmt.Fprintf(w, "  header %s: %s\n", k, s.Server.Headers[k])
-				}
-				if s.Listing == nil {
-					fmt.Fprintln(w, "  never listed")
-					return nil
-				}
-				fmt.Fprintf(w, "  listed %s: %s, %d tools\n", s.Listing.At.Format("2006-01-02 15:04:05"), s.Listing.ServerInfo, len(s.Listing.Tools))
-				for _, t := range s.Listing.Tools {
-					fmt.Fprintf(w, "    %-32s %s\n", t.Name, firstLine(t.Description, 70))
-				}
+				printServer(cmd.OutOrStdout(), s)
 				return nil
 			})
 		},
 	}
 	addFormatFlag(show)
-	remove := &cobra.Command{
+	return show
+}
+
+// printServer writes a saved server, its environment, headers and last
+// listing.
+func printServer(w io.Writer, s *discover.SavedServer) {
+	fmt.Fprintf(w, "%s (%s): %s\n", s.Server.Name, s.Server.Transport, s.Server.Source())
+	for _, k := range slices.Sorted(maps.Keys(s.Server.Env)) {
+		fmt.Fprintf(w, "  env %s=%s\n", k, s.Server.Env[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Server.Headers)) {
+		fmt.Fprintf(w, "  header %s: %s\n", k, s.Server.Headers[k])
+	}
+	if s.Listing == nil {
+		fmt.Fprintln(w, "  never listed")
+		return
+	}
+	fmt.Fprintf(w, "  listed %s: %s, %d tools\n", s.Listing.At.Format("2006-01-02 15:04:05"), s.Listing.ServerInfo, len(s.Listing.Tools))
+	for _, t := range s.Listing.Tools {
+		fmt.Fprintf(w, "    %-32s %s\n", t.Name, firstLine(t.Description, 70))
+	}
+}
+
+func newServerRemoveCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:     "remove NAME",
 		Short:   "Forget a saved MCP server (its capabilities stay registered)",
 		Example: "  caphub server remove everything",
@@ -324,8 +335,6 @@ func newServerCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(list, show, remove)
-	return cmd
 }
 
 func withServers(cmd *cobra.Command, fn func(discover.ServerAPI) error) error {

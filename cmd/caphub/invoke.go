@@ -90,22 +90,17 @@ func readInput(raw string) (map[string]any, error) {
 
 // runInvoke invokes on the server (--server) or in this process.
 func runInvoke(cmd *cobra.Command, req invoke.Request) (*invoke.Result, error) {
-	server, _ := cmd.Flags().GetString("server")
-	if server == "" {
-		server = os.Getenv("CAPHUB_SERVER")
+	// The command prints the outcome itself; the log carries only errors.
+	cfg, err := configFrom(cmd, slog.LevelError)
+	if err != nil {
+		return nil, err
 	}
-	if server != "" {
-		c, err := client.New(server, client.WithTimeout(serverTimeout(cmd)))
+	if cfg.server != "" {
+		c, err := client.New(cfg.server, client.WithTimeout(cfg.timeout))
 		if err != nil {
 			return nil, &usageError{err}
 		}
 		return c.Invoke(cmd.Context(), req)
-	}
-	// The command prints the outcome itself; the log carries only errors.
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg, err := appConfigFrom(cmd, log)
-	if err != nil {
-		return nil, err
 	}
 	ctx := cmd.Context()
 	if ctx == nil {

@@ -1,7 +1,8 @@
 package main
 
 import (
-	"fmt"
+	"context"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -25,30 +26,31 @@ Stdout carries the protocol: logs go to stderr.`,
 			`  {"mcpServers": {"caphub": {"command": "caphub", "args": ["mcp", "--db", "/path/caphub.db"]}}}`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mode, _ := cmd.Flags().GetString("tool-mode")
-			if err := mcpgw.CheckMode(mode); err != nil {
-				return &usageError{fmt.Errorf("--tool-mode: %w", err)}
+			cfg, err := configFrom(cmd, slog.LevelWarn)
+			if err != nil {
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg, err := appConfigFrom(cmd, log)
-			if err != nil {
-				return err
-			}
-			a, err := newApp(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			gw := mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{Mode: mode, Version: buildVersion(), Log: log})
-			defer gw.Close()
-			return gw.ServeStdio(ctx, cmd.InOrStdin(), cmd.OutOrStdout())
+			return runMCP(ctx, cfg, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	addToolModeFlag(cmd)
 	addInvokeFlags(cmd)
 	return cmd
+}
+
+// runMCP serves the app as one MCP server on in and out until ctx ends
+// or in closes.
+func runMCP(ctx context.Context, cfg config, in io.Reader, out io.Writer) error {
+	a, err := newApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	gw := mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{Mode: cfg.serve.toolMode, Version: buildVersion(), Log: cfg.log})
+	defer gw.Close()
+	return gw.ServeStdio(ctx, in, out)
 }
 
 // addToolModeFlag adds --tool-mode (serve and mcp).

@@ -6,20 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/client"
 	"github.com/caphub/caphub/format/ossa"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/mcpgw"
-	"github.com/caphub/caphub/store/postgres"
-	"github.com/caphub/caphub/store/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -82,55 +78,28 @@ func serverTimeout(cmd *cobra.Command) time.Duration {
 	return client.DefaultTimeout
 }
 
-func dbFlag(cmd *cobra.Command) string {
-	if db, _ := cmd.Flags().GetString("db"); db != "" {
-		return db
-	}
-	if db := os.Getenv("CAPHUB_DB"); db != "" {
-		return db
-	}
-	return defaultDB
-}
-
-// openStore opens the store a --db value names.
-func openStore(ctx context.Context, db string) (registry.Store, error) {
-	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
-		return postgres.Open(ctx, db)
-	}
-	return sqlite.Open(ctx, db)
-}
-
 // openRegistry returns the registry the command works on: a server
 // (--server, $CAPHUB_SERVER) or the local database.
-func openRegistry(cmd *cobra.Command) (registry.API, error) {
-	server, _ := cmd.Flags().GetString("server")
-	if server == "" {
-		server = os.Getenv("CAPHUB_SERVER")
+func openRegistry(ctx context.Context, cfg config) (registry.API, error) {
+	if cfg.server != "" {
+		return client.New(cfg.server, client.WithTimeout(cfg.timeout))
 	}
-	if server != "" {
-		return client.New(server, client.WithTimeout(serverTimeout(cmd)))
-	}
-	st, err := openStore(cmd.Context(), dbFlag(cmd))
+	svc, _, err := openService(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	// The command prints its own results; the service logs only problems.
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := []registry.Option{registry.WithLogger(log)}
-	opts = append(opts, registry.WithRecorder(audit.New(st, audit.WithLogger(log))))
-	verifier, err := trustVerifier()
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	opts = append(opts, registry.WithVerifier(verifier))
-	return registry.NewService(st, opts...), nil
+	return svc, nil
 }
 
 // withRegistry runs fn on the registry and closes it. Changes made on a
 // local database are recorded as made by the local user.
 func withRegistry(cmd *cobra.Command, fn func(reg registry.API) error) error {
-	reg, err := openRegistry(cmd)
+	// The command prints its own results; the service logs only problems.
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	reg, err := openRegistry(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}

@@ -44,97 +44,13 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 		Example: "  caphub serve\n  caphub token create admin --scope admin && caphub serve --addr 0.0.0.0:8750\n  caphub serve --auth\n  caphub serve --addr 127.0.0.1:9000 --db /var/lib/caphub/caphub.db\n  caphub serve --db postgres://caphub@127.0.0.1:5432/caphub",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addr, _ := cmd.Flags().GetString("addr")
-			loopback, err := isLoopback(addr)
+			cfg, err := configFrom(cmd, slog.LevelInfo)
 			if err != nil {
-				return &usageError{err}
+				return err
 			}
-			forceAuth, _ := cmd.Flags().GetBool("auth")
-			mode, _ := cmd.Flags().GetString("tool-mode")
-			if err := mcpgw.CheckMode(mode); err != nil {
-				return &usageError{fmt.Errorf("--tool-mode: %w", err)}
-			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg, err := appConfigFrom(cmd, log)
-			if err != nil {
-				return err
-			}
-			a, err := newApp(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			tokens := auth.New(a.store)
-			exist, err := tokens.Exist(ctx)
-			if err != nil {
-				return err
-			}
-			enforce, err := auth.Required(loopback, exist, forceAuth)
-			if err != nil {
-				return fmt.Errorf("caphub serve on %s %w", addr, err)
-			}
-			hosts, origins := allowedHosts(cmd), allowedOrigins(cmd)
-			gw := mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{
-				Mode: mode, Version: buildVersion(), Log: log, Lazy: true,
-				AllowedHosts: hosts, AllowedOrigins: origins,
-			})
-			defer gw.Close() // before a.Close: the gateway watches the store
-			front := mcpfront.New(a.servers, a.pipeline, mcpfront.Options{
-				Version: buildVersion(), Log: log,
-				AllowedHosts: hosts, AllowedOrigins: origins,
-			})
-			defer front.Close() // before a.Close: ends sessions, kills the stdio servers it started
-			agentGW := mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
-				Version: buildVersion(), Log: log,
-				AllowedHosts: hosts, AllowedOrigins: origins,
-			})
-			defer agentGW.Close() // before a.Close: it watches the store
-			budget, _ := cmd.Flags().GetDuration("request-timeout")
-			api := rest.New(a.svc, log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(budget))
-			mux := serveRoutes(api, gw.Handler(), agentGW.Handler(), front.Handler())
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", addr, err)
-			}
-			var handler http.Handler = mux
-			if enforce {
-				handler = tokens.Middleware(mux.ScopeOf, mux)
-				// A revoked or expired token's open streams end within
-				// tokenRecheck.
-				go tokens.Supervise(ctx, tokenRecheck, func(id string, n int) {
-					log.Info("token no longer valid: its open requests were ended", "token", id, "requests", n)
-				})
-			}
-			// The guard comes first: a request a web page forged is refused
-			// before anything reads it.
-			handler = guard.New(guard.Options{AllowedHosts: hosts, AllowedOrigins: origins, AcceptsYAML: api.AcceptsYAML}).Handler(handler)
-			srv := &http.Server{
-				Handler:           handler,
-				ReadHeaderTimeout: 10 * time.Second,
-				ReadTimeout:       60 * time.Second,
-				WriteTimeout:      60 * time.Second,
-				IdleTimeout:       120 * time.Second,
-			}
-			// Shutdown waits for open connections: end the MCP sessions
-			// (long-lived SSE streams) as it starts.
-			srv.RegisterOnShutdown(func() { gw.Close(); _ = front.Close(); _ = agentGW.Close() })
-			log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", gw.Mode(), "auth", enforce, "db", dbFlag(cmd), "version", buildVersion())
-			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(ln) }()
-			select {
-			case err := <-errc:
-				return err
-			case <-ctx.Done():
-			}
-			log.Info("shutting down")
-			shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("graceful shutdown: %w", err)
-			}
-			return nil
+			return runServe(ctx, cfg)
 		},
 	}
 	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port); beyond loopback it needs an API token (caphub token create)")
@@ -155,15 +71,119 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 // tokenRecheck is how often serve re-checks the tokens of open streams.
 const tokenRecheck = 2 * time.Second
 
-// allowedHosts are the Host names served besides loopback ones
-// (--allowed-host, and the older --mcp-allow-host).
-func allowedHosts(cmd *cobra.Command) []string {
-	return append(listFlag(cmd, "allowed-host", "CAPHUB_ALLOWED_HOSTS"), listFlag(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS")...)
+// runServe assembles the app and serves it over HTTP until ctx ends, then
+// shuts down gracefully.
+func runServe(ctx context.Context, cfg config) error {
+	a, err := newApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	tokens := a.tokens
+	exist, err := tokens.Exist(ctx)
+	if err != nil {
+		return err
+	}
+	sc := cfg.serve
+	enforce, err := auth.Required(sc.loopback, exist, sc.forceAuth)
+	if err != nil {
+		return fmt.Errorf("caphub serve on %s %w", sc.addr, err)
+	}
+	h := newServeHandler(a, cfg)
+	defer h.Close() // before a.Close: the gateways watch the store, the front kills its servers
+	ln, err := net.Listen("tcp", sc.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", sc.addr, err)
+	}
+	var handler http.Handler = h.mux
+	if enforce {
+		handler = tokens.Middleware(h.mux.ScopeOf, h.mux)
+		// A revoked or expired token's open streams end within
+		// tokenRecheck.
+		go tokens.Supervise(ctx, tokenRecheck, func(id string, n int) {
+			cfg.log.Info("token no longer valid: its open requests were ended", "token", id, "requests", n)
+		})
+	}
+	// The guard comes first: a request a web page forged is refused
+	// before anything reads it.
+	handler = guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler)
+	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "auth", enforce, "db", cfg.db, "version", buildVersion())
+	return serveUntilDone(ctx, cfg.log, newHTTPServer(handler, h), ln)
 }
 
-// allowedOrigins are the browser origins accepted besides loopback ones.
-func allowedOrigins(cmd *cobra.Command) []string {
-	return append(listFlag(cmd, "allowed-origin", "CAPHUB_ALLOWED_ORIGINS"), listFlag(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS")...)
+// serveHandler is what serve answers with: the REST API, the registry's
+// MCP gateway, the agents' gateways and the front of the saved servers.
+type serveHandler struct {
+	api     *rest.Server
+	gw      *mcpgw.Gateway
+	agentGW *mcpgw.AgentGateways
+	front   *mcpfront.Front
+	mux     *auth.Routes
+}
+
+// newServeHandler makes the gateways and the REST API over the app, with
+// serve's guard settings and request budget.
+func newServeHandler(a *app, cfg config) *serveHandler {
+	sc := cfg.serve
+	hosts, origins := sc.allowedHosts, sc.allowedOrigins
+	h := &serveHandler{}
+	h.gw = mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{
+		Mode: sc.toolMode, Version: buildVersion(), Log: cfg.log, Lazy: true,
+		AllowedHosts: hosts, AllowedOrigins: origins,
+	})
+	h.front = mcpfront.New(a.servers, a.pipeline, mcpfront.Options{
+		Version: buildVersion(), Log: cfg.log,
+		AllowedHosts: hosts, AllowedOrigins: origins,
+	})
+	h.agentGW = mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
+		Version: buildVersion(), Log: cfg.log,
+		AllowedHosts: hosts, AllowedOrigins: origins,
+	})
+	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout))
+	h.mux = serveRoutes(h.api, h.gw.Handler(), h.agentGW.Handler(), h.front.Handler())
+	return h
+}
+
+// Close ends the MCP sessions: the gateways', and the front's, killing
+// the stdio servers it started.
+func (h *serveHandler) Close() {
+	_ = h.agentGW.Close()
+	_ = h.front.Close()
+	h.gw.Close()
+}
+
+// newHTTPServer is serve's HTTP server, with its timeouts.
+func newHTTPServer(handler http.Handler, h *serveHandler) *http.Server {
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	// Shutdown waits for open connections: end the MCP sessions
+	// (long-lived SSE streams) as it starts.
+	srv.RegisterOnShutdown(func() { h.gw.Close(); _ = h.front.Close(); _ = h.agentGW.Close() })
+	return srv
+}
+
+// serveUntilDone serves on ln until the server fails or ctx ends, then
+// shuts down gracefully.
+func serveUntilDone(ctx context.Context, log *slog.Logger, srv *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	return nil
 }
 
 // serveRoutes mounts the MCP endpoints beside the REST API, each with the

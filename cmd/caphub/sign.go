@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,10 +17,6 @@ import (
 	"github.com/caphub/caphub/governance/sign"
 	"github.com/spf13/cobra"
 )
-
-// trustedKeysEnv names the trusted public keys when --trusted is not given:
-// paths (files or directories) separated by the OS path list separator.
-const trustedKeysEnv = "CAPHUB_TRUSTED_KEYS"
 
 func newKeyCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -131,15 +128,9 @@ verified before it replaces the original.`,
 			}
 			warnOpenKey(cmd.ErrOrStderr(), keyPath)
 			defs := f.Definitions()
-			entries := make([]signedEntry, len(defs))
-			for i := range defs {
-				if a := defs[i].Attestation; a != nil {
-					entries[i].PreviousBy = a.KeyID
-				}
-				if err := sign.Sign(&defs[i], priv, ""); err != nil {
-					return err
-				}
-				entries[i].URI, entries[i].Version = defs[i].URI, defs[i].Version
+			entries, err := signAll(defs, priv)
+			if err != nil {
+				return err
 			}
 			enc, err := outputEncoding(path, outPath)
 			if err != nil {
@@ -158,17 +149,7 @@ verified before it replaces the original.`,
 			if format == "json" {
 				return writeJSON(out, map[string]any{"file": outPath, "key_id": id, "signed": entries})
 			}
-			for _, e := range entries {
-				verb := "signed   "
-				if e.PreviousBy != "" {
-					verb = "re-signed"
-				}
-				fmt.Fprintf(out, "%s %s (%s) with key %s", verb, e.URI, e.Version, id)
-				if e.PreviousBy != "" && e.PreviousBy != id {
-					fmt.Fprintf(out, " (was signed by %s)", e.PreviousBy)
-				}
-				fmt.Fprintln(out)
-			}
+			printSigned(out, entries, id)
 			fmt.Fprintf(out, "wrote %s (%d %s, %s)\n", outPath, len(defs), plural(len(defs), "capability", "capabilities"), enc)
 			return nil
 		},
@@ -177,6 +158,38 @@ verified before it replaces the original.`,
 	cmd.Flags().String("out", "", "write the signed file here instead of over FILE")
 	addFormatFlag(cmd)
 	return cmd
+}
+
+// signAll signs every definition with priv, replacing any attestation,
+// and says what it signed.
+func signAll(defs []capability.Definition, priv ed25519.PrivateKey) ([]signedEntry, error) {
+	entries := make([]signedEntry, len(defs))
+	for i := range defs {
+		if a := defs[i].Attestation; a != nil {
+			entries[i].PreviousBy = a.KeyID
+		}
+		if err := sign.Sign(&defs[i], priv, ""); err != nil {
+			return nil, err
+		}
+		entries[i].URI, entries[i].Version = defs[i].URI, defs[i].Version
+	}
+	return entries, nil
+}
+
+// printSigned writes a line per definition signed with key id, saying
+// when it was signed before, by another key.
+func printSigned(out io.Writer, entries []signedEntry, id string) {
+	for _, e := range entries {
+		verb := "signed   "
+		if e.PreviousBy != "" {
+			verb = "re-signed"
+		}
+		fmt.Fprintf(out, "%s %s (%s) with key %s", verb, e.URI, e.Version, id)
+		if e.PreviousBy != "" && e.PreviousBy != id {
+			fmt.Fprintf(out, " (was signed by %s)", e.PreviousBy)
+		}
+		fmt.Fprintln(out)
+	}
 }
 
 // readSignable reads a capability file that can be signed and written back
@@ -298,13 +311,32 @@ type verifyResult struct {
 	Error    string `json:"error,omitempty"`
 }
 
+// trustedPaths are the public keys verify trusts: --trusted, else
+// $CAPHUB_TRUSTED_KEYS (paths separated by the OS path list separator).
+func trustedPaths(cmd *cobra.Command) ([]string, error) {
+	paths, _ := cmd.Flags().GetStringArray("trusted")
+	if len(paths) > 0 {
+		return paths, nil
+	}
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range cfg.trustedKeys {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
 func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify FILE... --trusted DIR|FILE",
 		Short: "Check that every capability definition of the files is signed by a trusted key",
 		Long: `Verify checks the attestation of every definition in the files against the trusted
 public keys: a PEM file listing one or more "PUBLIC KEY" blocks, or a directory whose *.pub
-files are read (--trusted is repeatable; default $` + trustedKeysEnv + `, paths separated by '` + string(os.PathListSeparator) + `').
+files are read (--trusted is repeatable; default $` + envTrustedKeys + `, paths separated by '` + string(os.PathListSeparator) + `').
 
 A definition fails when it is unsigned, signed by a key that is not trusted, or changed since
 it was signed (only stability, deprecated_by, sunset_date, migration_guide and
@@ -318,16 +350,12 @@ Exit status: 0 when every definition verifies, 1 otherwise, 2 on usage errors.`,
 			if err != nil {
 				return err
 			}
-			paths, _ := cmd.Flags().GetStringArray("trusted")
-			if len(paths) == 0 {
-				for _, p := range filepath.SplitList(os.Getenv(trustedKeysEnv)) {
-					if p != "" {
-						paths = append(paths, p)
-					}
-				}
+			paths, err := trustedPaths(cmd)
+			if err != nil {
+				return err
 			}
 			if len(paths) == 0 {
-				return &usageError{fmt.Errorf("--trusted DIR|FILE is required (or set $%s): the public keys whose signatures you trust", trustedKeysEnv)}
+				return &usageError{fmt.Errorf("--trusted DIR|FILE is required (or set $%s): the public keys whose signatures you trust", envTrustedKeys)}
 			}
 			keys, err := sign.LoadKeyRing(paths...)
 			if err != nil {
@@ -364,7 +392,7 @@ Exit status: 0 when every definition verifies, 1 otherwise, 2 on usage errors.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArray("trusted", nil, "trusted public keys: a PEM file or a directory of .pub files; repeatable (default $"+trustedKeysEnv+")")
+	cmd.Flags().StringArray("trusted", nil, "trusted public keys: a PEM file or a directory of .pub files; repeatable (default $"+envTrustedKeys+")")
 	addFormatFlag(cmd)
 	return cmd
 }

@@ -86,11 +86,11 @@ func TestSignAndVerify(t *testing.T) {
 		t.Fatalf("verify: exit %d\n%s%s", code, out, errOut)
 	}
 	// A trusted-keys directory, and the environment variable.
-	t.Setenv(trustedKeysEnv, filepath.Dir(pub))
+	t.Setenv(envTrustedKeys, filepath.Dir(pub))
 	if code, out, _ = caphub(t, "capability", "verify", file); code != 0 {
-		t.Errorf("verify with $%s: exit %d\n%s", trustedKeysEnv, code, out)
+		t.Errorf("verify with $%s: exit %d\n%s", envTrustedKeys, code, out)
 	}
-	t.Setenv(trustedKeysEnv, "")
+	t.Setenv(envTrustedKeys, "")
 
 	// Not a trusted key.
 	code, out, _ = caphub(t, "capability", "verify", file, "--trusted", otherPub)

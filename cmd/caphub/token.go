@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,18 +34,18 @@ not work with --server.`,
 	return cmd
 }
 
-// openTokens opens the token store of the local database; the caller
-// closes the returned store.
-func openTokens(cmd *cobra.Command) (*auth.Tokens, func() error, error) {
-	if server, _ := cmd.Flags().GetString("server"); server != "" {
-		return nil, nil, &usageError{errors.New("caphub token works on the local database only (--db): run it on the server's machine, tokens cannot be managed over the API")}
-	}
-	db := dbFlag(cmd)
-	st, err := openStore(cmd.Context(), db)
+// localTokens opens the token store of the local database; the caller
+// closes the returned store. --server is refused: tokens are never managed
+// over the API.
+func localTokens(cmd *cobra.Command) (*auth.Tokens, func() error, error) {
+	cfg, err := configFrom(cmd, slog.LevelWarn)
 	if err != nil {
 		return nil, nil, err
 	}
-	return auth.New(st), st.Close, nil
+	if cfg.serverFlag != "" {
+		return nil, nil, &usageError{errors.New("caphub token works on the local database only (--db): run it on the server's machine, tokens cannot be managed over the API")}
+	}
+	return openTokens(cmd.Context(), cfg)
 }
 
 func newTokenCreateCmd() *cobra.Command {
@@ -86,7 +87,7 @@ capture it; the details go to standard error. The secret cannot be shown again: 
 					return &usageError{fmt.Errorf("--agent: %w", err)}
 				}
 			}
-			toks, closeStore, err := openTokens(cmd)
+			toks, closeStore, err := localTokens(cmd)
 			if err != nil {
 				return err
 			}
@@ -129,7 +130,7 @@ func newTokenListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			toks, closeStore, err := openTokens(cmd)
+			toks, closeStore, err := localTokens(cmd)
 			if err != nil {
 				return err
 			}
@@ -184,7 +185,7 @@ the token from its next request.`,
 		Example: "  caphub token revoke 3f9a1c2b7d4e",
 		Args:    exactArgs(1, "the token ID (see caphub token list)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			toks, closeStore, err := openTokens(cmd)
+			toks, closeStore, err := localTokens(cmd)
 			if err != nil {
 				return err
 			}

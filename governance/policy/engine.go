@@ -41,7 +41,7 @@ type Options struct {
 	// approval event per decision.
 	Audit *audit.Log
 	// ApprovalRequired makes every call need a human's approval
-	// (CAPHUB_HUMAN_APPROVAL_REQUIRED; see HumanApprovalFromEnv).
+	// (CAPHUB_HUMAN_APPROVAL_REQUIRED, read by the caphub command).
 	ApprovalRequired bool
 	// ApprovalTTL is how long an approval waits, and an approved call stays
 	// allowed (default DefaultApprovalTTL).

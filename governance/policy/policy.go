@@ -31,7 +31,6 @@ import (
 
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/governance/sign"
-	"github.com/caphub/caphub/internal/envflag"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -194,11 +193,6 @@ func (s *Policies) Delete(ctx context.Context, agentID string) error {
 	defer s.forget()
 	return s.docs.DeleteDoc(ctx, DocKind, agentID)
 }
-
-// HumanApprovalFromEnv reports whether CAPHUB_HUMAN_APPROVAL_REQUIRED is
-// set to a true value (1, t, true, …); a value that is not a boolean is an
-// error, so that a typo does not silently turn approval off.
-func HumanApprovalFromEnv() (bool, error) { return envflag.Bool(EnvHumanApproval) }
 
 // grants reports whether a grant list covers want: exactly, by "*", or by
 // a "prefix.*" entry.

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/internal/envflag"
+	"github.com/caphub/caphub/server/mcpgw"
+	"github.com/spf13/cobra"
+)
+
+// config is every setting the app and its commands take from the command
+// line and the environment, read once by configFrom: a flag wins over its
+// CAPHUB_* variable, which wins over the default. A command reads only the
+// settings whose flags it has.
+type config struct {
+	// db is the database: --db, else $CAPHUB_DB, else defaultDB (a SQLite
+	// file path or a postgres:// URL).
+	db string
+	// dbGiven reports whether --db or $CAPHUB_DB named the database (db is
+	// not the default).
+	dbGiven bool
+	// server is the URL of a running caphub server used instead of db:
+	// --server, else $CAPHUB_SERVER.
+	server string
+	// serverFlag is --server alone ($CAPHUB_SERVER not consulted): caphub
+	// token refuses only the flag.
+	serverFlag string
+	// timeout is how long a command waits for each answer of server:
+	// --timeout when given (0: no limit), else the command's default.
+	timeout time.Duration
+	// trustedKeys are the public keys registrations are verified against
+	// and `capability verify` trusts by default: $CAPHUB_TRUSTED_KEYS,
+	// files or directories separated like PATH.
+	trustedKeys []string
+	// log is where the app logs (stderr, at the command's level).
+	log *slog.Logger
+
+	serve      serveConfig
+	invocation invocationConfig
+}
+
+// serveConfig holds the settings of serve (addr, auth, request timeout,
+// guard) and of mcp (tool mode).
+type serveConfig struct {
+	// addr is where serve listens (host:port): --addr, default defaultAddr.
+	addr string
+	// loopback reports whether addr listens on loopback only.
+	loopback bool
+	// forceAuth requires API tokens on loopback too: --auth.
+	forceAuth bool
+	// toolMode is how MCP serves the capabilities: --tool-mode (tools or
+	// search).
+	toolMode string
+	// requestTimeout is the time budget of a REST request:
+	// --request-timeout, default rest.DefaultRequestTimeout; 0 for none.
+	requestTimeout time.Duration
+	// allowedHosts are the Host header values served besides loopback
+	// names: --allowed-host, else $CAPHUB_ALLOWED_HOSTS; plus the older
+	// --mcp-allow-host, else $CAPHUB_MCP_ALLOW_HOSTS.
+	allowedHosts []string
+	// allowedOrigins are the browser origins accepted besides loopback
+	// ones: --allowed-origin, else $CAPHUB_ALLOWED_ORIGINS; plus the older
+	// --mcp-allow-origin, else $CAPHUB_MCP_ALLOW_ORIGINS.
+	allowedOrigins []string
+}
+
+// invocationConfig holds what the bindings and the invocation pipeline
+// may do, read by the commands that invoke in this process (serve, mcp,
+// and invoke without --server).
+type invocationConfig struct {
+	// allowHosts are the hosts http bindings may reach: --allow-host, else
+	// $CAPHUB_ALLOW_HOSTS (empty: loopback only).
+	allowHosts []string
+	// allowTargets are the host:port gRPC bindings may reach:
+	// --allow-grpc-target, else $CAPHUB_ALLOW_GRPC_TARGETS (empty: loopback
+	// only).
+	allowTargets []string
+	// allowCmds are the programs cli bindings and API-saved servers may
+	// run: --allow-command, else $CAPHUB_ALLOW_COMMANDS (empty: none).
+	allowCmds []string
+	// allowEnv are the variables definitions and API-saved servers may
+	// read: --allow-env, else $CAPHUB_ALLOW_ENV (empty: none).
+	allowEnv []string
+	// a2aAgents are the A2A agents delegation bindings may name, by name:
+	// --a2a-agent NAME=URL (repeatable).
+	a2aAgents map[string]string
+	// auditSync makes every invocation wait for its audit event to be
+	// committed: $CAPHUB_AUDIT_SYNC (no flag).
+	auditSync bool
+	// humanApproval makes every call need a human's approval:
+	// $CAPHUB_HUMAN_APPROVAL_REQUIRED (no flag).
+	humanApproval bool
+}
+
+// Environment variables without a flag.
+const (
+	envAuditSync   = "CAPHUB_AUDIT_SYNC"
+	envTrustedKeys = "CAPHUB_TRUSTED_KEYS"
+)
+
+// addInvokeFlags adds the flags that configure the bindings.
+func addInvokeFlags(cmd *cobra.Command) {
+	cmd.Flags().StringArray("allow-host", nil, "host an http binding may reach (host, host:port, *.domain, loopback or *); repeatable; default $CAPHUB_ALLOW_HOSTS, else loopback only")
+	cmd.Flags().StringArray("allow-grpc-target", nil, "host:port a grpc binding may reach; repeatable; default $CAPHUB_ALLOW_GRPC_TARGETS, else loopback only")
+	cmd.Flags().StringArray("allow-command", nil, "program a cli binding, or an MCP server saved over the API, may run (name or path, * for any); repeatable; default $CAPHUB_ALLOW_COMMANDS, else none")
+	cmd.Flags().StringArray("allow-env", nil, "environment variable a definition (http auth env, cli env ${VAR}, delegation token_env) or an MCP server saved over the API may read (* for any); repeatable; default $CAPHUB_ALLOW_ENV, else none")
+	cmd.Flags().StringArray("a2a-agent", nil, "NAME=URL of an A2A agent that delegation bindings may name; repeatable")
+}
+
+// configFrom reads the settings of cmd from its flags, then the CAPHUB_*
+// variables; the app logs to cmd's stderr at level.
+func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
+	c := config{
+		server:     stringSetting(cmd, "server", "CAPHUB_SERVER"),
+		serverFlag: flagString(cmd, "server"),
+		timeout:    serverTimeout(cmd),
+		log:        slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+	}
+	c.db = stringSetting(cmd, "db", "CAPHUB_DB")
+	c.dbGiven = c.db != ""
+	if !c.dbGiven {
+		c.db = defaultDB
+	}
+	if v := os.Getenv(envTrustedKeys); v != "" {
+		c.trustedKeys = filepath.SplitList(v)
+	}
+	var err error
+	if c.serve, err = serveConfigFrom(cmd); err != nil {
+		return c, err
+	}
+	if hasFlag(cmd, "a2a-agent") && (c.server == "" || hasFlag(cmd, "tool-mode")) {
+		// serve and mcp invoke here whatever --server says; invoke does
+		// only without it.
+		c.invocation, err = invocationConfigFrom(cmd)
+	}
+	return c, err
+}
+
+// serveConfigFrom reads the settings of serve and mcp, checking --addr
+// and --tool-mode.
+func serveConfigFrom(cmd *cobra.Command) (serveConfig, error) {
+	var s serveConfig
+	if hasFlag(cmd, "addr") {
+		s.addr = flagString(cmd, "addr")
+		loopback, err := isLoopback(s.addr)
+		if err != nil {
+			return s, &usageError{err}
+		}
+		s.loopback = loopback
+		s.forceAuth, _ = cmd.Flags().GetBool("auth")
+	}
+	if hasFlag(cmd, "tool-mode") {
+		s.toolMode = flagString(cmd, "tool-mode")
+		if err := mcpgw.CheckMode(s.toolMode); err != nil {
+			return s, &usageError{fmt.Errorf("--tool-mode: %w", err)}
+		}
+	}
+	s.requestTimeout, _ = cmd.Flags().GetDuration("request-timeout")
+	if hasFlag(cmd, "allowed-host") {
+		s.allowedHosts = append(listSetting(cmd, "allowed-host", "CAPHUB_ALLOWED_HOSTS"), listSetting(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS")...)
+		s.allowedOrigins = append(listSetting(cmd, "allowed-origin", "CAPHUB_ALLOWED_ORIGINS"), listSetting(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS")...)
+	}
+	return s, nil
+}
+
+// invocationConfigFrom reads the allow-lists, the A2A agents and the
+// audit and approval switches.
+func invocationConfigFrom(cmd *cobra.Command) (invocationConfig, error) {
+	c := invocationConfig{
+		allowHosts:   listSetting(cmd, "allow-host", "CAPHUB_ALLOW_HOSTS"),
+		allowTargets: listSetting(cmd, "allow-grpc-target", "CAPHUB_ALLOW_GRPC_TARGETS"),
+		allowCmds:    listSetting(cmd, "allow-command", "CAPHUB_ALLOW_COMMANDS"),
+		allowEnv:     listSetting(cmd, "allow-env", "CAPHUB_ALLOW_ENV"),
+		a2aAgents:    map[string]string{},
+	}
+	agents, _ := cmd.Flags().GetStringArray("a2a-agent")
+	for _, a := range agents {
+		name, url, ok := strings.Cut(a, "=")
+		if !ok || name == "" || !strings.HasPrefix(url, "http") {
+			return c, &usageError{fmt.Errorf("--a2a-agent %q: write NAME=URL", a)}
+		}
+		c.a2aAgents[name] = url
+	}
+	var err error
+	if c.auditSync, err = envflag.Bool(envAuditSync); err != nil {
+		return c, err
+	}
+	c.humanApproval, err = envflag.Bool(policy.EnvHumanApproval)
+	return c, err
+}
+
+// hasFlag reports whether cmd has the flag name (its own or inherited).
+func hasFlag(cmd *cobra.Command, name string) bool { return cmd.Flags().Lookup(name) != nil }
+
+// flagString is the value of the string flag name ("" when cmd has none).
+func flagString(cmd *cobra.Command, name string) string {
+	v, _ := cmd.Flags().GetString(name)
+	return v
+}
+
+// stringSetting is the string flag name, else the variable env.
+func stringSetting(cmd *cobra.Command, name, env string) string {
+	if v := flagString(cmd, name); v != "" {
+		return v
+	}
+	return os.Getenv(env)
+}
+
+// listSetting is the repeatable flag name, else the comma-separated
+// variable env (blank items dropped).
+func listSetting(cmd *cobra.Command, name, env string) []string {
+	v, _ := cmd.Flags().GetStringArray(name)
+	if len(v) == 0 && os.Getenv(env) != "" {
+		for _, s := range strings.Split(os.Getenv(env), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				v = append(v, s)
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// mcpConfig reads the config of `caphub mcp args...`.
+func mcpConfig(t *testing.T, args ...string) (config, error) {
+	t.Helper()
+	root := newRootCmd()
+	cmd, rest, err := root.Find(append([]string{"mcp"}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Fatal(err)
+	}
+	return configFrom(cmd, slog.LevelWarn)
+}
+
+// TestConfigSwitches checks the boolean switches read from the
+// environment: unset or blank is false, what strconv.ParseBool reads is
+// that value, anything else an error naming the variable and the fix.
+func TestConfigSwitches(t *testing.T) {
+	for _, name := range []string{envAuditSync, "CAPHUB_HUMAN_APPROVAL_REQUIRED"} {
+		t.Run(name, func(t *testing.T) {
+			for _, c := range []struct {
+				value   string
+				want    bool
+				wantErr bool
+			}{{"", false, false}, {"  ", false, false}, {"true", true, false}, {"1", true, false}, {" TRUE ", true, false},
+				{"false", false, false}, {"0", false, false}, {"yes", false, true}, {"ture", false, true}} {
+				t.Setenv(name, c.value)
+				cfg, err := mcpConfig(t)
+				got := cfg.invocation.auditSync
+				if name != envAuditSync {
+					got = cfg.invocation.humanApproval
+				}
+				if got != c.want || (err != nil) != c.wantErr {
+					t.Errorf("%q: %v, %v; want %v, error %v", c.value, got, err, c.want, c.wantErr)
+				}
+				if err != nil && (!strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "use true or false")) {
+					t.Errorf("%q: error %q does not name the variable and the fix", c.value, err)
+				}
+			}
+		})
+	}
+}
+
+// TestConfigPrecedence checks that a flag wins over its variable, which
+// wins over the default.
+func TestConfigPrecedence(t *testing.T) {
+	t.Setenv("CAPHUB_DB", "")
+	t.Setenv("CAPHUB_ALLOW_HOSTS", "a.example, ,b.example")
+	cfg, err := mcpConfig(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.db != defaultDB || cfg.dbGiven {
+		t.Errorf("db %q (given %v), want the default %q", cfg.db, cfg.dbGiven, defaultDB)
+	}
+	if got := strings.Join(cfg.invocation.allowHosts, " "); got != "a.example b.example" {
+		t.Errorf("allow hosts from the environment: %q", got)
+	}
+	t.Setenv("CAPHUB_DB", "env.db")
+	cfg, err = mcpConfig(t, "--db", "flag.db", "--allow-host", "c.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.db != "flag.db" || !cfg.dbGiven {
+		t.Errorf("db %q, want the flag's", cfg.db)
+	}
+	if got := strings.Join(cfg.invocation.allowHosts, " "); got != "c.example" {
+		t.Errorf("allow hosts with --allow-host: %q", got)
+	}
+}
