@@ -62,11 +62,11 @@ type AgentGateways struct {
 
 	gen atomic.Uint64 // bumped on every registry change the store reports
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed atomic.Bool
-	once   sync.Once
+	ctx      context.Context
+	cancel   context.CancelFunc
+	watching <-chan struct{} // closed when the store's watch ended; nil without a store
+	closed   atomic.Bool
+	once     sync.Once
 
 	mu      sync.Mutex
 	servers map[string]*agentServer
@@ -116,9 +116,7 @@ func NewAgentGateways(agents *agent.Agents, inv Invoker, store registry.Store, o
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	if store != nil {
 		// Watch before serving anything, so that no change goes unnoticed.
-		events, err := store.Watch(a.ctx)
-		a.wg.Add(1)
-		go func() { defer a.wg.Done(); a.watch(events, err) }()
+		a.watching = registry.Subscribe(a.ctx, store, a.subscriber())
 	}
 	return a
 }
@@ -136,34 +134,24 @@ func (a *AgentGateways) Close() error {
 		for _, s := range servers {
 			s.closeSessions()
 		}
-		a.wg.Wait()
+		if a.watching != nil {
+			<-a.watching
+		}
 	})
 	return nil
 }
 
-// watch bumps the registry generation on every change, and whenever a
-// watch is (re-)established, since changes may have been missed meanwhile;
-// a failed Watch is retried with exponential backoff.
-func (a *AgentGateways) watch(events <-chan registry.Event, err error) {
-	retry := minRetry
-	for {
-		if err == nil {
-			retry = minRetry
-			a.gen.Add(1)
-			for range events {
-				a.gen.Add(1)
-			}
-		} else {
-			a.log.Warn("mcp agent gateways: cannot watch the registry for changes; agents' tools follow it within "+agentTTL.String()+" instead", "error", err, "retry_in", retry)
-			if !sleep(a.ctx, retry) {
-				return
-			}
-			retry = min(retry*2, maxRetry)
-		}
-		if a.ctx.Err() != nil {
-			return
-		}
-		events, err = a.store.Watch(a.ctx)
+// subscriber bumps the registry generation on every change, and whenever
+// a watch is (re-)established, since changes may have been missed
+// meanwhile.
+func (a *AgentGateways) subscriber() registry.Subscriber {
+	return registry.Subscriber{
+		Watching: func(bool) { a.gen.Add(1) },
+		Event:    func(registry.Event) { a.gen.Add(1) },
+		Failed: func(err error, retryIn time.Duration) {
+			a.log.Warn("mcp agent gateways: cannot watch the registry for changes; agents' tools follow it within "+agentTTL.String()+" instead", "error", err, "retry_in", retryIn)
+		},
+		MinRetry: minRetry, MaxRetry: maxRetry,
 	}
 }
 

@@ -113,7 +113,8 @@ type Gateway struct {
 	closed atomic.Bool
 	once   sync.Once
 
-	kick chan struct{} // capacity 1: the registry changed
+	kick     chan struct{}   // capacity 1: the registry changed
+	watching <-chan struct{} // closed when the store's watch ended; nil without a store
 
 	refreshMu sync.Mutex // serialises Refresh
 	mu        sync.RWMutex
@@ -189,16 +190,13 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 	g.sse = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{DisableLocalhostProtection: true})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	// Watch first, then build: a change made in between is not lost.
-	var events <-chan registry.Event
-	var werr error
 	if store != nil {
-		events, werr = store.Watch(g.ctx)
+		g.watching = registry.Subscribe(g.ctx, store, g.subscriber())
 	}
 	if !opts.Lazy {
 		g.activate()
 	}
-	g.wg.Add(2)
-	go func() { defer g.wg.Done(); g.watch(g.ctx, events, werr) }()
+	g.wg.Add(1)
 	go func() { defer g.wg.Done(); g.rebuildLoop(g.ctx) }()
 	return g
 }
@@ -223,6 +221,9 @@ func (g *Gateway) Close() error {
 			_ = ss.Close()
 		}
 		g.wg.Wait()
+		if g.watching != nil {
+			<-g.watching
+		}
 	})
 	return nil
 }
@@ -273,37 +274,21 @@ func (g *Gateway) requestRefresh() {
 	}
 }
 
-// watch follows the store's changes until ctx ends: every event, and every
-// watch established again after the channel closed (events may have been
-// lost meanwhile), asks for a rebuild. events and err are the result of the
-// first Watch, made by New; a failed Watch is retried with exponential
-// backoff. Without a store there is nothing to watch.
-func (g *Gateway) watch(ctx context.Context, events <-chan registry.Event, err error) {
-	if g.store == nil {
-		return
-	}
-	retry := minRetry
-	for {
-		if err == nil {
-			retry = minRetry
-			for range events {
+// subscriber follows the store's changes: every event, and every watch
+// established again after one closed or failed (events may have been lost
+// meanwhile), asks for a rebuild.
+func (g *Gateway) subscriber() registry.Subscriber {
+	return registry.Subscriber{
+		Watching: func(resumed bool) {
+			if resumed {
 				g.requestRefresh()
 			}
-			// The channel closed: the store closed or we fell behind.
-		} else {
-			g.log.Warn("mcp gateway: cannot watch the registry for changes; tools/list_changed waits until it can", "error", err, "retry_in", retry)
-			if !sleep(ctx, retry) {
-				return
-			}
-			retry = min(retry*2, maxRetry)
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		events, err = g.store.Watch(ctx)
-		if err == nil {
-			g.requestRefresh()
-		}
+		},
+		Event: func(registry.Event) { g.requestRefresh() },
+		Failed: func(err error, retryIn time.Duration) {
+			g.log.Warn("mcp gateway: cannot watch the registry for changes; tools/list_changed waits until it can", "error", err, "retry_in", retryIn)
+		},
+		MinRetry: minRetry, MaxRetry: maxRetry,
 	}
 }
 
