@@ -30,7 +30,7 @@ func (s *session) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 	if extra := req.GetExtra(); extra != nil {
 		hdr = extra.Header
 	}
-	caller := hdr.Get(mcpgw.AgentHeader)
+	caller := hdr.Get(invoke.CallerHeader)
 	actx := withApproval(ctx, hdr, p.Meta)
 	start, denied := s.f.authorize(actx, s.fr.name, p.Name, p.Arguments, caller)
 	if denied != "" {

@@ -19,7 +19,6 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/mcpconn"
-	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -661,7 +660,7 @@ func (s *httpSession) authorize(ctx context.Context, hdr http.Header, m *wireMsg
 		Meta map[string]any `json:"_meta"`
 	}
 	_ = json.Unmarshal(m.params, &p) // parseBody checked it is JSON; a _meta that is not an object carries no approval
-	caller := hdr.Get(mcpgw.AgentHeader)
+	caller := hdr.Get(invoke.CallerHeader)
 	start, denied := s.f.authorize(withApproval(ctx, hdr, p.Meta), s.name, name, args, caller)
 	if denied != "" {
 		return nil, resultResponse(m.id, refusedResult(denied))

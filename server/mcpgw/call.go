@@ -43,7 +43,7 @@ type callerKey struct{}
 // session, else "" (stdio, anonymous).
 func callerOf(ctx context.Context, req *mcp.CallToolRequest) string {
 	if req != nil && req.Extra != nil && req.Extra.Header != nil {
-		if v := req.Extra.Header.Get(AgentHeader); v != "" {
+		if v := req.Extra.Header.Get(invoke.CallerHeader); v != "" {
 			return v
 		}
 	}

@@ -18,6 +18,10 @@
 // Handler serves the streamable HTTP transport and the older HTTP+SSE one
 // (see Handler for the paths), both guarded against DNS rebinding by Host
 // and Origin checks; ServeStdio serves one client over stdio (caphub mcp).
+// The HTTP header invoke.CallerHeader (X-Caphub-Agent) names the calling
+// agent: its value becomes invoke.Request.Caller (per request on the
+// streamable transport, from the GET that opened the session on the SSE
+// transport).
 package mcpgw
 
 import (
@@ -31,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/guard"
@@ -44,11 +49,6 @@ const (
 	// ModeSearch serves find_capabilities and invoke_capability only.
 	ModeSearch = "search"
 )
-
-// AgentHeader is the HTTP header that names the calling agent. Its value
-// becomes invoke.Request.Caller (per request on the streamable transport,
-// from the GET that opened the session on the SSE transport).
-const AgentHeader = invoke.CallerHeader
 
 // CheckMode returns an error unless mode is "", ModeTools or ModeSearch; use
 // it to validate a --tool-mode flag before calling New.
@@ -363,7 +363,7 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 	for i, r := range recs {
 		bases[i] = baseOf(r.Key)
 	}
-	names := ToolNames(bases)
+	names := capability.ToolNames(bases)
 	g.mu.RLock()
 	prevByBase := g.byBase
 	g.mu.RUnlock()

@@ -113,7 +113,7 @@ type agentTransport struct{ agent string }
 
 func (a agentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(mcpgw.AgentHeader, a.agent)
+	r.Header.Set(invoke.CallerHeader, a.agent)
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -199,7 +199,7 @@ func checkBuiltinTools(t *testing.T, tools map[string]*mcp.Tool) {
 		uri, _ := tool.Meta[mcpgw.MetaURI].(string)
 		if uri == "" {
 			t.Errorf("tool %s has no %s in _meta", name, mcpgw.MetaURI)
-		} else if want := mcpgw.ToolName(uri); want != name {
+		} else if want := capability.ToolName(uri); want != name {
 			t.Errorf("tool for %s is named %q, ToolName says %q", uri, name, want)
 		}
 		schema, _ := tool.InputSchema.(map[string]any)
@@ -316,7 +316,7 @@ func TestStreamable(t *testing.T) {
 			checkBuiltinTools(t, listTools(t, cs))
 			checkCalls(t, cs)
 			if got := f.inv.lastCaller(); got != "agent-7" {
-				t.Errorf("caller %q, want agent-7 (from %s)", got, mcpgw.AgentHeader)
+				t.Errorf("caller %q, want agent-7 (from %s)", got, invoke.CallerHeader)
 			}
 		})
 	}
@@ -479,8 +479,8 @@ func TestToolNameCollision(t *testing.T) {
 	b := doubleDef("x")
 	b.URI, b.Name = "mcp:x/y@1.0", "y"
 	b.Bindings = capability.Bindings{MCP: &capability.MCPBinding{Server: "x", Tool: "y"}}
-	if mcpgw.ToolName(a.URI) != "mcp_x_y" || mcpgw.ToolName(b.URI) != "mcp_x_y" {
-		t.Fatalf("the test needs colliding names: %s, %s", mcpgw.ToolName(a.URI), mcpgw.ToolName(b.URI))
+	if capability.ToolName(a.URI) != "mcp_x_y" || capability.ToolName(b.URI) != "mcp_x_y" {
+		t.Fatalf("the test needs colliding names: %s, %s", capability.ToolName(a.URI), capability.ToolName(b.URI))
 	}
 	store := func(d capability.Definition) {
 		t.Helper()
@@ -506,7 +506,7 @@ func TestToolNameCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := f.gw.Tools()
-	want := mcpgw.ToolNames([]string{"ossa:mcp/x_y@1.0", "mcp:x/y@1.0"})
+	want := capability.ToolNames([]string{"ossa:mcp/x_y@1.0", "mcp:x/y@1.0"})
 	for uri, name := range want {
 		if name == "mcp_x_y" || !strings.HasPrefix(name, "mcp_x_y_") || tools[name] != uri {
 			t.Errorf("%s: name %q (tools %v), want a hashed mcp_x_y_<hash> serving it", uri, name, tools)
@@ -553,7 +553,7 @@ func TestSearchMode(t *testing.T) {
 		if out, _ := m["output_schema"].(map[string]any); out["type"] != "object" {
 			t.Errorf("%s output_schema %v", uri, m["output_schema"])
 		}
-		if m["tool_name"] != mcpgw.ToolName(uri) {
+		if m["tool_name"] != capability.ToolName(uri) {
 			t.Errorf("%s tool_name %v", uri, m["tool_name"])
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/server/guard"
 )
 
@@ -58,12 +59,12 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveSSE serves the HTTP+SSE transport. The GET that opens a session
-// carries the caller (AgentHeader) into the session's context, and gets
+// carries the caller (invoke.CallerHeader) into the session's context, and gets
 // back the path an http.StripPrefix removed, since the SDK builds the
 // message endpoint it announces from the request's path.
 func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, r.Header.Get(AgentHeader)))
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, r.Header.Get(invoke.CallerHeader)))
 		if r.RequestURI != "" {
 			if orig, err := url.ParseRequestURI(r.RequestURI); err == nil && orig.Path != r.URL.Path {
 				u := *r.URL
