@@ -252,6 +252,7 @@ func (a *AgentGateways) newAgentServer(id string) *agentServer {
 		Instructions: fmt.Sprintf("These are the tools of caphub agent %q, as its configuration gives them: each is one registered capability (its URI is in the tool's _meta under dev.caphub/uri), run under the agent's policy. Failures are tool errors whose structured content carries the capability's error code and whether retrying may help.", id),
 		Logger:       a.sdkLog,
 		Capabilities: &mcp.ServerCapabilities{
+			//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
 			Logging: &mcp.LoggingCapabilities{},
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 		},

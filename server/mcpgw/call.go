@@ -160,6 +160,7 @@ func (g *Gateway) errorResult(ctx context.Context, req *mcp.CallToolRequest, uri
 	if req != nil && req.Session != nil {
 		// Session logging is deprecated from protocol 2026-07-28 on but
 		// still served; Log sends nothing unless the client set a level.
+		//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "caphub",
 			Data: map[string]any{"uri": uri, "code": te.Code, "message": te.Message}})
 	}

@@ -167,6 +167,7 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 		Instructions: instructions(opts.Mode),
 		Logger:       sdkLog,
 		Capabilities: &mcp.ServerCapabilities{
+			//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
 			Logging: &mcp.LoggingCapabilities{},
 			Tools:   &mcp.ToolCapabilities{ListChanged: opts.Mode == ModeTools},
 		},
@@ -359,16 +360,31 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mcp gateway: cannot build the tool list: listing the registry's capabilities failed: %w", err)
 	}
+	g.mu.RLock()
+	prevByBase := g.byBase
+	g.mu.RUnlock()
+	byName, byBase := g.buildTable(recs, prevByBase)
+	g.mu.Lock()
+	prev := g.byName
+	g.byName, g.byBase = byName, byBase
+	g.mu.Unlock()
+	if g.opts.Mode == ModeTools {
+		g.updateTools(prev, byName)
+	}
+	return nil
+}
+
+// buildTable makes the tool table of the capabilities recs, by tool name
+// and by base (scheme:domain/name), reusing the entries of prevByBase that
+// did not change.
+func (g *Gateway) buildTable(recs []registry.Record, prevByBase map[string]*toolEntry) (byName, byBase map[string]*toolEntry) {
 	bases := make([]string, len(recs))
 	for i, r := range recs {
 		bases[i] = baseOf(r.Key)
 	}
 	names := capability.ToolNames(bases)
-	g.mu.RLock()
-	prevByBase := g.byBase
-	g.mu.RUnlock()
-	byName := make(map[string]*toolEntry, len(recs))
-	byBase := make(map[string]*toolEntry, len(recs))
+	byName = make(map[string]*toolEntry, len(recs))
+	byBase = make(map[string]*toolEntry, len(recs))
 	for i, r := range recs {
 		name := names[bases[i]]
 		e := prevByBase[bases[i]]
@@ -381,13 +397,13 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 		}
 		byName[e.name], byBase[e.base] = e, e
 	}
-	g.mu.Lock()
-	prev := g.byName
-	g.byName, g.byBase = byName, byBase
-	g.mu.Unlock()
-	if g.opts.Mode != ModeTools {
-		return nil
-	}
+	return byName, byBase
+}
+
+// updateTools makes the MCP server's tools those of byName, the table that
+// replaced prev: tools no longer there are removed, new or changed ones
+// added (the SDK then notifies the sessions).
+func (g *Gateway) updateTools(prev, byName map[string]*toolEntry) {
 	var removed []string
 	for name := range prev {
 		if _, ok := byName[name]; !ok {
@@ -408,7 +424,6 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 	if len(removed) > 0 || changed > 0 {
 		g.log.Debug("mcp gateway: tool list updated", "tools", len(byName), "added_or_changed", changed, "removed", len(removed))
 	}
-	return nil
 }
 
 // listLatest pages through the latest version of every capability and

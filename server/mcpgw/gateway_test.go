@@ -725,11 +725,14 @@ func TestCheckMode(t *testing.T) {
 
 func TestLoggingSetLevel(t *testing.T) {
 	f := newFixture(t, mcpgw.Options{})
+	//lint:ignore SA1019 the test checks that the gateway still serves session logging (deprecated from protocol 2026-07-28)
 	logs := make(chan *mcp.LoggingMessageParams, 4)
 	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: f.mcpURL}, "2025-11-25", &mcp.ClientOptions{
+		//lint:ignore SA1019 the test checks that the gateway still serves session logging (deprecated from protocol 2026-07-28)
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logs <- r.Params }})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	//lint:ignore SA1019 the test checks that the gateway still serves session logging (deprecated from protocol 2026-07-28)
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatalf("logging/setLevel: %v", err)
 	}
