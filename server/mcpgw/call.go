@@ -51,13 +51,9 @@ func callerOf(ctx context.Context, req *mcp.CallToolRequest) string {
 	return v
 }
 
-// ApprovalHeader is the HTTP header that may carry an approval id instead
-// of the request's _meta (see MetaApproval).
-const ApprovalHeader = invoke.ApprovalHeader
-
 // ApprovalID returns the approval id a tools/call is retried with: its
 // _meta MetaApproval, else given (invoke_capability's approval_id), else
-// the ApprovalHeader of the HTTP request that carried it. The fronted
+// the invoke.ApprovalHeader of the HTTP request that carried it. The fronted
 // servers (server/mcpfront) read it the same way.
 func ApprovalID(meta map[string]any, hdr http.Header, given string) string {
 	id, _ := meta[MetaApproval].(string)
@@ -65,7 +61,7 @@ func ApprovalID(meta map[string]any, hdr http.Header, given string) string {
 		id = given
 	}
 	if id == "" {
-		id = hdr.Get(ApprovalHeader)
+		id = hdr.Get(invoke.ApprovalHeader)
 	}
 	return strings.TrimSpace(id)
 }
