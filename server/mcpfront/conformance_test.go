@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,19 +107,11 @@ func TestConformance(t *testing.T) {
 	recs := &recordSink{}
 	pipeline := invoke.New(nil, nil, invoke.Options{})
 	pipeline.SetRecorder(recs)
-	front := New(servers, pipeline, Options{Version: "conformance", Log: testLog()})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp/servers/", front.Handler())
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		_ = front.Close()
-		srv.Close()
-	})
+	frontURL := serveFront(t, New(servers, pipeline, Options{Version: "conformance", Log: testLog()}), nil)
 	targets := []struct{ name, url, title string }{
 		{"direct", directURL, "direct (everything-server, HTTP)"},
-		{"fronted", srv.URL + "/mcp/servers/everything", "fronted, stdio upstream (SDK relay)"},
-		{"fronted-http", srv.URL + "/mcp/servers/everything-http", "fronted, HTTP upstream (HTTP relay)"},
+		{"fronted", frontURL + "/mcp/servers/everything", "fronted, stdio upstream (SDK relay)"},
+		{"fronted-http", frontURL + "/mcp/servers/everything-http", "fronted, HTTP upstream (HTTP relay)"},
 	}
 
 	type job struct {

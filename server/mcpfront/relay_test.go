@@ -76,15 +76,7 @@ func relayEnv(t *testing.T, opts Options, upOpts *mcp.StreamableHTTPOptions, edi
 	servers := savedServers{"up": saved}
 	opts.Version, opts.Log = "test", testLog()
 	e.front = New(servers, e.hooks, opts)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp/servers/", e.front.Handler())
-	frontSrv := httptest.NewServer(mux)
-	e.frontURL = frontSrv.URL
-	t.Cleanup(func() {
-		frontSrv.CloseClientConnections()
-		_ = e.front.Close()
-		frontSrv.Close()
-	})
+	e.frontURL = serveFront(t, e.front, nil)
 	return e, sp, servers
 }
 

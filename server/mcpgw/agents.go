@@ -165,12 +165,7 @@ func (a *AgentGateways) subscriber() registry.Subscriber {
 func (a *AgentGateways) Handler() http.Handler { return http.HandlerFunc(a.serveHTTP) }
 
 func (a *AgentGateways) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if a.closed.Load() {
-		http.Error(w, "the MCP agent endpoints are shut down: caphub is stopping", http.StatusServiceUnavailable)
-		return
-	}
-	if ref := a.guard.Check(r); ref != nil {
-		guard.Write(w, r, ref)
+	if !admit(w, r, a.closed.Load(), "the MCP agent endpoints are shut down: caphub is stopping", a.guard) {
 		return
 	}
 	id, ok := agentIDOf(r)
@@ -191,14 +186,7 @@ func (a *AgentGateways) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("the MCP server of agent %q cannot be built now: %v", id, err), http.StatusServiceUnavailable)
 		return
 	}
-	rc := http.NewResponseController(w)
-	switch r.Method {
-	case http.MethodGet:
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
-	case http.MethodPost:
-		_ = rc.SetWriteDeadline(time.Now().Add(callWriteWindow))
-	}
+	setDeadlines(w, r)
 	s.streamable.ServeHTTP(w, r)
 }
 

@@ -69,7 +69,10 @@ func quietLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
+// newCaphub assembles caphub as cmd/caphub does it: a SQLite store, the
+// registry with the built-ins, the native binding and the pipeline, behind
+// a recordingInvoker. Its logs are discarded.
+func newCaphub(t testing.TB) (*sqlite.Store, *registry.Service, *invoke.Pipeline, *recordingInvoker) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, t.TempDir()+"/c.db")
@@ -87,9 +90,14 @@ func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
 	}
 	pipe := invoke.New(svc, []invoke.Binding{native.New(handlers)}, invoke.Options{})
 	pipe.SetLogger(log)
-	inv := &recordingInvoker{next: pipe}
+	return st, svc, pipe, &recordingInvoker{next: pipe}
+}
+
+func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
+	t.Helper()
+	st, svc, pipe, inv := newCaphub(t)
 	if opts.Log == nil {
-		opts.Log = log
+		opts.Log = quietLog()
 	}
 	opts.Version = "test"
 	gw := mcpgw.New(svc, st, inv, opts)
@@ -133,6 +141,20 @@ func connect(t testing.TB, tr mcp.Transport, protocol string, opts *mcp.ClientOp
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// eventually polls cond until it holds, and calls timedOut instead when
+// 10 seconds pass first.
+func eventually(t testing.TB, cond func() bool, timedOut func()) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			timedOut()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func listTools(t testing.TB, cs *mcp.ClientSession) map[string]*mcp.Tool {
@@ -811,24 +833,25 @@ func TestListChangedDebounce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	missing := n
+	eventually(t, func() bool {
 		tools := listTools(t, cs)
-		missing := 0
+		missing = 0
 		for i := range n {
 			if _, ok := tools[fmt.Sprintf("gwburst%d_sum", i)]; !ok {
 				missing++
 			}
 		}
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d new capabilities still not listed after 10s", missing, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond) // let the last notification arrive
+		return missing == 0
+	}, func() {
+		t.Fatalf("%d of %d new capabilities still not listed after 10s", missing, n)
+	})
+	// The notification of the last rebuild may follow the listing.
+	eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return notes >= 1
+	}, func() {})
 	mu.Lock()
 	defer mu.Unlock()
 	if notes < 1 || notes > n/3 {
