@@ -69,23 +69,17 @@ func (c *versionCache) setWatching(on bool) {
 // drops its capability's entry; a closed watch empties the cache and turns
 // it off until a new watch is established.
 func (s *Service) watch(ctx context.Context) {
-	for ctx.Err() == nil {
-		events, err := s.store.Watch(ctx)
-		if err != nil {
-			s.log.Warn("registry cache: cannot watch the store; reading through", "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		s.cache.setWatching(true)
-		for ev := range events {
+	<-Subscribe(ctx, s.store, Subscriber{
+		Watching: func(bool) { s.cache.setWatching(true) },
+		Event: func(ev Event) {
 			s.cache.invalidate(cacheKey(ev.Key.Scheme, ev.Key.Domain, ev.Key.Name))
-		}
-		s.cache.setWatching(false)
-	}
+		},
+		Closed: func() { s.cache.setWatching(false) },
+		Failed: func(err error, _ time.Duration) {
+			s.log.Warn("registry cache: cannot watch the store; reading through", "err", err)
+		},
+		MinRetry: time.Second, MaxRetry: time.Second,
+	})
 }
 
 // cachedVersions returns a capability's versions from the cache or the

@@ -15,7 +15,6 @@ import (
 	"github.com/caphub/caphub/client"
 	"github.com/caphub/caphub/format/ossa"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/spf13/cobra"
 )
 
@@ -362,7 +361,7 @@ func newShowCmd() *cobra.Command {
 					for i, r := range versions {
 						defs[i] = r.Definition
 					}
-					out := map[string]any{"capability": u.Base(), "tool_name": mcpgw.ToolName(u.Base()), "versions": defs}
+					out := map[string]any{"capability": u.Base(), "tool_name": capability.ToolName(u.Base()), "versions": defs}
 					if rerr == nil {
 						out["resolved"] = resolved
 						if tier != "" {
@@ -392,7 +391,7 @@ func printShow(w io.Writer, u capability.URI, versions []registry.Record, res re
 	if latest.Description != "" {
 		fmt.Fprintf(w, "  %s\n", firstLine(latest.Description, 100))
 	}
-	fmt.Fprintf(w, "  MCP tool name: %s\n", mcpgw.ToolName(u.Base()))
+	fmt.Fprintf(w, "  MCP tool name: %s\n", capability.ToolName(u.Base()))
 	if rerr == nil {
 		fmt.Fprintf(w, "  resolves to: %s (%s)\n", res.URI, res.Version)
 		if tier != "" {

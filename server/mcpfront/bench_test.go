@@ -45,15 +45,7 @@ func benchClients(tb testing.TB) benchSessions {
 	frontURL := func(configure func(*Front)) string {
 		front := New(savedServers{"up": {Name: "up", Transport: mcpconn.TransportHTTP, URL: upSrv.URL}}, pipeline, Options{Log: testLog()})
 		configure(front)
-		mux := http.NewServeMux()
-		mux.Handle("/mcp/servers/", front.Handler())
-		frontSrv := httptest.NewServer(mux)
-		tb.Cleanup(func() {
-			frontSrv.CloseClientConnections()
-			_ = front.Close()
-			frontSrv.Close()
-		})
-		return frontSrv.URL + "/mcp/servers/up"
+		return serveFront(tb, front, nil) + "/mcp/servers/up"
 	}
 	connect := func(url string) *mcp.ClientSession {
 		cl := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)

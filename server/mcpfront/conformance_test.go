@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,7 +68,8 @@ func TestConformance(t *testing.T) {
 	dir := t.TempDir()
 
 	bin := filepath.Join(t.TempDir(), "everything-server")
-	build := exec.Command(goTool(), "build", "-o", bin, everythingServer)
+	// go test puts its toolchain's bin directory first on the test's PATH.
+	build := exec.Command("go", "build", "-o", bin, everythingServer)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the SDK's conformance everything-server (%s): %v\n%s\nIf go.sum lacks its dependencies, run in %s: GOFLAGS=-mod=mod go get %s@v1.8.0", everythingServer, err, out, root, everythingServer)
@@ -107,19 +106,11 @@ func TestConformance(t *testing.T) {
 	}
 	recs := &recordSink{}
 	pipeline := invoke.New(nil, nil, invoke.Options{Recorder: recs})
-	front := New(servers, pipeline, Options{Version: "conformance", Log: testLog()})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp/servers/", front.Handler())
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		_ = front.Close()
-		srv.Close()
-	})
+	frontURL := serveFront(t, New(servers, pipeline, Options{Version: "conformance", Log: testLog()}), nil)
 	targets := []struct{ name, url, title string }{
 		{"direct", directURL, "direct (everything-server, HTTP)"},
-		{"fronted", srv.URL + "/mcp/servers/everything", "fronted, stdio upstream (SDK relay)"},
-		{"fronted-http", srv.URL + "/mcp/servers/everything-http", "fronted, HTTP upstream (HTTP relay)"},
+		{"fronted", frontURL + "/mcp/servers/everything", "fronted, stdio upstream (SDK relay)"},
+		{"fronted-http", frontURL + "/mcp/servers/everything-http", "fronted, HTTP upstream (HTTP relay)"},
 	}
 
 	type job struct {
@@ -229,13 +220,6 @@ func node22(t *testing.T) string {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 var scenarioLineRE = regexp.MustCompile(`^\s*-\s+([a-z0-9][a-z0-9-]*)`)

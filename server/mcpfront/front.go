@@ -18,9 +18,12 @@
 // # Two relays
 //
 // One downstream session maps to one upstream session, relayed one of two
-// ways.
+// ways, each in a package of its own; the front dispatches each request to
+// one of them, and both share (package internal/relay) the policy and
+// record of tools/call, the one classification of a call's outcome, and
+// the table of sessions that bounds them.
 //
-// The HTTP relay serves a saved streamable HTTP server (transport http) on
+// The HTTP relay (package httprelay) serves a saved streamable HTTP server (transport http) on
 // the streamable endpoint: a reverse proxy for the streamable HTTP
 // transport. Each downstream POST is one upstream POST of the same body (a
 // message or a batch), and the upstream's answer is relayed as it comes:
@@ -43,7 +46,7 @@
 // upstream connections are kept alive, so the latency it adds is about
 // what any HTTP proxy hop costs.
 //
-// The SDK relay serves everything else: stdio servers, SSE servers (and
+// The SDK relay (package sdkrelay) serves everything else: stdio servers, SSE servers (and
 // HTTP servers that turn out to speak only SSE: the HTTP relay hands over
 // when the upstream refuses its initialize POST with 400, 404 or 405), and
 // the SSE endpoint. The downstream side is an mcp.Server per saved name,
@@ -101,8 +104,6 @@ package mcpfront
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -114,10 +115,10 @@ import (
 
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/invoke"
-	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/guard"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/caphub/caphub/server/mcpfront/httprelay"
+	"github.com/caphub/caphub/server/mcpfront/internal/relay"
+	"github.com/caphub/caphub/server/mcpfront/sdkrelay"
 )
 
 // ServerSource finds saved upstream connections (discover.ServerAPI is one).
@@ -167,39 +168,15 @@ type Options struct {
 
 // Front serves saved upstream MCP servers. It is safe for concurrent use.
 type Front struct {
-	servers ServerSource
-	hooks   Hooks
-	opts    Options
-	log     *slog.Logger
-	sdkLog  *slog.Logger
-	guard   *guard.Guard
-
-	// ctx lives as long as the front; upstream sessions are bound to it.
-	ctx    context.Context
+	env   *relay.Env
+	guard *guard.Guard
+	// cancel ends env.Ctx, to which upstream sessions are bound.
 	cancel context.CancelFunc
 
-	// upstream carries the HTTP relay's requests to every upstream.
-	upstream *http.Transport
+	http *httprelay.Relay
+	sdk  *sdkrelay.Relay
 	// sdkRelayOnly turns the HTTP relay off (tests compare the two).
 	sdkRelayOnly bool
-
-	mu           sync.Mutex
-	closed       bool
-	fronts       map[string]*front               // by saved name, built on first use
-	sessions     map[*mcp.ServerSession]*session // the SDK relay's initialised sessions
-	httpSessions map[string]*httpSession         // the HTTP relay's sessions, by downstream id
-	wg           sync.WaitGroup                  // per-session watchers and evictions
-}
-
-// front is one saved server's downstream side: an mcp.Server whose
-// middleware relays to the upstream session of each of its sessions, and
-// the SDK's HTTP handlers over it.
-type front struct {
-	name       string
-	server     *mcp.Server
-	sendDown   mcp.MethodHandler // the server's own sending handler
-	streamable *mcp.StreamableHTTPHandler
-	sse        *mcp.SSEHandler
 }
 
 // New returns a front over saved servers. hooks may be nil: every call is
@@ -218,19 +195,22 @@ func New(servers ServerSource, hooks Hooks, opts Options) *Front {
 		opts.MaxSessions = 32
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	env := &relay.Env{
+		Ctx:         ctx,
+		Servers:     servers,
+		Hooks:       hooks,
+		Sessions:    relay.NewSessions(opts.MaxSessions, opts.Log),
+		Version:     opts.Version,
+		IdleTimeout: opts.IdleTimeout,
+		Log:         opts.Log,
+		SDKLog:      slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
+	}
 	return &Front{
-		servers:      servers,
-		hooks:        hooks,
-		opts:         opts,
-		log:          opts.Log,
-		sdkLog:       slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
-		guard:        guard.New(guard.Options{AllowedHosts: opts.AllowedHosts, AllowedOrigins: opts.AllowedOrigins}),
-		ctx:          ctx,
-		cancel:       cancel,
-		upstream:     newUpstreamTransport(),
-		fronts:       map[string]*front{},
-		sessions:     map[*mcp.ServerSession]*session{},
-		httpSessions: map[string]*httpSession{},
+		env:    env,
+		guard:  guard.New(guard.Options{AllowedHosts: opts.AllowedHosts, AllowedOrigins: opts.AllowedOrigins}),
+		cancel: cancel,
+		http:   httprelay.New(env),
+		sdk:    sdkrelay.New(env),
 	}
 }
 
@@ -272,175 +252,70 @@ func (f *Front) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	name, sse, ok := parsePath(r.URL.Path)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no MCP endpoint at %s: fronted servers are at %s{name} (streamable HTTP) and %s{name}/sse (SSE)", r.URL.Path, mountPrefix, mountPrefix))
+		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("no MCP endpoint at %s: fronted servers are at %s{name} (streamable HTTP) and %s{name}/sse (SSE)", r.URL.Path, mountPrefix, mountPrefix))
 		return
 	}
 	if !serverNameRE.MatchString(name) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("%q is not a saved MCP server name (names match [a-z][a-z0-9-]*)", name))
+		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("%q is not a saved MCP server name (names match [a-z][a-z0-9-]*)", name))
 		return
 	}
 	r = liftDeadlines(w, r)
-	var checked bool
-	if !sse && !f.sdkRelayOnly {
+	if sse || f.sdkRelayOnly {
+		f.sdk.Serve(w, r, name, sse, false)
+		return
+	}
+	f.serveStreamable(w, r, name)
+}
+
+// serveStreamable dispatches a request on the streamable endpoint of a
+// saved server: to the HTTP relay when it belongs to one of its sessions
+// or opens one (a streamable HTTP server that accepts the relay's
+// initialize), else to the SDK relay.
+func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request, name string) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch s := f.http.Session(sid); {
+	case sid == "":
+	case f.env.Sessions.Closed():
+		relay.WriteError(w, http.StatusServiceUnavailable, relay.ShuttingDown)
+		return
+	case s != nil && s.Server() == name:
+		s.Serve(w, r)
+		return
+	case s != nil || !f.sdk.Knows(name):
+		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("session not found: %s has no session %q (it ended, or never existed): initialize a new one", r.URL.Path, sid))
+		return
+	}
+	checked := false
+	if sid == "" && r.Method == http.MethodPost {
 		var handled bool
-		if handled, checked = f.serveRelay(w, r, name); handled {
+		if handled, checked = f.http.Open(w, r, name); handled {
 			return
 		}
 	}
-	fr, status, err := f.frontFor(r, name, sse, checked)
-	if err != nil {
-		writeError(w, status, err.Error())
-		return
-	}
-	if sse {
-		fr.sse.ServeHTTP(w, r)
-		return
-	}
-	fr.streamable.ServeHTTP(w, r)
-}
-
-// frontFor returns the downstream side of a saved server. A request that
-// opens a session checks that the server is still saved (unless checked:
-// it was just found saved); one that belongs to a session (it names one)
-// does not touch the store.
-func (f *Front) frontFor(r *http.Request, name string, sse, checked bool) (*front, int, error) {
-	f.mu.Lock()
-	closed, fr := f.closed, f.fronts[name]
-	f.mu.Unlock()
-	if closed {
-		return nil, http.StatusServiceUnavailable, errors.New("caphub is shutting down: reconnect later")
-	}
-	inSession := r.Header.Get("Mcp-Session-Id") != ""
-	if sse {
-		inSession = r.Method == http.MethodPost
-	}
-	if fr != nil && inSession {
-		return fr, 0, nil
-	}
-	if !checked {
-		if _, status, err := f.savedServer(r, name); err != nil {
-			return nil, status, err
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return nil, http.StatusServiceUnavailable, errors.New("caphub is shutting down: reconnect later")
-	}
-	if fr = f.fronts[name]; fr == nil {
-		fr = f.newFront(name)
-		f.fronts[name] = fr
-	}
-	return fr, 0, nil
-}
-
-// savedServer reads a saved server, with the status to answer when it
-// cannot.
-func (f *Front) savedServer(r *http.Request, name string) (*discover.SavedServer, int, error) {
-	f.mu.Lock()
-	closed := f.closed
-	f.mu.Unlock()
-	if closed {
-		return nil, http.StatusServiceUnavailable, errors.New("caphub is shutting down: reconnect later")
-	}
-	saved, err := f.servers.GetServer(r.Context(), name)
-	if err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			return nil, http.StatusNotFound, err
-		}
-		f.log.Error("mcpfront: reading the saved server", "server", name, "error", err)
-		return nil, http.StatusInternalServerError, fmt.Errorf("reading the saved MCP server %q: %v", name, err)
-	}
-	return saved, 0, nil
-}
-
-// legacyVersions are the protocol versions the front offers: every version
-// of the SDK that negotiates sessions with initialize (before 2026-07-28).
-var legacyVersions = func() []string {
-	var vs []string
-	for _, v := range mcp.SupportedProtocolVersions() {
-		if v < "2026-07-28" {
-			vs = append(vs, v)
-		}
-	}
-	return vs
-}()
-
-// newFront builds the downstream side of a saved server.
-func (f *Front) newFront(name string) *front {
-	fr := &front{name: name}
-	fr.server = mcp.NewServer(&mcp.Implementation{Name: "caphub/" + name, Version: f.opts.Version}, &mcp.ServerOptions{
-		Logger:                    f.sdkLog,
-		SupportedProtocolVersions: legacyVersions,
-		Capabilities:              &mcp.ServerCapabilities{}, // the upstream's are answered
-	})
-	// A pass-through sending middleware hands over the server's own sending
-	// handler, which sends any client-bound method the SDK knows.
-	fr.server.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		fr.sendDown = next
-		return next
-	})
-	fr.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			return f.receive(ctx, fr, next, method, req)
-		}
-	})
-	getServer := func(*http.Request) *mcp.Server { return fr.server }
-	timeout := f.opts.IdleTimeout
-	if timeout < 0 {
-		timeout = 0
-	}
-	// The front's guard checks Host and Origin before the SDK's handlers see
-	// a request; the SDK's own check (loopback address, loopback Host) would
-	// refuse the hosts AllowedHosts lets through behind a local proxy.
-	fr.streamable = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger:                     f.sdkLog,
-		SessionTimeout:             timeout,
-		DisableLocalhostProtection: true,
-	})
-	fr.sse = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{DisableLocalhostProtection: true})
-	return fr
+	f.sdk.Serve(w, r, name, false, checked)
 }
 
 // Close ends every session, closing its upstream session and killing the
 // process group of every stdio server the front started. Requests after
 // Close get 503.
 func (f *Front) Close() error {
-	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
+	sessions, ok := f.env.Sessions.Close()
+	if !ok {
 		return nil
 	}
-	f.closed = true
-	closers := make([]func(), 0, len(f.sessions)+len(f.httpSessions))
-	for _, s := range f.sessions {
-		closers = append(closers, s.close)
-	}
-	for _, s := range f.httpSessions {
-		closers = append(closers, func() { s.close(true) })
-	}
-	f.mu.Unlock()
 	f.cancel()
 	var wg sync.WaitGroup
-	for _, c := range closers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c()
-		}()
+	for _, s := range sessions {
+		wg.Go(s.Close)
 	}
 	wg.Wait()
-	f.wg.Wait()
-	f.upstream.CloseIdleConnections()
+	f.env.Sessions.Wait()
+	f.http.CloseIdleConnections()
 	return nil
 }
 
 // Sessions reports how many downstream sessions are relayed now.
-func (f *Front) Sessions() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.sessions) + len(f.httpSessions)
-}
+func (f *Front) Sessions() int { return f.env.Sessions.Len() }
 
 // liftDeadlines frees an MCP request from the server's read and write
 // timeouts, which are sized for REST calls: a stream (SSE, or a tool call
@@ -471,20 +346,6 @@ func (b *liftOnEOF) Read(p []byte) (int, error) {
 		b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
 	}
 	return n, err
-}
-
-// writeError answers an HTTP request that reached no session with a
-// JSON-RPC error body, readable by MCP clients and people alike.
-func writeError(w http.ResponseWriter, status int, msg string) {
-	code := jsonrpc.CodeInvalidRequest
-	if status >= 500 {
-		code = jsonrpc.CodeInternalError
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
 }
 
 // minLevel drops records below a level (the SDK logs every session at Info).

@@ -62,11 +62,11 @@ type AgentGateways struct {
 
 	gen atomic.Uint64 // bumped on every registry change the store reports
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed atomic.Bool
-	once   sync.Once
+	ctx      context.Context
+	cancel   context.CancelFunc
+	watching <-chan struct{} // closed when the store's watch ended; nil without a store
+	closed   atomic.Bool
+	once     sync.Once
 
 	mu      sync.Mutex
 	servers map[string]*agentServer
@@ -116,9 +116,7 @@ func NewAgentGateways(agents *agent.Agents, inv Invoker, store registry.Store, o
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	if store != nil {
 		// Watch before serving anything, so that no change goes unnoticed.
-		events, err := store.Watch(a.ctx)
-		a.wg.Add(1)
-		go func() { defer a.wg.Done(); a.watch(events, err) }()
+		a.watching = registry.Subscribe(a.ctx, store, a.subscriber())
 	}
 	return a
 }
@@ -136,34 +134,24 @@ func (a *AgentGateways) Close() error {
 		for _, s := range servers {
 			s.closeSessions()
 		}
-		a.wg.Wait()
+		if a.watching != nil {
+			<-a.watching
+		}
 	})
 	return nil
 }
 
-// watch bumps the registry generation on every change, and whenever a
-// watch is (re-)established, since changes may have been missed meanwhile;
-// a failed Watch is retried with exponential backoff.
-func (a *AgentGateways) watch(events <-chan registry.Event, err error) {
-	retry := minRetry
-	for {
-		if err == nil {
-			retry = minRetry
-			a.gen.Add(1)
-			for range events {
-				a.gen.Add(1)
-			}
-		} else {
-			a.log.Warn("mcp agent gateways: cannot watch the registry for changes; agents' tools follow it within "+agentTTL.String()+" instead", "error", err, "retry_in", retry)
-			if !sleep(a.ctx, retry) {
-				return
-			}
-			retry = min(retry*2, maxRetry)
-		}
-		if a.ctx.Err() != nil {
-			return
-		}
-		events, err = a.store.Watch(a.ctx)
+// subscriber bumps the registry generation on every change, and whenever
+// a watch is (re-)established, since changes may have been missed
+// meanwhile.
+func (a *AgentGateways) subscriber() registry.Subscriber {
+	return registry.Subscriber{
+		Watching: func(bool) { a.gen.Add(1) },
+		Event:    func(registry.Event) { a.gen.Add(1) },
+		Failed: func(err error, retryIn time.Duration) {
+			a.log.Warn("mcp agent gateways: cannot watch the registry for changes; agents' tools follow it within "+agentTTL.String()+" instead", "error", err, "retry_in", retryIn)
+		},
+		MinRetry: minRetry, MaxRetry: maxRetry,
 	}
 }
 
@@ -177,12 +165,7 @@ func (a *AgentGateways) watch(events <-chan registry.Event, err error) {
 func (a *AgentGateways) Handler() http.Handler { return http.HandlerFunc(a.serveHTTP) }
 
 func (a *AgentGateways) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if a.closed.Load() {
-		http.Error(w, "the MCP agent endpoints are shut down: caphub is stopping", http.StatusServiceUnavailable)
-		return
-	}
-	if ref := a.guard.Check(r); ref != nil {
-		guard.Write(w, r, ref)
+	if !admit(w, r, a.closed.Load(), "the MCP agent endpoints are shut down: caphub is stopping", a.guard) {
 		return
 	}
 	id, ok := agentIDOf(r)
@@ -203,14 +186,7 @@ func (a *AgentGateways) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("the MCP server of agent %q cannot be built now: %v", id, err), http.StatusServiceUnavailable)
 		return
 	}
-	rc := http.NewResponseController(w)
-	switch r.Method {
-	case http.MethodGet:
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
-	case http.MethodPost:
-		_ = rc.SetWriteDeadline(time.Now().Add(callWriteWindow))
-	}
+	setDeadlines(w, r)
 	s.streamable.ServeHTTP(w, r)
 }
 
@@ -264,6 +240,7 @@ func (a *AgentGateways) newAgentServer(id string) *agentServer {
 		Instructions: fmt.Sprintf("These are the tools of caphub agent %q, as its configuration gives them: each is one registered capability (its URI is in the tool's _meta under dev.caphub/uri), run under the agent's policy. Failures are tool errors whose structured content carries the capability's error code and whether retrying may help.", id),
 		Logger:       a.sdkLog,
 		Capabilities: &mcp.ServerCapabilities{
+			//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
 			Logging: &mcp.LoggingCapabilities{},
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 		},

@@ -9,13 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caphub/caphub/agent"
-	"github.com/caphub/caphub/builtin"
-	"github.com/caphub/caphub/invoke"
-	"github.com/caphub/caphub/invoke/binding/native"
-	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/mcpgw"
 	"github.com/caphub/caphub/store/sqlite"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -46,22 +41,8 @@ type agentFixture struct {
 func newAgentFixture(t *testing.T) *agentFixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/c.db")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, svc, _, _, inv := newCaphub(t)
 	log := quietLog()
-	svc := registry.NewService(st, registry.WithLogger(log), registry.WithCache())
-	if _, err := svc.RegisterBatch(ctx, builtin.Definitions()); err != nil {
-		t.Fatalf("register the built-ins: %v", err)
-	}
-	handlers := map[string]native.Handler{}
-	for name, h := range builtin.Handlers(builtin.Env{Registry: svc, Docs: st, Log: log, Now: time.Now}) {
-		handlers[name] = native.Handler(h)
-	}
-	pipe := invoke.New(svc, []invoke.Binding{native.New(handlers)}, invoke.Options{})
-	inv := &recordingInvoker{next: pipe}
-
 	agents := agent.NewAgents(st, svc)
 	m, issues, err := agent.ReadManifest("agent.yaml", []byte(agentManifest))
 	if err != nil || len(issues) > 0 {
@@ -168,17 +149,13 @@ func TestAgentGatewayFollowsAgent(t *testing.T) {
 	if _, err := f.agents.SetCapabilities(ctx, "calculator", []string{"current_time"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tools := listTools(t, cs)
-		if len(tools) == 1 && tools["everruns_get_current_time"] != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools after the update = %d, want only everruns_get_current_time", len(tools))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var tools map[string]*mcp.Tool
+	eventually(t, func() bool {
+		tools = listTools(t, cs)
+		return len(tools) == 1 && tools["everruns_get_current_time"] != nil
+	}, func() {
+		t.Fatalf("tools after the update = %d, want only everruns_get_current_time", len(tools))
+	})
 
 	// Make the stored configuration fail to compose: an agent stored with
 	// an unknown capability (SetCapabilities refuses one, so write the
@@ -196,16 +173,12 @@ func TestAgentGatewayFollowsAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rpcErr *jsonrpc.Error
-	for {
-		_, err := cs.ListTools(ctx, nil)
-		if errors.As(err, &rpcErr) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools/list on a configuration that does not compose: err = %v, want a JSON-RPC error", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	eventually(t, func() bool {
+		_, err = cs.ListTools(ctx, nil)
+		return errors.As(err, &rpcErr)
+	}, func() {
+		t.Fatalf("tools/list on a configuration that does not compose: err = %v, want a JSON-RPC error", err)
+	})
 	if rpcErr.Code != mcpgw.CodeAgentConfig || !strings.Contains(rpcErr.Message, "no_such_capability") || !strings.Contains(string(rpcErr.Data), `"code":"unknown"`) {
 		t.Errorf("error = %d %q data %s", rpcErr.Code, rpcErr.Message, rpcErr.Data)
 	}

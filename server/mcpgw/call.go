@@ -43,7 +43,7 @@ type callerKey struct{}
 // session, else "" (stdio, anonymous).
 func callerOf(ctx context.Context, req *mcp.CallToolRequest) string {
 	if req != nil && req.Extra != nil && req.Extra.Header != nil {
-		if v := req.Extra.Header.Get(AgentHeader); v != "" {
+		if v := req.Extra.Header.Get(invoke.CallerHeader); v != "" {
 			return v
 		}
 	}
@@ -51,13 +51,9 @@ func callerOf(ctx context.Context, req *mcp.CallToolRequest) string {
 	return v
 }
 
-// ApprovalHeader is the HTTP header that may carry an approval id instead
-// of the request's _meta (see MetaApproval).
-const ApprovalHeader = invoke.ApprovalHeader
-
 // ApprovalID returns the approval id a tools/call is retried with: its
 // _meta MetaApproval, else given (invoke_capability's approval_id), else
-// the ApprovalHeader of the HTTP request that carried it. The fronted
+// the invoke.ApprovalHeader of the HTTP request that carried it. The fronted
 // servers (server/mcpfront) read it the same way.
 func ApprovalID(meta map[string]any, hdr http.Header, given string) string {
 	id, _ := meta[MetaApproval].(string)
@@ -65,7 +61,7 @@ func ApprovalID(meta map[string]any, hdr http.Header, given string) string {
 		id = given
 	}
 	if id == "" {
-		id = hdr.Get(ApprovalHeader)
+		id = hdr.Get(invoke.ApprovalHeader)
 	}
 	return strings.TrimSpace(id)
 }
@@ -160,6 +156,7 @@ func (g *Gateway) errorResult(ctx context.Context, req *mcp.CallToolRequest, uri
 	if req != nil && req.Session != nil {
 		// Session logging is deprecated from protocol 2026-07-28 on but
 		// still served; Log sends nothing unless the client set a level.
+		//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "caphub",
 			Data: map[string]any{"uri": uri, "code": te.Code, "message": te.Message}})
 	}

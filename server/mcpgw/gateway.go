@@ -18,6 +18,10 @@
 // Handler serves the streamable HTTP transport and the older HTTP+SSE one
 // (see Handler for the paths), both guarded against DNS rebinding by Host
 // and Origin checks; ServeStdio serves one client over stdio (caphub mcp).
+// The HTTP header invoke.CallerHeader (X-Caphub-Agent) names the calling
+// agent: its value becomes invoke.Request.Caller (per request on the
+// streamable transport, from the GET that opened the session on the SSE
+// transport).
 package mcpgw
 
 import (
@@ -31,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/server/guard"
@@ -44,11 +49,6 @@ const (
 	// ModeSearch serves find_capabilities and invoke_capability only.
 	ModeSearch = "search"
 )
-
-// AgentHeader is the HTTP header that names the calling agent. Its value
-// becomes invoke.Request.Caller (per request on the streamable transport,
-// from the GET that opened the session on the SSE transport).
-const AgentHeader = invoke.CallerHeader
 
 // CheckMode returns an error unless mode is "", ModeTools or ModeSearch; use
 // it to validate a --tool-mode flag before calling New.
@@ -113,7 +113,8 @@ type Gateway struct {
 	closed atomic.Bool
 	once   sync.Once
 
-	kick chan struct{} // capacity 1: the registry changed
+	kick     chan struct{}   // capacity 1: the registry changed
+	watching <-chan struct{} // closed when the store's watch ended; nil without a store
 
 	refreshMu sync.Mutex // serialises Refresh
 	mu        sync.RWMutex
@@ -166,6 +167,7 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 		Instructions: instructions(opts.Mode),
 		Logger:       sdkLog,
 		Capabilities: &mcp.ServerCapabilities{
+			//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
 			Logging: &mcp.LoggingCapabilities{},
 			Tools:   &mcp.ToolCapabilities{ListChanged: opts.Mode == ModeTools},
 		},
@@ -189,16 +191,13 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 	g.sse = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{DisableLocalhostProtection: true})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	// Watch first, then build: a change made in between is not lost.
-	var events <-chan registry.Event
-	var werr error
 	if store != nil {
-		events, werr = store.Watch(g.ctx)
+		g.watching = registry.Subscribe(g.ctx, store, g.subscriber())
 	}
 	if !opts.Lazy {
 		g.activate()
 	}
-	g.wg.Add(2)
-	go func() { defer g.wg.Done(); g.watch(g.ctx, events, werr) }()
+	g.wg.Add(1)
 	go func() { defer g.wg.Done(); g.rebuildLoop(g.ctx) }()
 	return g
 }
@@ -223,6 +222,9 @@ func (g *Gateway) Close() error {
 			_ = ss.Close()
 		}
 		g.wg.Wait()
+		if g.watching != nil {
+			<-g.watching
+		}
 	})
 	return nil
 }
@@ -273,37 +275,21 @@ func (g *Gateway) requestRefresh() {
 	}
 }
 
-// watch follows the store's changes until ctx ends: every event, and every
-// watch established again after the channel closed (events may have been
-// lost meanwhile), asks for a rebuild. events and err are the result of the
-// first Watch, made by New; a failed Watch is retried with exponential
-// backoff. Without a store there is nothing to watch.
-func (g *Gateway) watch(ctx context.Context, events <-chan registry.Event, err error) {
-	if g.store == nil {
-		return
-	}
-	retry := minRetry
-	for {
-		if err == nil {
-			retry = minRetry
-			for range events {
+// subscriber follows the store's changes: every event, and every watch
+// established again after one closed or failed (events may have been lost
+// meanwhile), asks for a rebuild.
+func (g *Gateway) subscriber() registry.Subscriber {
+	return registry.Subscriber{
+		Watching: func(resumed bool) {
+			if resumed {
 				g.requestRefresh()
 			}
-			// The channel closed: the store closed or we fell behind.
-		} else {
-			g.log.Warn("mcp gateway: cannot watch the registry for changes; tools/list_changed waits until it can", "error", err, "retry_in", retry)
-			if !sleep(ctx, retry) {
-				return
-			}
-			retry = min(retry*2, maxRetry)
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		events, err = g.store.Watch(ctx)
-		if err == nil {
-			g.requestRefresh()
-		}
+		},
+		Event: func(registry.Event) { g.requestRefresh() },
+		Failed: func(err error, retryIn time.Duration) {
+			g.log.Warn("mcp gateway: cannot watch the registry for changes; tools/list_changed waits until it can", "error", err, "retry_in", retryIn)
+		},
+		MinRetry: minRetry, MaxRetry: maxRetry,
 	}
 }
 
@@ -374,16 +360,31 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mcp gateway: cannot build the tool list: listing the registry's capabilities failed: %w", err)
 	}
+	g.mu.RLock()
+	prevByBase := g.byBase
+	g.mu.RUnlock()
+	byName, byBase := g.buildTable(recs, prevByBase)
+	g.mu.Lock()
+	prev := g.byName
+	g.byName, g.byBase = byName, byBase
+	g.mu.Unlock()
+	if g.opts.Mode == ModeTools {
+		g.updateTools(prev, byName)
+	}
+	return nil
+}
+
+// buildTable makes the tool table of the capabilities recs, by tool name
+// and by base (scheme:domain/name), reusing the entries of prevByBase that
+// did not change.
+func (g *Gateway) buildTable(recs []registry.Record, prevByBase map[string]*toolEntry) (byName, byBase map[string]*toolEntry) {
 	bases := make([]string, len(recs))
 	for i, r := range recs {
 		bases[i] = baseOf(r.Key)
 	}
-	names := ToolNames(bases)
-	g.mu.RLock()
-	prevByBase := g.byBase
-	g.mu.RUnlock()
-	byName := make(map[string]*toolEntry, len(recs))
-	byBase := make(map[string]*toolEntry, len(recs))
+	names := capability.ToolNames(bases)
+	byName = make(map[string]*toolEntry, len(recs))
+	byBase = make(map[string]*toolEntry, len(recs))
 	for i, r := range recs {
 		name := names[bases[i]]
 		e := prevByBase[bases[i]]
@@ -396,13 +397,13 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 		}
 		byName[e.name], byBase[e.base] = e, e
 	}
-	g.mu.Lock()
-	prev := g.byName
-	g.byName, g.byBase = byName, byBase
-	g.mu.Unlock()
-	if g.opts.Mode != ModeTools {
-		return nil
-	}
+	return byName, byBase
+}
+
+// updateTools makes the MCP server's tools those of byName, the table that
+// replaced prev: tools no longer there are removed, new or changed ones
+// added (the SDK then notifies the sessions).
+func (g *Gateway) updateTools(prev, byName map[string]*toolEntry) {
 	var removed []string
 	for name := range prev {
 		if _, ok := byName[name]; !ok {
@@ -423,7 +424,6 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 	if len(removed) > 0 || changed > 0 {
 		g.log.Debug("mcp gateway: tool list updated", "tools", len(byName), "added_or_changed", changed, "removed", len(removed))
 	}
-	return nil
 }
 
 // listLatest pages through the latest version of every capability and

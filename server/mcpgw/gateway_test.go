@@ -71,7 +71,10 @@ func quietLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
+// newCaphub assembles caphub as cmd/caphub does it: a SQLite store, the
+// registry with the built-ins, the native binding and the pipeline, behind
+// a recordingInvoker. Its logs are discarded.
+func newCaphub(t testing.TB) (*sqlite.Store, *registry.Service, []invoke.Binding, *invoke.Pipeline, *recordingInvoker) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, t.TempDir()+"/c.db")
@@ -89,9 +92,14 @@ func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
 	}
 	bindings := []invoke.Binding{native.New(handlers)}
 	pipe := invoke.New(svc, bindings, invoke.Options{})
-	inv := &recordingInvoker{next: pipe}
+	return st, svc, bindings, pipe, &recordingInvoker{next: pipe}
+}
+
+func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
+	t.Helper()
+	st, svc, bindings, pipe, inv := newCaphub(t)
 	if opts.Log == nil {
-		opts.Log = log
+		opts.Log = quietLog()
 	}
 	opts.Version = "test"
 	gw := mcpgw.New(svc, st, inv, opts)
@@ -115,7 +123,7 @@ type agentTransport struct{ agent string }
 
 func (a agentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(mcpgw.AgentHeader, a.agent)
+	r.Header.Set(invoke.CallerHeader, a.agent)
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -135,6 +143,20 @@ func connect(t testing.TB, tr mcp.Transport, protocol string, opts *mcp.ClientOp
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// eventually polls cond until it holds, and calls timedOut instead when
+// 10 seconds pass first.
+func eventually(t testing.TB, cond func() bool, timedOut func()) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			timedOut()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func listTools(t testing.TB, cs *mcp.ClientSession) map[string]*mcp.Tool {
@@ -201,7 +223,7 @@ func checkBuiltinTools(t *testing.T, tools map[string]*mcp.Tool) {
 		uri, _ := tool.Meta[mcpgw.MetaURI].(string)
 		if uri == "" {
 			t.Errorf("tool %s has no %s in _meta", name, mcpgw.MetaURI)
-		} else if want := mcpgw.ToolName(uri); want != name {
+		} else if want := capability.ToolName(uri); want != name {
 			t.Errorf("tool for %s is named %q, ToolName says %q", uri, name, want)
 		}
 		schema, _ := tool.InputSchema.(map[string]any)
@@ -318,7 +340,7 @@ func TestStreamable(t *testing.T) {
 			checkBuiltinTools(t, listTools(t, cs))
 			checkCalls(t, cs)
 			if got := f.inv.lastCaller(); got != "agent-7" {
-				t.Errorf("caller %q, want agent-7 (from %s)", got, mcpgw.AgentHeader)
+				t.Errorf("caller %q, want agent-7 (from %s)", got, invoke.CallerHeader)
 			}
 		})
 	}
@@ -481,8 +503,8 @@ func TestToolNameCollision(t *testing.T) {
 	b := doubleDef("x")
 	b.URI, b.Name = "mcp:x/y@1.0", "y"
 	b.Bindings = capability.Bindings{MCP: &capability.MCPBinding{Server: "x", Tool: "y"}}
-	if mcpgw.ToolName(a.URI) != "mcp_x_y" || mcpgw.ToolName(b.URI) != "mcp_x_y" {
-		t.Fatalf("the test needs colliding names: %s, %s", mcpgw.ToolName(a.URI), mcpgw.ToolName(b.URI))
+	if capability.ToolName(a.URI) != "mcp_x_y" || capability.ToolName(b.URI) != "mcp_x_y" {
+		t.Fatalf("the test needs colliding names: %s, %s", capability.ToolName(a.URI), capability.ToolName(b.URI))
 	}
 	store := func(d capability.Definition) {
 		t.Helper()
@@ -508,7 +530,7 @@ func TestToolNameCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := f.gw.Tools()
-	want := mcpgw.ToolNames([]string{"ossa:mcp/x_y@1.0", "mcp:x/y@1.0"})
+	want := capability.ToolNames([]string{"ossa:mcp/x_y@1.0", "mcp:x/y@1.0"})
 	for uri, name := range want {
 		if name == "mcp_x_y" || !strings.HasPrefix(name, "mcp_x_y_") || tools[name] != uri {
 			t.Errorf("%s: name %q (tools %v), want a hashed mcp_x_y_<hash> serving it", uri, name, tools)
@@ -555,7 +577,7 @@ func TestSearchMode(t *testing.T) {
 		if out, _ := m["output_schema"].(map[string]any); out["type"] != "object" {
 			t.Errorf("%s output_schema %v", uri, m["output_schema"])
 		}
-		if m["tool_name"] != mcpgw.ToolName(uri) {
+		if m["tool_name"] != capability.ToolName(uri) {
 			t.Errorf("%s tool_name %v", uri, m["tool_name"])
 		}
 	}
@@ -727,11 +749,14 @@ func TestCheckMode(t *testing.T) {
 
 func TestLoggingSetLevel(t *testing.T) {
 	f := newFixture(t, mcpgw.Options{})
+	//lint:ignore SA1019 the test checks that the gateway still serves session logging (deprecated from protocol 2026-07-28)
 	logs := make(chan *mcp.LoggingMessageParams, 4)
 	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: f.mcpURL}, "2025-11-25", &mcp.ClientOptions{
+		//lint:ignore SA1019 the test checks that the gateway still serves session logging (deprecated from protocol 2026-07-28)
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logs <- r.Params }})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	//lint:ignore SA1019 the test checks that the gateway still serves session logging (deprecated from protocol 2026-07-28)
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatalf("logging/setLevel: %v", err)
 	}
@@ -810,24 +835,25 @@ func TestListChangedDebounce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	missing := n
+	eventually(t, func() bool {
 		tools := listTools(t, cs)
-		missing := 0
+		missing = 0
 		for i := range n {
 			if _, ok := tools[fmt.Sprintf("gwburst%d_sum", i)]; !ok {
 				missing++
 			}
 		}
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d new capabilities still not listed after 10s", missing, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond) // let the last notification arrive
+		return missing == 0
+	}, func() {
+		t.Fatalf("%d of %d new capabilities still not listed after 10s", missing, n)
+	})
+	// The notification of the last rebuild may follow the listing.
+	eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return notes >= 1
+	}, func() {})
 	mu.Lock()
 	defer mu.Unlock()
 	if notes < 1 || notes > n/3 {

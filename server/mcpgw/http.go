@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/server/guard"
 )
 
@@ -33,23 +34,11 @@ import (
 func (g *Gateway) Handler() http.Handler { return http.HandlerFunc(g.serveHTTP) }
 
 func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.closed.Load() {
-		http.Error(w, "the MCP gateway is shut down: caphub is stopping", http.StatusServiceUnavailable)
-		return
-	}
-	if ref := g.guard.Check(r); ref != nil {
-		guard.Write(w, r, ref)
+	if !admit(w, r, g.closed.Load(), "the MCP gateway is shut down: caphub is stopping", g.guard) {
 		return
 	}
 	g.activate()
-	rc := http.NewResponseController(w)
-	switch r.Method {
-	case http.MethodGet:
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
-	case http.MethodPost:
-		_ = rc.SetWriteDeadline(time.Now().Add(callWriteWindow))
-	}
+	setDeadlines(w, r)
 	if strings.HasSuffix(r.URL.Path, "/sse") {
 		g.serveSSE(w, r)
 		return
@@ -58,12 +47,12 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveSSE serves the HTTP+SSE transport. The GET that opens a session
-// carries the caller (AgentHeader) into the session's context, and gets
+// carries the caller (invoke.CallerHeader) into the session's context, and gets
 // back the path an http.StripPrefix removed, since the SDK builds the
 // message endpoint it announces from the request's path.
 func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, r.Header.Get(AgentHeader)))
+		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, r.Header.Get(invoke.CallerHeader)))
 		if r.RequestURI != "" {
 			if orig, err := url.ParseRequestURI(r.RequestURI); err == nil && orig.Path != r.URL.Path {
 				u := *r.URL
@@ -73,6 +62,34 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	g.sse.ServeHTTP(w, r)
+}
+
+// admit answers a request an MCP endpoint refuses, 503 with shutMsg once
+// it is shut down or 403 when the guard refuses it, and reports whether
+// the request may go on.
+func admit(w http.ResponseWriter, r *http.Request, shut bool, shutMsg string, gd *guard.Guard) bool {
+	if shut {
+		http.Error(w, shutMsg, http.StatusServiceUnavailable)
+		return false
+	}
+	if ref := gd.Check(r); ref != nil {
+		guard.Write(w, r, ref)
+		return false
+	}
+	return true
+}
+
+// setDeadlines frees a stream (GET) from the server's read and write
+// deadlines and gives a call (POST) callWriteWindow to answer.
+func setDeadlines(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	switch r.Method {
+	case http.MethodGet:
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+	case http.MethodPost:
+		_ = rc.SetWriteDeadline(time.Now().Add(callWriteWindow))
+	}
 }
 
 // newGuard is the request guard of caphub serve (package guard) for the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -197,7 +198,7 @@ func (g *Gateway) match(r registry.Record) (capabilityMatch, bool) {
 	} else {
 		// Registered after the last rebuild: describe it afresh.
 		var err error
-		if e, err = newToolEntry(r, ToolName(base)); err != nil {
+		if e, err = newToolEntry(r, capability.ToolName(base)); err != nil {
 			return capabilityMatch{}, false
 		}
 		name = e.name

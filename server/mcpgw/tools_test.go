@@ -91,7 +91,7 @@ func TestBuiltinToolSchemas(t *testing.T) {
 	for _, d := range builtin.Definitions() {
 		d.Normalize()
 		rec := registry.Record{Key: registry.Key{Scheme: "ossa", Domain: d.Domain, Name: d.Name, Version: d.Version}, Definition: d}
-		e, err := newToolEntry(rec, ToolName(d.URI))
+		e, err := newToolEntry(rec, capability.ToolName(d.URI))
 		if err != nil {
 			t.Fatalf("%s: %v", d.URI, err)
 		}

@@ -1,4 +1,4 @@
-package mcpfront
+package httprelay
 
 import (
 	"bytes"
@@ -126,11 +126,14 @@ func isNull(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // skipSpace returns the index of the first non-space byte at or after i.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
 }
+
+// isSpace reports whether c is JSON white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // skipValue returns the index just past the JSON value at or after b[i].
 func skipValue(b []byte, i int) int {
@@ -142,22 +145,34 @@ func skipValue(b []byte, i int) int {
 	case '"':
 		return stringEnd(b, i) + 1
 	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i)
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
+		return skipComposite(b, i)
+	}
+	return skipLiteral(b, i)
+}
+
+// skipComposite returns the index just past the object or array opening
+// at b[i].
+func skipComposite(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
 			}
 		}
-		return len(b)
 	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+	return len(b)
+}
+
+// skipLiteral returns the index just past the number, true, false or null
+// at b[i]: the next delimiter or space.
+func skipLiteral(b []byte, i int) int {
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && !isSpace(b[i]) {
 		i++
 	}
 	return i
@@ -231,18 +246,13 @@ const foldDepth = 2
 // duplicateKey reports the first member name that an object of a JSON
 // value repeats: exactly, or (in the outer foldDepth objects) up to case.
 func duplicateKey(b []byte) (string, bool) {
-	type frame struct {
-		object    bool
-		expectKey bool
-		keys      [][]byte
-	}
-	var stack []frame
+	var stack []keyFrame
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '{':
-			stack = append(stack, frame{object: true, expectKey: true})
+			stack = append(stack, keyFrame{object: true, expectKey: true})
 		case '[':
-			stack = append(stack, frame{})
+			stack = append(stack, keyFrame{})
 		case '}', ']':
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
@@ -253,21 +263,41 @@ func duplicateKey(b []byte) (string, bool) {
 			}
 		case '"':
 			end := stringEnd(b, i)
-			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
-				top := &stack[n-1]
-				top.expectKey = false
-				key := unquote(b[i : end+1])
-				for _, k := range top.keys {
-					if bytes.Equal(k, key) || (n <= foldDepth && bytes.EqualFold(k, key)) {
-						return string(key), true
-					}
-				}
-				top.keys = append(top.keys, key)
+			if key, dup := memberName(stack, b[i:end+1]); dup {
+				return string(key), true
 			}
 			i = end
 		}
 	}
 	return "", false
+}
+
+// keyFrame is an array or object duplicateKey is in, with the member
+// names seen so far of an object.
+type keyFrame struct {
+	object    bool
+	expectKey bool // the next string is a member name
+	keys      [][]byte
+}
+
+// memberName records the string literal lit when it is a member name of
+// the innermost object of stack, and reports whether that object already
+// has the name (up to case within foldDepth).
+func memberName(stack []keyFrame, lit []byte) (key []byte, dup bool) {
+	n := len(stack)
+	if n == 0 || !stack[n-1].object || !stack[n-1].expectKey {
+		return nil, false
+	}
+	top := &stack[n-1]
+	top.expectKey = false
+	key = unquote(lit)
+	for _, k := range top.keys {
+		if bytes.Equal(k, key) || (n <= foldDepth && bytes.EqualFold(k, key)) {
+			return key, true
+		}
+	}
+	top.keys = append(top.keys, key)
+	return key, false
 }
 
 // stringEnd returns the index of the quote that closes the JSON string
@@ -315,7 +345,7 @@ func idKey(raw []byte) string {
 	case '"':
 		return "s:" + string(unquote(raw))
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		if bytes.IndexAny(raw, ".eE") < 0 && string(raw) != "-0" {
+		if !bytes.ContainsAny(raw, ".eE") && string(raw) != "-0" {
 			return "n:" + string(raw)
 		}
 		f, err := strconv.ParseFloat(string(raw), 64)
@@ -464,13 +494,7 @@ func appendBounded(line, b []byte) []byte {
 // endLine handles one complete line.
 func (p *sseParser) endLine(line []byte) {
 	if len(line) == 0 {
-		if p.hasData && !p.other && !p.tooLong && p.onEvent != nil {
-			p.onEvent(p.data)
-		}
-		if cap(p.data) > 1<<20 {
-			p.data = nil
-		}
-		p.data, p.hasData, p.other, p.tooLong = p.data[:0], false, false, false
+		p.endEvent()
 		return
 	}
 	if line[0] == ':' {
@@ -482,19 +506,37 @@ func (p *sseParser) endLine(line []byte) {
 	}
 	switch string(field) {
 	case "data":
-		switch {
-		case p.tooLong:
-		case len(p.data)+len(value)+1 > maxEventData:
-			p.tooLong = true
-			p.data = p.data[:0]
-		default:
-			if p.hasData {
-				p.data = append(p.data, '\n')
-			}
-			p.data = append(p.data, value...)
-		}
-		p.hasData = true
+		p.addData(value)
 	case "event":
 		p.other = string(value) != "message" && len(value) > 0
 	}
+}
+
+// endEvent ends the current event at a blank line, handing its data to
+// onEvent when it is a message event whose data was kept.
+func (p *sseParser) endEvent() {
+	if p.hasData && !p.other && !p.tooLong && p.onEvent != nil {
+		p.onEvent(p.data)
+	}
+	if cap(p.data) > 1<<20 {
+		p.data = nil
+	}
+	p.data, p.hasData, p.other, p.tooLong = p.data[:0], false, false, false
+}
+
+// addData adds a data line to the current event, unless its data outgrows
+// maxEventData (it is then dropped).
+func (p *sseParser) addData(value []byte) {
+	switch {
+	case p.tooLong:
+	case len(p.data)+len(value)+1 > maxEventData:
+		p.tooLong = true
+		p.data = p.data[:0]
+	default:
+		if p.hasData {
+			p.data = append(p.data, '\n')
+		}
+		p.data = append(p.data, value...)
+	}
+	p.hasData = true
 }

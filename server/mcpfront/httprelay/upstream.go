@@ -1,4 +1,4 @@
-package mcpfront
+package httprelay
 
 import (
 	"net"

@@ -1,4 +1,4 @@
-package mcpfront
+package sdkrelay
 
 import (
 	"context"
@@ -15,17 +15,16 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/mcpconn"
+	"github.com/caphub/caphub/server/mcpfront/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MCP method names the relay treats specially.
+// MCP method names the relay treats specially (and relay.MethodInitialize,
+// relay.MethodCallTool, relay.NotifyCancelled).
 const (
-	methodInitialize    = "initialize"
 	methodPing          = "ping"
-	methodCallTool      = "tools/call"
 	notifyInitialized   = "notifications/initialized"
-	notifyCancelled     = "notifications/cancelled"
 	notifyProgress      = "notifications/progress"
 	notifyMessage       = "notifications/message"
 	notificationsPrefix = "notifications/"
@@ -34,7 +33,7 @@ const (
 // session is one downstream session and the upstream session it is relayed
 // to.
 type session struct {
-	f    *Front
+	rl   *Relay
 	fr   *front
 	down *mcp.ServerSession
 	up   *mcp.ClientSession
@@ -62,17 +61,17 @@ type inflight struct {
 
 // receive is the downstream server's receiving middleware: it relays every
 // request and notification of an initialised session to its upstream.
-func (f *Front) receive(ctx context.Context, fr *front, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+func (rl *Relay) receive(ctx context.Context, fr *front, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	switch method {
-	case methodInitialize:
-		return f.initialize(ctx, fr, next, req)
-	case notifyInitialized, notifyCancelled:
+	case relay.MethodInitialize:
+		return rl.initialize(ctx, fr, next, req)
+	case notifyInitialized, relay.NotifyCancelled:
 		// Session state of the downstream side; cancellation is already done
 		// (the request's context is cancelled, and the upstream call with it).
 		return next(ctx, method, req)
 	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
-	s := f.session(ss)
+	s := rl.session(ss)
 	if s == nil {
 		switch {
 		case method == methodPing:
@@ -83,38 +82,61 @@ func (f *Front) receive(ctx context.Context, fr *front, next mcp.MethodHandler, 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%s before the session was initialised: send initialize first", method)}
 	}
 	s.last.Store(time.Now().UnixNano())
-	if method == methodCallTool {
+	if method == relay.MethodCallTool {
 		return s.callTool(ctx, req)
 	}
 	return s.forward(ctx, method, req.GetParams())
 }
 
 // session returns the relayed session of a downstream session.
-func (f *Front) session(ss *mcp.ServerSession) *session {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sessions[ss]
+func (rl *Relay) session(ss *mcp.ServerSession) *session {
+	s, _ := rl.env.Sessions.Get(ss).(*session)
+	return s
 }
 
 // initialize connects a new upstream session for a downstream session that
 // initialises, offering the client's protocol version and capabilities, and
 // answers with the upstream's capabilities, server info and instructions.
-func (f *Front) initialize(ctx context.Context, fr *front, next mcp.MethodHandler, req mcp.Request) (mcp.Result, error) {
+func (rl *Relay) initialize(ctx context.Context, fr *front, next mcp.MethodHandler, req mcp.Request) (mcp.Result, error) {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	params, _ := req.GetParams().(*mcp.InitializeParams)
 	if ss == nil || params == nil {
-		return next(ctx, methodInitialize, req) // the SDK says what is wrong
+		return next(ctx, relay.MethodInitialize, req) // the SDK says what is wrong
 	}
-	if f.session(ss) != nil {
+	if rl.session(ss) != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "duplicate initialize: the session is already initialised"}
 	}
-	saved, err := f.servers.GetServer(ctx, fr.name)
+	s, err := rl.connect(ctx, fr, ss, params)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.initialized(ctx, next, req)
+	if err != nil {
+		s.closeUpstream()
+		return nil, err
+	}
+	s.last.Store(time.Now().UnixNano())
+	// Each side ending ends the other: two watchers per session, both gone
+	// once it is closed.
+	if !rl.env.Sessions.Add(ss, s, s.closeWith(ss.Wait), s.closeWith(s.up.Wait)) {
+		s.closeUpstream()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: relay.ShuttingDown}
+	}
+	rl.env.Log.Info("mcpfront: session relayed", "server", fr.name, "session", ss.ID(), "upstream_session", s.up.ID(),
+		"protocol_version", out.ProtocolVersion, "client", clientName(params))
+	return out, nil
+}
+
+// connect connects the upstream session of a downstream session that
+// initialises with params.
+func (rl *Relay) connect(ctx context.Context, fr *front, ss *mcp.ServerSession, params *mcp.InitializeParams) (*session, error) {
+	saved, err := rl.env.Servers.GetServer(ctx, fr.name)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
-	s := &session{f: f, fr: fr, down: ss}
-	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: f.opts.Version}, &mcp.ClientOptions{
-		Logger:         f.sdkLog,
+	s := &session{rl: rl, fr: fr, down: ss}
+	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: rl.env.Version}, &mcp.ClientOptions{
+		Logger:         rl.env.SDKLog,
 		Capabilities:   clientCapabilities(params.Capabilities),
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // relay results as they are
 	})
@@ -123,24 +145,29 @@ func (f *Front) initialize(ctx context.Context, fr *front, next mcp.MethodHandle
 		return next
 	})
 	client.AddReceivingMiddleware(s.relayDown)
-	cs, cmd, err := mcpconn.ConnectClient(f.ctx, &saved.Server, client, &mcpconn.ConnectOptions{
+	cs, cmd, err := mcpconn.ConnectClient(rl.env.Ctx, &saved.Server, client, &mcpconn.ConnectOptions{
 		Session:       &mcp.ClientSessionOptions{ProtocolVersion: offeredVersion(params.ProtocolVersion)},
 		WrapTransport: s.ordered,
 	})
 	if err != nil {
-		f.log.Warn("mcpfront: upstream connection failed", "server", fr.name, "error", err)
+		rl.env.Log.Warn("mcpfront: upstream connection failed", "server", fr.name, "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("caphub could not connect to the MCP server %q: %v", fr.name, err)}
 	}
 	s.up, s.cmd = cs, cmd
-	res, err := next(ctx, methodInitialize, req) // the downstream session's own state
+	return s, nil
+}
+
+// initialized initialises the downstream session's own state and returns
+// the answer to its initialize: the upstream's capabilities, server info
+// and instructions.
+func (s *session) initialized(ctx context.Context, next mcp.MethodHandler, req mcp.Request) (*mcp.InitializeResult, error) {
+	res, err := next(ctx, relay.MethodInitialize, req)
 	if err != nil {
-		s.closeUpstream()
 		return nil, err
 	}
 	downInit, _ := res.(*mcp.InitializeResult)
-	upInit := cs.InitializeResult()
+	upInit := s.up.InitializeResult()
 	if downInit == nil || upInit == nil {
-		s.closeUpstream()
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "initialize produced no result"}
 	}
 	out := &mcp.InitializeResult{
@@ -156,91 +183,15 @@ func (f *Front) initialize(ctx context.Context, fr *front, next mcp.MethodHandle
 	if out.ServerInfo == nil {
 		out.ServerInfo = downInit.ServerInfo
 	}
-
-	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
-		s.closeUpstream()
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "caphub is shutting down: reconnect later"}
-	}
-	s.last.Store(time.Now().UnixNano())
-	f.sessions[ss] = s
-	victim := f.evictLocked(fr.name, s)
-	// Each side ending ends the other: two watchers per session, both gone
-	// once it is closed.
-	f.wg.Add(2)
-	if victim != nil {
-		f.wg.Add(1)
-	}
-	f.mu.Unlock()
-	if victim != nil {
-		go func() {
-			defer f.wg.Done()
-			victim()
-		}()
-	}
-	go func() {
-		defer f.wg.Done()
-		_ = ss.Wait()
-		s.close()
-	}()
-	go func() {
-		defer f.wg.Done()
-		_ = cs.Wait()
-		s.close()
-	}()
-	f.log.Info("mcpfront: session relayed", "server", fr.name, "session", ss.ID(), "upstream_session", cs.ID(),
-		"protocol_version", out.ProtocolVersion, "client", clientName(params))
 	return out, nil
 }
 
-// evictLocked picks the least recently active session of a saved server,
-// of either relay, other than the one just opened (opened), when the
-// server has more than MaxSessions: it counts it out and returns what
-// closes it (for the caller to run without f.mu), or nil. f.mu is held.
-func (f *Front) evictLocked(name string, opened any) func() {
-	if f.opts.MaxSessions < 0 {
-		return nil
-	}
-	var n int
-	var oldest int64
-	var sdk *session
-	var relayed *httpSession
-	for _, s := range f.sessions {
-		if s.fr.name != name {
-			continue
-		}
-		n++
-		if any(s) != opened && ((sdk == nil && relayed == nil) || s.last.Load() < oldest) {
-			oldest, sdk, relayed = s.last.Load(), s, nil
-		}
-	}
-	for _, s := range f.httpSessions {
-		if s.name != name {
-			continue
-		}
-		n++
-		if any(s) != opened && ((sdk == nil && relayed == nil) || s.lastActive() < oldest) {
-			oldest, sdk, relayed = s.lastActive(), nil, s
-		}
-	}
-	if n <= f.opts.MaxSessions || (sdk == nil && relayed == nil) {
-		return nil
-	}
-	log := func(id string) {
-		f.log.Info("mcpfront: closing the least recently active session", "server", name, "session", id, "max_sessions", f.opts.MaxSessions)
-	}
-	if relayed != nil {
-		delete(f.httpSessions, relayed.id) // counted out now; closed by the caller
-		return func() {
-			log(relayed.id)
-			relayed.close(true)
-		}
-	}
-	delete(f.sessions, sdk.down)
+// closeWith returns a watcher that closes the session once wait returns
+// (one side of it ended).
+func (s *session) closeWith(wait func() error) func() {
 	return func() {
-		log(sdk.down.ID())
-		sdk.close()
+		_ = wait()
+		s.close()
 	}
 }
 
@@ -252,7 +203,9 @@ func clientCapabilities(c *mcp.ClientCapabilities) *mcp.ClientCapabilities {
 		return &mcp.ClientCapabilities{}
 	}
 	cp := *c
+	//lint:ignore SA1019 roots, deprecated from protocol 2026-07-28, are relayed to clients that use them through the deprecation window; Roots is what older clients fill
 	if cp.RootsV2 == nil && cp.Roots.ListChanged {
+		//lint:ignore SA1019 roots, deprecated from protocol 2026-07-28, are relayed through the deprecation window
 		cp.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
 	return &cp
@@ -361,7 +314,7 @@ func (s *session) related(method string, params mcp.Params) context.Context {
 func (s *session) relayDown(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case methodPing, notifyCancelled:
+		case methodPing, relay.NotifyCancelled:
 			// caphub answers the upstream's pings itself; cancellation is done
 			// (the handler's context is cancelled, and the downstream request
 			// sent with it).
@@ -373,7 +326,7 @@ func (s *session) relayDown(next mcp.MethodHandler) mcp.MethodHandler {
 		res, err := s.fr.sendDown(dctx, method, &mcp.ServerRequest[mcp.Params]{Session: s.down, Params: params})
 		if strings.HasPrefix(method, notificationsPrefix) {
 			if err != nil {
-				s.f.log.Debug("mcpfront: notification not delivered", "server", s.fr.name, "method", method, "error", err)
+				s.rl.env.Log.Debug("mcpfront: notification not delivered", "server", s.fr.name, "method", method, "error", err)
 			}
 			return nil, nil
 		}
@@ -407,17 +360,19 @@ func (s *session) downContext(upCtx, related context.Context) (context.Context, 
 // close ends both sides of the session (once).
 func (s *session) close() {
 	s.closeOnce.Do(func() {
-		f := s.f
-		f.mu.Lock()
-		if f.sessions[s.down] == s {
-			delete(f.sessions, s.down)
-		}
-		f.mu.Unlock()
+		s.rl.env.Sessions.Remove(s.down, s)
 		s.closeUpstream()
 		_ = s.down.Close()
-		f.log.Info("mcpfront: session ended", "server", s.fr.name, "session", s.down.ID())
+		s.rl.env.Log.Info("mcpfront: session ended", "server", s.fr.name, "session", s.down.ID())
 	})
 }
+
+// The session as the front's table sees it.
+
+func (s *session) Server() string    { return s.fr.name }
+func (s *session) ID() string        { return s.down.ID() }
+func (s *session) LastActive() int64 { return s.last.Load() }
+func (s *session) Close()            { s.close() }
 
 // closeUpstream closes the upstream session and kills the process group of
 // its stdio server.
@@ -528,6 +483,7 @@ func (s *session) relayNow(req *jsonrpc.Request) bool {
 		}
 		params = p
 	case notifyMessage:
+		//lint:ignore SA1019 log messages, deprecated from protocol 2026-07-28, are relayed to clients that use them through the deprecation window
 		p := new(mcp.LoggingMessageParams)
 		if json.Unmarshal(req.Params, p) != nil {
 			return false
@@ -539,7 +495,7 @@ func (s *session) relayNow(req *jsonrpc.Request) bool {
 	ctx, stop := s.downContext(context.Background(), s.related(req.Method, params))
 	defer stop()
 	if _, err := s.fr.sendDown(ctx, req.Method, &mcp.ServerRequest[mcp.Params]{Session: s.down, Params: params}); err != nil {
-		s.f.log.Debug("mcpfront: notification not delivered", "server", s.fr.name, "method", req.Method, "error", err)
+		s.rl.env.Log.Debug("mcpfront: notification not delivered", "server", s.fr.name, "method", req.Method, "error", err)
 	}
 	return true
 }
