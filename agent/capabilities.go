@@ -139,9 +139,7 @@ func (c *checker) issue(ch *CapabilityCheck, sev capability.Severity, rule, path
 
 // issueAt reports at the value of path, or at its key when atValue is false.
 func (c *checker) issueAt(ch *CapabilityCheck, sev capability.Severity, rule, path string, atValue bool, format string, args ...any) {
-	line, col := c.m.locate(path, atValue)
-	ch.Issues = append(ch.Issues, capability.Issue{Severity: sev, Path: path, File: c.m.File, Line: line, Column: col,
-		Rule: rule, Message: fmt.Sprintf(format, args...)})
+	ch.Issues = append(ch.Issues, c.m.issue(sev, rule, path, atValue, format, args...))
 }
 
 func (c *checker) newCheck(kind CheckKind, path string) CapabilityCheck {

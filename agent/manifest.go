@@ -385,6 +385,17 @@ func dedupe(issues []capability.Issue) []capability.Issue {
 	return out
 }
 
+// issue is an issue at path (at its value, or at its key when atValue is
+// false), positioned when the manifest was read from a file; m may be nil.
+func (m *Manifest) issue(sev capability.Severity, rule, path string, atValue bool, format string, args ...any) capability.Issue {
+	line, col := m.locate(path, atValue)
+	file := ""
+	if m != nil {
+		file = m.File
+	}
+	return capability.Issue{Severity: sev, Path: path, File: file, Line: line, Column: col, Rule: rule, Message: fmt.Sprintf(format, args...)}
+}
+
 // locate returns the position of the value at path (value true) or of its
 // key; a path absent from the file (a missing field) falls back to the key of
 // its nearest present parent.
