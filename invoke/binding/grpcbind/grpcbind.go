@@ -196,22 +196,18 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 // method, or why there is none to invoke.
 func grpcBindingOf(call *invoke.Call) (gb *capability.GRPCBinding, service, method string, err error) {
 	if call == nil || call.Definition == nil || call.Definition.Bindings.GRPC == nil {
-		uri := ""
-		if call != nil {
-			uri = call.URI
-		}
-		return nil, "", "", bindutil.NoBinding(Kind, nil, "capability %s has no grpc binding; add bindings.grpc {target, service, method} to its definition", bindutil.OrUnnamed(uri))
+		return nil, "", "", bindutil.NoBinding(Kind, nil, "capability %s has no grpc binding; add bindings.grpc {target, service, method} to its definition", bindutil.CapabilityName(call))
 	}
 	gb = call.Definition.Bindings.GRPC
 	service, method = splitMethod(gb.Service, gb.Method)
 	details := map[string]any{"target": gb.Target, "service": service, "method": method}
 	switch {
 	case strings.TrimSpace(gb.Target) == "":
-		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no target; set bindings.grpc.target to host:port (e.g. 127.0.0.1:50051)", bindutil.OrUnnamed(call.URI))
+		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no target; set bindings.grpc.target to host:port (e.g. 127.0.0.1:50051)", bindutil.CapabilityName(call))
 	case service == "":
-		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no service; set bindings.grpc.service to the fully-qualified service name (e.g. pkg.v1.Svc)", bindutil.OrUnnamed(call.URI))
+		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no service; set bindings.grpc.service to the fully-qualified service name (e.g. pkg.v1.Svc)", bindutil.CapabilityName(call))
 	case method == "":
-		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no method; set bindings.grpc.method to the method name (e.g. Add)", bindutil.OrUnnamed(call.URI))
+		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no method; set bindings.grpc.method to the method name (e.g. Add)", bindutil.CapabilityName(call))
 	}
 	return gb, service, method, nil
 }
