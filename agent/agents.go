@@ -171,63 +171,19 @@ func (a *Agents) Apply(ctx context.Context, m *Manifest) (*Agent, []capability.I
 	id := m.Metadata.Name
 	if id != "" && !capability.HasErrors(issues) {
 		if err := CheckID(id); err != nil {
-			line, col := m.locate("metadata.name", true)
-			issues = append(issues, capability.Issue{Severity: capability.SeverityError, Path: "metadata.name", File: m.File, Line: line, Column: col,
-				Rule: RuleOSSA10, Message: fmt.Sprintf("%q cannot be an agent id: the registry keeps agents under ids of at most 128 characters matching %s", id, idPattern)})
+			issues = append(issues, m.issue(capability.SeverityError, RuleOSSA10, "metadata.name", true,
+				"%q cannot be an agent id: the registry keeps agents under ids of at most 128 characters matching %s", id, idPattern))
 		}
 	}
 	ag := &Agent{ID: id, Name: id, Version: m.Metadata.Version, Description: m.Metadata.Description, SystemPrompt: m.Spec.Role, Capabilities: []AgentCapability{}}
-	paths := map[string]string{} // capability id → its spec.capabilities path
-	for _, ch := range checks {
-		if ch.Kind != CheckDeclared {
-			continue
-		}
-		switch ch.Status {
-		case StatusInline:
-			line, col := m.locate(ch.Path, true)
-			name := ch.Name
-			if name == "" {
-				name = "without a name"
-			}
-			issues = append(issues, capability.Issue{Severity: capability.SeverityWarning, Path: ch.Path, File: m.File, Line: line, Column: col, Rule: RuleOSSA10,
-				Message: fmt.Sprintf("inline capability %s is not a registry capability: it stays in the manifest but gives the agent no tools or prompt (list a capability URI to apply one)", name)})
-			continue
-		case StatusInvalid:
-			continue
-		}
-		uri := strings.TrimSpace(ch.URI)
-		if _, dup := paths[uri]; dup || uri == "" {
-			continue
-		}
-		paths[uri] = ch.Path
-		ag.Capabilities = append(ag.Capabilities, AgentCapability{CapabilityID: uri, Position: len(ag.Capabilities)})
-		if ch.BindingSource == BindingsFromAgent && ch.Bindings != nil {
-			if ag.CapabilityBindings == nil {
-				ag.CapabilityBindings = map[string]capability.Bindings{}
-			}
-			ag.CapabilityBindings[uri] = *ch.Bindings
-		}
-	}
+	paths, warnings := ag.addDeclared(m, checks)
+	issues = append(issues, warnings...)
 	if !capability.HasErrors(issues) {
-		_, err := a.Compose(ctx, ag)
-		var ce *ConfigError
-		switch {
-		case errors.As(err, &ce):
-			for _, p := range ce.Problems {
-				path := paths[p.CapabilityID]
-				if path == "" && p.Position >= 0 && p.Position < len(ag.Capabilities) {
-					path = paths[ag.Capabilities[p.Position].CapabilityID]
-				}
-				if path == "" {
-					path = "spec.capabilities"
-				}
-				line, col := m.locate(path, true)
-				issues = append(issues, capability.Issue{Severity: capability.SeverityError, Path: path, File: m.File, Line: line, Column: col,
-					Rule: RuleConfig + p.Code, Message: p.Reason})
-			}
-		case err != nil:
+		problems, err := a.composeIssues(ctx, m, ag, paths)
+		if err != nil {
 			return nil, nil, fmt.Errorf("apply agent %s: %w", id, err)
 		}
+		issues = append(issues, problems...)
 	}
 	sortIssues(issues)
 	if capability.HasErrors(issues) {
@@ -244,6 +200,63 @@ func (a *Agents) Apply(ctx context.Context, m *Manifest) (*Agent, []capability.I
 		return nil, nil, err
 	}
 	return ag, issues, nil
+}
+
+// addDeclared adds the declared capability URIs of checks to ag, once each
+// and in order, with the bindings the manifest gives them. It returns the
+// spec.capabilities path of each, and a warning for each inline capability.
+func (ag *Agent) addDeclared(m *Manifest, checks []CapabilityCheck) (paths map[string]string, warnings []capability.Issue) {
+	paths = map[string]string{} // capability id → its spec.capabilities path
+	for _, ch := range checks {
+		if ch.Kind != CheckDeclared || ch.Status == StatusInvalid {
+			continue
+		}
+		if ch.Status == StatusInline {
+			name := ch.Name
+			if name == "" {
+				name = "without a name"
+			}
+			warnings = append(warnings, m.issue(capability.SeverityWarning, RuleOSSA10, ch.Path, true,
+				"inline capability %s is not a registry capability: it stays in the manifest but gives the agent no tools or prompt (list a capability URI to apply one)", name))
+			continue
+		}
+		uri := strings.TrimSpace(ch.URI)
+		if _, dup := paths[uri]; dup || uri == "" {
+			continue
+		}
+		paths[uri] = ch.Path
+		ag.Capabilities = append(ag.Capabilities, AgentCapability{CapabilityID: uri, Position: len(ag.Capabilities)})
+		if ch.BindingSource == BindingsFromAgent && ch.Bindings != nil {
+			if ag.CapabilityBindings == nil {
+				ag.CapabilityBindings = map[string]capability.Bindings{}
+			}
+			ag.CapabilityBindings[uri] = *ch.Bindings
+		}
+	}
+	return paths, warnings
+}
+
+// composeIssues composes ag and returns its composition problems as issues
+// at the manifest paths of the capabilities concerned; err is a failure
+// other than a *ConfigError.
+func (a *Agents) composeIssues(ctx context.Context, m *Manifest, ag *Agent, paths map[string]string) ([]capability.Issue, error) {
+	_, err := a.Compose(ctx, ag)
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return nil, err
+	}
+	var issues []capability.Issue
+	for _, p := range ce.Problems {
+		path := paths[p.CapabilityID]
+		if path == "" && p.Position >= 0 && p.Position < len(ag.Capabilities) {
+			path = paths[ag.Capabilities[p.Position].CapabilityID]
+		}
+		if path == "" {
+			path = "spec.capabilities"
+		}
+		issues = append(issues, m.issue(capability.SeverityError, RuleConfig+p.Code, path, true, "%s", p.Reason))
+	}
+	return issues, nil
 }
 
 // Get returns the agent with the given ID; the error wraps

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -141,7 +142,7 @@ func TestConfigPositionOrder(t *testing.T) {
 	a, _ := newAgents(t)
 	ctx := context.Background()
 	applyYAML(t, a, calculator)
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		ids    []string
 		prompt string
 		first  string
@@ -150,19 +151,21 @@ func TestConfigPositionOrder(t *testing.T) {
 		{[]string{"test_math", "test_weather"}, mathPrompt + "\n\n" + weatherPrompt + "\n\nYou are a careful calculator.", "everruns_add"},
 		{[]string{"noop", "current_time"}, "You are a careful calculator.", "everruns_get_current_time"},
 	} {
-		if _, err := a.SetCapabilities(ctx, "calculator", tc.ids); err != nil {
-			t.Fatalf("SetCapabilities(%v): %v", tc.ids, err)
-		}
-		cfg, err := a.Config(ctx, "calculator")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cfg.SystemPrompt != tc.prompt {
-			t.Errorf("%v: system prompt = %q, want %q", tc.ids, cfg.SystemPrompt, tc.prompt)
-		}
-		if cfg.Tools[0].Name != tc.first {
-			t.Errorf("%v: first tool %s, want %s (tools %v)", tc.ids, cfg.Tools[0].Name, tc.first, toolNames(cfg))
-		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			if _, err := a.SetCapabilities(ctx, "calculator", tc.ids); err != nil {
+				t.Fatalf("SetCapabilities(%v): %v", tc.ids, err)
+			}
+			cfg, err := a.Config(ctx, "calculator")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.SystemPrompt != tc.prompt {
+				t.Errorf("%v: system prompt = %q, want %q", tc.ids, cfg.SystemPrompt, tc.prompt)
+			}
+			if cfg.Tools[0].Name != tc.first {
+				t.Errorf("%v: first tool %s, want %s (tools %v)", tc.ids, cfg.Tools[0].Name, tc.first, toolNames(cfg))
+			}
+		})
 	}
 	// noop is a bundle that gives nothing: only current_time's tool.
 	cfg, _ := a.Config(ctx, "calculator")

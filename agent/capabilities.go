@@ -139,9 +139,14 @@ func (c *checker) issue(ch *CapabilityCheck, sev capability.Severity, rule, path
 
 // issueAt reports at the value of path, or at its key when atValue is false.
 func (c *checker) issueAt(ch *CapabilityCheck, sev capability.Severity, rule, path string, atValue bool, format string, args ...any) {
-	line, col := c.m.locate(path, atValue)
-	ch.Issues = append(ch.Issues, capability.Issue{Severity: sev, Path: path, File: c.m.File, Line: line, Column: col,
-		Rule: rule, Message: fmt.Sprintf(format, args...)})
+	ch.Issues = append(ch.Issues, c.m.issue(sev, rule, path, atValue, format, args...))
+}
+
+// invalid marks ch invalid, why being its error, and reports the issue.
+func (c *checker) invalid(ch *CapabilityCheck, why string, sev capability.Severity, rule, path, format string, args ...any) {
+	ch.Status = StatusInvalid
+	ch.Error = why
+	c.issue(ch, sev, rule, path, format, args...)
 }
 
 func (c *checker) newCheck(kind CheckKind, path string) CapabilityCheck {
@@ -168,10 +173,7 @@ func (c *checker) declared(spec map[string]any) {
 	list, ok := raw.([]any)
 	if !ok {
 		ch := c.newCheck(CheckDeclared, "spec.capabilities")
-		ch.Status = StatusInvalid
-		ch.Error = "not a list of capability URIs"
-		c.issue(&ch, capability.SeverityWarning, RuleOSSA10, ch.Path,
-			"is %s, not a list of capability URIs (OSSA §10.1, e.g. - ossa:security/scan_vulnerabilities@1.0): caphub cannot resolve it", describe(raw))
+		c.invalid(&ch, "not a list of capability URIs", capability.SeverityWarning, RuleOSSA10, ch.Path, "is %s, not a list of capability URIs (OSSA §10.1, e.g. - ossa:security/scan_vulnerabilities@1.0): caphub cannot resolve it", describe(raw))
 		c.checks = append(c.checks, ch)
 		return
 	}
@@ -191,9 +193,7 @@ func (c *checker) declared(spec map[string]any) {
 			c.checks = append(c.checks, ch)
 			continue
 		default:
-			ch.Status = StatusInvalid
-			ch.Error = "not a capability URI"
-			c.issue(&ch, capability.SeverityError, capability.RuleURI, path, "is %s: list capability URIs such as ossa:security/scan_vulnerabilities@1.0", describe(entry))
+			c.invalid(&ch, "not a capability URI", capability.SeverityError, capability.RuleURI, path, "is %s: list capability URIs such as ossa:security/scan_vulnerabilities@1.0", describe(entry))
 			c.checks = append(c.checks, ch)
 			continue
 		}
@@ -217,9 +217,7 @@ func (c *checker) declared(spec map[string]any) {
 func (c *checker) parse(ch *CapabilityCheck, path string) bool {
 	u, err := capability.ParseURI(strings.TrimSpace(ch.URI))
 	if err != nil {
-		ch.Status = StatusInvalid
-		ch.Error = err.Error()
-		c.issue(ch, capability.SeverityError, capability.RuleURI, path, "%v", err)
+		c.invalid(ch, err.Error(), capability.SeverityError, capability.RuleURI, path, "%v", err)
 		return false
 	}
 	if !u.HasVersion {
@@ -269,9 +267,7 @@ func (c *checker) resolve(ch *CapabilityCheck, path string) {
 			c.issue(ch, capability.SeverityError, RuleRegistry, path, "capability %s is missing from the registry: %v", ch.URI, r.err)
 		}
 	case errors.Is(r.err, registry.ErrInvalid):
-		ch.Status = StatusInvalid
-		ch.Error = r.err.Error()
-		c.issue(ch, capability.SeverityError, RuleRegistry, path, "the registry refuses %s: %v", ch.URI, r.err)
+		c.invalid(ch, r.err.Error(), capability.SeverityError, RuleRegistry, path, "the registry refuses %s: %v", ch.URI, r.err)
 	default:
 		if c.regDown == nil {
 			c.regDown = r.err
@@ -289,9 +285,7 @@ func (c *checker) bindings(spec map[string]any) {
 	overrides, isMap := raw.(map[string]any)
 	if present && !isMap {
 		ch := c.newCheck(CheckBinding, "spec.capability_bindings")
-		ch.Status = StatusInvalid
-		ch.Error = "not a mapping"
-		c.issue(&ch, capability.SeverityError, RuleOSSA10, ch.Path,
+		c.invalid(&ch, "not a mapping", capability.SeverityError, RuleOSSA10, ch.Path,
 			"is %s: write a mapping from declared capability URIs to bindings (OSSA §10.1), e.g. \"ossa:security/scan_vulnerabilities@1.0\": {mcp: {server: trivy, tool: scan}}", describe(raw))
 		c.checks = append(c.checks, ch)
 	}
@@ -471,10 +465,7 @@ func (c *checker) required(spec map[string]any) {
 	list, ok := raw.([]any)
 	if !ok {
 		ch := c.newCheck(CheckRequired, "spec.required_capabilities")
-		ch.Status = StatusInvalid
-		ch.Error = "not a list"
-		c.issue(&ch, capability.SeverityError, RuleOSSA10, ch.Path,
-			"is %s: write a list of {uri, reason} entries (OSSA §10.2), e.g. - {uri: \"ossa:a2a/delegate@1.0\", reason: \"Delegation to specialized workers\"}", describe(raw))
+		c.invalid(&ch, "not a list", capability.SeverityError, RuleOSSA10, ch.Path, "is %s: write a list of {uri, reason} entries (OSSA §10.2), e.g. - {uri: \"ossa:a2a/delegate@1.0\", reason: \"Delegation to specialized workers\"}", describe(raw))
 		c.checks = append(c.checks, ch)
 		return
 	}
@@ -492,9 +483,7 @@ func (c *checker) required(spec map[string]any) {
 			ch.URI = u
 			ch.Reason, _ = x["reason"].(string)
 			if !hasURI {
-				ch.Status = StatusInvalid
-				ch.Error = "no uri"
-				c.issue(&ch, capability.SeverityError, RuleOSSA10, uriPath, "missing: give the required capability's URI, e.g. uri: \"ossa:state/checkpoint@1.0\"")
+				c.invalid(&ch, "no uri", capability.SeverityError, RuleOSSA10, uriPath, "missing: give the required capability's URI, e.g. uri: \"ossa:state/checkpoint@1.0\"")
 				c.checks = append(c.checks, ch)
 				continue
 			}
@@ -502,9 +491,7 @@ func (c *checker) required(spec map[string]any) {
 				c.issue(&ch, capability.SeverityWarning, RuleOSSA10, keyPath(path, "reason"), "missing: say why the agent needs %s (OSSA §10.2)", u)
 			}
 		default:
-			ch.Status = StatusInvalid
-			ch.Error = "not a {uri, reason} entry"
-			c.issue(&ch, capability.SeverityError, RuleOSSA10, path, "is %s: write {uri: ..., reason: ...} (OSSA §10.2)", describe(entry))
+			c.invalid(&ch, "not a {uri, reason} entry", capability.SeverityError, RuleOSSA10, path, "is %s: write {uri: ..., reason: ...} (OSSA §10.2)", describe(entry))
 			c.checks = append(c.checks, ch)
 			continue
 		}

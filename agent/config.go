@@ -158,49 +158,17 @@ func (a *Agents) Compose(ctx context.Context, ag *Agent) (*AgentConfig, error) {
 	c := &composer{ctx: ctx, a: a, cfg: &AgentConfig{AgentID: ag.ID, Tools: []ConfigTool{}, Capabilities: []AppliedCapability{}}, byName: map[string]int{}}
 	var prompts []string
 	for _, ac := range caps {
-		res, err := c.lookup(ac.CapabilityID, ac.Position, "")
+		applied, err := c.apply(ac)
 		if err != nil {
 			return nil, err
 		}
-		if res == nil {
-			continue
-		}
-		d := res.Record.Definition
-		applied := AppliedCapability{CapabilityID: ac.CapabilityID, Position: ac.Position, URI: res.URI, Version: res.Version, Title: d.Title,
-			Bundle: isBundle(&d), SystemPromptAddition: strings.TrimSpace(d.SystemPromptAddition), Tools: []string{}}
-		if applied.Bundle && d.Stability == capability.StabilityExperimental {
-			c.problem(ac.CapabilityID, ac.Position, ProblemUnavailable,
-				"%s (%s %s, position %d) is an experimental bundle, \"coming soon\" in everruns terms: it is not ready to give an agent tools; remove it from the agent's capabilities",
-				ac.CapabilityID, res.URI, res.Version, ac.Position)
+		if applied == nil {
 			continue
 		}
 		if applied.SystemPromptAddition != "" {
 			prompts = append(prompts, applied.SystemPromptAddition)
 		}
-		if applied.Bundle {
-			for _, toolURI := range d.Tools {
-				tres, err := c.lookup(toolURI, ac.Position, ac.CapabilityID)
-				if err != nil {
-					return nil, err
-				}
-				if tres == nil {
-					continue
-				}
-				td := tres.Record.Definition
-				if isBundle(&td) {
-					c.problem(toolURI, ac.Position, ProblemNested,
-						"bundle %s (position %d) lists %s among its tools, which is itself a bundle: bundles of bundles are not applied; enable %s on the agent directly",
-						ac.CapabilityID, ac.Position, tres.URI, tres.URI)
-					continue
-				}
-				if name, ok := c.addTool(tres, ac); ok {
-					applied.Tools = append(applied.Tools, name)
-				}
-			}
-		} else if name, ok := c.addTool(res, ac); ok {
-			applied.Tools = append(applied.Tools, name)
-		}
-		c.cfg.Capabilities = append(c.cfg.Capabilities, applied)
+		c.cfg.Capabilities = append(c.cfg.Capabilities, *applied)
 	}
 	if own := strings.TrimSpace(ag.SystemPrompt); own != "" {
 		prompts = append(prompts, own)
@@ -210,6 +178,61 @@ func (a *Agents) Compose(ctx context.Context, ag *Agent) (*AgentConfig, error) {
 		return nil, &ConfigError{Agent: ag.ID, Problems: c.problems, Partial: c.cfg}
 	}
 	return c.cfg, nil
+}
+
+// apply resolves one of the agent's capabilities and adds its tools: the
+// capability itself, or a bundle's tools. It returns nil when the
+// capability is not applied (a problem says why).
+func (c *composer) apply(ac AgentCapability) (*AppliedCapability, error) {
+	res, err := c.lookup(ac.CapabilityID, ac.Position, "")
+	if err != nil || res == nil {
+		return nil, err
+	}
+	d := res.Record.Definition
+	applied := &AppliedCapability{CapabilityID: ac.CapabilityID, Position: ac.Position, URI: res.URI, Version: res.Version, Title: d.Title,
+		Bundle: isBundle(&d), SystemPromptAddition: strings.TrimSpace(d.SystemPromptAddition), Tools: []string{}}
+	if applied.Bundle && d.Stability == capability.StabilityExperimental {
+		c.problem(ac.CapabilityID, ac.Position, ProblemUnavailable,
+			"%s (%s %s, position %d) is an experimental bundle, \"coming soon\" in everruns terms: it is not ready to give an agent tools; remove it from the agent's capabilities",
+			ac.CapabilityID, res.URI, res.Version, ac.Position)
+		return nil, nil
+	}
+	if !applied.Bundle {
+		if name, ok := c.addTool(res, ac); ok {
+			applied.Tools = append(applied.Tools, name)
+		}
+		return applied, nil
+	}
+	for _, toolURI := range d.Tools {
+		name, err := c.addBundleTool(toolURI, ac)
+		if err != nil {
+			return nil, err
+		}
+		if name != "" {
+			applied.Tools = append(applied.Tools, name)
+		}
+	}
+	return applied, nil
+}
+
+// addBundleTool adds one tool of the bundle ac and returns its name, ""
+// when it is not added (a bundle in a bundle is a problem).
+func (c *composer) addBundleTool(toolURI string, ac AgentCapability) (string, error) {
+	tres, err := c.lookup(toolURI, ac.Position, ac.CapabilityID)
+	if err != nil || tres == nil {
+		return "", err
+	}
+	td := tres.Record.Definition
+	if isBundle(&td) {
+		c.problem(toolURI, ac.Position, ProblemNested,
+			"bundle %s (position %d) lists %s among its tools, which is itself a bundle: bundles of bundles are not applied; enable %s on the agent directly",
+			ac.CapabilityID, ac.Position, tres.URI, tres.URI)
+		return "", nil
+	}
+	if name, ok := c.addTool(tres, ac); ok {
+		return name, nil
+	}
+	return "", nil
 }
 
 // isBundle reports whether d is a bundle in everruns' sense, a capability

@@ -57,39 +57,16 @@ func (d *decoder) value(n *yaml.Node, path string, key *yaml.Node, depth int) an
 	if d.tooBig {
 		return nil
 	}
-	pos := position{line: n.Line, col: n.Column, keyLine: n.Line, keyCol: n.Column}
-	if key != nil {
-		pos.keyLine, pos.keyCol = key.Line, key.Column
-		if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0 {
-			// A block collection starts on the line after its key: an issue
-			// about the value as a whole is clearer at the key.
-			pos.line, pos.col = key.Line, key.Column
-		}
-	}
-	if _, seen := d.positions[path]; !seen {
-		d.positions[path] = pos
-	}
+	d.record(n, path, key)
 	d.nodes++
 	if d.nodes > maxNodes || depth > maxDepth {
-		if !d.tooBig {
-			d.tooBig = true
-			d.issue(path, n.Line, n.Column, "the document is too large or too deeply nested once aliases are expanded (limit %d values, depth %d): write it out without alias chains", maxNodes, maxDepth)
-		}
+		d.tooBig = true
+		d.issue(path, n.Line, n.Column, "the document is too large or too deeply nested once aliases are expanded (limit %d values, depth %d): write it out without alias chains", maxNodes, maxDepth)
 		return nil
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		target := n.Alias
-		if target == nil {
-			return nil
-		}
-		if d.expanding[target] {
-			d.issue(path, n.Line, n.Column, "alias *%s refers to a value that contains it: JSON cannot hold a cycle", n.Value)
-			return nil
-		}
-		d.expanding[target] = true
-		defer delete(d.expanding, target)
-		return d.value(target, path, key, depth+1)
+		return d.alias(n, path, key, depth)
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil
@@ -107,6 +84,40 @@ func (d *decoder) value(n *yaml.Node, path string, key *yaml.Node, depth int) an
 		return d.scalar(n, path)
 	}
 	return nil
+}
+
+// record keeps the position of the value n at path (the first one found
+// there) and of its key.
+func (d *decoder) record(n *yaml.Node, path string, key *yaml.Node) {
+	if _, seen := d.positions[path]; seen {
+		return
+	}
+	pos := position{line: n.Line, col: n.Column, keyLine: n.Line, keyCol: n.Column}
+	if key != nil {
+		pos.keyLine, pos.keyCol = key.Line, key.Column
+		if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0 {
+			// A block collection starts on the line after its key: an issue
+			// about the value as a whole is clearer at the key.
+			pos.line, pos.col = key.Line, key.Column
+		}
+	}
+	d.positions[path] = pos
+}
+
+// alias decodes the value an alias refers to; an alias inside the value it
+// refers to is a cycle.
+func (d *decoder) alias(n *yaml.Node, path string, key *yaml.Node, depth int) any {
+	target := n.Alias
+	if target == nil {
+		return nil
+	}
+	if d.expanding[target] {
+		d.issue(path, n.Line, n.Column, "alias *%s refers to a value that contains it: JSON cannot hold a cycle", n.Value)
+		return nil
+	}
+	d.expanding[target] = true
+	defer delete(d.expanding, target)
+	return d.value(target, path, key, depth+1)
 }
 
 // mapping decodes a mapping. Explicit keys win over merged ones (YAML

@@ -10,6 +10,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,13 +213,24 @@ func ReadManifest(name string, data []byte) (*Manifest, []capability.Issue, erro
 	}
 	docs, err := yamlDocuments(name, data)
 	if err != nil {
-		if jsonErr != nil {
-			// Neither JSON nor YAML (flow-style YAML also starts with '{'):
-			// the JSON error has the exact column.
-			return nil, nil, jsonErr
-		}
+		// Neither JSON nor YAML (flow-style YAML also starts with '{'):
+		// the JSON error has the exact column.
+		return nil, nil, cmp.Or(jsonErr, err)
+	}
+	root, err := manifestRoot(name, docs)
+	if err != nil {
 		return nil, nil, err
 	}
+	d := newDecoder(name)
+	doc, _ := d.value(root, "", nil, 0).(map[string]any)
+	m := &Manifest{File: name, Document: doc, positions: d.positions}
+	m.fill()
+	return m, dedupe(d.issues), nil
+}
+
+// manifestRoot is the mapping at the root of the one non-empty document
+// of a file.
+func manifestRoot(name string, docs []*yaml.Node) (*yaml.Node, error) {
 	var nonEmpty []*yaml.Node
 	for _, d := range docs {
 		if len(d.Content) > 0 && !(d.Content[0].Kind == yaml.ScalarNode && d.Content[0].ShortTag() == "!!null" && d.Content[0].Value == "") {
@@ -227,14 +239,14 @@ func ReadManifest(name string, data []byte) (*Manifest, []capability.Issue, erro
 	}
 	switch {
 	case len(nonEmpty) == 0:
-		return nil, nil, &Error{File: name, Line: 1, Column: 1, Message: "file holds no document (only comments or blank lines): expected " + manifestNoun}
+		return nil, &Error{File: name, Line: 1, Column: 1, Message: "file holds no document (only comments or blank lines): expected " + manifestNoun}
 	case len(nonEmpty) > 1:
 		var starts []string
 		for _, d := range nonEmpty {
 			starts = append(starts, strconv.Itoa(d.Content[0].Line))
 		}
 		second := nonEmpty[1].Content[0]
-		return nil, nil, &Error{File: name, Line: second.Line, Column: second.Column,
+		return nil, &Error{File: name, Line: second.Line, Column: second.Column,
 			Message: fmt.Sprintf("file holds %d YAML documents (starting at lines %s): an agent manifest is one document; put each manifest in its own file", len(nonEmpty), strings.Join(starts, ", "))}
 	}
 	root := nonEmpty[0].Content[0]
@@ -242,13 +254,9 @@ func ReadManifest(name string, data []byte) (*Manifest, []capability.Issue, erro
 		root = root.Alias
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, nil, &Error{File: name, Line: root.Line, Column: root.Column, Message: "the document is " + kindName(root) + ": expected " + manifestNoun}
+		return nil, &Error{File: name, Line: root.Line, Column: root.Column, Message: "the document is " + kindName(root) + ": expected " + manifestNoun}
 	}
-	d := newDecoder(name)
-	doc, _ := d.value(root, "", nil, 0).(map[string]any)
-	m := &Manifest{File: name, Document: doc, positions: d.positions}
-	m.fill()
-	return m, dedupe(d.issues), nil
+	return root, nil
 }
 
 // yamlDocuments parses every document of data.
@@ -385,6 +393,17 @@ func dedupe(issues []capability.Issue) []capability.Issue {
 	return out
 }
 
+// issue is an issue at path (at its value, or at its key when atValue is
+// false), positioned when the manifest was read from a file; m may be nil.
+func (m *Manifest) issue(sev capability.Severity, rule, path string, atValue bool, format string, args ...any) capability.Issue {
+	line, col := m.locate(path, atValue)
+	file := ""
+	if m != nil {
+		file = m.File
+	}
+	return capability.Issue{Severity: sev, Path: path, File: file, Line: line, Column: col, Rule: rule, Message: fmt.Sprintf(format, args...)}
+}
+
 // locate returns the position of the value at path (value true) or of its
 // key; a path absent from the file (a missing field) falls back to the key of
 // its nearest present parent.
@@ -442,11 +461,15 @@ func (m *Manifest) fill() {
 		m.Extensions = ext
 	}
 	m.Extra = extra(doc, "apiVersion", "kind", "metadata", "spec", "extensions")
-	spec, ok := doc["spec"].(map[string]any)
-	if !ok {
-		return
+	if spec, ok := doc["spec"].(map[string]any); ok {
+		m.Spec.fill(spec)
 	}
-	s := &m.Spec
+}
+
+// fill sets the typed view of spec. Keys whose values it holds are known;
+// the others (and these keys when their value has another shape) stay in
+// Extra.
+func (s *Spec) fill(spec map[string]any) {
 	s.Role, s.Type = getString(spec, "role"), getString(spec, "type")
 	if t, ok := spec["taxonomy"].(map[string]any); ok {
 		s.Taxonomy = &Taxonomy{Domain: getString(t, "domain"), Subdomain: getString(t, "subdomain"), Capability: getString(t, "capability")}
@@ -458,43 +481,12 @@ func (m *Manifest) fill() {
 			Extra: extra(l, "provider", "model", "temperature", "maxTokens", "topP", "frequencyPenalty", "presencePenalty")}
 	}
 	if tools, ok := spec["tools"].([]any); ok {
-		for _, t := range tools {
-			tm, ok := t.(map[string]any)
-			if !ok {
-				continue
-			}
-			tool := Tool{Type: getString(tm, "type"), Name: getString(tm, "name"), Server: getString(tm, "server"),
-				Namespace: getString(tm, "namespace"), Endpoint: getString(tm, "endpoint"),
-				Extra: extra(tm, "type", "name", "server", "namespace", "endpoint", "capabilities", "config")}
-			tool.Config, _ = tm["config"].(map[string]any)
-			if caps, ok := tm["capabilities"].([]any); ok {
-				for _, c := range caps {
-					if cm, ok := c.(map[string]any); ok {
-						tool.Capabilities = append(tool.Capabilities, cm)
-					}
-				}
-			}
-			s.Tools = append(s.Tools, tool)
-		}
+		s.Tools = toolsOf(tools)
 	}
-	// Keys whose values the typed view holds; the others (and these keys
-	// when their value has another shape) stay in Extra.
 	known := []string{"role", "type", "taxonomy", "llm", "tools"}
 	if caps, ok := spec["capabilities"].([]any); ok {
 		known = append(known, "capabilities")
-		for _, c := range caps {
-			d := CapabilityDecl{Value: c}
-			switch x := c.(type) {
-			case string:
-				d.URI = x
-			case map[string]any:
-				d.Name = getString(x, "name")
-				if u := getString(x, "uri"); u != "" {
-					d.URI = u
-				}
-			}
-			s.Capabilities = append(s.Capabilities, d)
-		}
+		s.Capabilities = capabilityDecls(caps)
 	}
 	if b, ok := spec["capability_bindings"].(map[string]any); ok {
 		s.CapabilityBindings = b
@@ -502,18 +494,71 @@ func (m *Manifest) fill() {
 	}
 	if reqs, ok := spec["required_capabilities"].([]any); ok {
 		known = append(known, "required_capabilities")
-		for _, r := range reqs {
-			switch x := r.(type) {
-			case string:
-				s.RequiredCapabilities = append(s.RequiredCapabilities, RequiredCapability{URI: x})
-			case map[string]any:
-				s.RequiredCapabilities = append(s.RequiredCapabilities, RequiredCapability{URI: getString(x, "uri"), Reason: getString(x, "reason"), Extra: extra(x, "uri", "reason")})
-			default:
-				s.RequiredCapabilities = append(s.RequiredCapabilities, RequiredCapability{})
-			}
-		}
+		s.RequiredCapabilities = requiredCapabilities(reqs)
 	}
 	s.Extra = extra(spec, known...)
+}
+
+// toolsOf is the typed view of spec.tools; entries that are not objects
+// are skipped.
+func toolsOf(tools []any) []Tool {
+	var out []Tool
+	for _, t := range tools {
+		tm, ok := t.(map[string]any)
+		if !ok {
+			continue
+		}
+		tool := Tool{Type: getString(tm, "type"), Name: getString(tm, "name"), Server: getString(tm, "server"),
+			Namespace: getString(tm, "namespace"), Endpoint: getString(tm, "endpoint"),
+			Extra: extra(tm, "type", "name", "server", "namespace", "endpoint", "capabilities", "config")}
+		tool.Config, _ = tm["config"].(map[string]any)
+		if caps, ok := tm["capabilities"].([]any); ok {
+			for _, c := range caps {
+				if cm, ok := c.(map[string]any); ok {
+					tool.Capabilities = append(tool.Capabilities, cm)
+				}
+			}
+		}
+		out = append(out, tool)
+	}
+	return out
+}
+
+// capabilityDecls is the typed view of spec.capabilities: URIs, and inline
+// objects with their name (and uri, when they give one).
+func capabilityDecls(caps []any) []CapabilityDecl {
+	var out []CapabilityDecl
+	for _, c := range caps {
+		d := CapabilityDecl{Value: c}
+		switch x := c.(type) {
+		case string:
+			d.URI = x
+		case map[string]any:
+			d.Name = getString(x, "name")
+			if u := getString(x, "uri"); u != "" {
+				d.URI = u
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// requiredCapabilities is the typed view of spec.required_capabilities:
+// one entry for each, empty when it has neither form.
+func requiredCapabilities(reqs []any) []RequiredCapability {
+	var out []RequiredCapability
+	for _, r := range reqs {
+		switch x := r.(type) {
+		case string:
+			out = append(out, RequiredCapability{URI: x})
+		case map[string]any:
+			out = append(out, RequiredCapability{URI: getString(x, "uri"), Reason: getString(x, "reason"), Extra: extra(x, "uri", "reason")})
+		default:
+			out = append(out, RequiredCapability{})
+		}
+	}
+	return out
 }
 
 func getString(m map[string]any, k string) string {

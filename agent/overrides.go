@@ -87,15 +87,7 @@ func (o *BindingOverrides) BindingsFor(ctx context.Context, caller, uri, version
 	var best *boundCapability
 	for i := range bound {
 		b := &bound[i]
-		if !b.uri.SameCapability(u) {
-			continue
-		}
-		if b.uri.HasVersion {
-			if b.uri.Version.Major != v.Major || v.Minor < b.uri.Version.Minor {
-				continue
-			}
-		}
-		if best == nil || !best.uri.HasVersion || (b.uri.HasVersion && best.uri.Version.Less(b.uri.Version)) {
+		if b.appliesTo(u, v) && b.moreSpecific(best) {
 			best = b
 		}
 	}
@@ -104,6 +96,22 @@ func (o *BindingOverrides) BindingsFor(ctx context.Context, caller, uri, version
 	}
 	bindings := best.bindings
 	return &bindings, "agent:" + caller, nil
+}
+
+// appliesTo reports whether the key of b names capability u at version v:
+// the same capability, and with a version on the key, the same major
+// version at or above its minor.
+func (b *boundCapability) appliesTo(u capability.URI, v capability.Version) bool {
+	if !b.uri.SameCapability(u) {
+		return false
+	}
+	return !b.uri.HasVersion || (b.uri.Version.Major == v.Major && v.Minor >= b.uri.Version.Minor)
+}
+
+// moreSpecific reports whether b's key is more specific than than's (nil
+// when there is none yet): a version beats none, a higher version a lower.
+func (b *boundCapability) moreSpecific(than *boundCapability) bool {
+	return than == nil || !than.uri.HasVersion || (b.uri.HasVersion && than.uri.Version.Less(b.uri.Version))
 }
 
 // lookup returns an agent's parsed capability_bindings, from the cache

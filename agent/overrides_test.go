@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,6 +69,10 @@ func TestCapabilityBindingsAtInvocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyYAML(t, a, looker(agentsOwn))
+	// The overrides cache reads a clock the test steps (see the second
+	// process below).
+	var elapsed atomic.Int64
+	a.SetOverridesClock(func() time.Time { return time.Now().Add(time.Duration(elapsed.Load())) })
 
 	var records []invoke.Record
 	p := invoke.New(svc, []invoke.Binding{httpbind.New(httpbind.Options{})}, invoke.Options{
@@ -120,7 +125,7 @@ func TestCapabilityBindingsAtInvocation(t *testing.T) {
 	// same store) sees a change within a second.
 	other := agent.NewAgents(svc.Store(), svc)
 	applyYAML(t, other, looker(agentsOwn))
-	time.Sleep(1100 * time.Millisecond)
+	elapsed.Add(int64(1100 * time.Millisecond))
 	if got := call("looker", "ossa:test/lookup@1.0"); got != "agent's own" {
 		t.Errorf("a second after another process applied the binding: served by %q, want the agent's own", got)
 	}

@@ -277,13 +277,15 @@ func TestPaths(t *testing.T) {
 		{"spec.capability_bindings", "ossa:a/b@1.0", `spec.capability_bindings["ossa:a/b@1.0"]`},
 		{"x", `a"b]`, `x["a\"b]"]`},
 	} {
-		got := keyPath(tc.parent, tc.key)
-		if got != tc.want {
-			t.Errorf("keyPath(%q, %q) = %q, want %q", tc.parent, tc.key, got, tc.want)
-		}
-		if p := parentPath(got); p != tc.parent {
-			t.Errorf("parentPath(%q) = %q, want %q", got, p, tc.parent)
-		}
+		t.Run(tc.parent+"."+tc.key, func(t *testing.T) {
+			got := keyPath(tc.parent, tc.key)
+			if got != tc.want {
+				t.Errorf("keyPath(%q, %q) = %q, want %q", tc.parent, tc.key, got, tc.want)
+			}
+			if p := parentPath(got); p != tc.parent {
+				t.Errorf("parentPath(%q) = %q, want %q", got, p, tc.parent)
+			}
+		})
 	}
 	if p := parentPath("spec.tools[3]"); p != "spec.tools" {
 		t.Errorf("parentPath item = %q", p)

@@ -143,13 +143,7 @@ type validator struct {
 }
 
 func (v *validator) report(path, ptr, keyword string, atKey bool, format string, args ...any) {
-	line, col := v.m.locate(path, !atKey)
-	file := ""
-	if v.m != nil {
-		file = v.m.File
-	}
-	v.issues = append(v.issues, capability.Issue{Severity: capability.SeverityError, Path: path, File: file,
-		Line: line, Column: col, Rule: RuleSchemaBase + ptr + "/" + keyword, Message: fmt.Sprintf(format, args...)})
+	v.issues = append(v.issues, v.m.issue(capability.SeverityError, RuleSchemaBase+ptr+"/"+keyword, path, !atKey, format, args...))
 }
 
 // check applies r to the value x found at path; ptr is r's location in the

@@ -102,9 +102,9 @@ func (f MetricSinkFunc) Record(name string, value float64, labels map[string]str
 	return f(name, value, labels)
 }
 
-// Version is the full version of every built-in definition; their URIs carry
+// builtinVersion is the full version of every built-in definition; their URIs carry
 // @1.0.
-const Version = "1.0.0"
+const builtinVersion = "1.0.0"
 
 // documentationBase is where the built-ins' documentation lives; a
 // definition's documentation_url is documentationBase + "<domain>/<name>".
@@ -178,7 +178,7 @@ func handlerName(domain, name string) string { return domain + "." + name }
 // binding.
 func define(d capability.Definition) capability.Definition {
 	d.URI = fmt.Sprintf("ossa:%s/%s@1.0", d.Domain, d.Name)
-	d.Version = Version
+	d.Version = builtinVersion
 	d.DocumentationURL = documentationBase + d.Domain + "/" + d.Name
 	if d.Stability == "" {
 		d.Stability = capability.StabilityStable

@@ -67,6 +67,13 @@ func newHarness(t testing.TB, env Env) *harness {
 	return h
 }
 
+// in is h reporting to t (a subtest's), so that its failures stop t.
+func (h *harness) in(t testing.TB) *harness {
+	c := *h
+	c.t = t
+	return &c
+}
+
 // call invokes uri as caller with input, without checking the input against
 // the schema (so handlers' own checks can be tested).
 func (h *harness) call(uri, caller string, input map[string]any) (any, error) {
@@ -329,12 +336,14 @@ func TestBundlesAsSeed(t *testing.T) {
 		byURI[d.URI] = d
 	}
 	for _, tt := range tests {
-		d := byURI["ossa:everruns/"+tt.id+"@1.0"]
-		if d.Title != tt.title || d.Display == nil || d.Display.Icon != tt.icon || d.Display.Category != tt.category ||
-			d.SystemPromptAddition != tt.prompt || d.Stability != tt.stability {
-			t.Errorf("%s = title %q display %+v prompt %q stability %q; want %q %s/%s %q %q",
-				tt.id, d.Title, d.Display, d.SystemPromptAddition, d.Stability, tt.title, tt.icon, tt.category, tt.prompt, tt.stability)
-		}
+		t.Run(tt.id, func(t *testing.T) {
+			d := byURI["ossa:everruns/"+tt.id+"@1.0"]
+			if d.Title != tt.title || d.Display == nil || d.Display.Icon != tt.icon || d.Display.Category != tt.category ||
+				d.SystemPromptAddition != tt.prompt || d.Stability != tt.stability {
+				t.Errorf("%s = title %q display %+v prompt %q stability %q; want %q %s/%s %q %q",
+					tt.id, d.Title, d.Display, d.SystemPromptAddition, d.Stability, tt.title, tt.icon, tt.category, tt.prompt, tt.stability)
+			}
+		})
 	}
 	if d := byURI["ossa:everruns/current_time@1.0"]; d.Description != "Tool to get current date and time in various formats and timezones." {
 		t.Errorf("current_time description = %q, want the seed's", d.Description)
@@ -446,12 +455,14 @@ func TestCanonicalNumbers(t *testing.T) {
 		{`{"a":[1,2.5]}`, map[string]any{"a": []any{int64(1), 2.5}}},
 	}
 	for _, tt := range tests {
-		got, err := decodeJSON([]byte(tt.in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("decodeJSON(%s) = %#v, want %#v", tt.in, got, tt.want)
-		}
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := decodeJSON([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("decodeJSON(%s) = %#v, want %#v", tt.in, got, tt.want)
+			}
+		})
 	}
 }

@@ -136,6 +136,7 @@ func TestMath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s(%v,%v)", tt.op, tt.a, tt.b), func(t *testing.T) {
+			h := h.in(t)
 			out, err := h.call("ossa:everruns/"+tt.op+"@1.0", "", map[string]any{"a": tt.a, "b": tt.b})
 			if err != nil {
 				t.Fatal(err)
@@ -166,11 +167,14 @@ func TestMathErrors(t *testing.T) {
 		{"subtract", map[string]any{"a": 1.0, "b": nil}, invoke.CodeInvalidInput, []string{`"b"`}},
 	}
 	for _, tt := range tests {
-		_, err := h.call("ossa:everruns/"+tt.op+"@1.0", "", tt.in)
-		ie := wantCode(t, err, tt.code, tt.mention...)
-		if ie.Retryable {
-			t.Errorf("%s %v: retryable", tt.op, tt.in)
-		}
+		t.Run(tt.op, func(t *testing.T) {
+			h := h.in(t)
+			_, err := h.call("ossa:everruns/"+tt.op+"@1.0", "", tt.in)
+			ie := wantCode(t, err, tt.code, tt.mention...)
+			if ie.Retryable {
+				t.Errorf("%s %v: retryable", tt.op, tt.in)
+			}
+		})
 	}
 }
 
@@ -232,6 +236,7 @@ func TestForecast(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			h := h.in(t)
 			in := map[string]any{"city": "Lisbon"}
 			if tt.days != nil {
 				in["days"] = tt.days

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"strconv"
@@ -67,6 +68,7 @@ func TestLog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			h := h.in(t)
 			out := h.ok(uri, tt.caller, tt.in)
 			if !reflect.DeepEqual(out, map[string]any{"logged": true}) {
 				t.Errorf("output = %v", out)
@@ -84,7 +86,7 @@ func TestLog(t *testing.T) {
 			}
 		})
 	}
-	for _, tt := range []struct {
+	for i, tt := range []struct {
 		in   map[string]any
 		code string
 	}{
@@ -94,8 +96,11 @@ func TestLog(t *testing.T) {
 		{map[string]any{"message": strings.Repeat("m", 16<<10+1)}, "INVALID_LOG_ENTRY"},
 		{map[string]any{"message": "x", "fields": []any{1.0}}, invoke.CodeInvalidInput},
 	} {
-		_, err := h.call(uri, "a", tt.in)
-		wantCode(t, err, tt.code)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			h := h.in(t)
+			_, err := h.call(uri, "a", tt.in)
+			wantCode(t, err, tt.code)
+		})
 	}
 	if lines := buf.lines(t); len(lines) != 0 {
 		t.Errorf("refused entries were logged: %v", lines)
@@ -187,6 +192,7 @@ func TestMetric(t *testing.T) {
 	}
 	for _, tt := range invalid {
 		t.Run(tt.name, func(t *testing.T) {
+			h := h.in(t)
 			sink.calls = nil
 			_, err := h.call(uri, "agent", tt.in)
 			wantCode(t, err, tt.code, tt.mention)

@@ -253,12 +253,29 @@ func keyInput(in map[string]any) (string, error) {
 
 func docKey(ns, key string) string { return ns + "/" + key }
 
-func stateRead(e *env) Handler {
+// stateHandler is a state built-in: op runs with the document store.
+func stateHandler(e *env, op func(ctx context.Context, call *invoke.Call, docs registry.DocStore) (any, error)) Handler {
 	return func(ctx context.Context, call *invoke.Call) (any, error) {
 		docs, err := e.stateStore()
 		if err != nil {
 			return nil, err
 		}
+		return op(ctx, call, docs)
+	}
+}
+
+// optionalText reads an optional text field of a state operation and
+// checks it (code and what name it in errors).
+func optionalText(in map[string]any, field, code, what string, max int) (string, error) {
+	s, _, err := stringField(in, field)
+	if err != nil {
+		return "", err
+	}
+	return s, checkText(code, what, s, max, true)
+}
+
+func stateRead(e *env) Handler {
+	return stateHandler(e, func(ctx context.Context, call *invoke.Call, docs registry.DocStore) (any, error) {
 		key, err := keyInput(inputOf(call))
 		if err != nil {
 			return nil, err
@@ -280,15 +297,11 @@ func stateRead(e *env) Handler {
 			out["updated_at"] = doc.UpdatedAt.UTC().Format(time.RFC3339Nano)
 		}
 		return out, nil
-	}
+	})
 }
 
 func stateWrite(e *env) Handler {
-	return func(ctx context.Context, call *invoke.Call) (any, error) {
-		docs, err := e.stateStore()
-		if err != nil {
-			return nil, err
-		}
+	return stateHandler(e, func(ctx context.Context, call *invoke.Call, docs registry.DocStore) (any, error) {
 		in := inputOf(call)
 		key, err := keyInput(in)
 		if err != nil {
@@ -312,20 +325,13 @@ func stateWrite(e *env) Handler {
 			return nil, storeFailure(fmt.Sprintf("write state key %q", key), err)
 		}
 		return map[string]any{"key": key, "written": true}, nil
-	}
+	})
 }
 
 func stateList(e *env) Handler {
-	return func(ctx context.Context, call *invoke.Call) (any, error) {
-		docs, err := e.stateStore()
+	return stateHandler(e, func(ctx context.Context, call *invoke.Call, docs registry.DocStore) (any, error) {
+		prefix, err := optionalText(inputOf(call), "prefix", "INVALID_KEY", "prefix", stateMaxKeyBytes)
 		if err != nil {
-			return nil, err
-		}
-		prefix, _, err := stringField(inputOf(call), "prefix")
-		if err != nil {
-			return nil, err
-		}
-		if err := checkText("INVALID_KEY", "prefix", prefix, stateMaxKeyBytes, true); err != nil {
 			return nil, err
 		}
 		ns := stateNamespace(callerOf(call))
@@ -338,15 +344,11 @@ func stateList(e *env) Handler {
 			keys[i] = strings.TrimPrefix(d.Key, ns+"/")
 		}
 		return map[string]any{"keys": keys, "count": int64(len(keys))}, nil
-	}
+	})
 }
 
 func stateDelete(e *env) Handler {
-	return func(ctx context.Context, call *invoke.Call) (any, error) {
-		docs, err := e.stateStore()
-		if err != nil {
-			return nil, err
-		}
+	return stateHandler(e, func(ctx context.Context, call *invoke.Call, docs registry.DocStore) (any, error) {
 		key, err := keyInput(inputOf(call))
 		if err != nil {
 			return nil, err
@@ -362,7 +364,7 @@ func stateDelete(e *env) Handler {
 			return nil, storeFailure(fmt.Sprintf("delete state key %q", key), err)
 		}
 		return map[string]any{"key": key, "deleted": true}, nil
-	}
+	})
 }
 
 // checkpointDoc is the value of a state_checkpoint document.
@@ -382,16 +384,9 @@ func newCheckpointID(now time.Time) string {
 }
 
 func stateCheckpoint(e *env) Handler {
-	return func(ctx context.Context, call *invoke.Call) (any, error) {
-		docs, err := e.stateStore()
+	return stateHandler(e, func(ctx context.Context, call *invoke.Call, docs registry.DocStore) (any, error) {
+		name, err := optionalText(inputOf(call), "name", "INVALID_NAME", "checkpoint name", stateMaxNameBytes)
 		if err != nil {
-			return nil, err
-		}
-		name, _, err := stringField(inputOf(call), "name")
-		if err != nil {
-			return nil, err
-		}
-		if err := checkText("INVALID_NAME", "checkpoint name", name, stateMaxNameBytes, true); err != nil {
 			return nil, err
 		}
 		ns := stateNamespace(callerOf(call))
@@ -429,15 +424,11 @@ func stateCheckpoint(e *env) Handler {
 			out["name"] = name
 		}
 		return out, nil
-	}
+	})
 }
 
 func stateRollback(e *env) Handler {
-	return func(ctx context.Context, call *invoke.Call) (any, error) {
-		docs, err := e.stateStore()
-		if err != nil {
-			return nil, err
-		}
+	return stateHandler(e, func(ctx context.Context, call *invoke.Call, docs registry.DocStore) (any, error) {
 		id, ok, err := stringField(inputOf(call), "checkpoint")
 		if err != nil {
 			return nil, err
@@ -480,7 +471,7 @@ func stateRollback(e *env) Handler {
 			out["name"] = cp.Name
 		}
 		return out, nil
-	}
+	})
 }
 
 // rollbackOps returns the ops that turn the current documents of namespace

@@ -127,19 +127,25 @@ func TestStateReadWrite(t *testing.T) {
 		{"a/b:c %2F", "keys may hold any text"},
 	}
 	for _, tt := range tests {
-		out := h.ok(stWrite, "agent-1", map[string]any{"key": tt.key, "value": tt.value})
-		if !reflect.DeepEqual(out, map[string]any{"key": tt.key, "written": true}) {
-			t.Errorf("write %q = %v", tt.key, out)
-		}
+		t.Run(tt.key, func(t *testing.T) {
+			h := h.in(t)
+			out := h.ok(stWrite, "agent-1", map[string]any{"key": tt.key, "value": tt.value})
+			if !reflect.DeepEqual(out, map[string]any{"key": tt.key, "written": true}) {
+				t.Errorf("write %q = %v", tt.key, out)
+			}
+		})
 	}
 	for _, tt := range tests {
-		out := h.ok(stRead, "agent-1", map[string]any{"key": tt.key})
-		if !reflect.DeepEqual(out["value"], tt.value) {
-			t.Errorf("read %q = %#v, want %#v", tt.key, out["value"], tt.value)
-		}
-		if _, err := time.Parse(time.RFC3339Nano, out["updated_at"].(string)); err != nil {
-			t.Errorf("read %q: updated_at %v: %v", tt.key, out["updated_at"], err)
-		}
+		t.Run(tt.key, func(t *testing.T) {
+			h := h.in(t)
+			out := h.ok(stRead, "agent-1", map[string]any{"key": tt.key})
+			if !reflect.DeepEqual(out["value"], tt.value) {
+				t.Errorf("read %q = %#v, want %#v", tt.key, out["value"], tt.value)
+			}
+			if _, err := time.Parse(time.RFC3339Nano, out["updated_at"].(string)); err != nil {
+				t.Errorf("read %q: updated_at %v: %v", tt.key, out["updated_at"], err)
+			}
+		})
 	}
 	// Overwrite.
 	h.ok(stWrite, "agent-1", map[string]any{"key": "int", "value": "now a string"})
@@ -166,9 +172,12 @@ func TestStateListAndDelete(t *testing.T) {
 		{"nothing", []any{}},
 	}
 	for _, tt := range tests {
-		if got := keysOf(h, "a", tt.prefix); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("list %q = %v, want %v", tt.prefix, got, tt.want)
-		}
+		t.Run(tt.prefix, func(t *testing.T) {
+			h := h.in(t)
+			if got := keysOf(h, "a", tt.prefix); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("list %q = %v, want %v", tt.prefix, got, tt.want)
+			}
+		})
 	}
 	out := h.ok(stDelete, "a", map[string]any{"key": "plan/a"})
 	if !reflect.DeepEqual(out, map[string]any{"key": "plan/a", "deleted": true}) {
@@ -204,8 +213,11 @@ func TestStateInvalidInput(t *testing.T) {
 		{stRollback, map[string]any{}, invoke.CodeInvalidInput},
 	}
 	for _, tt := range tests {
-		_, err := h.call(tt.uri, "a", tt.in)
-		wantCode(t, err, tt.code)
+		t.Run(tt.uri, func(t *testing.T) {
+			h := h.in(t)
+			_, err := h.call(tt.uri, "a", tt.in)
+			wantCode(t, err, tt.code)
+		})
 	}
 	// Exactly at the limits is fine.
 	h.ok(stWrite, "a", map[string]any{"key": strings.Repeat("k", 512), "value": strings.Repeat("v", 1<<20-2)})
@@ -326,8 +338,11 @@ func TestStateCheckpointNotFound(t *testing.T) {
 		{"bob", id}, // alice's checkpoint is not bob's
 		{"", id},
 	} {
-		_, err := h.call(stRollback, tt.caller, map[string]any{"checkpoint": tt.id})
-		wantCode(t, err, "CHECKPOINT_NOT_FOUND", "ossa:state/checkpoint")
+		t.Run(tt.caller+"/"+tt.id, func(t *testing.T) {
+			h := h.in(t)
+			_, err := h.call(stRollback, tt.caller, map[string]any{"checkpoint": tt.id})
+			wantCode(t, err, "CHECKPOINT_NOT_FOUND", "ossa:state/checkpoint")
+		})
 	}
 }
 

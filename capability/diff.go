@@ -190,46 +190,60 @@ func Diff(old, new *Definition) *DiffReport {
 func (r *DiffReport) versionProblems(oldVersion, newVersion string) []string {
 	ov, oerr := ParseVersion(oldVersion)
 	nv, nerr := ParseVersion(newVersion)
-	var problems []string
-	if oerr != nil {
-		problems = append(problems, "old version: "+oerr.Error())
-	}
-	if nerr != nil {
-		problems = append(problems, "new version: "+nerr.Error())
-	}
 	if oerr != nil || nerr != nil {
+		var problems []string
+		if oerr != nil {
+			problems = append(problems, "old version: "+oerr.Error())
+		}
+		if nerr != nil {
+			problems = append(problems, "new version: "+nerr.Error())
+		}
 		return problems
 	}
+	r.Declared = declaredBump(ov, nv)
+	if p := r.orderProblem(ov, nv, oldVersion, newVersion); p != "" {
+		return []string{p}
+	}
+	return nil
+}
 
+// declaredBump is the bump from ov to nv: the highest component that
+// differs (a pre-release change is a patch).
+func declaredBump(ov, nv Version) Bump {
 	switch {
 	case ov.Major != nv.Major:
-		r.Declared = BumpMajor
+		return BumpMajor
 	case ov.Minor != nv.Minor:
-		r.Declared = BumpMinor
+		return BumpMinor
 	case ov.Patch != nv.Patch || ov.Compare(nv) != 0:
-		r.Declared = BumpPatch
+		return BumpPatch
 	}
+	return BumpNone
+}
 
+// orderProblem says why the new version does not follow the old one for
+// the changes found, "" when it does.
+func (r *DiffReport) orderProblem(ov, nv Version, oldVersion, newVersion string) string {
 	// A suggestion always bumps at least the patch: a new version must be
 	// higher than the old one even when nothing changed.
 	use := diffNextVersion(ov, max(r.Required, BumpPatch))
 	switch c := nv.Compare(ov); {
 	case c < 0:
-		return append(problems, fmt.Sprintf("version %s is lower than the old version %s: a new version must be higher; use %s",
-			newVersion, oldVersion, use))
+		return fmt.Sprintf("version %s is lower than the old version %s: a new version must be higher; use %s",
+			newVersion, oldVersion, use)
 	case c == 0 && len(r.Changes) == 0 && slices.Equal(ov.Build, nv.Build):
-		return problems // the same version, unchanged: registering it again is a no-op
+		return "" // the same version, unchanged: registering it again is a no-op
 	case c == 0 && len(r.Changes) == 0:
-		return append(problems, fmt.Sprintf("version %s differs from %s only in build metadata, which does not order versions: use %s",
-			newVersion, oldVersion, use))
+		return fmt.Sprintf("version %s differs from %s only in build metadata, which does not order versions: use %s",
+			newVersion, oldVersion, use)
 	case c == 0:
-		return append(problems, fmt.Sprintf("version %s has the same precedence as the old version %s but the changes need a %s bump: use %s",
-			newVersion, oldVersion, r.Required, use))
+		return fmt.Sprintf("version %s has the same precedence as the old version %s but the changes need a %s bump: use %s",
+			newVersion, oldVersion, r.Required, use)
 	case r.Declared < r.Required:
-		return append(problems, fmt.Sprintf("version %s is a %s bump but the changes need a %s bump: use %s",
-			newVersion, r.Declared, r.Required, use))
+		return fmt.Sprintf("version %s is a %s bump but the changes need a %s bump: use %s",
+			newVersion, r.Declared, r.Required, use)
 	}
-	return problems
+	return ""
 }
 
 // diffNextVersion returns the smallest release after v with a bump of b.
@@ -779,46 +793,73 @@ func (s *schemaDiffer) leaf(path, k string, ov any, oOK bool, nv any, nOK bool) 
 	case diffKwLower, diffKwUpper:
 		s.bound(path, k, ov, oOK, nv, nOK, class == diffKwLower)
 	case diffKwAssert:
-		switch {
-		case !nOK:
-			s.relax(path, "constraint_loosened", "%s %s removed", k, diffShow(ov))
-		case !oOK:
-			s.restrict(path, "constraint_tightened", "%s %s added", k, diffShow(nv))
-		default:
-			s.restrict(path, "constraint_tightened", "%s changed from %s to %s", k, diffShow(ov), diffShow(nv))
-		}
+		s.assertion(path, k, ov, oOK, nv, nOK)
 	case diffKwFlag:
-		if diffTrue(ov) == diffTrue(nv) {
-			return
-		}
-		if diffTrue(nv) {
-			s.restrict(path, "constraint_tightened", "%s is now true", k)
-		} else {
-			s.relax(path, "constraint_loosened", "%s is no longer true", k)
-		}
+		s.flag(path, k, ov, nv)
 	case diffKwDefault:
-		what := fmt.Sprintf("default changed from %s to %s", diffShowOpt(ov, oOK), diffShowOpt(nv, nOK))
-		if s.input {
-			s.d.add(path, "default_changed", BumpMinor, "%s: callers that omit the field get a different value", what)
-		} else {
-			s.d.add(path, "default_changed", BumpPatch, "%s: an output default is documentation only", what)
-		}
+		s.defaultValue(path, ov, oOK, nv, nOK)
 	case diffKwAnnotation:
-		kind := "annotation_changed"
-		switch k {
-		case "description", "title", "examples":
-			kind = k + "_changed"
-		case "example":
-			kind = "examples_changed"
-		}
-		s.d.add(path, kind, BumpPatch, "%s changed: documentation only", k)
+		s.d.add(path, annotationKind(k), BumpPatch, "%s changed: documentation only", k)
 	default:
-		if k == "$ref" {
-			s.d.add(path, "ref_unresolved", BumpMajor, "$ref changed from %s to %s and cannot be resolved within the schema, so caphub cannot compare what it points to: treated as breaking", diffShowOpt(ov, oOK), diffShowOpt(nv, nOK))
-			return
-		}
-		s.d.add(path, "schema_keyword_changed", BumpMajor, "keyword %s changed from %s to %s; caphub does not analyse it, so the change is treated as breaking", k, diffShowOpt(ov, oOK), diffShowOpt(nv, nOK))
+		s.unanalysed(path, k, ov, oOK, nv, nOK)
 	}
+}
+
+// assertion compares an assertion keyword (pattern, format, …): added or
+// changed restricts, removed relaxes.
+func (s *schemaDiffer) assertion(path, k string, ov any, oOK bool, nv any, nOK bool) {
+	switch {
+	case !nOK:
+		s.relax(path, "constraint_loosened", "%s %s removed", k, diffShow(ov))
+	case !oOK:
+		s.restrict(path, "constraint_tightened", "%s %s added", k, diffShow(nv))
+	default:
+		s.restrict(path, "constraint_tightened", "%s changed from %s to %s", k, diffShow(ov), diffShow(nv))
+	}
+}
+
+// flag compares a boolean keyword: becoming true restricts, ceasing to be
+// true relaxes.
+func (s *schemaDiffer) flag(path, k string, ov, nv any) {
+	switch {
+	case diffTrue(ov) == diffTrue(nv):
+	case diffTrue(nv):
+		s.restrict(path, "constraint_tightened", "%s is now true", k)
+	default:
+		s.relax(path, "constraint_loosened", "%s is no longer true", k)
+	}
+}
+
+// defaultValue compares default: a minor change for input (callers that
+// omit the field get another value), documentation for output.
+func (s *schemaDiffer) defaultValue(path string, ov any, oOK bool, nv any, nOK bool) {
+	what := fmt.Sprintf("default changed from %s to %s", diffShowOpt(ov, oOK), diffShowOpt(nv, nOK))
+	if s.input {
+		s.d.add(path, "default_changed", BumpMinor, "%s: callers that omit the field get a different value", what)
+	} else {
+		s.d.add(path, "default_changed", BumpPatch, "%s: an output default is documentation only", what)
+	}
+}
+
+// annotationKind is the change kind of an annotation keyword k.
+func annotationKind(k string) string {
+	switch k {
+	case "description", "title", "examples":
+		return k + "_changed"
+	case "example":
+		return "examples_changed"
+	}
+	return "annotation_changed"
+}
+
+// unanalysed records a change of a keyword caphub does not analyse (an
+// unresolvable $ref among them) as breaking.
+func (s *schemaDiffer) unanalysed(path, k string, ov any, oOK bool, nv any, nOK bool) {
+	if k == "$ref" {
+		s.d.add(path, "ref_unresolved", BumpMajor, "$ref changed from %s to %s and cannot be resolved within the schema, so caphub cannot compare what it points to: treated as breaking", diffShowOpt(ov, oOK), diffShowOpt(nv, nOK))
+		return
+	}
+	s.d.add(path, "schema_keyword_changed", BumpMajor, "keyword %s changed from %s to %s; caphub does not analyse it, so the change is treated as breaking", k, diffShowOpt(ov, oOK), diffShowOpt(nv, nOK))
 }
 
 // bound compares a minimum-like (lower) or maximum-like keyword. Draft-04
@@ -827,13 +868,7 @@ func (s *schemaDiffer) bound(path, k string, ov any, oOK bool, nv any, nOK, lowe
 	_, ob := ov.(bool)
 	_, nb := nv.(bool)
 	if ob || nb {
-		switch {
-		case diffTrue(ov) == diffTrue(nv):
-		case diffTrue(nv):
-			s.restrict(path, "constraint_tightened", "%s is now true", k)
-		default:
-			s.relax(path, "constraint_loosened", "%s is no longer true", k)
-		}
+		s.flag(path, k, ov, nv)
 		return
 	}
 	of, oNum := diffNumber(ov)
@@ -952,41 +987,53 @@ func (s *schemaDiffer) object(path string, om, nm map[string]any, depth int) {
 // by the rules of its side, then its schema.
 func (s *schemaDiffer) field(path, name string, ov any, oIn, oReq bool, nv any, nIn, nReq bool, depth int) {
 	if s.input {
-		switch {
-		case oIn && !nIn && oReq:
-			s.d.add(path, "input_required_removed", BumpMajor, "required input field %q was removed: callers still send it and the capability no longer accepts or reads it (OSSA §6.2: removing a required input field)", name)
-		case oIn && !nIn:
-			// Removing an optional field is breaking too: callers that still
-			// send it may be rejected (closed objects, upstream validation)
-			// or see their value silently ignored.
-			s.d.add(path, "input_field_removed", BumpMajor, "optional input field %q was removed: callers that still send it may be rejected, or see it ignored", name)
-		case !oIn && nReq:
-			s.d.add(path, "input_required_added", BumpMajor, "new required input field %q: existing callers do not send it and will be rejected (OSSA §6.2: adding a required input field)", name)
-		case !oIn:
-			if def, ok := s.resolve(s.newRoot, nv).m["default"]; ok {
-				s.d.add(path, "input_field_added", BumpMinor, "new optional input field %q with default %s: existing callers keep working (OSSA §6.3: adding an optional input field with a default)", name, diffShow(def))
-			} else {
-				s.d.add(path, "input_field_added", BumpMinor, "new optional input field %q, with no default declared (the capability must handle its absence): existing callers keep working", name)
-			}
-		case !oReq && nReq:
-			s.d.add(path, "input_became_required", BumpMajor, "input field %q is now required: callers that omit it will be rejected", name)
-		case oReq && !nReq:
-			s.d.add(path, "input_became_optional", BumpMinor, "input field %q is no longer required: every call valid before is still valid", name)
-		}
+		s.inputField(path, name, nv, oIn, oReq, nIn, nReq)
 	} else {
-		switch {
-		case oIn && !nIn:
-			s.d.add(path, "output_field_removed", BumpMajor, "output field %q was removed: consumers that read it will not find it (OSSA §6.2: removing an output field)", name)
-		case !oIn:
-			s.d.add(path, "output_field_added", BumpMinor, "new output field %q: consumers that do not know it can ignore it (OSSA §6.3: adding an output field)", name)
-		case oReq && !nReq:
-			s.d.add(path, "output_became_optional", BumpMajor, "output field %q is no longer required: consumers that rely on it may find it missing", name)
-		case !oReq && nReq:
-			s.d.add(path, "output_became_required", BumpMinor, "output field %q is now required: a stronger guarantee for consumers", name)
-		}
+		s.outputField(path, name, oIn, oReq, nIn, nReq)
 	}
 	if oIn && nIn {
 		s.compare(path, ov, nv, depth+1)
+	}
+}
+
+// inputField records an input property removed, added or changing
+// required-ness (nv is its new schema, for a default).
+func (s *schemaDiffer) inputField(path, name string, nv any, oIn, oReq, nIn, nReq bool) {
+	switch {
+	case oIn && !nIn && oReq:
+		s.d.add(path, "input_required_removed", BumpMajor, "required input field %q was removed: callers still send it and the capability no longer accepts or reads it (OSSA §6.2: removing a required input field)", name)
+	case oIn && !nIn:
+		// Removing an optional field is breaking too: callers that still
+		// send it may be rejected (closed objects, upstream validation)
+		// or see their value silently ignored.
+		s.d.add(path, "input_field_removed", BumpMajor, "optional input field %q was removed: callers that still send it may be rejected, or see it ignored", name)
+	case !oIn && nReq:
+		s.d.add(path, "input_required_added", BumpMajor, "new required input field %q: existing callers do not send it and will be rejected (OSSA §6.2: adding a required input field)", name)
+	case !oIn:
+		if def, ok := s.resolve(s.newRoot, nv).m["default"]; ok {
+			s.d.add(path, "input_field_added", BumpMinor, "new optional input field %q with default %s: existing callers keep working (OSSA §6.3: adding an optional input field with a default)", name, diffShow(def))
+		} else {
+			s.d.add(path, "input_field_added", BumpMinor, "new optional input field %q, with no default declared (the capability must handle its absence): existing callers keep working", name)
+		}
+	case !oReq && nReq:
+		s.d.add(path, "input_became_required", BumpMajor, "input field %q is now required: callers that omit it will be rejected", name)
+	case oReq && !nReq:
+		s.d.add(path, "input_became_optional", BumpMinor, "input field %q is no longer required: every call valid before is still valid", name)
+	}
+}
+
+// outputField records an output property removed, added or changing
+// required-ness.
+func (s *schemaDiffer) outputField(path, name string, oIn, oReq, nIn, nReq bool) {
+	switch {
+	case oIn && !nIn:
+		s.d.add(path, "output_field_removed", BumpMajor, "output field %q was removed: consumers that read it will not find it (OSSA §6.2: removing an output field)", name)
+	case !oIn:
+		s.d.add(path, "output_field_added", BumpMinor, "new output field %q: consumers that do not know it can ignore it (OSSA §6.3: adding an output field)", name)
+	case oReq && !nReq:
+		s.d.add(path, "output_became_optional", BumpMajor, "output field %q is no longer required: consumers that rely on it may find it missing", name)
+	case !oReq && nReq:
+		s.d.add(path, "output_became_required", BumpMinor, "output field %q is now required: a stronger guarantee for consumers", name)
 	}
 }
 

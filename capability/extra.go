@@ -123,6 +123,25 @@ func Normalize(v any) any {
 			x[i] = Normalize(e)
 		}
 		return x
+	case time.Time:
+		return dateText(x)
+	}
+	return normalizeNumber(v)
+}
+
+// dateText is a timestamp YAML read from an unquoted date, as the text it
+// was: a date at midnight UTC as YYYY-MM-DD, else RFC 3339.
+func dateText(t time.Time) string {
+	if t.Equal(t.Truncate(24*time.Hour)) && t.Location() == time.UTC {
+		return t.Format("2006-01-02")
+	}
+	return t.Format(time.RFC3339Nano)
+}
+
+// normalizeNumber turns a number into int64 when it is whole and exact,
+// else float64; any other value is returned as it is.
+func normalizeNumber(v any) any {
+	switch x := v.(type) {
 	case int:
 		return int64(x)
 	case int32:
@@ -137,18 +156,12 @@ func Normalize(v any) any {
 			return int64(x)
 		}
 		return x
-	case time.Time:
-		// YAML reads unquoted dates as timestamps; keep them as the text they were.
-		if x.Equal(x.Truncate(24*time.Hour)) && x.Location() == time.UTC {
-			return x.Format("2006-01-02")
-		}
-		return x.Format(time.RFC3339Nano)
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return i
 		}
 		f, _ := x.Float64()
-		return Normalize(f)
+		return normalizeNumber(f)
 	}
 	return v
 }

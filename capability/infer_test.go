@@ -31,9 +31,11 @@ func TestPrimaryDomainSuffixes(t *testing.T) {
 		{"acme_api", "acme"},
 	}
 	for _, tt := range tests {
-		if got := PrimaryDomain(tt.source); got != tt.want {
-			t.Errorf("PrimaryDomain(%q) = %q, want %q", tt.source, got, tt.want)
-		}
+		t.Run(tt.source, func(t *testing.T) {
+			if got := PrimaryDomain(tt.source); got != tt.want {
+				t.Errorf("PrimaryDomain(%q) = %q, want %q", tt.source, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -75,9 +77,11 @@ func TestPrimaryDomainTable(t *testing.T) {
 		{"acme", "acme"},
 	}
 	for _, tt := range tests {
-		if got := PrimaryDomain(tt.source); got != tt.want {
-			t.Errorf("PrimaryDomain(%q) = %q, want %q", tt.source, got, tt.want)
-		}
+		t.Run(tt.source, func(t *testing.T) {
+			if got := PrimaryDomain(tt.source); got != tt.want {
+				t.Errorf("PrimaryDomain(%q) = %q, want %q", tt.source, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -107,9 +111,11 @@ func TestPrimaryDomainSteps(t *testing.T) {
 		{"suffix stripped before matching", "github-mcp-server", "github"},
 	}
 	for _, tt := range tests {
-		if got := PrimaryDomain(tt.source); got != tt.want {
-			t.Errorf("%s: PrimaryDomain(%q) = %q, want %q", tt.name, tt.source, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PrimaryDomain(tt.source); got != tt.want {
+				t.Errorf("%s: PrimaryDomain(%q) = %q, want %q", tt.name, tt.source, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -129,9 +135,11 @@ func TestPrimaryDomainQuirks(t *testing.T) {
 		{"file-fetcher", "filesystem"},
 	}
 	for _, tt := range tests {
-		if got := PrimaryDomain(tt.source); got != tt.want {
-			t.Errorf("PrimaryDomain(%q) = %q, want %q", tt.source, got, tt.want)
-		}
+		t.Run(tt.source, func(t *testing.T) {
+			if got := PrimaryDomain(tt.source); got != tt.want {
+				t.Errorf("PrimaryDomain(%q) = %q, want %q", tt.source, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -177,9 +185,11 @@ func TestSubDomainPrefixes(t *testing.T) {
 		{"GET_WIDGET_NAME", "widget.name"},
 	}
 	for _, tt := range tests {
-		if got := SubDomain(tt.name); got != tt.want {
-			t.Errorf("SubDomain(%q) = %q, want %q", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SubDomain(tt.name); got != tt.want {
+				t.Errorf("SubDomain(%q) = %q, want %q", tt.name, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -223,9 +233,11 @@ func TestSubDomainNormalisation(t *testing.T) {
 		{"search_repositories", "repositories"},
 	}
 	for _, tt := range tests {
-		if got := SubDomain(tt.name); got != tt.want {
-			t.Errorf("SubDomain(%q) = %q, want %q", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SubDomain(tt.name); got != tt.want {
+				t.Errorf("SubDomain(%q) = %q, want %q", tt.name, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -294,9 +306,11 @@ func TestInferCategories(t *testing.T) {
 		{"LIST_WIDGET_SEARCH", []string{"crud.read", "search"}},
 	}
 	for _, tt := range tests {
-		if got := InferCategories(tt.name); !slices.Equal(got, tt.want) {
-			t.Errorf("InferCategories(%q) = %q, want %q", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := InferCategories(tt.name); !slices.Equal(got, tt.want) {
+				t.Errorf("InferCategories(%q) = %q, want %q", tt.name, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -346,10 +360,12 @@ func TestInfer(t *testing.T) {
 		{"", "assign_widget", Inference{nil, []string{"other"}}},
 	}
 	for _, tt := range tests {
-		got := Infer(tt.source, tt.name)
-		if !slices.Equal(got.Domains, tt.want.Domains) || !slices.Equal(got.Categories, tt.want.Categories) {
-			t.Errorf("Infer(%q, %q) = %+v, want %+v", tt.source, tt.name, got, tt.want)
-		}
+		t.Run(tt.source+"/"+tt.name, func(t *testing.T) {
+			got := Infer(tt.source, tt.name)
+			if !slices.Equal(got.Domains, tt.want.Domains) || !slices.Equal(got.Categories, tt.want.Categories) {
+				t.Errorf("Infer(%q, %q) = %+v, want %+v", tt.source, tt.name, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -382,9 +398,11 @@ func TestDomainMatches(t *testing.T) {
 		{"", "", true},
 	}
 	for _, tt := range tests {
-		if got := DomainMatches(tt.filter, tt.domain); got != tt.want {
-			t.Errorf("DomainMatches(%q, %q) = %v, want %v", tt.filter, tt.domain, got, tt.want)
-		}
+		t.Run(tt.filter+"~"+tt.domain, func(t *testing.T) {
+			if got := DomainMatches(tt.filter, tt.domain); got != tt.want {
+				t.Errorf("DomainMatches(%q, %q) = %v, want %v", tt.filter, tt.domain, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -468,14 +486,16 @@ func TestApplyInference(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		d := tt.def
-		d.ApplyInference(tt.source)
-		if !slices.Equal(d.Domains, tt.wantDomains) {
-			t.Errorf("%s: Domains = %q, want %q", tt.name, d.Domains, tt.wantDomains)
-		}
-		if !slices.Equal(d.Categories, tt.wantCategories) {
-			t.Errorf("%s: Categories = %q, want %q", tt.name, d.Categories, tt.wantCategories)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.def
+			d.ApplyInference(tt.source)
+			if !slices.Equal(d.Domains, tt.wantDomains) {
+				t.Errorf("%s: Domains = %q, want %q", tt.name, d.Domains, tt.wantDomains)
+			}
+			if !slices.Equal(d.Categories, tt.wantCategories) {
+				t.Errorf("%s: Categories = %q, want %q", tt.name, d.Categories, tt.wantCategories)
+			}
+		})
 	}
 }
 

@@ -147,66 +147,83 @@ func Negotiate(req NegotiationRequest, available []URI) NegotiationResponse {
 		return resp
 	}
 	resp.Capability = want.Base()
-
-	var preferred []Version
-	if want.HasVersion {
-		preferred = append(preferred, want.Version)
+	preferred, minimum, reason := negotiationVersions(req, want)
+	if reason != "" {
+		resp.Reason = reason
+		resp.AvailableVersions = negotiationOfferedVersions(want, available)
+		return resp
 	}
-	for i, s := range req.PreferredVersions {
-		v, reason := parseMajorMinorVersion(s, "")
-		if reason != "" {
-			resp.Reason = fmt.Sprintf("bad request: preferred_versions[%d] %q is not a capability version (MAJOR[.MINOR]): %s", i, s, reason)
-			resp.AvailableVersions = negotiationOfferedVersions(want, available)
-			return resp
-		}
-		preferred = append(preferred, v)
-	}
-	var minimum *Version
-	if req.MinimumVersion != "" {
-		v, reason := parseMajorMinorVersion(req.MinimumVersion, "")
-		if reason != "" {
-			resp.Reason = fmt.Sprintf("bad request: minimum_version %q is not a capability version (MAJOR[.MINOR]): %s", req.MinimumVersion, reason)
-			resp.AvailableVersions = negotiationOfferedVersions(want, available)
-			return resp
-		}
-		minimum = &v
-	}
-
-	choose := func(u URI) NegotiationResponse {
+	if u, ok := negotiationChoice(want, available, preferred, minimum); ok {
 		resp.Status = StatusAvailable
 		resp.Capability = u.String()
 		return resp
 	}
+	if !offersCapability(want, available) {
+		resp.Reason = fmt.Sprintf("capability %s is not available: no version of it is offered", want.Base())
+		return resp
+	}
+	resp.AvailableVersions = negotiationOfferedVersions(want, available)
+	resp.Reason = noCompatibleReason(resp.AvailableVersions, preferred, minimum)
+	return resp
+}
+
+// negotiationVersions parses the preferred versions of a request (a version
+// on its capability URI first) and its minimum version; reason says why
+// one is malformed.
+func negotiationVersions(req NegotiationRequest, want URI) (preferred []Version, minimum *Version, reason string) {
+	if want.HasVersion {
+		preferred = append(preferred, want.Version)
+	}
+	for i, s := range req.PreferredVersions {
+		v, why := parseMajorMinorVersion(s, "")
+		if why != "" {
+			return nil, nil, fmt.Sprintf("bad request: preferred_versions[%d] %q is not a capability version (MAJOR[.MINOR]): %s", i, s, why)
+		}
+		preferred = append(preferred, v)
+	}
+	if req.MinimumVersion != "" {
+		v, why := parseMajorMinorVersion(req.MinimumVersion, "")
+		if why != "" {
+			return nil, nil, fmt.Sprintf("bad request: minimum_version %q is not a capability version (MAJOR[.MINOR]): %s", req.MinimumVersion, why)
+		}
+		minimum = &v
+	}
+	return preferred, minimum, ""
+}
+
+// negotiationChoice is the available URI that answers want: the highest
+// compatible with the first preferred version that has one (not below the
+// minimum), else with the minimum, else, with neither given, the highest
+// offered (want itself when only versionless URIs of it are offered).
+func negotiationChoice(want URI, available []URI, preferred []Version, minimum *Version) (URI, bool) {
 	for i := range preferred {
 		if u, ok := highestCompatible(want, available, &preferred[i], minimum); ok {
-			return choose(u.WithVersion(u.Version))
+			return u.WithVersion(u.Version), true
 		}
 	}
 	if minimum != nil {
 		if u, ok := highestCompatible(want, available, minimum, nil); ok {
-			return choose(u.WithVersion(u.Version))
+			return u.WithVersion(u.Version), true
 		}
 	}
+	if len(preferred) > 0 || minimum != nil || !offersCapability(want, available) {
+		return URI{}, false
+	}
+	if u, ok := highestCompatible(want, available, nil, nil); ok {
+		return u.WithVersion(u.Version), true
+	}
+	return want, true // only versionless URIs of it are offered
+}
 
-	offered := false
-	for _, a := range available {
-		if a.SameCapability(want) {
-			offered = true
-			break
-		}
-	}
-	if !offered {
-		resp.Reason = fmt.Sprintf("capability %s is not available: no version of it is offered", want.Base())
-		return resp
-	}
-	if len(preferred) == 0 && minimum == nil {
-		if u, ok := highestCompatible(want, available, nil, nil); ok {
-			return choose(u.WithVersion(u.Version))
-		}
-		return choose(want) // only versionless URIs of it are offered
-	}
+// offersCapability reports whether any available URI names want's
+// capability.
+func offersCapability(want URI, available []URI) bool {
+	return slices.ContainsFunc(available, want.SameCapability)
+}
 
-	resp.AvailableVersions = negotiationOfferedVersions(want, available)
+// noCompatibleReason says that none of the offered versions is compatible
+// with the preferred or minimum versions.
+func noCompatibleReason(offered []string, preferred []Version, minimum *Version) string {
 	var wanted []string
 	if len(preferred) > 0 {
 		names := make([]string, len(preferred))
@@ -221,13 +238,12 @@ func Negotiate(req NegotiationRequest, available []URI) NegotiationResponse {
 	if minimum != nil {
 		wanted = append(wanted, "minimum version "+minimum.String())
 	}
-	offeredText := strings.Join(resp.AvailableVersions, ", ")
+	offeredText := strings.Join(offered, ", ")
 	if offeredText == "" {
 		offeredText = "only versionless URIs"
 	}
-	resp.Reason = fmt.Sprintf("No compatible version available: none of the offered versions (%s) is compatible with %s (same major, minor at least as high, OSSA §7.2)",
+	return fmt.Sprintf("No compatible version available: none of the offered versions (%s) is compatible with %s (same major, minor at least as high, OSSA §7.2)",
 		offeredText, strings.Join(wanted, " or with "))
-	return resp
 }
 
 // highestCompatible returns the highest versioned URI in available that is the

@@ -33,58 +33,74 @@ func Placeholders(template string) []string {
 // split once, before placeholders are filled, so each placeholder stays
 // within one argument.
 func SplitCommand(s string) ([]string, error) {
-	var (
-		args    []string
-		cur     strings.Builder
-		inWord  bool
-		quote   rune
-		quoteAt int
-	)
-	runes := []rune(s)
-	for i := 0; i < len(runes); i++ {
-		r := runes[i]
-		switch {
-		case quote == '\'':
-			if r == '\'' {
-				quote = 0
-			} else {
-				cur.WriteRune(r)
-			}
-		case quote == '"':
-			switch {
-			case r == '"':
-				quote = 0
-			case r == '\\' && i+1 < len(runes) && (runes[i+1] == '"' || runes[i+1] == '\\'):
-				i++
-				cur.WriteRune(runes[i])
-			default:
-				cur.WriteRune(r)
-			}
-		case r == '\'' || r == '"':
-			quote, quoteAt, inWord = r, i, true
-		case r == '\\':
-			if i+1 >= len(runes) {
-				return nil, fmt.Errorf("command ends with a lone backslash: remove it or escape it as \\\\")
-			}
-			i++
-			cur.WriteRune(runes[i])
-			inWord = true
-		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
-			if inWord {
-				args = append(args, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteRune(r)
-			inWord = true
+	sp := &commandSplitter{runes: []rune(s)}
+	for ; sp.i < len(sp.runes); sp.i++ {
+		if sp.quote != 0 {
+			sp.quoted(sp.runes[sp.i])
+		} else if err := sp.unquoted(sp.runes[sp.i]); err != nil {
+			return nil, err
 		}
 	}
-	if quote != 0 {
-		return nil, fmt.Errorf("unterminated %c quote starting at character %d: close it", quote, quoteAt+1)
+	if sp.quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote starting at character %d: close it", sp.quote, sp.quoteAt+1)
 	}
-	if inWord {
-		args = append(args, cur.String())
+	sp.endWord()
+	return sp.args, nil
+}
+
+// commandSplitter is SplitCommand's state: the words so far and the one
+// being read.
+type commandSplitter struct {
+	runes   []rune
+	i       int // the rune being read
+	args    []string
+	cur     strings.Builder
+	inWord  bool
+	quote   rune // the open quote, 0 outside quotes
+	quoteAt int
+}
+
+// quoted reads r inside quotes: nothing is special inside '…'; inside "…"
+// a backslash escapes " and \.
+func (sp *commandSplitter) quoted(r rune) {
+	switch {
+	case r == sp.quote:
+		sp.quote = 0
+	case sp.quote == '"' && r == '\\' && sp.i+1 < len(sp.runes) && (sp.runes[sp.i+1] == '"' || sp.runes[sp.i+1] == '\\'):
+		sp.i++
+		sp.cur.WriteRune(sp.runes[sp.i])
+	default:
+		sp.cur.WriteRune(r)
 	}
-	return args, nil
+}
+
+// unquoted reads r outside quotes: a quote opens, a backslash escapes the
+// next character, blanks end the word.
+func (sp *commandSplitter) unquoted(r rune) error {
+	switch r {
+	case '\'', '"':
+		sp.quote, sp.quoteAt, sp.inWord = r, sp.i, true
+	case '\\':
+		if sp.i+1 >= len(sp.runes) {
+			return fmt.Errorf("command ends with a lone backslash: remove it or escape it as \\\\")
+		}
+		sp.i++
+		sp.cur.WriteRune(sp.runes[sp.i])
+		sp.inWord = true
+	case ' ', '\t', '\n', '\r':
+		sp.endWord()
+	default:
+		sp.cur.WriteRune(r)
+		sp.inWord = true
+	}
+	return nil
+}
+
+// endWord ends the word being read, if any.
+func (sp *commandSplitter) endWord() {
+	if sp.inWord {
+		sp.args = append(sp.args, sp.cur.String())
+		sp.cur.Reset()
+		sp.inWord = false
+	}
 }

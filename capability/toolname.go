@@ -3,7 +3,8 @@ package capability
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -47,70 +48,83 @@ func ToolName(uri string) string {
 // result depends only on the set, never on its order. URIs naming the same
 // capability (different versions) share one name.
 func ToolNames(uris []string) map[string]string {
-	type item struct {
-		uri, base, plain string
-		level            int // 0: plain ToolName; 1..: hashLevels[level-1]
-	}
-	items := make([]*item, 0, len(uris))
-	byBase := map[string]*item{}
-	for _, u := range uris {
-		base, plain := toolNameParts(u)
-		if it, ok := byBase[base]; ok {
-			items = append(items, &item{uri: u, base: base, plain: it.plain, level: -1}) // follows its capability
-			continue
-		}
-		it := &item{uri: u, base: base, plain: plain}
-		if plain == "" || len(plain) > MaxToolNameLen {
-			it.level = 1
-		}
-		byBase[base] = it
-		items = append(items, it)
-	}
-	name := func(it *item) string {
-		if it.level == 0 {
-			return it.plain
-		}
-		return hashedToolName(it.base, it.plain, hashLevels[min(it.level, len(hashLevels))-1])
-	}
+	items, byBase := toolNameItems(uris)
 	// Raise the level of every capability whose name is shared until all
 	// names are distinct; the last level (the whole digest) always is.
-	bases := make([]string, 0, len(byBase))
-	for b := range byBase {
-		bases = append(bases, b)
-	}
-	sort.Strings(bases)
+	bases := slices.Sorted(maps.Keys(byBase))
 	for round := 0; round <= len(hashLevels); round++ {
-		owners := map[string][]*item{}
-		for _, b := range bases {
-			it := byBase[b]
-			n := name(it)
-			owners[n] = append(owners[n], it)
-		}
-		clash := false
-		for _, group := range owners {
-			if len(group) < 2 {
-				continue
-			}
-			for _, it := range group {
-				if it.level < len(hashLevels) {
-					it.level++
-					clash = true
-				}
-			}
-		}
-		if !clash {
+		if !raiseClashes(bases, byBase) {
 			break
 		}
 	}
 	out := make(map[string]string, len(items))
 	for _, it := range items {
 		if it.level < 0 {
-			out[it.uri] = name(byBase[it.base])
+			out[it.uri] = byBase[it.base].name()
 		} else {
-			out[it.uri] = name(it)
+			out[it.uri] = it.name()
 		}
 	}
 	return out
+}
+
+// toolNameItem is one URI being named by ToolNames.
+type toolNameItem struct {
+	uri, base, plain string
+	level            int // 0: plain ToolName; 1..: hashLevels[level-1]; -1: named as its capability's first URI
+}
+
+// name is the item's tool name at its level.
+func (it *toolNameItem) name() string {
+	if it.level == 0 {
+		return it.plain
+	}
+	return hashedToolName(it.base, it.plain, hashLevels[min(it.level, len(hashLevels))-1])
+}
+
+// toolNameItems makes an item of each URI, and returns the first item of
+// each capability by URI base; names too long start hashed.
+func toolNameItems(uris []string) ([]*toolNameItem, map[string]*toolNameItem) {
+	items := make([]*toolNameItem, 0, len(uris))
+	byBase := map[string]*toolNameItem{}
+	for _, u := range uris {
+		base, plain := toolNameParts(u)
+		if it, ok := byBase[base]; ok {
+			items = append(items, &toolNameItem{uri: u, base: base, plain: it.plain, level: -1}) // follows its capability
+			continue
+		}
+		it := &toolNameItem{uri: u, base: base, plain: plain}
+		if plain == "" || len(plain) > MaxToolNameLen {
+			it.level = 1
+		}
+		byBase[base] = it
+		items = append(items, it)
+	}
+	return items, byBase
+}
+
+// raiseClashes raises the level of every capability whose name another
+// shares (up to the last level) and reports whether any was raised.
+func raiseClashes(bases []string, byBase map[string]*toolNameItem) bool {
+	owners := map[string][]*toolNameItem{}
+	for _, b := range bases {
+		it := byBase[b]
+		n := it.name()
+		owners[n] = append(owners[n], it)
+	}
+	raised := false
+	for _, group := range owners {
+		if len(group) < 2 {
+			continue
+		}
+		for _, it := range group {
+			if it.level < len(hashLevels) {
+				it.level++
+				raised = true
+			}
+		}
+	}
+	return raised
 }
 
 // hashLevels are the hash lengths (hex digits) tried in turn when hashed

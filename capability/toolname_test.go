@@ -33,16 +33,18 @@ func TestToolName(t *testing.T) {
 		{"", "cap_" + hash8("")},
 	}
 	for _, tc := range cases {
-		got := capability.ToolName(tc.uri)
-		if got != tc.want {
-			t.Errorf("ToolName(%q) = %q, want %q", tc.uri, got, tc.want)
-		}
-		if !strictNameRE.MatchString(got) {
-			t.Errorf("ToolName(%q) = %q does not match %s", tc.uri, got, strictNameRE)
-		}
-		if again := capability.ToolName(tc.uri); again != got {
-			t.Errorf("ToolName(%q) is not stable: %q then %q", tc.uri, got, again)
-		}
+		t.Run(tc.uri, func(t *testing.T) {
+			got := capability.ToolName(tc.uri)
+			if got != tc.want {
+				t.Errorf("ToolName(%q) = %q, want %q", tc.uri, got, tc.want)
+			}
+			if !strictNameRE.MatchString(got) {
+				t.Errorf("ToolName(%q) = %q does not match %s", tc.uri, got, strictNameRE)
+			}
+			if again := capability.ToolName(tc.uri); again != got {
+				t.Errorf("ToolName(%q) is not stable: %q then %q", tc.uri, got, again)
+			}
+		})
 	}
 	if n := len(capability.ToolName(long)); n != capability.MaxToolNameLen {
 		t.Errorf("long name has %d characters, want %d", n, capability.MaxToolNameLen)

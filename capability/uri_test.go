@@ -208,8 +208,10 @@ func TestSameCapability(t *testing.T) {
 		{"ossa:security/lint@1.0", false},
 	}
 	for _, tt := range tests {
-		if got := a.SameCapability(MustParseURI(tt.other)); got != tt.want {
-			t.Errorf("SameCapability(%s, %s) = %v, want %v", a, tt.other, got, tt.want)
-		}
+		t.Run(tt.other, func(t *testing.T) {
+			if got := a.SameCapability(MustParseURI(tt.other)); got != tt.want {
+				t.Errorf("SameCapability(%s, %s) = %v, want %v", a, tt.other, got, tt.want)
+			}
+		})
 	}
 }

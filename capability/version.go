@@ -65,71 +65,81 @@ func (e *VersionError) Error() string {
 // zeros. A leading "v", a negative number, a value above 2^64-1, whitespace
 // and the empty string are rejected. Every error is a *VersionError.
 func ParseVersion(s string) (Version, error) {
-	fail := func(component, format string, args ...any) (Version, error) {
-		return Version{}, &VersionError{Input: s, Component: component, Reason: fmt.Sprintf(format, args...)}
+	fail := func(component, reason string) (Version, error) {
+		return Version{}, &VersionError{Input: s, Component: component, Reason: reason}
 	}
-	if s == "" {
-		return fail(versionComponentVersion, "the version is empty; write MAJOR[.MINOR[.PATCH]], e.g. 1.0")
+	if reason := versionShapeProblem(s); reason != "" {
+		return fail(versionComponentVersion, reason)
 	}
-	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
-		return fail(versionComponentVersion, "the version contains whitespace at byte %d; remove it", i)
-	}
-	if s[0] == 'v' || s[0] == 'V' {
-		if rest := s[1:]; rest != "" && rest[0] >= '0' && rest[0] <= '9' {
-			if _, err := ParseVersion(rest); err == nil {
-				return fail(versionComponentVersion, "drop the leading %q; write %s", s[:1], rest)
-			}
-		}
-		return fail(versionComponentVersion, "drop the leading %q: a version starts with the major number, e.g. 1.0", s[:1])
-	}
-
 	// Split off build metadata at the first "+", then the pre-release at the
 	// first "-" (pre-release identifiers may themselves contain hyphens).
 	core, build, hasBuild := strings.Cut(s, "+")
 	core, pre, hasPre := strings.Cut(core, "-")
-
-	var v Version
-	fields := strings.Split(core, ".")
-	if len(fields) > 3 {
-		return fail(versionComponentVersion, "has %d numeric components; at most three are allowed (MAJOR.MINOR.PATCH)", len(fields))
+	v, component, reason := parseVersionCore(s, core, pre, hasPre)
+	if reason != "" {
+		return fail(component, reason)
 	}
-	if hasPre && (core == "" || strings.HasSuffix(core, ".")) {
-		// "-1" or "1.-2": a minus sign where a number belongs.
-		name := versionNumericNames[min(len(fields)-1, 2)]
-		return fail(name, "%s component is negative (%q); version components are non-negative integers", name, "-"+versionFirstIdent(pre))
-	}
-	for i, f := range fields {
-		name := versionNumericNames[i]
-		n, reason := parseVersionNumber(f, name+" component")
-		if reason != "" {
-			return fail(name, "%s", reason+versionFixHint(s))
-		}
-		switch i {
-		case 0:
-			v.Major = n
-		case 1:
-			v.Minor = n
-		case 2:
-			v.Patch = n
-		}
-	}
-	v.Parts = len(fields)
-
 	if hasPre {
 		ids, reason := parseVersionIdentifiers(pre, "pre-release", true)
 		if reason != "" {
-			return fail(versionComponentPrerelease, "%s", reason+versionFixHint(s))
+			return fail(versionComponentPrerelease, reason+versionFixHint(s))
 		}
 		v.Prerelease = ids
 	}
 	if hasBuild {
 		ids, reason := parseVersionIdentifiers(build, "build", false)
 		if reason != "" {
-			return fail(versionComponentBuild, "%s", reason)
+			return fail(versionComponentBuild, reason)
 		}
 		v.Build = ids
 	}
 	return v, nil
+}
+
+// versionShapeProblem says why s cannot be a version before its parts are
+// read: empty, holding whitespace, or starting with a "v".
+func versionShapeProblem(s string) string {
+	if s == "" {
+		return "the version is empty; write MAJOR[.MINOR[.PATCH]], e.g. 1.0"
+	}
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		return fmt.Sprintf("the version contains whitespace at byte %d; remove it", i)
+	}
+	if s[0] != 'v' && s[0] != 'V' {
+		return ""
+	}
+	if rest := s[1:]; rest != "" && rest[0] >= '0' && rest[0] <= '9' {
+		if _, err := ParseVersion(rest); err == nil {
+			return fmt.Sprintf("drop the leading %q; write %s", s[:1], rest)
+		}
+	}
+	return fmt.Sprintf("drop the leading %q: a version starts with the major number, e.g. 1.0", s[:1])
+}
+
+// parseVersionCore reads the numeric components of version s (core, before
+// any pre-release pre); on failure it returns the component at fault and
+// why.
+func parseVersionCore(s, core, pre string, hasPre bool) (v Version, component, reason string) {
+	fields := strings.Split(core, ".")
+	if len(fields) > 3 {
+		return Version{}, versionComponentVersion, fmt.Sprintf("has %d numeric components; at most three are allowed (MAJOR.MINOR.PATCH)", len(fields))
+	}
+	if hasPre && (core == "" || strings.HasSuffix(core, ".")) {
+		// "-1" or "1.-2": a minus sign where a number belongs.
+		name := versionNumericNames[min(len(fields)-1, 2)]
+		return Version{}, name, fmt.Sprintf("%s component is negative (%q); version components are non-negative integers", name, "-"+versionFirstIdent(pre))
+	}
+	nums := [3]*uint64{&v.Major, &v.Minor, &v.Patch}
+	for i, f := range fields {
+		name := versionNumericNames[i]
+		n, reason := parseVersionNumber(f, name+" component")
+		if reason != "" {
+			return Version{}, name, reason + versionFixHint(s)
+		}
+		*nums[i] = n
+	}
+	v.Parts = len(fields)
+	return v, "", ""
 }
 
 // MustParseVersion is ParseVersion for versions known to be valid (constants,

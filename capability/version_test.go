@@ -176,13 +176,15 @@ func TestVersionCompare(t *testing.T) {
 		{"2.0", "1.99.99", 1},
 	}
 	for _, tt := range tests {
-		a, b := MustParseVersion(tt.a), MustParseVersion(tt.b)
-		if got := a.Compare(b); got != tt.want {
-			t.Errorf("Compare(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-		if got := b.Compare(a); got != -tt.want {
-			t.Errorf("Compare(%s, %s) = %d, want %d", tt.b, tt.a, got, -tt.want)
-		}
+		t.Run(tt.a+"_vs_"+tt.b, func(t *testing.T) {
+			a, b := MustParseVersion(tt.a), MustParseVersion(tt.b)
+			if got := a.Compare(b); got != tt.want {
+				t.Errorf("Compare(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
+			}
+			if got := b.Compare(a); got != -tt.want {
+				t.Errorf("Compare(%s, %s) = %d, want %d", tt.b, tt.a, got, -tt.want)
+			}
+		})
 	}
 }
 
@@ -199,19 +201,21 @@ func TestVersionFormats(t *testing.T) {
 		{"3.4.5-beta+exp.sha.5114f85", "3.4.5-beta+exp.sha.5114f85", "3.4.5-beta+exp.sha.5114f85", "3.4", true},
 	}
 	for _, tt := range tests {
-		v := MustParseVersion(tt.in)
-		if got := v.String(); got != tt.str {
-			t.Errorf("%s: String() = %q, want %q", tt.in, got, tt.str)
-		}
-		if got := v.Full(); got != tt.full {
-			t.Errorf("%s: Full() = %q, want %q", tt.in, got, tt.full)
-		}
-		if got := v.Short(); got != tt.short {
-			t.Errorf("%s: Short() = %q, want %q", tt.in, got, tt.short)
-		}
-		if got := v.IsPrerelease(); got != tt.pre {
-			t.Errorf("%s: IsPrerelease() = %v, want %v", tt.in, got, tt.pre)
-		}
+		t.Run(tt.in, func(t *testing.T) {
+			v := MustParseVersion(tt.in)
+			if got := v.String(); got != tt.str {
+				t.Errorf("%s: String() = %q, want %q", tt.in, got, tt.str)
+			}
+			if got := v.Full(); got != tt.full {
+				t.Errorf("%s: Full() = %q, want %q", tt.in, got, tt.full)
+			}
+			if got := v.Short(); got != tt.short {
+				t.Errorf("%s: Short() = %q, want %q", tt.in, got, tt.short)
+			}
+			if got := v.IsPrerelease(); got != tt.pre {
+				t.Errorf("%s: IsPrerelease() = %v, want %v", tt.in, got, tt.pre)
+			}
+		})
 	}
 	// A Version built by hand (Parts 0) is written in full.
 	if got := (Version{Major: 2, Minor: 1}).String(); got != "2.1.0" {

@@ -3,6 +3,7 @@ package discover
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -245,18 +246,22 @@ func TestEffects(t *testing.T) {
 		{&mcp.ToolAnnotations{DestructiveHint: &f, IdempotentHint: true}, "mcp_call writes idempotent open_world"},
 		{&mcp.ToolAnnotations{DestructiveHint: &tr, OpenWorldHint: &f}, "mcp_call writes destructive"},
 	}
-	for _, c := range cases {
-		if got := strings.Join(toolEffects(c.ann), " "); got != c.want {
-			b, _ := json.Marshal(c.ann)
-			t.Errorf("toolEffects(%s) = %s, want %s", b, got, c.want)
-		}
+	for i, c := range cases {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			if got := strings.Join(toolEffects(c.ann), " "); got != c.want {
+				b, _ := json.Marshal(c.ann)
+				t.Errorf("toolEffects(%s) = %s, want %s", b, got, c.want)
+			}
+		})
 	}
 }
 
 func TestURIName(t *testing.T) {
 	for in, want := range map[string]string{"echo": "echo", "get-sum": "get-sum", "printEnv": "printEnv", "a b/c": "a_b_c", "-x": "_-x", "héllo": "h_llo"} {
-		if got := uriName(in); got != want {
-			t.Errorf("uriName(%q) = %q, want %q", in, got, want)
-		}
+		t.Run(in, func(t *testing.T) {
+			if got := uriName(in); got != want {
+				t.Errorf("uriName(%q) = %q, want %q", in, got, want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -241,7 +242,7 @@ func TestAutoNeverRebinds(t *testing.T) {
 }
 
 func TestFlagsFromEnv(t *testing.T) {
-	for _, c := range []struct {
+	for i, c := range []struct {
 		enabled, auto string
 		wantE, wantA  bool
 		err           bool
@@ -253,12 +254,14 @@ func TestFlagsFromEnv(t *testing.T) {
 		{"yes", "", false, false, true},
 		{"true", "maybe", false, false, true},
 	} {
-		t.Setenv(EnvEnabled, c.enabled)
-		t.Setenv(EnvAuto, c.auto)
-		e, a, err := FlagsFromEnv()
-		if (err != nil) != c.err || e != c.wantE || a != c.wantA {
-			t.Errorf("%q %q: got %v %v %v", c.enabled, c.auto, e, a, err)
-		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Setenv(EnvEnabled, c.enabled)
+			t.Setenv(EnvAuto, c.auto)
+			e, a, err := FlagsFromEnv()
+			if (err != nil) != c.err || e != c.wantE || a != c.wantA {
+				t.Errorf("%q %q: got %v %v %v", c.enabled, c.auto, e, a, err)
+			}
+		})
 	}
 }
 

@@ -68,44 +68,64 @@ func (s *Server) Validate() error {
 	case s.Command != "" && s.URL != "":
 		problems = append(problems, "give either a command (stdio) or a url (HTTP), not both")
 	case s.Command != "":
-		if s.Transport == "" {
-			s.Transport = TransportStdio
-		}
-		if s.Transport != TransportStdio {
-			problems = append(problems, fmt.Sprintf("transport %q does not run a command: use stdio", s.Transport))
-		}
-		if argv, err := capability.SplitCommand(s.Command); err != nil {
-			problems = append(problems, "command: "+err.Error())
-		} else if len(argv) == 0 {
-			problems = append(problems, "command is empty")
-		}
+		problems = append(problems, s.validateCommand()...)
 	case s.URL != "":
-		if s.Transport == "" {
-			s.Transport = TransportHTTP
-		}
-		if s.Transport != TransportHTTP && s.Transport != TransportSSE {
-			problems = append(problems, fmt.Sprintf("transport %q does not use a url: use http or sse", s.Transport))
-		}
-		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
-			problems = append(problems, fmt.Sprintf("url %q must be an absolute http(s) URL", s.URL))
-		}
+		problems = append(problems, s.validateURL()...)
 	default:
 		problems = append(problems, "give a command (stdio) or a url (streamable HTTP or SSE)")
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if err := checkNoSecret("env "+k, k, s.Env[k]); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-		if err := checkNoSecret("header "+k, k, s.Headers[k]); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
+	problems = append(problems, secretProblems("env", s.Env)...)
+	problems = append(problems, secretProblems("header", s.Headers)...)
 	if len(problems) > 0 {
 		return fmt.Errorf("MCP server %q: %s", s.Name, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// validateCommand checks a stdio server: its transport (stdio by default)
+// and a command that splits into a program and its arguments.
+func (s *Server) validateCommand() []string {
+	var problems []string
+	if s.Transport == "" {
+		s.Transport = TransportStdio
+	}
+	if s.Transport != TransportStdio {
+		problems = append(problems, fmt.Sprintf("transport %q does not run a command: use stdio", s.Transport))
+	}
+	if argv, err := capability.SplitCommand(s.Command); err != nil {
+		problems = append(problems, "command: "+err.Error())
+	} else if len(argv) == 0 {
+		problems = append(problems, "command is empty")
+	}
+	return problems
+}
+
+// validateURL checks an HTTP server: its transport (streamable HTTP by
+// default, or SSE) and an absolute http(s) URL.
+func (s *Server) validateURL() []string {
+	var problems []string
+	if s.Transport == "" {
+		s.Transport = TransportHTTP
+	}
+	if s.Transport != TransportHTTP && s.Transport != TransportSSE {
+		problems = append(problems, fmt.Sprintf("transport %q does not use a url: use http or sse", s.Transport))
+	}
+	if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
+		problems = append(problems, fmt.Sprintf("url %q must be an absolute http(s) URL", s.URL))
+	}
+	return problems
+}
+
+// secretProblems checks that no env variable or header (what) holds a
+// secret, in name order.
+func secretProblems(what string, values map[string]string) []string {
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if err := checkNoSecret(what+" "+k, k, values[k]); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return problems
 }
 
 // checkNoSecret refuses a literal value under a secret-looking name: the

@@ -87,42 +87,14 @@ const (
 // a histogram observes it. A name keeps the kind and label names it was
 // first recorded with; caphub's own metric names (caphub_*) are reserved.
 func (m *Metrics) Record(name, kind string, value float64, labels map[string]string) error {
-	if !metricNameRE.MatchString(name) {
-		return fmt.Errorf("metric name %q must match [a-zA-Z_:][a-zA-Z0-9_:]*", name)
+	names, err := checkMetric(name, labels)
+	if err != nil {
+		return err
 	}
-	if strings.HasPrefix(name, "caphub_") || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
-		return fmt.Errorf("metric name %q is reserved (caphub_, go_ and process_ are caphub's own): choose another prefix", name)
+	c, err := m.customMetric(name, kind, names)
+	if err != nil {
+		return err
 	}
-	names := make([]string, 0, len(labels))
-	for k := range labels {
-		if !labelNameRE.MatchString(k) || strings.HasPrefix(k, "__") {
-			return fmt.Errorf("label name %q must match [a-zA-Z_][a-zA-Z0-9_]* and not start with __", k)
-		}
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	m.mu.Lock()
-	c, ok := m.custom[name]
-	if !ok {
-		switch kind {
-		case Counter:
-			c.vec = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: "Recorded by an agent."}, names)
-		case Gauge:
-			c.vec = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "Recorded by an agent."}, names)
-		case Histogram:
-			c.vec = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: "Recorded by an agent."}, names)
-		default:
-			m.mu.Unlock()
-			return fmt.Errorf("metric type %q: use counter, gauge or histogram", kind)
-		}
-		if err := m.reg.Register(c.vec); err != nil {
-			m.mu.Unlock()
-			return fmt.Errorf("register metric %q: %w", name, err)
-		}
-		c.kind, c.labels = kind, names
-		m.custom[name] = c
-	}
-	m.mu.Unlock()
 	if c.kind != kind {
 		return fmt.Errorf("metric %q is a %s, not a %s", name, c.kind, kind)
 	}
@@ -141,4 +113,51 @@ func (m *Metrics) Record(name, kind string, value float64, labels map[string]str
 		v.With(labels).Observe(value)
 	}
 	return nil
+}
+
+// checkMetric checks an agent's metric name and label names, and returns
+// the label names sorted.
+func checkMetric(name string, labels map[string]string) ([]string, error) {
+	if !metricNameRE.MatchString(name) {
+		return nil, fmt.Errorf("metric name %q must match [a-zA-Z_:][a-zA-Z0-9_:]*", name)
+	}
+	if strings.HasPrefix(name, "caphub_") || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+		return nil, fmt.Errorf("metric name %q is reserved (caphub_, go_ and process_ are caphub's own): choose another prefix", name)
+	}
+	names := make([]string, 0, len(labels))
+	for k := range labels {
+		if !labelNameRE.MatchString(k) || strings.HasPrefix(k, "__") {
+			return nil, fmt.Errorf("label name %q must match [a-zA-Z_][a-zA-Z0-9_]* and not start with __", k)
+		}
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// customMetric returns the agent metric name, registering it with kind and
+// label names when it is new.
+func (m *Metrics) customMetric(name, kind string, names []string) (customMetric, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.custom[name]
+	if ok {
+		return c, nil
+	}
+	switch kind {
+	case Counter:
+		c.vec = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: "Recorded by an agent."}, names)
+	case Gauge:
+		c.vec = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "Recorded by an agent."}, names)
+	case Histogram:
+		c.vec = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: "Recorded by an agent."}, names)
+	default:
+		return c, fmt.Errorf("metric type %q: use counter, gauge or histogram", kind)
+	}
+	if err := m.reg.Register(c.vec); err != nil {
+		return c, fmt.Errorf("register metric %q: %w", name, err)
+	}
+	c.kind, c.labels = kind, names
+	m.custom[name] = c
+	return c, nil
 }

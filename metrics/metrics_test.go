@@ -66,8 +66,10 @@ func TestAgentMetrics(t *testing.T) {
 		{"x", Counter, 1, map[string]string{"__l": "a"}, "label name"},
 	}
 	for _, c := range cases {
-		if err := m.Record(c.name, c.kind, c.value, c.labels); err == nil || !strings.Contains(err.Error(), c.err) {
-			t.Errorf("Record(%s, %s): %v, want %q", c.name, c.kind, err, c.err)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if err := m.Record(c.name, c.kind, c.value, c.labels); err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("Record(%s, %s): %v, want %q", c.name, c.kind, err, c.err)
+			}
+		})
 	}
 }

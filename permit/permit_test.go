@@ -2,6 +2,7 @@ package permit
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ func TestCommand(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh")
 	}
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		p    *Permits
 		name string
 		ok   bool
@@ -26,13 +27,15 @@ func TestCommand(t *testing.T) {
 		{&Permits{Commands: []string{"*"}}, "/bin/anything", true},
 		{Operator, "sh", true},
 	} {
-		err := tc.p.Command(tc.name, sh, exec.LookPath)
-		if (err == nil) != tc.ok {
-			t.Errorf("%+v Command(%s) = %v, want ok=%v", tc.p, tc.name, err, tc.ok)
-		}
-		if err != nil && (!errors.Is(err, ErrCommand) || !strings.Contains(err.Error(), "--allow-command")) {
-			t.Errorf("refusal %v does not name the flag", err)
-		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			err := tc.p.Command(tc.name, sh, exec.LookPath)
+			if (err == nil) != tc.ok {
+				t.Errorf("%+v Command(%s) = %v, want ok=%v", tc.p, tc.name, err, tc.ok)
+			}
+			if err != nil && (!errors.Is(err, ErrCommand) || !strings.Contains(err.Error(), "--allow-command")) {
+				t.Errorf("refusal %v does not name the flag", err)
+			}
+		})
 	}
 }
 

@@ -16,9 +16,9 @@ import (
 	"github.com/caphub/caphub/registry"
 )
 
-// ApprovalKind is the registry.DocStore kind approvals are kept under; the
+// approvalKind is the registry.DocStore kind approvals are kept under; the
 // key is the approval ID.
-const ApprovalKind = "approval"
+const approvalKind = "approval"
 
 // DefaultApprovalTTL is how long a pending approval waits for a decision,
 // and how long an approved one stays usable.
@@ -119,7 +119,7 @@ func (a *Approvals) put(ctx context.Context, ap *Approval) error {
 	if err != nil {
 		return err
 	}
-	if err := a.docs.PutDoc(ctx, ApprovalKind, ap.ID, b); err != nil {
+	if err := a.docs.PutDoc(ctx, approvalKind, ap.ID, b); err != nil {
 		return fmt.Errorf("store approval %s: %w", ap.ID, err)
 	}
 	return nil
@@ -138,7 +138,7 @@ func (a *Approvals) expire(ap *Approval) bool {
 // Get returns an approval, expired first when its time has passed; the
 // error wraps registry.ErrNotFound when there is none.
 func (a *Approvals) Get(ctx context.Context, id string) (*Approval, error) {
-	d, err := a.docs.GetDoc(ctx, ApprovalKind, id)
+	d, err := a.docs.GetDoc(ctx, approvalKind, id)
 	if err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
 			return nil, fmt.Errorf("approval %q does not exist (list them with caphub approval list): %w", id, registry.ErrNotFound)
@@ -164,7 +164,7 @@ func (a *Approvals) List(ctx context.Context, status string) ([]*Approval, error
 	default:
 		return nil, fmt.Errorf("%w: approval status %q: use pending, approved, denied or expired", registry.ErrInvalid, status)
 	}
-	docs, err := a.docs.ListDocs(ctx, ApprovalKind, "")
+	docs, err := a.docs.ListDocs(ctx, approvalKind, "")
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
@@ -231,7 +231,7 @@ func (a *Approvals) decide(ctx context.Context, id, by, status, reason string) (
 	if reason != "" {
 		data["reason"] = reason
 	}
-	ops := []registry.DocOp{{Kind: ApprovalKind, Key: ap.ID, Value: b}}
+	ops := []registry.DocOp{{Kind: approvalKind, Key: ap.ID, Value: b}}
 	if err := registry.ApplyDocsRecorded(ctx, a.docs, rec, ops, audit.KindApproval, by, ap.URI, data); err != nil {
 		return nil, fmt.Errorf("store the decision on approval %s: %w", id, err)
 	}

@@ -123,54 +123,80 @@ func (e *Engine) check(ctx context.Context, call *invoke.Call) (decision, error)
 		if p.Agent == DefaultAgent {
 			who = fmt.Sprintf("default policy \"*\" (agent %q has none of its own)", call.Caller)
 		}
-		def := call.Definition
-		for _, perm := range def.Permissions {
-			if !grants(p.GrantedPermissions, perm) {
-				return e.deny("permission", key, fmt.Sprintf("%s: capability needs permission %q, which is not granted (granted: %s); grant it with caphub policy set %s --permission %s",
-					who, perm, listOrNone(p.GrantedPermissions), p.Agent, perm), nil)
-			}
+		if d, err := e.checkGrants(p, who, call.Definition); err != nil {
+			return d, err
 		}
-		for _, eff := range def.Effects {
-			if !grants(p.AllowedEffects, eff) {
-				return e.deny("effect", key, fmt.Sprintf("%s: effect %q is not allowed (allowed: %s); allow it with caphub policy set %s --effect %s",
-					who, eff, listOrNone(p.AllowedEffects), p.Agent, eff), nil)
-			}
-		}
-		if p.MinTrustTier != "" {
-			if e.opts.Tiers == nil {
-				return e.deny("min_trust_tier", key, fmt.Sprintf("%s: a minimum trust tier %q is set but caphub has no way to look tiers up (a configuration error: give policy.Options.Tiers)", who, p.MinTrustTier), nil)
-			}
-			tier, err := e.opts.Tiers(ctx, call.URI)
-			if err != nil {
-				return e.deny("min_trust_tier", key, fmt.Sprintf("%s: cannot read the trust tier of %s: %v", who, call.URI, err), err)
-			}
-			if !sign.AtLeast(tier, p.MinTrustTier) {
-				shown := tier
-				if shown == "" {
-					shown = "none (registered before trust tiers)"
-				}
-				return e.deny("min_trust_tier", key, fmt.Sprintf("%s: trust tier %q is below the minimum %q; sign the definition or register it as an administrator, or lower the minimum",
-					who, shown, p.MinTrustTier), nil)
-			}
+		if d, err := e.checkTier(ctx, p, who, call.URI); err != nil {
+			return d, err
 		}
 	}
-	rule := ""
-	if e.opts.ApprovalRequired {
-		rule = EnvHumanApproval + "=true"
-	} else if capability.ToolPolicy(call.Definition) == capability.ToolPolicyRequiresApproval {
-		rule = "the capability's tool policy is requires_approval (metadata.everruns.policy)"
-	} else if p != nil {
-		for _, pat := range p.RequireApproval {
-			if MatchURI(pat, call.URI) {
-				rule = fmt.Sprintf("%s: require_approval %q", who, pat)
-				break
-			}
-		}
-	}
+	rule := approvalRule(e.opts.ApprovalRequired, p, who, call)
 	if rule == "" {
 		return decision{Decision: "allow", Policy: key}, nil
 	}
 	return e.approval(ctx, call, key, rule)
+}
+
+// checkGrants denies a capability whose permissions or effects policy p
+// (named who) does not grant.
+func (e *Engine) checkGrants(p *Policy, who string, def *capability.Definition) (decision, error) {
+	for _, perm := range def.Permissions {
+		if !grants(p.GrantedPermissions, perm) {
+			return e.deny("permission", p.Agent, fmt.Sprintf("%s: capability needs permission %q, which is not granted (granted: %s); grant it with caphub policy set %s --permission %s",
+				who, perm, listOrNone(p.GrantedPermissions), p.Agent, perm), nil)
+		}
+	}
+	for _, eff := range def.Effects {
+		if !grants(p.AllowedEffects, eff) {
+			return e.deny("effect", p.Agent, fmt.Sprintf("%s: effect %q is not allowed (allowed: %s); allow it with caphub policy set %s --effect %s",
+				who, eff, listOrNone(p.AllowedEffects), p.Agent, eff), nil)
+		}
+	}
+	return decision{}, nil
+}
+
+// checkTier denies a capability whose trust tier is below the minimum of
+// policy p (named who), or cannot be read.
+func (e *Engine) checkTier(ctx context.Context, p *Policy, who, uri string) (decision, error) {
+	if p.MinTrustTier == "" {
+		return decision{}, nil
+	}
+	if e.opts.Tiers == nil {
+		return e.deny("min_trust_tier", p.Agent, fmt.Sprintf("%s: a minimum trust tier %q is set but caphub has no way to look tiers up (a configuration error: give policy.Options.Tiers)", who, p.MinTrustTier), nil)
+	}
+	tier, err := e.opts.Tiers(ctx, uri)
+	if err != nil {
+		return e.deny("min_trust_tier", p.Agent, fmt.Sprintf("%s: cannot read the trust tier of %s: %v", who, uri, err), err)
+	}
+	if sign.AtLeast(tier, p.MinTrustTier) {
+		return decision{}, nil
+	}
+	shown := tier
+	if shown == "" {
+		shown = "none (registered before trust tiers)"
+	}
+	return e.deny("min_trust_tier", p.Agent, fmt.Sprintf("%s: trust tier %q is below the minimum %q; sign the definition or register it as an administrator, or lower the minimum",
+		who, shown, p.MinTrustTier), nil)
+}
+
+// approvalRule is the rule that makes call need a human's approval: the
+// operator's switch (always), the capability's tool policy, or a
+// require_approval pattern of policy p (named who); "" when none does.
+func approvalRule(always bool, p *Policy, who string, call *invoke.Call) string {
+	switch {
+	case always:
+		return EnvHumanApproval + "=true"
+	case capability.ToolPolicy(call.Definition) == capability.ToolPolicyRequiresApproval:
+		return "the capability's tool policy is requires_approval (metadata.everruns.policy)"
+	case p == nil:
+		return ""
+	}
+	for _, pat := range p.RequireApproval {
+		if MatchURI(pat, call.URI) {
+			return fmt.Sprintf("%s: require_approval %q", who, pat)
+		}
+	}
+	return ""
 }
 
 func (e *Engine) deny(rule, key, msg string, cause error) (decision, error) {

@@ -34,9 +34,9 @@ import (
 	"github.com/caphub/caphub/registry"
 )
 
-// DocKind is the registry.DocStore kind policies are kept under; the key
+// policyKind is the registry.DocStore kind policies are kept under; the key
 // is the agent ID, or DefaultAgent.
-const DocKind = "policy"
+const policyKind = "policy"
 
 // DefaultAgent is the key of the default policy: the one applied to callers
 // without a policy of their own.
@@ -128,7 +128,7 @@ func (s *Policies) Put(ctx context.Context, p Policy) error {
 	if err != nil {
 		return err
 	}
-	if err := s.docs.PutDoc(ctx, DocKind, p.Agent, b); err != nil {
+	if err := s.docs.PutDoc(ctx, policyKind, p.Agent, b); err != nil {
 		return fmt.Errorf("store the policy of agent %q: %w", p.Agent, err)
 	}
 	return nil
@@ -137,7 +137,7 @@ func (s *Policies) Put(ctx context.Context, p Policy) error {
 // Get returns the policy stored under agent (exactly: no fallback to the
 // default); the error wraps registry.ErrNotFound when there is none.
 func (s *Policies) Get(ctx context.Context, agentID string) (*Policy, error) {
-	d, err := s.docs.GetDoc(ctx, DocKind, agentID)
+	d, err := s.docs.GetDoc(ctx, policyKind, agentID)
 	if err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
 			return nil, fmt.Errorf("agent %q has no policy (set one with caphub policy set %s): %w", agentID, agentID, registry.ErrNotFound)
@@ -191,7 +191,7 @@ func (s *Policies) effective(ctx context.Context, caller string) (*Policy, error
 // Delete removes the policy of agentID; ErrNotFound when there is none.
 func (s *Policies) Delete(ctx context.Context, agentID string) error {
 	defer s.forget()
-	return s.docs.DeleteDoc(ctx, DocKind, agentID)
+	return s.docs.DeleteDoc(ctx, policyKind, agentID)
 }
 
 // grants reports whether a grant list covers want: exactly, by "*", or by

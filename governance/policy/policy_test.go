@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -223,9 +224,11 @@ func TestMatchURI(t *testing.T) {
 		{"*", "ossa:test/fetch@1.0", false},
 		{"ossa:test/fetc", "ossa:test/fetch@1.0", false},
 	} {
-		if got := policy.MatchURI(c.pat, c.uri); got != c.want {
-			t.Errorf("MatchURI(%q, %q) = %v", c.pat, c.uri, got)
-		}
+		t.Run(c.pat+"~"+c.uri, func(t *testing.T) {
+			if got := policy.MatchURI(c.pat, c.uri); got != c.want {
+				t.Errorf("MatchURI(%q, %q) = %v", c.pat, c.uri, got)
+			}
+		})
 	}
 }
 
@@ -306,7 +309,7 @@ func TestToolPolicyRequiresApproval(t *testing.T) {
 		d.Metadata = map[string]any{"everruns": map[string]any{"policy": v}}
 		return &d
 	}
-	for _, c := range []struct {
+	for i, c := range []struct {
 		d    *capability.Definition
 		want string
 	}{
@@ -319,9 +322,11 @@ func TestToolPolicyRequiresApproval(t *testing.T) {
 		{withPolicy("require-aproval"), capability.ToolPolicyRequiresApproval},
 		{withPolicy(true), capability.ToolPolicyRequiresApproval},
 	} {
-		if got := capability.ToolPolicy(c.d); got != c.want {
-			t.Errorf("ToolPolicy(%v) = %s, want %s", c.d, got, c.want)
-		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			if got := capability.ToolPolicy(c.d); got != c.want {
+				t.Errorf("ToolPolicy(%v) = %s, want %s", c.d, got, c.want)
+			}
+		})
 	}
 
 	e := newEnv(t, policy.Options{})

@@ -138,9 +138,11 @@ func TestKeyFileErrors(t *testing.T) {
 		"directory without keys":    {empty, "has no .pub files"},
 	}
 	for name, c := range ringCases {
-		if _, err := sign.LoadKeyRing(c.path); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("LoadKeyRing %s = %v, want %q", name, err, c.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			if _, err := sign.LoadKeyRing(c.path); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("LoadKeyRing %s = %v, want %q", name, err, c.want)
+			}
+		})
 	}
 	if _, err := sign.LoadKeyRing(); err == nil {
 		t.Error("LoadKeyRing() with no path succeeded")
@@ -157,9 +159,11 @@ func TestKeyFileErrors(t *testing.T) {
 		"bad DER":     {pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1, 2}}), "not a valid PKCS#8"},
 	}
 	for name, c := range privCases {
-		if _, err := sign.ParsePrivateKey("k.key", c.data); err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "k.key: ") {
-			t.Errorf("ParsePrivateKey %s = %v, want %q", name, err, c.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			if _, err := sign.ParsePrivateKey("k.key", c.data); err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "k.key: ") {
+				t.Errorf("ParsePrivateKey %s = %v, want %q", name, err, c.want)
+			}
+		})
 	}
 }
 

@@ -112,8 +112,10 @@ func TestAtLeast(t *testing.T) {
 		{"", sign.TierUntrusted, false},
 		{sign.TierVerified, "bogus", false},
 	} {
-		if got := sign.AtLeast(c.tier, c.min); got != c.want {
-			t.Errorf("AtLeast(%q, %q) = %v", c.tier, c.min, got)
-		}
+		t.Run(c.tier+">="+c.min, func(t *testing.T) {
+			if got := sign.AtLeast(c.tier, c.min); got != c.want {
+				t.Errorf("AtLeast(%q, %q) = %v", c.tier, c.min, got)
+			}
+		})
 	}
 }

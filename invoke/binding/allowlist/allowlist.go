@@ -37,13 +37,8 @@ func Allowed(patterns []string, host, port string) bool {
 
 func match(pattern, host, port string) bool {
 	p := strings.ToLower(strings.TrimSpace(pattern))
-	switch p {
-	case "":
+	if p == "" {
 		return false
-	case "*":
-		return true
-	case "loopback":
-		return IsLoopback(host)
 	}
 	ph, pp := p, ""
 	if h, pt, err := net.SplitHostPort(p); err == nil {
@@ -52,7 +47,12 @@ func match(pattern, host, port string) bool {
 	if pp != "" && pp != "*" && pp != port {
 		return false
 	}
-	ph = strings.TrimSuffix(ph, ".")
+	return matchHost(strings.TrimSuffix(ph, "."), host)
+}
+
+// matchHost reports whether host matches the host part of a pattern:
+// "loopback", "*", "*.suffix", a CIDR, an IP literal or a host name.
+func matchHost(ph, host string) bool {
 	switch {
 	case ph == "loopback":
 		return IsLoopback(host)

@@ -31,8 +31,7 @@ func fillArgs(tmpl []string, input map[string]any) ([]string, error) {
 	// a literal option that a dropped value would take with it; -1 if not.
 	lastOption := -1
 	for _, a := range tmpl[1:] {
-		names := capability.Placeholders(a)
-		if len(names) == 0 {
+		if len(capability.Placeholders(a)) == 0 {
 			out = append(out, a)
 			lastOption = -1
 			if strings.HasPrefix(a, "-") && a != "--" && a != "-" {
@@ -40,34 +39,41 @@ func fillArgs(tmpl []string, input map[string]any) ([]string, error) {
 			}
 			continue
 		}
-		pairs := make([]string, 0, 2*len(names))
-		absent := false
-		for _, name := range names {
-			v, ok := bindutil.Lookup(input, name)
-			if !ok || v == nil {
-				absent = true
-				break
-			}
-			text, err := valueText(v)
-			if err != nil {
-				return nil, fmt.Errorf("cli binding: argument %q, {%s}: %w", a, name, err)
-			}
-			if strings.IndexByte(text, 0) >= 0 {
-				return nil, bindutil.InvalidInput(Kind, "input field %s contains a NUL byte, which no program argument can carry: remove it", name)
-			}
-			pairs = append(pairs, "{"+name+"}", text)
+		filled, absent, err := fillArg(a, input)
+		if err != nil {
+			return nil, err
 		}
-		if absent {
-			if !strings.HasPrefix(a, "-") && lastOption >= 0 && lastOption == len(out)-1 {
-				out = out[:lastOption]
-			}
-			lastOption = -1
-			continue
+		switch {
+		case !absent:
+			out = append(out, filled)
+		case !strings.HasPrefix(a, "-") && lastOption >= 0 && lastOption == len(out)-1:
+			out = out[:lastOption] // the option goes with its value
 		}
-		out = append(out, strings.NewReplacer(pairs...).Replace(a))
 		lastOption = -1
 	}
 	return out, nil
+}
+
+// fillArg fills one argument template; absent is set when it names a field
+// that is absent or null, and the argument is then dropped.
+func fillArg(a string, input map[string]any) (filled string, absent bool, err error) {
+	names := capability.Placeholders(a)
+	pairs := make([]string, 0, 2*len(names))
+	for _, name := range names {
+		v, ok := bindutil.Lookup(input, name)
+		if !ok || v == nil {
+			return "", true, nil
+		}
+		text, err := valueText(v)
+		if err != nil {
+			return "", false, fmt.Errorf("cli binding: argument %q, {%s}: %w", a, name, err)
+		}
+		if strings.IndexByte(text, 0) >= 0 {
+			return "", false, bindutil.InvalidInput(Kind, "input field %s contains a NUL byte, which no program argument can carry: remove it", name)
+		}
+		pairs = append(pairs, "{"+name+"}", text)
+	}
+	return strings.NewReplacer(pairs...).Replace(a), false, nil
 }
 
 // valueText is a value as one argument: strings as they are, numbers and

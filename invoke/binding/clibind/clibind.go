@@ -170,11 +170,7 @@ func (b *Binding) Kind() string { return Kind }
 // and returns its parsed output.
 func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcome, error) {
 	if call == nil || call.Definition == nil || call.Definition.Bindings.CLI == nil {
-		uri := ""
-		if call != nil {
-			uri = call.URI
-		}
-		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no cli binding; add bindings.cli {command, parser} to its definition", bindutil.OrUnnamed(uri))
+		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no cli binding; add bindings.cli {command, parser} to its definition", bindutil.CapabilityName(call))
 	}
 	cb := call.Definition.Bindings.CLI
 	parser := cb.Parser

@@ -172,29 +172,14 @@ func (b *Binding) Close() error {
 // Invoke calls the unary method named by call.Definition.Bindings.GRPC with
 // call.Input and returns the response as decoded JSON.
 func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcome, error) {
-	if call == nil || call.Definition == nil || call.Definition.Bindings.GRPC == nil {
-		uri := ""
-		if call != nil {
-			uri = call.URI
-		}
-		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no grpc binding; add bindings.grpc {target, service, method} to its definition", bindutil.OrUnnamed(uri))
-	}
-	gb := call.Definition.Bindings.GRPC
-	service, method := splitMethod(gb.Service, gb.Method)
-	details := map[string]any{"target": gb.Target, "service": service, "method": method}
-	switch {
-	case strings.TrimSpace(gb.Target) == "":
-		return nil, bindutil.NoBinding(Kind, details, "the grpc binding of %s has no target; set bindings.grpc.target to host:port (e.g. 127.0.0.1:50051)", bindutil.OrUnnamed(call.URI))
-	case service == "":
-		return nil, bindutil.NoBinding(Kind, details, "the grpc binding of %s has no service; set bindings.grpc.service to the fully-qualified service name (e.g. pkg.v1.Svc)", bindutil.OrUnnamed(call.URI))
-	case method == "":
-		return nil, bindutil.NoBinding(Kind, details, "the grpc binding of %s has no method; set bindings.grpc.method to the method name (e.g. Add)", bindutil.OrUnnamed(call.URI))
+	gb, service, method, err := grpcBindingOf(call)
+	if err != nil {
+		return nil, err
 	}
 	target, err := b.checkTarget(gb.Target)
 	if err != nil {
-		return nil, bindutil.NoBinding(Kind, details, "%v", err)
+		return nil, bindutil.NoBinding(Kind, map[string]any{"target": gb.Target, "service": service, "method": method}, "%v", err)
 	}
-	details["target"] = target
 	cc, err := b.conn(target)
 	if err != nil {
 		return nil, err
@@ -204,9 +189,36 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 		ctx, cancel = context.WithTimeout(ctx, b.opts.CallTimeout)
 		defer cancel()
 	}
+	return b.call(ctx, cc, call, target, service, method)
+}
+
+// grpcBindingOf returns the grpc binding of call with its service and
+// method, or why there is none to invoke.
+func grpcBindingOf(call *invoke.Call) (gb *capability.GRPCBinding, service, method string, err error) {
+	if call == nil || call.Definition == nil || call.Definition.Bindings.GRPC == nil {
+		return nil, "", "", bindutil.NoBinding(Kind, nil, "capability %s has no grpc binding; add bindings.grpc {target, service, method} to its definition", bindutil.CapabilityName(call))
+	}
+	gb = call.Definition.Bindings.GRPC
+	service, method = splitMethod(gb.Service, gb.Method)
+	details := map[string]any{"target": gb.Target, "service": service, "method": method}
+	switch {
+	case strings.TrimSpace(gb.Target) == "":
+		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no target; set bindings.grpc.target to host:port (e.g. 127.0.0.1:50051)", bindutil.CapabilityName(call))
+	case service == "":
+		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no service; set bindings.grpc.service to the fully-qualified service name (e.g. pkg.v1.Svc)", bindutil.CapabilityName(call))
+	case method == "":
+		return nil, "", "", bindutil.NoBinding(Kind, details, "the grpc binding of %s has no method; set bindings.grpc.method to the method name (e.g. Add)", bindutil.CapabilityName(call))
+	}
+	return gb, service, method, nil
+}
+
+// call sends the request to service/method on target and returns the
+// response as decoded JSON. When the server does not route a cached
+// method, the method is resolved again and the call resent once.
+func (b *Binding) call(ctx context.Context, cc *grpc.ClientConn, call *invoke.Call, target, service, method string) (*invoke.Outcome, error) {
+	gb := call.Definition.Bindings.GRPC
 	fullMethod := "/" + service + "/" + method
 	where := fmt.Sprintf("%s on %s", fullMethod, target)
-
 	for try := 0; ; try++ {
 		info, md, err := b.method(ctx, cc, target, service, method, try > 0)
 		if err != nil {

@@ -523,16 +523,18 @@ func TestParseTarget(t *testing.T) {
 		{in: "a..b:1", err: "neither an IP address nor a DNS name"},
 	}
 	for _, tt := range tests {
-		host, port, err := parseTarget(tt.in)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("parseTarget(%q) err = %v, want it to mention %q", tt.in, err, tt.err)
+		t.Run(tt.in, func(t *testing.T) {
+			host, port, err := parseTarget(tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("parseTarget(%q) err = %v, want it to mention %q", tt.in, err, tt.err)
+				}
+				return
 			}
-			continue
-		}
-		if err != nil || host != tt.host || port != tt.port {
-			t.Errorf("parseTarget(%q) = %q, %q, %v; want %q, %q", tt.in, host, port, err, tt.host, tt.port)
-		}
+			if err != nil || host != tt.host || port != tt.port {
+				t.Errorf("parseTarget(%q) = %q, %q, %v; want %q, %q", tt.in, host, port, err, tt.host, tt.port)
+			}
+		})
 	}
 }
 
@@ -569,9 +571,11 @@ func TestTargetAllowed(t *testing.T) {
 		{[]string{"", "  "}, "127.0.0.1", "1", false},
 	}
 	for _, tt := range tests {
-		if got := targetAllowed(tt.patterns, tt.host, tt.port); got != tt.want {
-			t.Errorf("targetAllowed(%q, %s:%s) = %v, want %v", tt.patterns, tt.host, tt.port, got, tt.want)
-		}
+		t.Run(tt.host+":"+tt.port, func(t *testing.T) {
+			if got := targetAllowed(tt.patterns, tt.host, tt.port); got != tt.want {
+				t.Errorf("targetAllowed(%q, %s:%s) = %v, want %v", tt.patterns, tt.host, tt.port, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -584,9 +588,11 @@ func TestSplitMethod(t *testing.T) {
 		{"x.Y", "a.B/C", "x.Y", "C"},
 	}
 	for _, tt := range tests {
-		if s, m := splitMethod(tt.svc, tt.m); s != tt.wantSvc || m != tt.wantM {
-			t.Errorf("splitMethod(%q, %q) = %q, %q", tt.svc, tt.m, s, m)
-		}
+		t.Run(tt.svc+"/"+tt.m, func(t *testing.T) {
+			if s, m := splitMethod(tt.svc, tt.m); s != tt.wantSvc || m != tt.wantM {
+				t.Errorf("splitMethod(%q, %q) = %q, %q", tt.svc, tt.m, s, m)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -93,14 +94,7 @@ type inputChecker struct{ types *dynamicpb.Types }
 // them.
 func (c inputChecker) message(md protoreflect.MessageDescriptor, v any, path string) *inputProblem {
 	if isWellKnown(md) {
-		raw, err := json.Marshal(v)
-		if err == nil {
-			err = protojson.UnmarshalOptions{Resolver: c.types}.Unmarshal(raw, dynamicpb.NewMessage(md))
-		}
-		if err != nil {
-			return problem(path, "%s", protojsonReason(err))
-		}
-		return nil
+		return c.wellKnown(md, v, path)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -116,42 +110,76 @@ func (c inputChecker) message(md protoreflect.MessageDescriptor, v any, path str
 		if fd == nil {
 			return problem(p, "unknown field; %s has fields: %s", md.FullName(), fieldNames(fields))
 		}
-		val := obj[k]
-		if val == nil {
-			continue // null means unset
-		}
-		switch {
-		case fd.IsMap():
-			m, ok := val.(map[string]any)
-			if !ok {
-				return problem(p, "expected an object (map<%s, %s>), got %s", kindName(fd.MapKey()), kindName(fd.MapValue()), describe(val))
-			}
-			for _, mk := range slices.Sorted(maps.Keys(m)) {
-				kp := p + "." + mk
-				if r := checkMapKey(fd.MapKey(), mk); r != "" {
-					return problem(kp, "%s", r)
-				}
-				if pr := c.singular(fd.MapValue(), m[mk], kp); pr != nil {
-					return pr
-				}
-			}
-		case fd.IsList():
-			list, ok := val.([]any)
-			if !ok {
-				return problem(p, "expected an array (repeated %s), got %s", kindName(fd), describe(val))
-			}
-			for i, e := range list {
-				if pr := c.singular(fd, e, fmt.Sprintf("%s[%d]", p, i)); pr != nil {
-					return pr
-				}
-			}
-		default:
-			if pr := c.singular(fd, val, p); pr != nil {
-				return pr
-			}
+		if pr := c.field(fd, obj[k], p); pr != nil {
+			return pr
 		}
 	}
 	return nil
+}
+
+// wellKnown checks v, the JSON of a well-known type md, with protojson.
+func (c inputChecker) wellKnown(md protoreflect.MessageDescriptor, v any, path string) *inputProblem {
+	raw, err := json.Marshal(v)
+	if err == nil {
+		err = protojson.UnmarshalOptions{Resolver: c.types}.Unmarshal(raw, dynamicpb.NewMessage(md))
+	}
+	if err != nil {
+		return problem(path, "%s", protojsonReason(err))
+	}
+	return nil
+}
+
+// field checks the value of field fd at path: a map, a list or one value;
+// null means unset.
+func (c inputChecker) field(fd protoreflect.FieldDescriptor, val any, p string) *inputProblem {
+	switch {
+	case val == nil:
+		return nil
+	case fd.IsMap():
+		return c.mapField(fd, val, p)
+	case fd.IsList():
+		list, ok := val.([]any)
+		if !ok {
+			return problem(p, "expected an array (repeated %s), got %s", kindName(fd), describe(val))
+		}
+		for i, e := range list {
+			if pr := c.singular(fd, e, fmt.Sprintf("%s[%d]", p, i)); pr != nil {
+				return pr
+			}
+		}
+		return nil
+	default:
+		return c.singular(fd, val, p)
+	}
+}
+
+// mapField checks the keys and values of a map field.
+func (c inputChecker) mapField(fd protoreflect.FieldDescriptor, val any, p string) *inputProblem {
+	m, ok := val.(map[string]any)
+	if !ok {
+		return problem(p, "expected an object (map<%s, %s>), got %s", kindName(fd.MapKey()), kindName(fd.MapValue()), describe(val))
+	}
+	for _, mk := range slices.Sorted(maps.Keys(m)) {
+		kp := p + "." + mk
+		if r := checkMapKey(fd.MapKey(), mk); r != "" {
+			return problem(kp, "%s", r)
+		}
+		if pr := c.singular(fd.MapValue(), m[mk], kp); pr != nil {
+			return pr
+		}
+	}
+	return nil
+}
+
+// scalarChecks are the checks of the scalar kinds that take one JSON type:
+// whether a value fits, and what was expected.
+var scalarChecks = map[protoreflect.Kind]struct {
+	fits func(any) bool
+	want string
+}{
+	protoreflect.BoolKind:   {func(v any) bool { _, ok := v.(bool); return ok }, "a bool"},
+	protoreflect.StringKind: {func(v any) bool { _, ok := v.(string); return ok }, "a string"},
+	protoreflect.BytesKind:  {func(v any) bool { _, ok := v.(string); return ok }, "bytes as a base64 string"},
 }
 
 // singular checks one value of fd (an element, for lists and maps).
@@ -159,35 +187,17 @@ func (c inputChecker) singular(fd protoreflect.FieldDescriptor, v any, path stri
 	if v == nil {
 		return nil
 	}
+	if sc, ok := scalarChecks[fd.Kind()]; ok {
+		if !sc.fits(v) {
+			return problem(path, "expected %s, got %s", sc.want, describe(v))
+		}
+		return nil
+	}
 	switch fd.Kind() {
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		return c.message(fd.Message(), v, path)
 	case protoreflect.EnumKind:
-		ed := fd.Enum()
-		if ed.FullName() == "google.protobuf.NullValue" {
-			return nil
-		}
-		if s, ok := v.(string); ok {
-			if ed.Values().ByName(protoreflect.Name(s)) == nil {
-				return problem(path, "unknown value %q of enum %s; its values are: %s", s, ed.FullName(), enumNames(ed))
-			}
-			return nil
-		}
-		if r := checkInt(v, 32, false); r != "" {
-			return problem(path, "expected a value of enum %s (%s, or its number), got %s", ed.FullName(), enumNames(ed), describe(v))
-		}
-	case protoreflect.BoolKind:
-		if _, ok := v.(bool); !ok {
-			return problem(path, "expected a bool, got %s", describe(v))
-		}
-	case protoreflect.StringKind:
-		if _, ok := v.(string); !ok {
-			return problem(path, "expected a string, got %s", describe(v))
-		}
-	case protoreflect.BytesKind:
-		if _, ok := v.(string); !ok {
-			return problem(path, "expected bytes as a base64 string, got %s", describe(v))
-		}
+		return enumProblem(fd.Enum(), v, path)
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		if r := checkFloat(v); r != "" {
 			return problem(path, "expected %s (a number, or \"NaN\", \"Infinity\", \"-Infinity\"), got %s", fd.Kind(), describe(v))
@@ -197,6 +207,23 @@ func (c inputChecker) singular(fd protoreflect.FieldDescriptor, v any, path stri
 		if r := checkInt(v, bits, unsigned); r != "" {
 			return problem(path, "expected %s (%s), got %s", fd.Kind(), r, describe(v))
 		}
+	}
+	return nil
+}
+
+// enumProblem checks a value of enum ed: one of its names, or a number.
+func enumProblem(ed protoreflect.EnumDescriptor, v any, path string) *inputProblem {
+	if ed.FullName() == "google.protobuf.NullValue" {
+		return nil
+	}
+	if s, ok := v.(string); ok {
+		if ed.Values().ByName(protoreflect.Name(s)) == nil {
+			return problem(path, "unknown value %q of enum %s; its values are: %s", s, ed.FullName(), enumNames(ed))
+		}
+		return nil
+	}
+	if r := checkInt(v, 32, false); r != "" {
+		return problem(path, "expected a value of enum %s (%s, or its number), got %s", ed.FullName(), enumNames(ed), describe(v))
 	}
 	return nil
 }
@@ -238,58 +265,40 @@ func checkInt(v any, bits int, unsigned bool) string {
 	if bits == 64 {
 		want += " or a decimal string"
 	}
-	var f float64
-	switch n := v.(type) {
-	case string:
-		s := n
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return intRange(float64(i), bits, unsigned, want)
-		}
-		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
-			return intRange(float64(u), bits, unsigned, want)
-		}
-		x, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return want
-		}
-		f = x
-	case json.Number:
-		x, err := n.Float64()
-		if err != nil {
-			return want
-		}
-		f = x
-	case float64:
-		f = n
-	case float32:
-		f = float64(n)
-	case int:
-		f = float64(n)
-	case int8:
-		f = float64(n)
-	case int16:
-		f = float64(n)
-	case int32:
-		f = float64(n)
-	case int64:
-		f = float64(n)
-	case uint:
-		f = float64(n)
-	case uint8:
-		f = float64(n)
-	case uint16:
-		f = float64(n)
-	case uint32:
-		f = float64(n)
-	case uint64:
-		f = float64(n)
-	default:
-		return want
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
+	f, ok := numberValue(v)
+	if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
 		return want
 	}
 	return intRange(f, bits, unsigned, want)
+}
+
+// numberValue is v as a float64: a number of any Go type, a json.Number or
+// a numeric string.
+func numberValue(v any) (float64, bool) {
+	switch n := v.(type) {
+	case string:
+		if i, err := strconv.ParseInt(n, 10, 64); err == nil {
+			return float64(i), true
+		}
+		if u, err := strconv.ParseUint(n, 10, 64); err == nil {
+			return float64(u), true
+		}
+		f, err := strconv.ParseFloat(n, 64)
+		return f, err == nil
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	r := reflect.ValueOf(v)
+	switch {
+	case r.CanInt():
+		return float64(r.Int()), true
+	case r.CanUint():
+		return float64(r.Uint()), true
+	case r.CanFloat():
+		return r.Float(), true
+	}
+	return 0, false
 }
 
 func intRange(f float64, bits int, unsigned bool, want string) string {

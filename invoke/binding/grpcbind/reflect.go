@@ -87,96 +87,137 @@ func resolveWith(ctx context.Context, cc grpc.ClientConnInterface, method, servi
 	if err != nil {
 		return nil, err
 	}
-	ask := func(req *rpb.ServerReflectionRequest) (*rpb.ServerReflectionResponse, error) {
-		if err := stream.SendMsg(req); err != nil {
-			if err == io.EOF {
-				// The stream ended; its status comes with the receive.
-				resp := new(rpb.ServerReflectionResponse)
-				if rerr := stream.RecvMsg(resp); rerr != nil {
-					return nil, rerr
-				}
-			}
-			return nil, err
-		}
-		resp := new(rpb.ServerReflectionResponse)
-		if err := stream.RecvMsg(resp); err != nil {
-			return nil, err
-		}
-		if er := resp.GetErrorResponse(); er != nil {
-			return nil, &reflectionError{code: codes.Code(er.GetErrorCode()), msg: er.GetErrorMessage()}
-		}
-		return resp, nil
-	}
 	defer func() { _ = stream.CloseSend() }()
+	r := &reflector{stream: stream, files: map[string]*descriptorpb.FileDescriptorProto{}}
+	if err := r.fileContaining(service); err != nil {
+		return nil, err
+	}
+	if err := r.fetchMissing(); err != nil {
+		return nil, err
+	}
+	return r.service(service)
+}
 
-	files := map[string]*descriptorpb.FileDescriptorProto{}
-	add := func(resp *rpb.ServerReflectionResponse) error {
-		fdr := resp.GetFileDescriptorResponse()
-		if fdr == nil {
-			return fmt.Errorf("%w: expected file descriptors, got %T", errBadDescriptors, resp.GetMessageResponse())
-		}
-		for _, raw := range fdr.GetFileDescriptorProto() {
-			fd := new(descriptorpb.FileDescriptorProto)
-			if err := proto.Unmarshal(raw, fd); err != nil {
-				return fmt.Errorf("%w: %v", errBadDescriptors, err)
+// reflector asks a server's reflection service, on one stream, for the
+// files that describe a service.
+type reflector struct {
+	stream grpc.ClientStream
+	files  map[string]*descriptorpb.FileDescriptorProto // by name
+}
+
+// ask sends one request and receives its answer; an error answer is a
+// *reflectionError.
+func (r *reflector) ask(req *rpb.ServerReflectionRequest) (*rpb.ServerReflectionResponse, error) {
+	if err := r.stream.SendMsg(req); err != nil {
+		if err == io.EOF {
+			// The stream ended; its status comes with the receive.
+			resp := new(rpb.ServerReflectionResponse)
+			if rerr := r.stream.RecvMsg(resp); rerr != nil {
+				return nil, rerr
 			}
-			if _, seen := files[fd.GetName()]; !seen {
-				files[fd.GetName()] = fd
-			}
 		}
-		if len(files) > maxReflectedFiles {
-			return fmt.Errorf("%w: more than %d files", errBadDescriptors, maxReflectedFiles)
+		return nil, err
+	}
+	resp := new(rpb.ServerReflectionResponse)
+	if err := r.stream.RecvMsg(resp); err != nil {
+		return nil, err
+	}
+	if er := resp.GetErrorResponse(); er != nil {
+		return nil, &reflectionError{code: codes.Code(er.GetErrorCode()), msg: er.GetErrorMessage()}
+	}
+	return resp, nil
+}
+
+// add keeps the file descriptors of an answer (the first of each name).
+func (r *reflector) add(resp *rpb.ServerReflectionResponse) error {
+	fdr := resp.GetFileDescriptorResponse()
+	if fdr == nil {
+		return fmt.Errorf("%w: expected file descriptors, got %T", errBadDescriptors, resp.GetMessageResponse())
+	}
+	for _, raw := range fdr.GetFileDescriptorProto() {
+		fd := new(descriptorpb.FileDescriptorProto)
+		if err := proto.Unmarshal(raw, fd); err != nil {
+			return fmt.Errorf("%w: %v", errBadDescriptors, err)
 		}
+		if _, seen := r.files[fd.GetName()]; !seen {
+			r.files[fd.GetName()] = fd
+		}
+	}
+	if len(r.files) > maxReflectedFiles {
+		return fmt.Errorf("%w: more than %d files", errBadDescriptors, maxReflectedFiles)
+	}
+	return nil
+}
+
+// fileContaining fetches the file that declares service; when the server
+// does not know it, the error lists the services it has.
+func (r *reflector) fileContaining(service string) error {
+	resp, err := r.ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: service}})
+	var re *reflectionError
+	if errors.As(err, &re) && re.code == codes.NotFound {
+		return &symbolNotFoundError{symbol: service, available: r.services()}
+	}
+	if err != nil {
+		return err
+	}
+	return r.add(resp)
+}
+
+// services lists the server's services, sorted (nil when it does not say).
+func (r *reflector) services() []string {
+	lr, err := r.ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_ListServices{ListServices: "*"}})
+	if err != nil {
 		return nil
 	}
-
-	resp, err := ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: service}})
-	if err != nil {
-		var re *reflectionError
-		if errors.As(err, &re) && re.code == codes.NotFound {
-			nf := &symbolNotFoundError{symbol: service}
-			if lr, lerr := ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_ListServices{ListServices: "*"}}); lerr == nil {
-				for _, s := range lr.GetListServicesResponse().GetService() {
-					nf.available = append(nf.available, s.GetName())
-				}
-				sort.Strings(nf.available)
-			}
-			return nil, nf
-		}
-		return nil, err
+	var names []string
+	for _, s := range lr.GetListServicesResponse().GetService() {
+		names = append(names, s.GetName())
 	}
-	if err := add(resp); err != nil {
-		return nil, err
-	}
+	sort.Strings(names)
+	return names
+}
 
-	// Servers send the transitive dependencies they have not sent on this
-	// stream; ask for any that are still missing.
+// fetchMissing asks for the dependencies still missing until none is:
+// servers send the transitive dependencies they have not sent on this
+// stream.
+func (r *reflector) fetchMissing() error {
 	for {
-		missing := missingDeps(files)
+		missing := missingDeps(r.files)
 		if len(missing) == 0 {
-			break
+			return nil
 		}
 		for _, name := range missing {
-			resp, err := ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileByFilename{FileByFilename: name}})
-			if err == nil {
-				err = add(resp)
-			}
-			if _, ok := files[name]; !ok {
-				// Fall back on a well-known file compiled into caphub.
-				if fd, gerr := protoregistry.GlobalFiles.FindFileByPath(name); gerr == nil {
-					files[name] = protodesc.ToFileDescriptorProto(fd)
-					continue
-				}
-				if err == nil {
-					err = fmt.Errorf("%w: the server did not send %q", errBadDescriptors, name)
-				}
-				return nil, fmt.Errorf("fetching dependency %q: %w", name, err)
+			if err := r.fetch(name); err != nil {
+				return err
 			}
 		}
 	}
+}
 
+// fetch asks for one file by name, falling back on a well-known file
+// compiled into caphub.
+func (r *reflector) fetch(name string) error {
+	resp, err := r.ask(&rpb.ServerReflectionRequest{MessageRequest: &rpb.ServerReflectionRequest_FileByFilename{FileByFilename: name}})
+	if err == nil {
+		err = r.add(resp)
+	}
+	if _, ok := r.files[name]; ok {
+		return nil
+	}
+	if fd, gerr := protoregistry.GlobalFiles.FindFileByPath(name); gerr == nil {
+		r.files[name] = protodesc.ToFileDescriptorProto(fd)
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("%w: the server did not send %q", errBadDescriptors, name)
+	}
+	return fmt.Errorf("fetching dependency %q: %w", name, err)
+}
+
+// service builds the fetched files and finds service among them.
+func (r *reflector) service(service string) (*serviceInfo, error) {
 	set := &descriptorpb.FileDescriptorSet{}
-	for _, fd := range files {
+	for _, fd := range r.files {
 		set.File = append(set.File, fd)
 	}
 	reg, err := protodesc.NewFiles(set)
@@ -191,7 +232,7 @@ func resolveWith(ctx context.Context, cc grpc.ClientConnInterface, method, servi
 	if !ok {
 		return nil, &symbolNotFoundError{symbol: service}
 	}
-	return &serviceInfo{desc: sd, types: dynamicpb.NewTypes(reg), files: len(files)}, nil
+	return &serviceInfo{desc: sd, types: dynamicpb.NewTypes(reg), files: len(r.files)}, nil
 }
 
 // missingDeps lists the dependencies of files that are not among them,

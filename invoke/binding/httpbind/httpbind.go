@@ -230,11 +230,7 @@ func (b *Binding) Kind() string { return Kind }
 // call.Input and returns the decoded response.
 func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcome, error) {
 	if call == nil || call.Definition == nil || call.Definition.Bindings.HTTP == nil {
-		uri := ""
-		if call != nil {
-			uri = call.URI
-		}
-		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no http binding; add bindings.http {method, url} to its definition", bindutil.OrUnnamed(uri))
+		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no http binding; add bindings.http {method, url} to its definition", bindutil.CapabilityName(call))
 	}
 	hb := call.Definition.Bindings.HTTP
 	r, err := b.build(hb, call.Input)

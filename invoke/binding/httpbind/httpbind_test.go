@@ -145,32 +145,34 @@ func TestPathPlaceholderInjection(t *testing.T) {
 		{"sp ace+plus", "+ &=?#%"},
 		{"..", ""}, // refused below
 	} {
-		rec.last.Store(nil)
-		_, err := invokeHTTP(t, b, d, map[string]any{"name": tc.name, "q": tc.q})
-		if tc.name == ".." {
-			if e := invokeError(t, err); e.Code != invoke.CodeInvalidInput {
-				t.Errorf("name %q: code %s, want INVALID_INPUT (a dot segment)", tc.name, e.Code)
+		t.Run(tc.name, func(t *testing.T) {
+			rec.last.Store(nil)
+			_, err := invokeHTTP(t, b, d, map[string]any{"name": tc.name, "q": tc.q})
+			if tc.name == ".." {
+				if e := invokeError(t, err); e.Code != invoke.CodeInvalidInput {
+					t.Errorf("name %q: code %s, want INVALID_INPUT (a dot segment)", tc.name, e.Code)
+				}
+				return
 			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("name %q: %v", tc.name, err)
-		}
-		s := rec.got(t)
-		segs := strings.Split(s.rawPath, "/")
-		if len(segs) != 4 || segs[1] != "files" || segs[3] != "meta" {
-			t.Errorf("name %q: escaped path %q does not have the value as one segment between /files/ and /meta", tc.name, s.rawPath)
-			continue
-		}
-		if got, _ := url.PathUnescape(segs[2]); got != tc.name {
-			t.Errorf("name %q: segment decodes to %q", tc.name, got)
-		}
-		if s.path != "/files/"+tc.name+"/meta" {
-			t.Errorf("name %q: r.URL.Path = %q", tc.name, s.path)
-		}
-		if want := (url.Values{"q": {tc.q}}); !reflect.DeepEqual(s.query, want) {
-			t.Errorf("q %q: query = %v (raw %q), want exactly %v", tc.q, s.query, s.rawQuery, want)
-		}
+			if err != nil {
+				t.Fatalf("name %q: %v", tc.name, err)
+			}
+			s := rec.got(t)
+			segs := strings.Split(s.rawPath, "/")
+			if len(segs) != 4 || segs[1] != "files" || segs[3] != "meta" {
+				t.Errorf("name %q: escaped path %q does not have the value as one segment between /files/ and /meta", tc.name, s.rawPath)
+				return
+			}
+			if got, _ := url.PathUnescape(segs[2]); got != tc.name {
+				t.Errorf("name %q: segment decodes to %q", tc.name, got)
+			}
+			if s.path != "/files/"+tc.name+"/meta" {
+				t.Errorf("name %q: r.URL.Path = %q", tc.name, s.path)
+			}
+			if want := (url.Values{"q": {tc.q}}); !reflect.DeepEqual(s.query, want) {
+				t.Errorf("q %q: query = %v (raw %q), want exactly %v", tc.q, s.query, s.rawQuery, want)
+			}
+		})
 	}
 }
 

@@ -26,13 +26,13 @@ func InvalidInput(kind, format string, args ...any) *invoke.Error {
 	return e
 }
 
-// OrUnnamed is a capability URI for messages, "(unnamed capability)" when
-// empty.
-func OrUnnamed(uri string) string {
-	if uri == "" {
+// CapabilityName names the capability of a call for messages: its URI,
+// "(unnamed capability)" when it has none or there is no call.
+func CapabilityName(call *invoke.Call) string {
+	if call == nil || call.URI == "" {
 		return "(unnamed capability)"
 	}
-	return uri
+	return call.URI
 }
 
 // Lookup finds a placeholder's value: "a.b" reads input["a"]["b"].
