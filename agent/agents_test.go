@@ -15,7 +15,7 @@ import (
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
-	"github.com/caphub/caphub/builtin"
+	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/testpeers"
 	"github.com/caphub/caphub/registry"

@@ -13,7 +13,7 @@ import (
 )
 
 // This file classifies the differences between two versions of a capability
-// into the version bump they need (DESIGN.md §2, OSSA §6.2/§6.3, CCOS §4.3),
+// into the version bump they need (OSSA §6.2/§6.3, CCOS §4.3, with the decisions below),
 // so that the registry can refuse a new version whose declared bump is too
 // small and say which changes need which bump.
 //

@@ -954,7 +954,7 @@ func TestDiffMetadata(t *testing.T) {
 }
 
 // TestDiffOSSA checks each bullet of OSSA §6.2 (major) and §6.3 (minor; a
-// description change is patch, DESIGN.md §2 overriding §6.3).
+// description change is patch, caphub's rule overriding §6.3).
 func TestDiffOSSA(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -11,7 +11,7 @@ import (
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/mcpconn"
-	"github.com/caphub/caphub/permit"
+	"github.com/caphub/caphub/internal/permit"
 	"github.com/caphub/caphub/registry"
 )
 

@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
-	"github.com/caphub/caphub/invoke/binding/allowlist"
-	"github.com/caphub/caphub/permit"
+	"github.com/caphub/caphub/internal/allowlist"
+	"github.com/caphub/caphub/internal/permit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

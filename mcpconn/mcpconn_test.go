@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caphub/caphub/invoke/binding/allowlist"
-	"github.com/caphub/caphub/permit"
+	"github.com/caphub/caphub/internal/allowlist"
+	"github.com/caphub/caphub/internal/permit"
 )
 
 func TestValidate(t *testing.T) {

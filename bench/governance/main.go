@@ -39,7 +39,7 @@ import (
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
-	"github.com/caphub/caphub/builtin"
+	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/native"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caphub/caphub/builtin"
+	"github.com/caphub/caphub/internal/builtin"
 )
 
 // The registry commands work the same on a local database and through a

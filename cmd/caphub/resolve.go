@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/caphub/caphub/fallback"
+	"github.com/caphub/caphub/internal/fallback"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )

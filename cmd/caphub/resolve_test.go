@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caphub/caphub/fallback"
+	"github.com/caphub/caphub/internal/fallback"
 )
 
 func TestResolveCommand(t *testing.T) {

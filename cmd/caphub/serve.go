@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/auth"
-	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/internal/allowlist"
 	"github.com/caphub/caphub/server/guard"
 	"github.com/caphub/caphub/server/mcpfront"
 	"github.com/caphub/caphub/server/mcpgw"

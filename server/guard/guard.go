@@ -29,7 +29,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/internal/problem"
-	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/internal/allowlist"
 )
 
 // Options configures a Guard.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caphub/caphub/builtin"
+	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/native"

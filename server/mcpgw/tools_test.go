@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/caphub/caphub/builtin"
+	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"

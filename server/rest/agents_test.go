@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caphub/caphub/builtin"
+	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
 )

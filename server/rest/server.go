@@ -26,7 +26,7 @@ import (
 	"github.com/caphub/caphub/format/ossa"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/invoke"
-	"github.com/caphub/caphub/permit"
+	"github.com/caphub/caphub/internal/permit"
 	"github.com/caphub/caphub/registry"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
-	"github.com/caphub/caphub/permit"
+	"github.com/caphub/caphub/internal/permit"
 )
 
 // fillArgs fills each argument template with the input (see the package

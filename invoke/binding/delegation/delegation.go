@@ -26,8 +26,8 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
-	"github.com/caphub/caphub/invoke/binding/allowlist"
-	"github.com/caphub/caphub/permit"
+	"github.com/caphub/caphub/internal/allowlist"
+	"github.com/caphub/caphub/internal/permit"
 )
 
 // Options configure the binding.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/internal/allowlist"
 )
 
 // parseTarget reads a binding target, "host:port" or "dns:///host:port", and

@@ -10,7 +10,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
-	"github.com/caphub/caphub/permit"
+	"github.com/caphub/caphub/internal/permit"
 )
 
 // Auth types of an http binding.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/internal/allowlist"
 )
 
 // hostsSetting is where the http binding's allow-list is configured.

@@ -121,7 +121,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/invoke"
-	"github.com/caphub/caphub/invoke/binding/allowlist"
+	"github.com/caphub/caphub/internal/allowlist"
 	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
