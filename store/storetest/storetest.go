@@ -887,35 +887,50 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 	}
 }
 
+// testDeprecate checks Deprecate: one version with every field, a zero At,
+// and batches of several versions, which are all or nothing.
 func testDeprecate(t *testing.T, s registry.Store) {
-	ctx := t.Context()
 	d := def("ossa", "text", "echo", "1.0.0")
 	put(t, s, d, def("ossa", "text", "echo", "2.0.0"))
+	testDeprecateOne(t, s, d)
+	testDeprecateZeroAt(t, s)
+	testDeprecateBatch(t, s)
+}
+
+// deprecatedAt is the time testDeprecate's deprecations give.
+var deprecatedAt = time.Date(2025, 6, 1, 12, 0, 0, 500000000, time.UTC)
+
+// checkDeprecated checks that r is d (under k) deprecated by
+// testDeprecateOne's deprecation at deprecatedAt.
+func checkDeprecated(t *testing.T, where string, r registry.Record, d capability.Definition, k registry.Key) {
+	t.Helper()
+	def := r.Definition
+	if def.Stability != capability.StabilityDeprecated || def.DeprecatedBy != "ossa:text/echo@2.0" || def.SunsetDate != "2026-01-01" || def.MigrationGuide != "Call 2.0." {
+		t.Errorf("%s: definition %q %q %q %q; want the deprecation", where, def.Stability, def.DeprecatedBy, def.SunsetDate, def.MigrationGuide)
+	}
+	if r.DeprecatedAt == nil || !r.DeprecatedAt.Equal(deprecatedAt) {
+		t.Errorf("%s: DeprecatedAt = %v, want %v", where, r.DeprecatedAt, deprecatedAt)
+	}
+	if r.Digest != Digest(d) || r.Key != k || def.Description != d.Description {
+		t.Errorf("%s: deprecation changed the record's identity: %+v", where, r)
+	}
+}
+
+// testDeprecateOne deprecates the stored d with every field set and checks
+// the result, Get, List and that re-putting d stays idempotent.
+func testDeprecateOne(t *testing.T, s registry.Store, d capability.Definition) {
+	ctx := t.Context()
 	k := key("ossa", "text", "echo", "1.0.0")
-	at := time.Date(2025, 6, 1, 12, 0, 0, 500000000, time.UTC)
-	got, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k, DeprecatedBy: "ossa:text/echo@2.0", SunsetDate: "2026-01-01", MigrationGuide: "Call 2.0.", At: at}})
+	got, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k, DeprecatedBy: "ossa:text/echo@2.0", SunsetDate: "2026-01-01", MigrationGuide: "Call 2.0.", At: deprecatedAt}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Deprecate: %v, %d records", err, len(got))
 	}
-	check := func(where string, r registry.Record) {
-		t.Helper()
-		def := r.Definition
-		if def.Stability != capability.StabilityDeprecated || def.DeprecatedBy != "ossa:text/echo@2.0" || def.SunsetDate != "2026-01-01" || def.MigrationGuide != "Call 2.0." {
-			t.Errorf("%s: definition %q %q %q %q; want the deprecation", where, def.Stability, def.DeprecatedBy, def.SunsetDate, def.MigrationGuide)
-		}
-		if r.DeprecatedAt == nil || !r.DeprecatedAt.Equal(at) {
-			t.Errorf("%s: DeprecatedAt = %v, want %v", where, r.DeprecatedAt, at)
-		}
-		if r.Digest != Digest(d) || r.Key != k || def.Description != d.Description {
-			t.Errorf("%s: deprecation changed the record's identity: %+v", where, r)
-		}
-	}
-	check("Deprecate result", got[0])
+	checkDeprecated(t, "Deprecate result", got[0], d, k)
 	stored, err := s.Get(ctx, k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("Get", stored)
+	checkDeprecated(t, "Get", stored, d, k)
 	p, err := s.List(ctx, registry.ListFilter{Stability: capability.StabilityDeprecated, AllVersions: true})
 	if err != nil || !slices.Equal(keyStrings(p.Items), []string{k.String()}) {
 		t.Errorf("List(deprecated) = %v, %v; want %s", keyStrings(p.Items), err, k)
@@ -925,30 +940,29 @@ func testDeprecate(t *testing.T, s registry.Store) {
 	if res := put(t, s, d); res[0].Created {
 		t.Errorf("re-Put of a deprecated version: Created = true")
 	}
-	// A zero At means now.
+}
+
+// testDeprecateZeroAt checks that a zero At means now.
+func testDeprecateZeroAt(t *testing.T, s registry.Store) {
 	before := time.Now().Add(-time.Second)
-	got, err = s.Deprecate(ctx, []registry.Deprecation{{Key: key("ossa", "text", "echo", "2.0.0")}})
+	got, err := s.Deprecate(t.Context(), []registry.Deprecation{{Key: key("ossa", "text", "echo", "2.0.0")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got[0].DeprecatedAt == nil || got[0].DeprecatedAt.Before(before) || got[0].Definition.Stability != capability.StabilityDeprecated {
 		t.Errorf("Deprecate with zero At: DeprecatedAt %v stability %q", got[0].DeprecatedAt, got[0].Definition.Stability)
 	}
+}
 
-	// Several versions in one call: all or nothing. A missing version among
-	// them leaves the others as they were, and the error names it.
+// testDeprecateBatch deprecates several versions in one call: all or
+// nothing. A missing version among them leaves the others as they were, and
+// the error names it.
+func testDeprecateBatch(t *testing.T, s registry.Store) {
+	ctx := t.Context()
 	put(t, s, def("ossa", "text", "shout", "1.0.0"), def("ossa", "text", "shout", "1.1.0"))
-	k10, k11, missing := key("ossa", "text", "shout", "1.0.0"), key("ossa", "text", "shout", "1.1.0"), key("ossa", "text", "shout", "1.2.0")
-	_, err = s.Deprecate(ctx, []registry.Deprecation{{Key: k10, MigrationGuide: "stop"}, {Key: missing, MigrationGuide: "stop"}, {Key: k11, MigrationGuide: "stop"}})
-	if !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
-		t.Fatalf("Deprecate with a missing version: %v; want ErrNotFound naming %s", err, missing)
-	}
-	for _, k := range []registry.Key{k10, k11} {
-		if r, err := s.Get(ctx, k); err != nil || r.DeprecatedAt != nil || r.Definition.Stability == capability.StabilityDeprecated {
-			t.Errorf("%s was deprecated by a refused batch: %+v %v", k, r.DeprecatedAt, err)
-		}
-	}
-	got, err = s.Deprecate(ctx, []registry.Deprecation{{Key: k11, MigrationGuide: "stop", At: at}, {Key: k10, MigrationGuide: "stop", At: at}})
+	k10, k11 := key("ossa", "text", "shout", "1.0.0"), key("ossa", "text", "shout", "1.1.0")
+	testDeprecateBatchMissing(t, s, k10, k11)
+	got, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k11, MigrationGuide: "stop", At: deprecatedAt}, {Key: k10, MigrationGuide: "stop", At: deprecatedAt}})
 	if err != nil || len(got) != 2 || got[0].Key != k11 || got[1].Key != k10 {
 		t.Fatalf("Deprecate of two versions: %v %+v", err, got)
 	}
@@ -959,6 +973,22 @@ func testDeprecate(t *testing.T, s registry.Store) {
 	}
 	if got, err := s.Deprecate(ctx, nil); err != nil || len(got) != 0 {
 		t.Errorf("Deprecate of nothing: %v %v", got, err)
+	}
+}
+
+// testDeprecateBatchMissing deprecates the stored k10 and k11 together with
+// a missing version: the call fails naming it and leaves both as they were.
+func testDeprecateBatchMissing(t *testing.T, s registry.Store, k10, k11 registry.Key) {
+	ctx := t.Context()
+	missing := key("ossa", "text", "shout", "1.2.0")
+	_, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k10, MigrationGuide: "stop"}, {Key: missing, MigrationGuide: "stop"}, {Key: k11, MigrationGuide: "stop"}})
+	if !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
+		t.Fatalf("Deprecate with a missing version: %v; want ErrNotFound naming %s", err, missing)
+	}
+	for _, k := range []registry.Key{k10, k11} {
+		if r, err := s.Get(ctx, k); err != nil || r.DeprecatedAt != nil || r.Definition.Stability == capability.StabilityDeprecated {
+			t.Errorf("%s was deprecated by a refused batch: %+v %v", k, r.DeprecatedAt, err)
+		}
 	}
 }
 
