@@ -813,7 +813,9 @@ func testSearchHostileText(t *testing.T, s registry.Store) {
 	}
 }
 
-func testSearchPagination(t *testing.T, s registry.Store) {
+// widgetFixture is nine capabilities that match "widget" in their title,
+// keywords or description, across three domains, and one that does not.
+func widgetFixture() []capability.Definition {
 	var defs []capability.Definition
 	for i := 0; i < 9; i++ {
 		d := def("ossa", fmt.Sprintf("d%d", i%3), fmt.Sprintf("tool_%d", i), "1.0.0")
@@ -827,8 +829,14 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 		}
 		defs = append(defs, d)
 	}
-	defs = append(defs, def("ossa", "other", "gadget", "1.0.0"))
-	put(t, s, defs...)
+	return append(defs, def("ossa", "other", "gadget", "1.0.0"))
+}
+
+// testSearchPagination checks that search pages add up to the whole result,
+// that a cursor only works for its own search, and that results can shrink
+// between pages.
+func testSearchPagination(t *testing.T, s registry.Store) {
+	put(t, s, widgetFixture()...)
 	q := registry.SearchQuery{Text: "widget"}
 	full, err := s.Search(t.Context(), q)
 	if err != nil {
@@ -848,6 +856,13 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 			t.Errorf("limit %d: pages gave %v (total %d); want %v", limit, got, total, want)
 		}
 	}
+	testSearchForeignCursor(t, s)
+	testSearchShrinks(t, s)
+}
+
+// testSearchForeignCursor checks that a search cursor is refused by a
+// search of other text and by List.
+func testSearchForeignCursor(t *testing.T, s registry.Store) {
 	p, err := s.Search(t.Context(), registry.SearchQuery{Text: "widget", Filter: registry.ListFilter{Limit: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -858,10 +873,12 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 	if _, err := s.List(t.Context(), registry.ListFilter{Cursor: p.NextCursor}); !errors.Is(err, registry.ErrInvalidCursor) {
 		t.Errorf("Search cursor given to List: %v; want ErrInvalidCursor", err)
 	}
+}
 
-	// Results can shrink between pages (new versions replace matching
-	// ones): a cursor past the end gives an empty last page with the
-	// current Total.
+// testSearchShrinks checks that results can shrink between pages (new
+// versions replace matching ones): a cursor past the end gives an empty
+// last page with the current Total.
+func testSearchShrinks(t *testing.T, s registry.Store) {
 	var sprockets []capability.Definition
 	for i := 0; i < 3; i++ {
 		d := def("ossa", "parts", fmt.Sprintf("part_%d", i), "1.0.0")
@@ -869,8 +886,8 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 		sprockets = append(sprockets, d)
 	}
 	put(t, s, sprockets...)
-	q = registry.SearchQuery{Text: "sprocket", Filter: registry.ListFilter{Limit: 2}}
-	p, err = s.Search(t.Context(), q)
+	q := registry.SearchQuery{Text: "sprocket", Filter: registry.ListFilter{Limit: 2}}
+	p, err := s.Search(t.Context(), q)
 	if err != nil || len(p.Items) != 2 || p.Total != 3 || p.NextCursor == "" {
 		t.Fatalf("Search(sprocket) = %v total %d cursor %q, %v", keyStrings(p.Items), p.Total, p.NextCursor, err)
 	}
