@@ -702,6 +702,8 @@ func searchFixture() []capability.Definition {
 	return []capability.Definition{scanCode, audit, probe, weather, send}
 }
 
+// testSearchRanking checks the order of search results: name matches before
+// description matches, the best match first, and no unrelated results.
 func testSearchRanking(t *testing.T, s registry.Store) {
 	put(t, s, searchFixture()...)
 	ctx := t.Context()
@@ -719,6 +721,14 @@ func testSearchRanking(t *testing.T, s registry.Store) {
 	if slices.Contains(got, "ossa:weather/forecast@1.0.0") {
 		t.Errorf("Search(scan) found the weather forecast: %v", got)
 	}
+	testSearchFirst(t, s)
+	testSearchNothingAndEmpty(t, s)
+}
+
+// testSearchFirst checks which capability comes first for texts that match
+// a name, title, keyword, intent, description or the prefix of a word.
+func testSearchFirst(t *testing.T, s registry.Store) {
+	ctx := t.Context()
 	for _, tt := range []struct{ text, first string }{
 		{"whatsapp", "ossa:messaging/send_whatsapp@2.1.0"},
 		{"WhatsApp message", "ossa:messaging/send_whatsapp@2.1.0"},
@@ -740,6 +750,12 @@ func testSearchRanking(t *testing.T, s registry.Store) {
 			t.Errorf("Search(%q) = %v; want %s first", tt.text, keyStrings(p.Items), tt.first)
 		}
 	}
+}
+
+// testSearchNothingAndEmpty checks that text matching nothing finds
+// nothing, and that empty text lists in List order.
+func testSearchNothingAndEmpty(t *testing.T, s registry.Store) {
+	ctx := t.Context()
 	if p, err := s.Search(ctx, registry.SearchQuery{Text: "zebra"}); err != nil || len(p.Items) != 0 || p.Total != 0 || p.NextCursor != "" {
 		t.Errorf("Search(zebra) = %v total %d cursor %q, %v; want nothing", keyStrings(p.Items), p.Total, p.NextCursor, err)
 	}
