@@ -110,7 +110,18 @@ func docKeys(docs []registry.Doc) []string {
 	return out
 }
 
+// testDocRoundTrip checks that documents come back byte for byte from
+// GetDoc and ListDocs, under any UTF-8 kind and key, and that the store
+// keeps its own copy of the value.
 func testDocRoundTrip(t *testing.T, s registry.DocStore) {
+	testDocValuesExact(t, s)
+	testDocNames(t, s)
+	testDocCopy(t, s)
+}
+
+// testDocValuesExact puts every docValues value and checks GetDoc and
+// ListDocs return it byte for byte, with a time of the put.
+func testDocValuesExact(t *testing.T, s registry.DocStore) {
 	ctx := t.Context()
 	values := docValues()
 	keys := slices.Sorted(maps.Keys(values))
@@ -121,20 +132,7 @@ func testDocRoundTrip(t *testing.T, s registry.DocStore) {
 		}
 	}
 	after := time.Now()
-	for _, k := range keys {
-		d, err := s.GetDoc(ctx, "test", k)
-		if err != nil {
-			t.Errorf("GetDoc(%s): %v", k, err)
-			continue
-		}
-		if d.Kind != "test" || d.Key != k {
-			t.Errorf("GetDoc(%s) = kind %q key %q", k, d.Kind, d.Key)
-		}
-		if !bytes.Equal(d.Value, values[k]) {
-			t.Errorf("GetDoc(%s) value is not byte-exact:\n got %.200q\nwant %.200q", k, d.Value, values[k])
-		}
-		checkDocTime(t, "GetDoc("+k+")", d.UpdatedAt, before, after)
-	}
+	checkGetDocsExact(t, s, values, before, after)
 	// ListDocs returns the same bytes.
 	docs, err := s.ListDocs(ctx, "test", "")
 	if err != nil {
@@ -149,9 +147,12 @@ func testDocRoundTrip(t *testing.T, s registry.DocStore) {
 		}
 		checkDocTime(t, "ListDocs "+d.Key, d.UpdatedAt, before, after)
 	}
+}
 
-	// Kinds and keys are any UTF-8 text: spaces, slashes, wildcards, quotes,
-	// non-ASCII.
+// testDocNames checks that kinds and keys are any UTF-8 text: spaces,
+// slashes, wildcards, quotes, non-ASCII.
+func testDocNames(t *testing.T, s registry.DocStore) {
+	ctx := t.Context()
 	names := [][2]string{
 		{"mcp_server", "github"},
 		{"mcp server/ü", `key with spaces/slashes\and "quotes"`},
@@ -166,8 +167,12 @@ func testDocRoundTrip(t *testing.T, s registry.DocStore) {
 			t.Errorf("GetDoc(%q, %q) = %q %q %q, %v; want %q", n[0], n[1], d.Kind, d.Key, d.Value, err, v)
 		}
 	}
-	// The store keeps its own copy: changing the caller's slice afterwards
-	// changes nothing.
+}
+
+// testDocCopy checks that the store keeps its own copy: changing the
+// caller's slice afterwards changes nothing.
+func testDocCopy(t *testing.T, s registry.DocStore) {
+	ctx := t.Context()
 	buf := []byte(`{"v":1}`)
 	if err := s.PutDoc(ctx, "test", "copy", buf); err != nil {
 		t.Fatal(err)
@@ -175,6 +180,26 @@ func testDocRoundTrip(t *testing.T, s registry.DocStore) {
 	buf[5] = '2'
 	if d, err := s.GetDoc(ctx, "test", "copy"); err != nil || string(d.Value) != `{"v":1}` {
 		t.Errorf("after changing the put slice, GetDoc = %q, %v; want the value as put", d.Value, err)
+	}
+}
+
+// checkGetDocsExact checks that GetDoc returns each of values (under kind
+// "test") byte for byte, updated between before and after.
+func checkGetDocsExact(t *testing.T, s registry.DocStore, values map[string][]byte, before, after time.Time) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		d, err := s.GetDoc(t.Context(), "test", k)
+		if err != nil {
+			t.Errorf("GetDoc(%s): %v", k, err)
+			continue
+		}
+		if d.Kind != "test" || d.Key != k {
+			t.Errorf("GetDoc(%s) = kind %q key %q", k, d.Kind, d.Key)
+		}
+		if !bytes.Equal(d.Value, values[k]) {
+			t.Errorf("GetDoc(%s) value is not byte-exact:\n got %.200q\nwant %.200q", k, d.Value, values[k])
+		}
+		checkDocTime(t, "GetDoc("+k+")", d.UpdatedAt, before, after)
 	}
 }
 
