@@ -447,9 +447,23 @@ func testDocApplyMixed(t *testing.T, s registry.DocStore) {
 	}
 }
 
+// testDocInvalid checks that values that are not JSON, and kinds, keys and
+// prefixes that are empty, not UTF-8 or hold NUL, are refused and write
+// nothing.
 func testDocInvalid(t *testing.T, s registry.DocStore) {
-	ctx := t.Context()
 	putDoc(t, s, "k", "x", `{"good":true}`)
+	testDocInvalidValues(t, s)
+	testDocInvalidNames(t, s)
+	testDocInvalidPrefixes(t, s)
+	if got := docState(t, s, "k"); len(got) != 1 {
+		t.Errorf("refused writes left kind k = %q; want only x", got)
+	}
+}
+
+// testDocInvalidValues checks that PutDoc refuses values that are not JSON
+// (or too deep), saying so, for the stored document x and for a new one.
+func testDocInvalidValues(t *testing.T, s registry.DocStore) {
+	ctx := t.Context()
 	for name, v := range map[string][]byte{
 		"nil":               nil,
 		"empty":             {},
@@ -483,8 +497,12 @@ func testDocInvalid(t *testing.T, s registry.DocStore) {
 			t.Errorf("%s: a refused PutDoc created the document: %v", name, err)
 		}
 	}
-	// Kinds and keys: not empty, UTF-8, no NUL. Every method refuses them
-	// with an error that is not ErrNotFound.
+}
+
+// testDocInvalidNames checks kinds and keys: not empty, UTF-8, no NUL.
+// Every method refuses them with an error that is not ErrNotFound.
+func testDocInvalidNames(t *testing.T, s registry.DocStore) {
+	ctx := t.Context()
 	for name, n := range map[string][2]string{
 		"empty kind":         {"", "x"},
 		"empty key":          {"k", ""},
@@ -504,17 +522,19 @@ func testDocInvalid(t *testing.T, s registry.DocStore) {
 			t.Errorf("%s: DeleteDoc: %v; want an error saying what is wrong, not ErrNotFound", name, err)
 		}
 	}
+}
+
+// testDocInvalidPrefixes checks that ListDocs refuses an empty kind and a
+// prefix that is not UTF-8 or holds NUL.
+func testDocInvalidPrefixes(t *testing.T, s registry.DocStore) {
 	for name, n := range map[string][2]string{
 		"empty kind":           {"", "x"},
 		"NUL in prefix":        {"k", "x\x00"},
 		"invalid UTF-8 prefix": {"k", "x\xc3"},
 	} {
-		if docs, err := s.ListDocs(ctx, n[0], n[1]); err == nil {
+		if docs, err := s.ListDocs(t.Context(), n[0], n[1]); err == nil {
 			t.Errorf("%s: ListDocs = %q, nil; want an error", name, docKeys(docs))
 		}
-	}
-	if got := docState(t, s, "k"); len(got) != 1 {
-		t.Errorf("refused writes left kind k = %q; want only x", got)
 	}
 }
 
