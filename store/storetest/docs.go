@@ -310,22 +310,25 @@ func testDocListOrder(t *testing.T, s registry.DocStore) {
 	}
 }
 
+// expectMissingDoc checks that err, from method on the missing document
+// mcp_server/github, is ErrNotFound and names the kind and the key.
+func expectMissingDoc(t *testing.T, method string, err error) {
+	t.Helper()
+	if !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("%s of a missing document: %v; want ErrNotFound", method, err)
+	}
+	if !strings.Contains(err.Error(), "mcp_server") || !strings.Contains(err.Error(), "github") {
+		t.Errorf("error %q does not name the kind and the key", err)
+	}
+}
+
+// testDocDelete checks DeleteDoc: missing documents are ErrNotFound, a
+// delete removes only its document, and a deleted document can be put again.
 func testDocDelete(t *testing.T, s registry.DocStore) {
 	ctx := t.Context()
 	_, err := s.GetDoc(ctx, "mcp_server", "github")
-	if !errors.Is(err, registry.ErrNotFound) {
-		t.Fatalf("GetDoc of a missing document: %v; want ErrNotFound", err)
-	}
-	if !strings.Contains(err.Error(), "mcp_server") || !strings.Contains(err.Error(), "github") {
-		t.Errorf("error %q does not name the kind and the key", err)
-	}
-	err = s.DeleteDoc(ctx, "mcp_server", "github")
-	if !errors.Is(err, registry.ErrNotFound) {
-		t.Fatalf("DeleteDoc of a missing document: %v; want ErrNotFound", err)
-	}
-	if !strings.Contains(err.Error(), "mcp_server") || !strings.Contains(err.Error(), "github") {
-		t.Errorf("error %q does not name the kind and the key", err)
-	}
+	expectMissingDoc(t, "GetDoc", err)
+	expectMissingDoc(t, "DeleteDoc", s.DeleteDoc(ctx, "mcp_server", "github"))
 	putDoc(t, s, "mcp_server", "github", `{"a":1}`)
 	putDoc(t, s, "mcp_server", "github2", `{"a":2}`)
 	if err := s.DeleteDoc(ctx, "mcp_server", "github"); err != nil {
