@@ -1152,18 +1152,17 @@ func testWatchClosedOnClose(t *testing.T, s registry.Store) {
 	}
 }
 
-func testConcurrentSameKey(t *testing.T, s registry.Store) {
-	const n = 16
-	d1 := def("ossa", "race", "same", "1.0.0")
-	d2 := d1
-	d2.Description = "the other content"
-	recs := [2]registry.Record{NewRecord(d1), NewRecord(d2)}
-	type result struct {
-		group   int
-		created bool
-		err     error
-	}
-	results := make(chan result, n)
+// racedPut is the outcome of one of testConcurrentSameKey's Puts: which
+// content it put, and whether it created the version.
+type racedPut struct {
+	group   int
+	created bool
+	err     error
+}
+
+// racePuts puts recs[i%2] from n goroutines at once and returns every outcome.
+func racePuts(t *testing.T, s registry.Store, recs [2]registry.Record, n int) []racedPut {
+	results := make(chan racedPut, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -1172,7 +1171,7 @@ func testConcurrentSameKey(t *testing.T, s registry.Store) {
 			defer wg.Done()
 			<-start
 			res, err := s.Put(t.Context(), []registry.Record{recs[group]})
-			r := result{group: group, err: err}
+			r := racedPut{group: group, err: err}
 			if err == nil {
 				r.created = res[0].Created
 			}
@@ -1182,10 +1181,19 @@ func testConcurrentSameKey(t *testing.T, s registry.Store) {
 	close(start)
 	wg.Wait()
 	close(results)
-	winner := -1
-	var all []result
+	var all []racedPut
 	for r := range results {
 		all = append(all, r)
+	}
+	return all
+}
+
+// raceWinner returns the group of the one Put that created the version,
+// failing the test when none or more than one did.
+func raceWinner(t *testing.T, all []racedPut) int {
+	t.Helper()
+	winner := -1
+	for _, r := range all {
 		if r.created {
 			if winner >= 0 {
 				t.Errorf("more than one Put created the version")
@@ -1196,6 +1204,14 @@ func testConcurrentSameKey(t *testing.T, s registry.Store) {
 	if winner < 0 {
 		t.Fatalf("no Put created the version: %+v", all)
 	}
+	return winner
+}
+
+// checkRaceLosers checks the Puts that did not create the version: those
+// of the winner's content succeeded, the others got a ConflictError naming
+// the winner's digest.
+func checkRaceLosers(t *testing.T, all []racedPut, recs [2]registry.Record, winner int) {
+	t.Helper()
 	for _, r := range all {
 		switch {
 		case r.group == winner && r.err != nil:
@@ -1207,6 +1223,20 @@ func testConcurrentSameKey(t *testing.T, s registry.Store) {
 			}
 		}
 	}
+}
+
+// testConcurrentSameKey races Puts of two contents under one version:
+// exactly one creates it, the others of its content succeed, those of the
+// other content get a ConflictError, and the store holds the winner's.
+func testConcurrentSameKey(t *testing.T, s registry.Store) {
+	const n = 16
+	d1 := def("ossa", "race", "same", "1.0.0")
+	d2 := d1
+	d2.Description = "the other content"
+	recs := [2]registry.Record{NewRecord(d1), NewRecord(d2)}
+	all := racePuts(t, s, recs, n)
+	winner := raceWinner(t, all)
+	checkRaceLosers(t, all, recs, winner)
 	got, err := s.Get(t.Context(), recs[0].Key)
 	if err != nil {
 		t.Fatal(err)
