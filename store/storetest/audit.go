@@ -252,19 +252,33 @@ func testAuditDataExact(t *testing.T, tg AuditTarget) {
 // last event (nil at first), a wrong seq or an error from next writes
 // nothing, and events the other store could not keep are refused.
 func testAuditAppendContract(t *testing.T, tg AuditTarget) {
-	ctx := t.Context()
-	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	event := func(last *chain.Event) chain.Event {
-		e := chain.Event{Seq: 1, Time: at, Kind: "test", Actor: "a", Capability: "ossa:t/c@1.0", Data: json.RawMessage(`{}`), PrevHash: audit.GenesisHash, Hash: "h1"}
-		if last != nil {
-			e.Seq, e.PrevHash, e.Hash = last.Seq+1, last.Hash, fmt.Sprintf("h%d", last.Seq+1)
-		}
-		return e
+	testAuditAppendSeesLast(t, tg)
+	testAuditAppendRefused(t, tg)
+	if got := seqs(listAudit(t, tg.Store, chain.Filter{})); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("after refused appends the chain holds events %v, want [1 2]", got)
 	}
+}
+
+// contractTime is the time of testAuditAppendContract's events.
+var contractTime = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// contractEvent returns a valid event to follow last (nil: the first).
+func contractEvent(last *chain.Event) chain.Event {
+	e := chain.Event{Seq: 1, Time: contractTime, Kind: "test", Actor: "a", Capability: "ossa:t/c@1.0", Data: json.RawMessage(`{}`), PrevHash: audit.GenesisHash, Hash: "h1"}
+	if last != nil {
+		e.Seq, e.PrevHash, e.Hash = last.Seq+1, last.Hash, fmt.Sprintf("h%d", last.Seq+1)
+	}
+	return e
+}
+
+// testAuditAppendSeesLast appends events 1 and 2, checking that next is
+// given nil and then event 1 as stored.
+func testAuditAppendSeesLast(t *testing.T, tg AuditTarget) {
+	ctx := t.Context()
 	var sawNil bool
 	first, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
 		sawNil = last == nil
-		return event(last), nil
+		return contractEvent(last), nil
 	})
 	if err != nil || !sawNil || first.Seq != 1 || first.Hash != "h1" {
 		t.Fatalf("first AppendAudit = %+v, %v (next saw nil: %v); want event 1, next called with nil", first, err, sawNil)
@@ -272,12 +286,17 @@ func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 	var seen *chain.Event
 	second, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
 		seen = last
-		return event(last), nil
+		return contractEvent(last), nil
 	})
 	if err != nil || second.Seq != 2 || seen == nil || seen.Seq != 1 || seen.Hash != "h1" || string(seen.Data) != "{}" || seen.Capability != "ossa:t/c@1.0" {
 		t.Fatalf("second AppendAudit = %+v, %v; next saw %+v, want event 1 as stored", second, err, seen)
 	}
+}
 
+// testAuditAppendRefused checks that AppendAudit refuses, saying why, an
+// error from next, a wrong seq and events with fields the other store could
+// not keep.
+func testAuditAppendRefused(t *testing.T, tg AuditTarget) {
 	boom := errors.New("boom")
 	refused := []struct {
 		name   string
@@ -296,8 +315,8 @@ func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 		{"empty data", func(e *chain.Event) error { e.Data = nil; return nil }, "JSON"},
 	}
 	for _, tt := range refused {
-		_, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
-			e := event(last)
+		_, err := tg.Store.AppendAudit(t.Context(), func(last *chain.Event) (chain.Event, error) {
+			e := contractEvent(last)
 			return e, tt.modify(&e)
 		})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -306,9 +325,6 @@ func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 		if tt.name == "error from next" && !errors.Is(err, boom) {
 			t.Errorf("AppendAudit with an error from next: %v does not wrap it", err)
 		}
-	}
-	if got := seqs(listAudit(t, tg.Store, chain.Filter{})); !slices.Equal(got, []int64{1, 2}) {
-		t.Errorf("after refused appends the chain holds events %v, want [1 2]", got)
 	}
 }
 
