@@ -188,6 +188,24 @@ func fullDefinition() capability.Definition {
 	}
 }
 
+// checkRoundTripped checks that got, read back from the store, is rec (a
+// verified record of fullDefinition) with its time in UTC.
+func checkRoundTripped(t *testing.T, got, rec registry.Record) {
+	t.Helper()
+	if got.Key != rec.Key || got.Digest != rec.Digest || got.TrustTier != "verified" || got.DeprecatedAt != nil {
+		t.Errorf("Get = key %s digest %s tier %q deprecated %v; want %s %s verified nil", got.Key, got.Digest, got.TrustTier, got.DeprecatedAt, rec.Key, rec.Digest)
+	}
+	if !got.RegisteredAt.Equal(rec.RegisteredAt) || got.RegisteredAt.Location() != time.UTC {
+		t.Errorf("RegisteredAt = %v, want %v in UTC", got.RegisteredAt, rec.RegisteredAt)
+	}
+	want := normalized(fullDefinition())
+	if !reflect.DeepEqual(normalized(got.Definition), want) {
+		t.Errorf("definition changed on the way through the store:\n got %#v\nwant %#v", got.Definition, want)
+	}
+}
+
+// testRoundTrip checks that a record with every field set comes back from
+// Get as it was put, and that the store keeps its own copy.
 func testRoundTrip(t *testing.T, s registry.Store) {
 	ctx := t.Context()
 	d := fullDefinition()
@@ -205,16 +223,7 @@ func testRoundTrip(t *testing.T, s registry.Store) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	if got.Key != rec.Key || got.Digest != rec.Digest || got.TrustTier != "verified" || got.DeprecatedAt != nil {
-		t.Errorf("Get = key %s digest %s tier %q deprecated %v; want %s %s verified nil", got.Key, got.Digest, got.TrustTier, got.DeprecatedAt, rec.Key, rec.Digest)
-	}
-	if !got.RegisteredAt.Equal(rec.RegisteredAt) || got.RegisteredAt.Location() != time.UTC {
-		t.Errorf("RegisteredAt = %v, want %v in UTC", got.RegisteredAt, rec.RegisteredAt)
-	}
-	want := normalized(fullDefinition())
-	if !reflect.DeepEqual(normalized(got.Definition), want) {
-		t.Errorf("definition changed on the way through the store:\n got %#v\nwant %#v", got.Definition, want)
-	}
+	checkRoundTripped(t, got, rec)
 	// The stored definition is a copy: changing the caller's value later
 	// changes nothing.
 	d.Input["type"] = "changed"
