@@ -306,6 +306,31 @@ func testConflict(t *testing.T, s registry.Store) {
 	}
 }
 
+// checkRolledBack checks that none of the records of a rolled-back batch
+// (among them ossa:text/upper) can be read, listed or found, and that the
+// store holds only the one record put before it.
+func checkRolledBack(t *testing.T, s registry.Store, recs ...registry.Record) {
+	t.Helper()
+	ctx := t.Context()
+	for _, r := range recs {
+		if _, err := s.Get(ctx, r.Key); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("Get(%s) after a rolled-back batch: %v; want ErrNotFound", r.Key, err)
+		}
+	}
+	p, err := s.List(ctx, registry.ListFilter{AllVersions: true})
+	if err != nil || p.Total != 1 || len(p.Items) != 1 {
+		t.Errorf("List after a rolled-back batch: %v (total %d), %v; want only the original", keyStrings(p.Items), p.Total, err)
+	}
+	if r, err := s.Search(ctx, registry.SearchQuery{Text: "upper"}); err != nil || r.Total != 0 {
+		t.Errorf("Search finds %v (%v) from a rolled-back batch", keyStrings(r.Items), err)
+	}
+	if vs, err := s.Versions(ctx, "ossa", "text", "upper"); err != nil || len(vs) != 0 {
+		t.Errorf("Versions of a rolled-back record = %v, %v", keyStrings(vs), err)
+	}
+}
+
+// testBatchAtomicity checks that a batch with a conflict writes nothing and
+// sends no events, and that the same batch without it goes in whole.
 func testBatchAtomicity(t *testing.T, s registry.Store) {
 	ctx := t.Context()
 	existing := def("ossa", "text", "echo", "1.0.0")
@@ -323,21 +348,7 @@ func testBatchAtomicity(t *testing.T, s registry.Store) {
 	if _, err := s.Put(ctx, batch); !errors.Is(err, registry.ErrConflict) {
 		t.Fatalf("Put of a batch with a conflict in the middle: %v; want ErrConflict", err)
 	}
-	for _, r := range []registry.Record{batch[0], batch[1], batch[3]} {
-		if _, err := s.Get(ctx, r.Key); !errors.Is(err, registry.ErrNotFound) {
-			t.Errorf("Get(%s) after a rolled-back batch: %v; want ErrNotFound", r.Key, err)
-		}
-	}
-	p, err := s.List(ctx, registry.ListFilter{AllVersions: true})
-	if err != nil || p.Total != 1 || len(p.Items) != 1 {
-		t.Errorf("List after a rolled-back batch: %v (total %d), %v; want only the original", keyStrings(p.Items), p.Total, err)
-	}
-	if r, err := s.Search(ctx, registry.SearchQuery{Text: "upper"}); err != nil || r.Total != 0 {
-		t.Errorf("Search finds %v (%v) from a rolled-back batch", keyStrings(r.Items), err)
-	}
-	if vs, err := s.Versions(ctx, "ossa", "text", "upper"); err != nil || len(vs) != 0 {
-		t.Errorf("Versions of a rolled-back record = %v, %v", keyStrings(vs), err)
-	}
+	checkRolledBack(t, s, batch[0], batch[1], batch[3])
 	// The rolled-back batch sent no events: the next one is for the next Put.
 	put(t, s, def("ossa", "text", "after", "1.0.0"))
 	expectEvent(t, events, registry.Event{Kind: registry.EventRegistered, Key: key("ossa", "text", "after", "1.0.0")})
