@@ -178,6 +178,8 @@ func testAuditEmpty(t *testing.T, tg AuditTarget) {
 	}
 }
 
+// testAuditAppend checks that appended events are listed in order, chained,
+// hashed, timed in UTC and with their data, as Append returned them.
 func testAuditAppend(t *testing.T, tg AuditTarget) {
 	l := audit.New(tg.Store, audit.WithClock(steppingClock()))
 	appended := appendEvents(t, l, 5)
@@ -187,26 +189,33 @@ func testAuditAppend(t *testing.T, tg AuditTarget) {
 	}
 	prev := audit.GenesisHash
 	for i, e := range got {
-		want := appended[i]
-		if e.Seq != int64(i+1) {
-			t.Errorf("event %d has seq %d", i+1, e.Seq)
-		}
-		if e.PrevHash != prev {
-			t.Errorf("event %d: PrevHash %s, want the previous hash %s", e.Seq, e.PrevHash, prev)
-		}
-		if e.Hash != audit.Hash(e) {
-			t.Errorf("event %d: stored hash %s does not match its content (%s)", e.Seq, e.Hash, audit.Hash(e))
-		}
-		if e.Time.Location() != time.UTC || !e.Time.Equal(auditEpoch.Add(time.Duration(i)*time.Minute)) {
-			t.Errorf("event %d: time %v, want %v in UTC (microseconds kept)", e.Seq, e.Time, auditEpoch.Add(time.Duration(i)*time.Minute))
-		}
-		if wantData := fmt.Sprintf(`{"i":%d,"note":"event %d"}`, i+1, i+1); string(e.Data) != wantData {
-			t.Errorf("event %d: data %s, want the canonical %s", e.Seq, e.Data, wantData)
-		}
-		if e.Kind != want.Kind || e.Actor != "tester" || e.Capability != want.Capability || e.Hash != want.Hash || !e.Time.Equal(want.Time) || !bytes.Equal(e.Data, want.Data) {
-			t.Errorf("event %d as listed %+v differs from the one Append returned %+v", e.Seq, e, want)
-		}
+		checkAppended(t, i, e, appended[i], prev)
 		prev = e.Hash
+	}
+}
+
+// checkAppended checks e, the i-th event (from 0) ListAudit gave after
+// appendEvents, against want, the event Append returned, and prev, the hash
+// of the event before it.
+func checkAppended(t *testing.T, i int, e, want chain.Event, prev string) {
+	t.Helper()
+	if e.Seq != int64(i+1) {
+		t.Errorf("event %d has seq %d", i+1, e.Seq)
+	}
+	if e.PrevHash != prev {
+		t.Errorf("event %d: PrevHash %s, want the previous hash %s", e.Seq, e.PrevHash, prev)
+	}
+	if e.Hash != audit.Hash(e) {
+		t.Errorf("event %d: stored hash %s does not match its content (%s)", e.Seq, e.Hash, audit.Hash(e))
+	}
+	if e.Time.Location() != time.UTC || !e.Time.Equal(auditEpoch.Add(time.Duration(i)*time.Minute)) {
+		t.Errorf("event %d: time %v, want %v in UTC (microseconds kept)", e.Seq, e.Time, auditEpoch.Add(time.Duration(i)*time.Minute))
+	}
+	if wantData := fmt.Sprintf(`{"i":%d,"note":"event %d"}`, i+1, i+1); string(e.Data) != wantData {
+		t.Errorf("event %d: data %s, want the canonical %s", e.Seq, e.Data, wantData)
+	}
+	if e.Kind != want.Kind || e.Actor != "tester" || e.Capability != want.Capability || e.Hash != want.Hash || !e.Time.Equal(want.Time) || !bytes.Equal(e.Data, want.Data) {
+		t.Errorf("event %d as listed %+v differs from the one Append returned %+v", e.Seq, e, want)
 	}
 }
 
