@@ -245,6 +245,45 @@ var docPrefixKeys = []string{
 	"\U0010ffff", "\U0010ffffz", "\U0010ffff\U0010ffff", "\U0010ffff\U0010ffff\U0010ffff",
 }
 
+// wantPrefixKeys returns the docPrefixKeys that start with prefix, in byte
+// order.
+func wantPrefixKeys(prefix string) []string {
+	want := []string{}
+	for _, k := range docPrefixKeys {
+		if strings.HasPrefix(k, prefix) {
+			want = append(want, k)
+		}
+	}
+	slices.Sort(want)
+	return want
+}
+
+// checkListDocsPrefix checks ListDocs of kind k (holding docPrefixKeys, the
+// i-th with value {"i":i}) with prefix.
+func checkListDocsPrefix(t *testing.T, s registry.DocStore, prefix string) {
+	t.Helper()
+	want := wantPrefixKeys(prefix)
+	docs, err := s.ListDocs(t.Context(), "k", prefix)
+	if err != nil {
+		t.Errorf("ListDocs(%q): %v", prefix, err)
+		return
+	}
+	if docs == nil {
+		t.Errorf("ListDocs(%q) = nil; want an empty, non-nil slice", prefix)
+	}
+	if got := docKeys(docs); !slices.Equal(got, want) {
+		t.Errorf("ListDocs(%q) = %+q\nwant %+q", prefix, got, want)
+	}
+	for _, d := range docs {
+		i := slices.Index(docPrefixKeys, d.Key)
+		if d.Kind != "k" || string(d.Value) != fmt.Sprintf(`{"i":%d}`, i) {
+			t.Errorf("ListDocs(%q): document %q = kind %q value %q", prefix, d.Key, d.Kind, d.Value)
+		}
+	}
+}
+
+// testDocListPrefix checks ListDocs with prefixes around the edges of
+// prefix ranges (see docPrefixKeys), and of a kind with no documents.
 func testDocListPrefix(t *testing.T, s registry.DocStore) {
 	ctx := t.Context()
 	var ops []registry.DocOp
@@ -261,30 +300,7 @@ func testDocListPrefix(t *testing.T, s registry.DocStore) {
 		"a\U0010ffff", "a\U0010ffff\U0010ffff", "\U0010ffff", "\U0010ffff\U0010ffff",
 		"zzz", "abcd", "a%b%", "\U0010ffff\U0010ffff\U0010ffff\U0010ffff",
 	} {
-		want := []string{}
-		for _, k := range docPrefixKeys {
-			if strings.HasPrefix(k, prefix) {
-				want = append(want, k)
-			}
-		}
-		slices.Sort(want)
-		docs, err := s.ListDocs(ctx, "k", prefix)
-		if err != nil {
-			t.Errorf("ListDocs(%q): %v", prefix, err)
-			continue
-		}
-		if docs == nil {
-			t.Errorf("ListDocs(%q) = nil; want an empty, non-nil slice", prefix)
-		}
-		if got := docKeys(docs); !slices.Equal(got, want) {
-			t.Errorf("ListDocs(%q) = %+q\nwant %+q", prefix, got, want)
-		}
-		for _, d := range docs {
-			i := slices.Index(docPrefixKeys, d.Key)
-			if d.Kind != "k" || string(d.Value) != fmt.Sprintf(`{"i":%d}`, i) {
-				t.Errorf("ListDocs(%q): document %q = kind %q value %q", prefix, d.Key, d.Kind, d.Value)
-			}
-		}
+		checkListDocsPrefix(t, s, prefix)
 	}
 	if docs, err := s.ListDocs(ctx, "missing", ""); err != nil || docs == nil || len(docs) != 0 {
 		t.Errorf("ListDocs of an empty kind = %#v, %v; want an empty, non-nil slice and no error", docs, err)
