@@ -1102,6 +1102,9 @@ func expectEvent(t *testing.T, ch <-chan registry.Event, want registry.Event) {
 	}
 }
 
+// testWatch checks that watchers get an event for every record created or
+// deprecated, none for an idempotent Put, and that the channel closes when
+// the context ends.
 func testWatch(t *testing.T, s registry.Store) {
 	ctx, cancel := context.WithCancel(t.Context())
 	ch, err := s.Watch(ctx)
@@ -1125,6 +1128,15 @@ func testWatch(t *testing.T, s registry.Store) {
 	}
 	// A batch reports each created record.
 	put(t, s, def("ossa", "w", "c", "1.0.0"), def("ossa", "w", "d", "1.0.0"), b)
+	expectBatchEvents(t, ch)
+	cancel()
+	expectClosed(t, ch)
+}
+
+// expectBatchEvents waits up to 10 seconds for the events of a batch that
+// created ossa:w/c and ossa:w/d, in any order.
+func expectBatchEvents(t *testing.T, ch <-chan registry.Event) {
+	t.Helper()
 	seen := map[string]bool{}
 	for range 2 {
 		select {
@@ -1137,7 +1149,12 @@ func testWatch(t *testing.T, s registry.Store) {
 	if !seen["ossa:w/c@1.0.0"] || !seen["ossa:w/d@1.0.0"] {
 		t.Errorf("batch events = %v, want c and d registered", seen)
 	}
-	cancel()
+}
+
+// expectClosed waits up to 10 seconds for ch, whose context has ended, to
+// close, taking any events still on it.
+func expectClosed(t *testing.T, ch <-chan registry.Event) {
+	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
