@@ -623,6 +623,8 @@ func walk(t *testing.T, limit int, query func(cursor string) (registry.Page, err
 	}
 }
 
+// testListPagination checks that List pages add up to the whole list for
+// several filters and page sizes, also when records are added between pages.
 func testListPagination(t *testing.T, s registry.Store) {
 	put(t, s, filterFixture()...)
 	put(t, s, def("ossa", "git", "commit", "1.5.0-rc.1"), def("ossa", "git", "commit", "1.10.0"), def("ossa", "git", "commit", "1.9.0"))
@@ -643,8 +645,13 @@ func testListPagination(t *testing.T, s registry.Store) {
 			}
 		}
 	}
-	// A cursor survives new records: the walk continues after the last item
-	// seen, and records added before it are not repeated.
+	testListCursorSurvivesPuts(t, s)
+}
+
+// testListCursorSurvivesPuts checks that a cursor survives new records: the
+// walk continues after the last item seen, and records added before it are
+// not repeated.
+func testListCursorSurvivesPuts(t *testing.T, s registry.Store) {
 	first, err := s.List(t.Context(), registry.ListFilter{AllVersions: true, Limit: 3})
 	if err != nil {
 		t.Fatal(err)
