@@ -672,6 +672,8 @@ func testListCursorSurvivesPuts(t *testing.T, s registry.Store) {
 	}
 }
 
+// testInvalidCursor checks that List and Search refuse cursors that are
+// not theirs, and the limits they accept.
 func testInvalidCursor(t *testing.T, s registry.Store) {
 	put(t, s, filterFixture()...)
 	p, err := s.List(t.Context(), registry.ListFilter{Limit: 1})
@@ -690,6 +692,12 @@ func testInvalidCursor(t *testing.T, s registry.Store) {
 	if _, err := s.Search(t.Context(), registry.SearchQuery{Text: "commit", Filter: registry.ListFilter{Cursor: p.NextCursor}}); !errors.Is(err, registry.ErrInvalidCursor) {
 		t.Errorf("Search with a List cursor: %v; want ErrInvalidCursor", err)
 	}
+	testLimits(t, s)
+}
+
+// testLimits checks that a negative limit is refused and that the largest
+// one gives every result of filterFixture on one page.
+func testLimits(t *testing.T, s registry.Store) {
 	if _, err := s.List(t.Context(), registry.ListFilter{Limit: -1}); err == nil {
 		t.Errorf("List with a negative limit: no error")
 	}
