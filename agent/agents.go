@@ -97,8 +97,8 @@ type Option func(*Agents)
 // rec makes (audit.KindAgentApplied, KindAgentUpdated when its
 // capabilities are set, KindAgentDeleted), naming the actor of the change
 // (registry.ActorFrom) and the agent, committed in the change's own
-// transaction (registry.ApplyDocsRecorded): the store must then be a
-// registry.AuditedStore. A nil rec records nothing.
+// transaction (registry.ApplyDocsRecorded, through the store's
+// ApplyDocsAudited). A nil rec records nothing.
 func WithRecorder(rec registry.ChangeRecorder) Option { return func(a *Agents) { a.recorder = rec } }
 
 // NewAgents returns the agents kept in docs, whose capabilities reg resolves

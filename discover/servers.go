@@ -73,9 +73,9 @@ func SavedOverAPI() ServersOption { return func(s *Servers) { s.viaAPI = true } 
 // WithRecorder records every saved connection and every removal with an
 // audit event that rec makes (audit.KindServerSaved, KindServerDeleted),
 // naming the actor (registry.ActorFrom) and the server, committed in the
-// change's own transaction (registry.ApplyDocsRecorded): a saved command or
-// URL, which caphub will run or call, never changes unrecorded. The store
-// must then be a registry.AuditedStore. A nil rec records nothing.
+// change's own transaction (registry.ApplyDocsRecorded, through the store's
+// ApplyDocsAudited): a saved command or URL, which caphub will run or call,
+// never changes unrecorded. A nil rec records nothing.
 func WithRecorder(rec registry.ChangeRecorder) ServersOption {
 	return func(s *Servers) { s.recorder = rec }
 }

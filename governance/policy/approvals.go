@@ -72,7 +72,7 @@ type Approvals struct {
 
 // NewApprovals returns the approvals kept in docs. log, when not nil,
 // records every decision with an "approval" event committed in the
-// decision's own transaction (docs must then be a registry.AuditedStore);
+// decision's own transaction (through docs.ApplyDocsAudited);
 // now and ttl default to time.Now and DefaultApprovalTTL.
 func NewApprovals(docs registry.DocStore, log *audit.Log, now func() time.Time, ttl time.Duration) *Approvals {
 	if now == nil {

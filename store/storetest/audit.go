@@ -178,6 +178,8 @@ func testAuditEmpty(t *testing.T, tg AuditTarget) {
 	}
 }
 
+// testAuditAppend checks that appended events are listed in order, chained,
+// hashed, timed in UTC and with their data, as Append returned them.
 func testAuditAppend(t *testing.T, tg AuditTarget) {
 	l := audit.New(tg.Store, audit.WithClock(steppingClock()))
 	appended := appendEvents(t, l, 5)
@@ -187,26 +189,33 @@ func testAuditAppend(t *testing.T, tg AuditTarget) {
 	}
 	prev := audit.GenesisHash
 	for i, e := range got {
-		want := appended[i]
-		if e.Seq != int64(i+1) {
-			t.Errorf("event %d has seq %d", i+1, e.Seq)
-		}
-		if e.PrevHash != prev {
-			t.Errorf("event %d: PrevHash %s, want the previous hash %s", e.Seq, e.PrevHash, prev)
-		}
-		if e.Hash != audit.Hash(e) {
-			t.Errorf("event %d: stored hash %s does not match its content (%s)", e.Seq, e.Hash, audit.Hash(e))
-		}
-		if e.Time.Location() != time.UTC || !e.Time.Equal(auditEpoch.Add(time.Duration(i)*time.Minute)) {
-			t.Errorf("event %d: time %v, want %v in UTC (microseconds kept)", e.Seq, e.Time, auditEpoch.Add(time.Duration(i)*time.Minute))
-		}
-		if wantData := fmt.Sprintf(`{"i":%d,"note":"event %d"}`, i+1, i+1); string(e.Data) != wantData {
-			t.Errorf("event %d: data %s, want the canonical %s", e.Seq, e.Data, wantData)
-		}
-		if e.Kind != want.Kind || e.Actor != "tester" || e.Capability != want.Capability || e.Hash != want.Hash || !e.Time.Equal(want.Time) || !bytes.Equal(e.Data, want.Data) {
-			t.Errorf("event %d as listed %+v differs from the one Append returned %+v", e.Seq, e, want)
-		}
+		checkAppended(t, i, e, appended[i], prev)
 		prev = e.Hash
+	}
+}
+
+// checkAppended checks e, the i-th event (from 0) ListAudit gave after
+// appendEvents, against want, the event Append returned, and prev, the hash
+// of the event before it.
+func checkAppended(t *testing.T, i int, e, want chain.Event, prev string) {
+	t.Helper()
+	if e.Seq != int64(i+1) {
+		t.Errorf("event %d has seq %d", i+1, e.Seq)
+	}
+	if e.PrevHash != prev {
+		t.Errorf("event %d: PrevHash %s, want the previous hash %s", e.Seq, e.PrevHash, prev)
+	}
+	if e.Hash != audit.Hash(e) {
+		t.Errorf("event %d: stored hash %s does not match its content (%s)", e.Seq, e.Hash, audit.Hash(e))
+	}
+	if e.Time.Location() != time.UTC || !e.Time.Equal(auditEpoch.Add(time.Duration(i)*time.Minute)) {
+		t.Errorf("event %d: time %v, want %v in UTC (microseconds kept)", e.Seq, e.Time, auditEpoch.Add(time.Duration(i)*time.Minute))
+	}
+	if wantData := fmt.Sprintf(`{"i":%d,"note":"event %d"}`, i+1, i+1); string(e.Data) != wantData {
+		t.Errorf("event %d: data %s, want the canonical %s", e.Seq, e.Data, wantData)
+	}
+	if e.Kind != want.Kind || e.Actor != "tester" || e.Capability != want.Capability || e.Hash != want.Hash || !e.Time.Equal(want.Time) || !bytes.Equal(e.Data, want.Data) {
+		t.Errorf("event %d as listed %+v differs from the one Append returned %+v", e.Seq, e, want)
 	}
 }
 
@@ -252,19 +261,33 @@ func testAuditDataExact(t *testing.T, tg AuditTarget) {
 // last event (nil at first), a wrong seq or an error from next writes
 // nothing, and events the other store could not keep are refused.
 func testAuditAppendContract(t *testing.T, tg AuditTarget) {
-	ctx := t.Context()
-	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	event := func(last *chain.Event) chain.Event {
-		e := chain.Event{Seq: 1, Time: at, Kind: "test", Actor: "a", Capability: "ossa:t/c@1.0", Data: json.RawMessage(`{}`), PrevHash: audit.GenesisHash, Hash: "h1"}
-		if last != nil {
-			e.Seq, e.PrevHash, e.Hash = last.Seq+1, last.Hash, fmt.Sprintf("h%d", last.Seq+1)
-		}
-		return e
+	testAuditAppendSeesLast(t, tg)
+	testAuditAppendRefused(t, tg)
+	if got := seqs(listAudit(t, tg.Store, chain.Filter{})); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("after refused appends the chain holds events %v, want [1 2]", got)
 	}
+}
+
+// contractTime is the time of testAuditAppendContract's events.
+var contractTime = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// contractEvent returns a valid event to follow last (nil: the first).
+func contractEvent(last *chain.Event) chain.Event {
+	e := chain.Event{Seq: 1, Time: contractTime, Kind: "test", Actor: "a", Capability: "ossa:t/c@1.0", Data: json.RawMessage(`{}`), PrevHash: audit.GenesisHash, Hash: "h1"}
+	if last != nil {
+		e.Seq, e.PrevHash, e.Hash = last.Seq+1, last.Hash, fmt.Sprintf("h%d", last.Seq+1)
+	}
+	return e
+}
+
+// testAuditAppendSeesLast appends events 1 and 2, checking that next is
+// given nil and then event 1 as stored.
+func testAuditAppendSeesLast(t *testing.T, tg AuditTarget) {
+	ctx := t.Context()
 	var sawNil bool
 	first, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
 		sawNil = last == nil
-		return event(last), nil
+		return contractEvent(last), nil
 	})
 	if err != nil || !sawNil || first.Seq != 1 || first.Hash != "h1" {
 		t.Fatalf("first AppendAudit = %+v, %v (next saw nil: %v); want event 1, next called with nil", first, err, sawNil)
@@ -272,12 +295,17 @@ func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 	var seen *chain.Event
 	second, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
 		seen = last
-		return event(last), nil
+		return contractEvent(last), nil
 	})
 	if err != nil || second.Seq != 2 || seen == nil || seen.Seq != 1 || seen.Hash != "h1" || string(seen.Data) != "{}" || seen.Capability != "ossa:t/c@1.0" {
 		t.Fatalf("second AppendAudit = %+v, %v; next saw %+v, want event 1 as stored", second, err, seen)
 	}
+}
 
+// testAuditAppendRefused checks that AppendAudit refuses, saying why, an
+// error from next, a wrong seq and events with fields the other store could
+// not keep.
+func testAuditAppendRefused(t *testing.T, tg AuditTarget) {
 	boom := errors.New("boom")
 	refused := []struct {
 		name   string
@@ -296,8 +324,8 @@ func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 		{"empty data", func(e *chain.Event) error { e.Data = nil; return nil }, "JSON"},
 	}
 	for _, tt := range refused {
-		_, err := tg.Store.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
-			e := event(last)
+		_, err := tg.Store.AppendAudit(t.Context(), func(last *chain.Event) (chain.Event, error) {
+			e := contractEvent(last)
 			return e, tt.modify(&e)
 		})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -306,9 +334,6 @@ func testAuditAppendContract(t *testing.T, tg AuditTarget) {
 		if tt.name == "error from next" && !errors.Is(err, boom) {
 			t.Errorf("AppendAudit with an error from next: %v does not wrap it", err)
 		}
-	}
-	if got := seqs(listAudit(t, tg.Store, chain.Filter{})); !slices.Equal(got, []int64{1, 2}) {
-		t.Errorf("after refused appends the chain holds events %v, want [1 2]", got)
 	}
 }
 

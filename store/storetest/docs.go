@@ -110,7 +110,18 @@ func docKeys(docs []registry.Doc) []string {
 	return out
 }
 
+// testDocRoundTrip checks that documents come back byte for byte from
+// GetDoc and ListDocs, under any UTF-8 kind and key, and that the store
+// keeps its own copy of the value.
 func testDocRoundTrip(t *testing.T, s registry.DocStore) {
+	testDocValuesExact(t, s)
+	testDocNames(t, s)
+	testDocCopy(t, s)
+}
+
+// testDocValuesExact puts every docValues value and checks GetDoc and
+// ListDocs return it byte for byte, with a time of the put.
+func testDocValuesExact(t *testing.T, s registry.DocStore) {
 	ctx := t.Context()
 	values := docValues()
 	keys := slices.Sorted(maps.Keys(values))
@@ -121,20 +132,7 @@ func testDocRoundTrip(t *testing.T, s registry.DocStore) {
 		}
 	}
 	after := time.Now()
-	for _, k := range keys {
-		d, err := s.GetDoc(ctx, "test", k)
-		if err != nil {
-			t.Errorf("GetDoc(%s): %v", k, err)
-			continue
-		}
-		if d.Kind != "test" || d.Key != k {
-			t.Errorf("GetDoc(%s) = kind %q key %q", k, d.Kind, d.Key)
-		}
-		if !bytes.Equal(d.Value, values[k]) {
-			t.Errorf("GetDoc(%s) value is not byte-exact:\n got %.200q\nwant %.200q", k, d.Value, values[k])
-		}
-		checkDocTime(t, "GetDoc("+k+")", d.UpdatedAt, before, after)
-	}
+	checkGetDocsExact(t, s, values, before, after)
 	// ListDocs returns the same bytes.
 	docs, err := s.ListDocs(ctx, "test", "")
 	if err != nil {
@@ -149,9 +147,12 @@ func testDocRoundTrip(t *testing.T, s registry.DocStore) {
 		}
 		checkDocTime(t, "ListDocs "+d.Key, d.UpdatedAt, before, after)
 	}
+}
 
-	// Kinds and keys are any UTF-8 text: spaces, slashes, wildcards, quotes,
-	// non-ASCII.
+// testDocNames checks that kinds and keys are any UTF-8 text: spaces,
+// slashes, wildcards, quotes, non-ASCII.
+func testDocNames(t *testing.T, s registry.DocStore) {
+	ctx := t.Context()
 	names := [][2]string{
 		{"mcp_server", "github"},
 		{"mcp server/ü", `key with spaces/slashes\and "quotes"`},
@@ -166,8 +167,12 @@ func testDocRoundTrip(t *testing.T, s registry.DocStore) {
 			t.Errorf("GetDoc(%q, %q) = %q %q %q, %v; want %q", n[0], n[1], d.Kind, d.Key, d.Value, err, v)
 		}
 	}
-	// The store keeps its own copy: changing the caller's slice afterwards
-	// changes nothing.
+}
+
+// testDocCopy checks that the store keeps its own copy: changing the
+// caller's slice afterwards changes nothing.
+func testDocCopy(t *testing.T, s registry.DocStore) {
+	ctx := t.Context()
 	buf := []byte(`{"v":1}`)
 	if err := s.PutDoc(ctx, "test", "copy", buf); err != nil {
 		t.Fatal(err)
@@ -175,6 +180,26 @@ func testDocRoundTrip(t *testing.T, s registry.DocStore) {
 	buf[5] = '2'
 	if d, err := s.GetDoc(ctx, "test", "copy"); err != nil || string(d.Value) != `{"v":1}` {
 		t.Errorf("after changing the put slice, GetDoc = %q, %v; want the value as put", d.Value, err)
+	}
+}
+
+// checkGetDocsExact checks that GetDoc returns each of values (under kind
+// "test") byte for byte, updated between before and after.
+func checkGetDocsExact(t *testing.T, s registry.DocStore, values map[string][]byte, before, after time.Time) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		d, err := s.GetDoc(t.Context(), "test", k)
+		if err != nil {
+			t.Errorf("GetDoc(%s): %v", k, err)
+			continue
+		}
+		if d.Kind != "test" || d.Key != k {
+			t.Errorf("GetDoc(%s) = kind %q key %q", k, d.Kind, d.Key)
+		}
+		if !bytes.Equal(d.Value, values[k]) {
+			t.Errorf("GetDoc(%s) value is not byte-exact:\n got %.200q\nwant %.200q", k, d.Value, values[k])
+		}
+		checkDocTime(t, "GetDoc("+k+")", d.UpdatedAt, before, after)
 	}
 }
 
@@ -220,6 +245,45 @@ var docPrefixKeys = []string{
 	"\U0010ffff", "\U0010ffffz", "\U0010ffff\U0010ffff", "\U0010ffff\U0010ffff\U0010ffff",
 }
 
+// wantPrefixKeys returns the docPrefixKeys that start with prefix, in byte
+// order.
+func wantPrefixKeys(prefix string) []string {
+	want := []string{}
+	for _, k := range docPrefixKeys {
+		if strings.HasPrefix(k, prefix) {
+			want = append(want, k)
+		}
+	}
+	slices.Sort(want)
+	return want
+}
+
+// checkListDocsPrefix checks ListDocs of kind k (holding docPrefixKeys, the
+// i-th with value {"i":i}) with prefix.
+func checkListDocsPrefix(t *testing.T, s registry.DocStore, prefix string) {
+	t.Helper()
+	want := wantPrefixKeys(prefix)
+	docs, err := s.ListDocs(t.Context(), "k", prefix)
+	if err != nil {
+		t.Errorf("ListDocs(%q): %v", prefix, err)
+		return
+	}
+	if docs == nil {
+		t.Errorf("ListDocs(%q) = nil; want an empty, non-nil slice", prefix)
+	}
+	if got := docKeys(docs); !slices.Equal(got, want) {
+		t.Errorf("ListDocs(%q) = %+q\nwant %+q", prefix, got, want)
+	}
+	for _, d := range docs {
+		i := slices.Index(docPrefixKeys, d.Key)
+		if d.Kind != "k" || string(d.Value) != fmt.Sprintf(`{"i":%d}`, i) {
+			t.Errorf("ListDocs(%q): document %q = kind %q value %q", prefix, d.Key, d.Kind, d.Value)
+		}
+	}
+}
+
+// testDocListPrefix checks ListDocs with prefixes around the edges of
+// prefix ranges (see docPrefixKeys), and of a kind with no documents.
 func testDocListPrefix(t *testing.T, s registry.DocStore) {
 	ctx := t.Context()
 	var ops []registry.DocOp
@@ -236,30 +300,7 @@ func testDocListPrefix(t *testing.T, s registry.DocStore) {
 		"a\U0010ffff", "a\U0010ffff\U0010ffff", "\U0010ffff", "\U0010ffff\U0010ffff",
 		"zzz", "abcd", "a%b%", "\U0010ffff\U0010ffff\U0010ffff\U0010ffff",
 	} {
-		want := []string{}
-		for _, k := range docPrefixKeys {
-			if strings.HasPrefix(k, prefix) {
-				want = append(want, k)
-			}
-		}
-		slices.Sort(want)
-		docs, err := s.ListDocs(ctx, "k", prefix)
-		if err != nil {
-			t.Errorf("ListDocs(%q): %v", prefix, err)
-			continue
-		}
-		if docs == nil {
-			t.Errorf("ListDocs(%q) = nil; want an empty, non-nil slice", prefix)
-		}
-		if got := docKeys(docs); !slices.Equal(got, want) {
-			t.Errorf("ListDocs(%q) = %+q\nwant %+q", prefix, got, want)
-		}
-		for _, d := range docs {
-			i := slices.Index(docPrefixKeys, d.Key)
-			if d.Kind != "k" || string(d.Value) != fmt.Sprintf(`{"i":%d}`, i) {
-				t.Errorf("ListDocs(%q): document %q = kind %q value %q", prefix, d.Key, d.Kind, d.Value)
-			}
-		}
+		checkListDocsPrefix(t, s, prefix)
 	}
 	if docs, err := s.ListDocs(ctx, "missing", ""); err != nil || docs == nil || len(docs) != 0 {
 		t.Errorf("ListDocs of an empty kind = %#v, %v; want an empty, non-nil slice and no error", docs, err)
@@ -285,22 +326,25 @@ func testDocListOrder(t *testing.T, s registry.DocStore) {
 	}
 }
 
+// expectMissingDoc checks that err, from method on the missing document
+// mcp_server/github, is ErrNotFound and names the kind and the key.
+func expectMissingDoc(t *testing.T, method string, err error) {
+	t.Helper()
+	if !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("%s of a missing document: %v; want ErrNotFound", method, err)
+	}
+	if !strings.Contains(err.Error(), "mcp_server") || !strings.Contains(err.Error(), "github") {
+		t.Errorf("error %q does not name the kind and the key", err)
+	}
+}
+
+// testDocDelete checks DeleteDoc: missing documents are ErrNotFound, a
+// delete removes only its document, and a deleted document can be put again.
 func testDocDelete(t *testing.T, s registry.DocStore) {
 	ctx := t.Context()
 	_, err := s.GetDoc(ctx, "mcp_server", "github")
-	if !errors.Is(err, registry.ErrNotFound) {
-		t.Fatalf("GetDoc of a missing document: %v; want ErrNotFound", err)
-	}
-	if !strings.Contains(err.Error(), "mcp_server") || !strings.Contains(err.Error(), "github") {
-		t.Errorf("error %q does not name the kind and the key", err)
-	}
-	err = s.DeleteDoc(ctx, "mcp_server", "github")
-	if !errors.Is(err, registry.ErrNotFound) {
-		t.Fatalf("DeleteDoc of a missing document: %v; want ErrNotFound", err)
-	}
-	if !strings.Contains(err.Error(), "mcp_server") || !strings.Contains(err.Error(), "github") {
-		t.Errorf("error %q does not name the kind and the key", err)
-	}
+	expectMissingDoc(t, "GetDoc", err)
+	expectMissingDoc(t, "DeleteDoc", s.DeleteDoc(ctx, "mcp_server", "github"))
 	putDoc(t, s, "mcp_server", "github", `{"a":1}`)
 	putDoc(t, s, "mcp_server", "github2", `{"a":2}`)
 	if err := s.DeleteDoc(ctx, "mcp_server", "github"); err != nil {
@@ -422,9 +466,23 @@ func testDocApplyMixed(t *testing.T, s registry.DocStore) {
 	}
 }
 
+// testDocInvalid checks that values that are not JSON, and kinds, keys and
+// prefixes that are empty, not UTF-8 or hold NUL, are refused and write
+// nothing.
 func testDocInvalid(t *testing.T, s registry.DocStore) {
-	ctx := t.Context()
 	putDoc(t, s, "k", "x", `{"good":true}`)
+	testDocInvalidValues(t, s)
+	testDocInvalidNames(t, s)
+	testDocInvalidPrefixes(t, s)
+	if got := docState(t, s, "k"); len(got) != 1 {
+		t.Errorf("refused writes left kind k = %q; want only x", got)
+	}
+}
+
+// testDocInvalidValues checks that PutDoc refuses values that are not JSON
+// (or too deep), saying so, for the stored document x and for a new one.
+func testDocInvalidValues(t *testing.T, s registry.DocStore) {
+	ctx := t.Context()
 	for name, v := range map[string][]byte{
 		"nil":               nil,
 		"empty":             {},
@@ -458,8 +516,12 @@ func testDocInvalid(t *testing.T, s registry.DocStore) {
 			t.Errorf("%s: a refused PutDoc created the document: %v", name, err)
 		}
 	}
-	// Kinds and keys: not empty, UTF-8, no NUL. Every method refuses them
-	// with an error that is not ErrNotFound.
+}
+
+// testDocInvalidNames checks kinds and keys: not empty, UTF-8, no NUL.
+// Every method refuses them with an error that is not ErrNotFound.
+func testDocInvalidNames(t *testing.T, s registry.DocStore) {
+	ctx := t.Context()
 	for name, n := range map[string][2]string{
 		"empty kind":         {"", "x"},
 		"empty key":          {"k", ""},
@@ -479,17 +541,19 @@ func testDocInvalid(t *testing.T, s registry.DocStore) {
 			t.Errorf("%s: DeleteDoc: %v; want an error saying what is wrong, not ErrNotFound", name, err)
 		}
 	}
+}
+
+// testDocInvalidPrefixes checks that ListDocs refuses an empty kind and a
+// prefix that is not UTF-8 or holds NUL.
+func testDocInvalidPrefixes(t *testing.T, s registry.DocStore) {
 	for name, n := range map[string][2]string{
 		"empty kind":           {"", "x"},
 		"NUL in prefix":        {"k", "x\x00"},
 		"invalid UTF-8 prefix": {"k", "x\xc3"},
 	} {
-		if docs, err := s.ListDocs(ctx, n[0], n[1]); err == nil {
+		if docs, err := s.ListDocs(t.Context(), n[0], n[1]); err == nil {
 			t.Errorf("%s: ListDocs = %q, nil; want an error", name, docKeys(docs))
 		}
-	}
-	if got := docState(t, s, "k"); len(got) != 1 {
-		t.Errorf("refused writes left kind k = %q; want only x", got)
 	}
 }
 

@@ -98,17 +98,45 @@ func runWriter(groupText string, open func(ctx context.Context, target string) (
 // other content must fail with a ConflictError naming the winner; s (a store
 // on target) must then hold the winner's content.
 func ConcurrentProcesses(t *testing.T, s registry.Store, target string, procs, per int) {
+	outs := runWriterProcesses(t, target, procs, per)
+	winner := processWinner(t, outs, per)
+	want := [2]string{}
+	want[winner] = "same"
+	want[1-winner] = "conflict " + processRecord(winner).Digest
+	for _, o := range outs {
+		for _, l := range o.lines {
+			if l != "created" && l != want[o.group] {
+				t.Errorf("a writer of content %d got %q, want %q", o.group, l, want[o.group])
+			}
+		}
+	}
+	got, err := s.Get(t.Context(), processKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != processRecord(winner).Digest || got.Definition.Description != processRecord(winner).Definition.Description {
+		t.Errorf("stored %s %q, want the winner's content", got.Digest, got.Definition.Description)
+	}
+}
+
+// writerOutput is what one writer process of content group printed: a
+// line per Put.
+type writerOutput struct {
+	group int
+	lines []string
+	err   error
+}
+
+// runWriterProcesses runs procs writer processes on target, of content p%2 each,
+// all starting their per Puts two seconds from now, and returns what they
+// printed.
+func runWriterProcesses(t *testing.T, target string, procs, per int) []writerOutput {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatalf("find the test binary: %v", err)
 	}
 	start := time.Now().Add(2 * time.Second).UnixNano()
-	type output struct {
-		group int
-		lines []string
-		err   error
-	}
-	outs := make([]output, procs)
+	outs := make([]writerOutput, procs)
 	var wg sync.WaitGroup
 	for p := 0; p < procs; p++ {
 		wg.Add(1)
@@ -118,10 +146,17 @@ func ConcurrentProcesses(t *testing.T, s registry.Store, target string, procs, p
 			cmd.Env = append(os.Environ(), envWriter+"="+strconv.Itoa(p%2), envTarget+"="+target,
 				envStart+"="+strconv.FormatInt(start, 10), envPer+"="+strconv.Itoa(per))
 			b, err := cmd.CombinedOutput()
-			outs[p] = output{group: p % 2, lines: strings.Split(strings.TrimSpace(string(b)), "\n"), err: err}
+			outs[p] = writerOutput{group: p % 2, lines: strings.Split(strings.TrimSpace(string(b)), "\n"), err: err}
 		}(p)
 	}
 	wg.Wait()
+	return outs
+}
+
+// processWinner checks that every writer succeeded with per results and
+// that exactly one Put created the version, and returns its content group.
+func processWinner(t *testing.T, outs []writerOutput, per int) int {
+	t.Helper()
 	created, winner := 0, -1
 	for _, o := range outs {
 		if o.err != nil {
@@ -140,21 +175,5 @@ func ConcurrentProcesses(t *testing.T, s registry.Store, target string, procs, p
 	if created != 1 {
 		t.Fatalf("%d Puts created the version, want exactly 1", created)
 	}
-	want := [2]string{}
-	want[winner] = "same"
-	want[1-winner] = "conflict " + processRecord(winner).Digest
-	for _, o := range outs {
-		for _, l := range o.lines {
-			if l != "created" && l != want[o.group] {
-				t.Errorf("a writer of content %d got %q, want %q", o.group, l, want[o.group])
-			}
-		}
-	}
-	got, err := s.Get(t.Context(), processKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Digest != processRecord(winner).Digest || got.Definition.Description != processRecord(winner).Definition.Description {
-		t.Errorf("stored %s %q, want the winner's content", got.Digest, got.Definition.Description)
-	}
+	return winner
 }

@@ -188,6 +188,24 @@ func fullDefinition() capability.Definition {
 	}
 }
 
+// checkRoundTripped checks that got, read back from the store, is rec (a
+// verified record of fullDefinition) with its time in UTC.
+func checkRoundTripped(t *testing.T, got, rec registry.Record) {
+	t.Helper()
+	if got.Key != rec.Key || got.Digest != rec.Digest || got.TrustTier != "verified" || got.DeprecatedAt != nil {
+		t.Errorf("Get = key %s digest %s tier %q deprecated %v; want %s %s verified nil", got.Key, got.Digest, got.TrustTier, got.DeprecatedAt, rec.Key, rec.Digest)
+	}
+	if !got.RegisteredAt.Equal(rec.RegisteredAt) || got.RegisteredAt.Location() != time.UTC {
+		t.Errorf("RegisteredAt = %v, want %v in UTC", got.RegisteredAt, rec.RegisteredAt)
+	}
+	want := normalized(fullDefinition())
+	if !reflect.DeepEqual(normalized(got.Definition), want) {
+		t.Errorf("definition changed on the way through the store:\n got %#v\nwant %#v", got.Definition, want)
+	}
+}
+
+// testRoundTrip checks that a record with every field set comes back from
+// Get as it was put, and that the store keeps its own copy.
 func testRoundTrip(t *testing.T, s registry.Store) {
 	ctx := t.Context()
 	d := fullDefinition()
@@ -205,16 +223,7 @@ func testRoundTrip(t *testing.T, s registry.Store) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	if got.Key != rec.Key || got.Digest != rec.Digest || got.TrustTier != "verified" || got.DeprecatedAt != nil {
-		t.Errorf("Get = key %s digest %s tier %q deprecated %v; want %s %s verified nil", got.Key, got.Digest, got.TrustTier, got.DeprecatedAt, rec.Key, rec.Digest)
-	}
-	if !got.RegisteredAt.Equal(rec.RegisteredAt) || got.RegisteredAt.Location() != time.UTC {
-		t.Errorf("RegisteredAt = %v, want %v in UTC", got.RegisteredAt, rec.RegisteredAt)
-	}
-	want := normalized(fullDefinition())
-	if !reflect.DeepEqual(normalized(got.Definition), want) {
-		t.Errorf("definition changed on the way through the store:\n got %#v\nwant %#v", got.Definition, want)
-	}
+	checkRoundTripped(t, got, rec)
 	// The stored definition is a copy: changing the caller's value later
 	// changes nothing.
 	d.Input["type"] = "changed"
@@ -297,6 +306,31 @@ func testConflict(t *testing.T, s registry.Store) {
 	}
 }
 
+// checkRolledBack checks that none of the records of a rolled-back batch
+// (among them ossa:text/upper) can be read, listed or found, and that the
+// store holds only the one record put before it.
+func checkRolledBack(t *testing.T, s registry.Store, recs ...registry.Record) {
+	t.Helper()
+	ctx := t.Context()
+	for _, r := range recs {
+		if _, err := s.Get(ctx, r.Key); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("Get(%s) after a rolled-back batch: %v; want ErrNotFound", r.Key, err)
+		}
+	}
+	p, err := s.List(ctx, registry.ListFilter{AllVersions: true})
+	if err != nil || p.Total != 1 || len(p.Items) != 1 {
+		t.Errorf("List after a rolled-back batch: %v (total %d), %v; want only the original", keyStrings(p.Items), p.Total, err)
+	}
+	if r, err := s.Search(ctx, registry.SearchQuery{Text: "upper"}); err != nil || r.Total != 0 {
+		t.Errorf("Search finds %v (%v) from a rolled-back batch", keyStrings(r.Items), err)
+	}
+	if vs, err := s.Versions(ctx, "ossa", "text", "upper"); err != nil || len(vs) != 0 {
+		t.Errorf("Versions of a rolled-back record = %v, %v", keyStrings(vs), err)
+	}
+}
+
+// testBatchAtomicity checks that a batch with a conflict writes nothing and
+// sends no events, and that the same batch without it goes in whole.
 func testBatchAtomicity(t *testing.T, s registry.Store) {
 	ctx := t.Context()
 	existing := def("ossa", "text", "echo", "1.0.0")
@@ -314,21 +348,7 @@ func testBatchAtomicity(t *testing.T, s registry.Store) {
 	if _, err := s.Put(ctx, batch); !errors.Is(err, registry.ErrConflict) {
 		t.Fatalf("Put of a batch with a conflict in the middle: %v; want ErrConflict", err)
 	}
-	for _, r := range []registry.Record{batch[0], batch[1], batch[3]} {
-		if _, err := s.Get(ctx, r.Key); !errors.Is(err, registry.ErrNotFound) {
-			t.Errorf("Get(%s) after a rolled-back batch: %v; want ErrNotFound", r.Key, err)
-		}
-	}
-	p, err := s.List(ctx, registry.ListFilter{AllVersions: true})
-	if err != nil || p.Total != 1 || len(p.Items) != 1 {
-		t.Errorf("List after a rolled-back batch: %v (total %d), %v; want only the original", keyStrings(p.Items), p.Total, err)
-	}
-	if r, err := s.Search(ctx, registry.SearchQuery{Text: "upper"}); err != nil || r.Total != 0 {
-		t.Errorf("Search finds %v (%v) from a rolled-back batch", keyStrings(r.Items), err)
-	}
-	if vs, err := s.Versions(ctx, "ossa", "text", "upper"); err != nil || len(vs) != 0 {
-		t.Errorf("Versions of a rolled-back record = %v, %v", keyStrings(vs), err)
-	}
+	checkRolledBack(t, s, batch[0], batch[1], batch[3])
 	// The rolled-back batch sent no events: the next one is for the next Put.
 	put(t, s, def("ossa", "text", "after", "1.0.0"))
 	expectEvent(t, events, registry.Event{Kind: registry.EventRegistered, Key: key("ossa", "text", "after", "1.0.0")})
@@ -603,6 +623,8 @@ func walk(t *testing.T, limit int, query func(cursor string) (registry.Page, err
 	}
 }
 
+// testListPagination checks that List pages add up to the whole list for
+// several filters and page sizes, also when records are added between pages.
 func testListPagination(t *testing.T, s registry.Store) {
 	put(t, s, filterFixture()...)
 	put(t, s, def("ossa", "git", "commit", "1.5.0-rc.1"), def("ossa", "git", "commit", "1.10.0"), def("ossa", "git", "commit", "1.9.0"))
@@ -623,8 +645,13 @@ func testListPagination(t *testing.T, s registry.Store) {
 			}
 		}
 	}
-	// A cursor survives new records: the walk continues after the last item
-	// seen, and records added before it are not repeated.
+	testListCursorSurvivesPuts(t, s)
+}
+
+// testListCursorSurvivesPuts checks that a cursor survives new records: the
+// walk continues after the last item seen, and records added before it are
+// not repeated.
+func testListCursorSurvivesPuts(t *testing.T, s registry.Store) {
 	first, err := s.List(t.Context(), registry.ListFilter{AllVersions: true, Limit: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -645,6 +672,8 @@ func testListPagination(t *testing.T, s registry.Store) {
 	}
 }
 
+// testInvalidCursor checks that List and Search refuse cursors that are
+// not theirs, and the limits they accept.
 func testInvalidCursor(t *testing.T, s registry.Store) {
 	put(t, s, filterFixture()...)
 	p, err := s.List(t.Context(), registry.ListFilter{Limit: 1})
@@ -663,6 +692,12 @@ func testInvalidCursor(t *testing.T, s registry.Store) {
 	if _, err := s.Search(t.Context(), registry.SearchQuery{Text: "commit", Filter: registry.ListFilter{Cursor: p.NextCursor}}); !errors.Is(err, registry.ErrInvalidCursor) {
 		t.Errorf("Search with a List cursor: %v; want ErrInvalidCursor", err)
 	}
+	testLimits(t, s)
+}
+
+// testLimits checks that a negative limit is refused and that the largest
+// one gives every result of filterFixture on one page.
+func testLimits(t *testing.T, s registry.Store) {
 	if _, err := s.List(t.Context(), registry.ListFilter{Limit: -1}); err == nil {
 		t.Errorf("List with a negative limit: no error")
 	}
@@ -702,6 +737,8 @@ func searchFixture() []capability.Definition {
 	return []capability.Definition{scanCode, audit, probe, weather, send}
 }
 
+// testSearchRanking checks the order of search results: name matches before
+// description matches, the best match first, and no unrelated results.
 func testSearchRanking(t *testing.T, s registry.Store) {
 	put(t, s, searchFixture()...)
 	ctx := t.Context()
@@ -719,6 +756,14 @@ func testSearchRanking(t *testing.T, s registry.Store) {
 	if slices.Contains(got, "ossa:weather/forecast@1.0.0") {
 		t.Errorf("Search(scan) found the weather forecast: %v", got)
 	}
+	testSearchFirst(t, s)
+	testSearchNothingAndEmpty(t, s)
+}
+
+// testSearchFirst checks which capability comes first for texts that match
+// a name, title, keyword, intent, description or the prefix of a word.
+func testSearchFirst(t *testing.T, s registry.Store) {
+	ctx := t.Context()
 	for _, tt := range []struct{ text, first string }{
 		{"whatsapp", "ossa:messaging/send_whatsapp@2.1.0"},
 		{"WhatsApp message", "ossa:messaging/send_whatsapp@2.1.0"},
@@ -740,6 +785,12 @@ func testSearchRanking(t *testing.T, s registry.Store) {
 			t.Errorf("Search(%q) = %v; want %s first", tt.text, keyStrings(p.Items), tt.first)
 		}
 	}
+}
+
+// testSearchNothingAndEmpty checks that text matching nothing finds
+// nothing, and that empty text lists in List order.
+func testSearchNothingAndEmpty(t *testing.T, s registry.Store) {
+	ctx := t.Context()
 	if p, err := s.Search(ctx, registry.SearchQuery{Text: "zebra"}); err != nil || len(p.Items) != 0 || p.Total != 0 || p.NextCursor != "" {
 		t.Errorf("Search(zebra) = %v total %d cursor %q, %v; want nothing", keyStrings(p.Items), p.Total, p.NextCursor, err)
 	}
@@ -813,7 +864,9 @@ func testSearchHostileText(t *testing.T, s registry.Store) {
 	}
 }
 
-func testSearchPagination(t *testing.T, s registry.Store) {
+// widgetFixture is nine capabilities that match "widget" in their title,
+// keywords or description, across three domains, and one that does not.
+func widgetFixture() []capability.Definition {
 	var defs []capability.Definition
 	for i := 0; i < 9; i++ {
 		d := def("ossa", fmt.Sprintf("d%d", i%3), fmt.Sprintf("tool_%d", i), "1.0.0")
@@ -827,8 +880,14 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 		}
 		defs = append(defs, d)
 	}
-	defs = append(defs, def("ossa", "other", "gadget", "1.0.0"))
-	put(t, s, defs...)
+	return append(defs, def("ossa", "other", "gadget", "1.0.0"))
+}
+
+// testSearchPagination checks that search pages add up to the whole result,
+// that a cursor only works for its own search, and that results can shrink
+// between pages.
+func testSearchPagination(t *testing.T, s registry.Store) {
+	put(t, s, widgetFixture()...)
 	q := registry.SearchQuery{Text: "widget"}
 	full, err := s.Search(t.Context(), q)
 	if err != nil {
@@ -848,6 +907,13 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 			t.Errorf("limit %d: pages gave %v (total %d); want %v", limit, got, total, want)
 		}
 	}
+	testSearchForeignCursor(t, s)
+	testSearchShrinks(t, s)
+}
+
+// testSearchForeignCursor checks that a search cursor is refused by a
+// search of other text and by List.
+func testSearchForeignCursor(t *testing.T, s registry.Store) {
 	p, err := s.Search(t.Context(), registry.SearchQuery{Text: "widget", Filter: registry.ListFilter{Limit: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -858,10 +924,12 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 	if _, err := s.List(t.Context(), registry.ListFilter{Cursor: p.NextCursor}); !errors.Is(err, registry.ErrInvalidCursor) {
 		t.Errorf("Search cursor given to List: %v; want ErrInvalidCursor", err)
 	}
+}
 
-	// Results can shrink between pages (new versions replace matching
-	// ones): a cursor past the end gives an empty last page with the
-	// current Total.
+// testSearchShrinks checks that results can shrink between pages (new
+// versions replace matching ones): a cursor past the end gives an empty
+// last page with the current Total.
+func testSearchShrinks(t *testing.T, s registry.Store) {
 	var sprockets []capability.Definition
 	for i := 0; i < 3; i++ {
 		d := def("ossa", "parts", fmt.Sprintf("part_%d", i), "1.0.0")
@@ -869,8 +937,8 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 		sprockets = append(sprockets, d)
 	}
 	put(t, s, sprockets...)
-	q = registry.SearchQuery{Text: "sprocket", Filter: registry.ListFilter{Limit: 2}}
-	p, err = s.Search(t.Context(), q)
+	q := registry.SearchQuery{Text: "sprocket", Filter: registry.ListFilter{Limit: 2}}
+	p, err := s.Search(t.Context(), q)
 	if err != nil || len(p.Items) != 2 || p.Total != 3 || p.NextCursor == "" {
 		t.Fatalf("Search(sprocket) = %v total %d cursor %q, %v", keyStrings(p.Items), p.Total, p.NextCursor, err)
 	}
@@ -887,35 +955,50 @@ func testSearchPagination(t *testing.T, s registry.Store) {
 	}
 }
 
+// testDeprecate checks Deprecate: one version with every field, a zero At,
+// and batches of several versions, which are all or nothing.
 func testDeprecate(t *testing.T, s registry.Store) {
-	ctx := t.Context()
 	d := def("ossa", "text", "echo", "1.0.0")
 	put(t, s, d, def("ossa", "text", "echo", "2.0.0"))
+	testDeprecateOne(t, s, d)
+	testDeprecateZeroAt(t, s)
+	testDeprecateBatch(t, s)
+}
+
+// deprecatedAt is the time testDeprecate's deprecations give.
+var deprecatedAt = time.Date(2025, 6, 1, 12, 0, 0, 500000000, time.UTC)
+
+// checkDeprecated checks that r is d (under k) deprecated by
+// testDeprecateOne's deprecation at deprecatedAt.
+func checkDeprecated(t *testing.T, where string, r registry.Record, d capability.Definition, k registry.Key) {
+	t.Helper()
+	def := r.Definition
+	if def.Stability != capability.StabilityDeprecated || def.DeprecatedBy != "ossa:text/echo@2.0" || def.SunsetDate != "2026-01-01" || def.MigrationGuide != "Call 2.0." {
+		t.Errorf("%s: definition %q %q %q %q; want the deprecation", where, def.Stability, def.DeprecatedBy, def.SunsetDate, def.MigrationGuide)
+	}
+	if r.DeprecatedAt == nil || !r.DeprecatedAt.Equal(deprecatedAt) {
+		t.Errorf("%s: DeprecatedAt = %v, want %v", where, r.DeprecatedAt, deprecatedAt)
+	}
+	if r.Digest != Digest(d) || r.Key != k || def.Description != d.Description {
+		t.Errorf("%s: deprecation changed the record's identity: %+v", where, r)
+	}
+}
+
+// testDeprecateOne deprecates the stored d with every field set and checks
+// the result, Get, List and that re-putting d stays idempotent.
+func testDeprecateOne(t *testing.T, s registry.Store, d capability.Definition) {
+	ctx := t.Context()
 	k := key("ossa", "text", "echo", "1.0.0")
-	at := time.Date(2025, 6, 1, 12, 0, 0, 500000000, time.UTC)
-	got, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k, DeprecatedBy: "ossa:text/echo@2.0", SunsetDate: "2026-01-01", MigrationGuide: "Call 2.0.", At: at}})
+	got, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k, DeprecatedBy: "ossa:text/echo@2.0", SunsetDate: "2026-01-01", MigrationGuide: "Call 2.0.", At: deprecatedAt}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Deprecate: %v, %d records", err, len(got))
 	}
-	check := func(where string, r registry.Record) {
-		t.Helper()
-		def := r.Definition
-		if def.Stability != capability.StabilityDeprecated || def.DeprecatedBy != "ossa:text/echo@2.0" || def.SunsetDate != "2026-01-01" || def.MigrationGuide != "Call 2.0." {
-			t.Errorf("%s: definition %q %q %q %q; want the deprecation", where, def.Stability, def.DeprecatedBy, def.SunsetDate, def.MigrationGuide)
-		}
-		if r.DeprecatedAt == nil || !r.DeprecatedAt.Equal(at) {
-			t.Errorf("%s: DeprecatedAt = %v, want %v", where, r.DeprecatedAt, at)
-		}
-		if r.Digest != Digest(d) || r.Key != k || def.Description != d.Description {
-			t.Errorf("%s: deprecation changed the record's identity: %+v", where, r)
-		}
-	}
-	check("Deprecate result", got[0])
+	checkDeprecated(t, "Deprecate result", got[0], d, k)
 	stored, err := s.Get(ctx, k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("Get", stored)
+	checkDeprecated(t, "Get", stored, d, k)
 	p, err := s.List(ctx, registry.ListFilter{Stability: capability.StabilityDeprecated, AllVersions: true})
 	if err != nil || !slices.Equal(keyStrings(p.Items), []string{k.String()}) {
 		t.Errorf("List(deprecated) = %v, %v; want %s", keyStrings(p.Items), err, k)
@@ -925,30 +1008,29 @@ func testDeprecate(t *testing.T, s registry.Store) {
 	if res := put(t, s, d); res[0].Created {
 		t.Errorf("re-Put of a deprecated version: Created = true")
 	}
-	// A zero At means now.
+}
+
+// testDeprecateZeroAt checks that a zero At means now.
+func testDeprecateZeroAt(t *testing.T, s registry.Store) {
 	before := time.Now().Add(-time.Second)
-	got, err = s.Deprecate(ctx, []registry.Deprecation{{Key: key("ossa", "text", "echo", "2.0.0")}})
+	got, err := s.Deprecate(t.Context(), []registry.Deprecation{{Key: key("ossa", "text", "echo", "2.0.0")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got[0].DeprecatedAt == nil || got[0].DeprecatedAt.Before(before) || got[0].Definition.Stability != capability.StabilityDeprecated {
 		t.Errorf("Deprecate with zero At: DeprecatedAt %v stability %q", got[0].DeprecatedAt, got[0].Definition.Stability)
 	}
+}
 
-	// Several versions in one call: all or nothing. A missing version among
-	// them leaves the others as they were, and the error names it.
+// testDeprecateBatch deprecates several versions in one call: all or
+// nothing. A missing version among them leaves the others as they were, and
+// the error names it.
+func testDeprecateBatch(t *testing.T, s registry.Store) {
+	ctx := t.Context()
 	put(t, s, def("ossa", "text", "shout", "1.0.0"), def("ossa", "text", "shout", "1.1.0"))
-	k10, k11, missing := key("ossa", "text", "shout", "1.0.0"), key("ossa", "text", "shout", "1.1.0"), key("ossa", "text", "shout", "1.2.0")
-	_, err = s.Deprecate(ctx, []registry.Deprecation{{Key: k10, MigrationGuide: "stop"}, {Key: missing, MigrationGuide: "stop"}, {Key: k11, MigrationGuide: "stop"}})
-	if !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
-		t.Fatalf("Deprecate with a missing version: %v; want ErrNotFound naming %s", err, missing)
-	}
-	for _, k := range []registry.Key{k10, k11} {
-		if r, err := s.Get(ctx, k); err != nil || r.DeprecatedAt != nil || r.Definition.Stability == capability.StabilityDeprecated {
-			t.Errorf("%s was deprecated by a refused batch: %+v %v", k, r.DeprecatedAt, err)
-		}
-	}
-	got, err = s.Deprecate(ctx, []registry.Deprecation{{Key: k11, MigrationGuide: "stop", At: at}, {Key: k10, MigrationGuide: "stop", At: at}})
+	k10, k11 := key("ossa", "text", "shout", "1.0.0"), key("ossa", "text", "shout", "1.1.0")
+	testDeprecateBatchMissing(t, s, k10, k11)
+	got, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k11, MigrationGuide: "stop", At: deprecatedAt}, {Key: k10, MigrationGuide: "stop", At: deprecatedAt}})
 	if err != nil || len(got) != 2 || got[0].Key != k11 || got[1].Key != k10 {
 		t.Fatalf("Deprecate of two versions: %v %+v", err, got)
 	}
@@ -959,6 +1041,22 @@ func testDeprecate(t *testing.T, s registry.Store) {
 	}
 	if got, err := s.Deprecate(ctx, nil); err != nil || len(got) != 0 {
 		t.Errorf("Deprecate of nothing: %v %v", got, err)
+	}
+}
+
+// testDeprecateBatchMissing deprecates the stored k10 and k11 together with
+// a missing version: the call fails naming it and leaves both as they were.
+func testDeprecateBatchMissing(t *testing.T, s registry.Store, k10, k11 registry.Key) {
+	ctx := t.Context()
+	missing := key("ossa", "text", "shout", "1.2.0")
+	_, err := s.Deprecate(ctx, []registry.Deprecation{{Key: k10, MigrationGuide: "stop"}, {Key: missing, MigrationGuide: "stop"}, {Key: k11, MigrationGuide: "stop"}})
+	if !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
+		t.Fatalf("Deprecate with a missing version: %v; want ErrNotFound naming %s", err, missing)
+	}
+	for _, k := range []registry.Key{k10, k11} {
+		if r, err := s.Get(ctx, k); err != nil || r.DeprecatedAt != nil || r.Definition.Stability == capability.StabilityDeprecated {
+			t.Errorf("%s was deprecated by a refused batch: %+v %v", k, r.DeprecatedAt, err)
+		}
 	}
 }
 
@@ -1019,6 +1117,9 @@ func expectEvent(t *testing.T, ch <-chan registry.Event, want registry.Event) {
 	}
 }
 
+// testWatch checks that watchers get an event for every record created or
+// deprecated, none for an idempotent Put, and that the channel closes when
+// the context ends.
 func testWatch(t *testing.T, s registry.Store) {
 	ctx, cancel := context.WithCancel(t.Context())
 	ch, err := s.Watch(ctx)
@@ -1042,6 +1143,15 @@ func testWatch(t *testing.T, s registry.Store) {
 	}
 	// A batch reports each created record.
 	put(t, s, def("ossa", "w", "c", "1.0.0"), def("ossa", "w", "d", "1.0.0"), b)
+	expectBatchEvents(t, ch)
+	cancel()
+	expectClosed(t, ch)
+}
+
+// expectBatchEvents waits up to 10 seconds for the events of a batch that
+// created ossa:w/c and ossa:w/d, in any order.
+func expectBatchEvents(t *testing.T, ch <-chan registry.Event) {
+	t.Helper()
 	seen := map[string]bool{}
 	for range 2 {
 		select {
@@ -1054,7 +1164,12 @@ func testWatch(t *testing.T, s registry.Store) {
 	if !seen["ossa:w/c@1.0.0"] || !seen["ossa:w/d@1.0.0"] {
 		t.Errorf("batch events = %v, want c and d registered", seen)
 	}
-	cancel()
+}
+
+// expectClosed waits up to 10 seconds for ch, whose context has ended, to
+// close, taking any events still on it.
+func expectClosed(t *testing.T, ch <-chan registry.Event) {
+	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
@@ -1089,18 +1204,17 @@ func testWatchClosedOnClose(t *testing.T, s registry.Store) {
 	}
 }
 
-func testConcurrentSameKey(t *testing.T, s registry.Store) {
-	const n = 16
-	d1 := def("ossa", "race", "same", "1.0.0")
-	d2 := d1
-	d2.Description = "the other content"
-	recs := [2]registry.Record{NewRecord(d1), NewRecord(d2)}
-	type result struct {
-		group   int
-		created bool
-		err     error
-	}
-	results := make(chan result, n)
+// racedPut is the outcome of one of testConcurrentSameKey's Puts: which
+// content it put, and whether it created the version.
+type racedPut struct {
+	group   int
+	created bool
+	err     error
+}
+
+// racePuts puts recs[i%2] from n goroutines at once and returns every outcome.
+func racePuts(t *testing.T, s registry.Store, recs [2]registry.Record, n int) []racedPut {
+	results := make(chan racedPut, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -1109,7 +1223,7 @@ func testConcurrentSameKey(t *testing.T, s registry.Store) {
 			defer wg.Done()
 			<-start
 			res, err := s.Put(t.Context(), []registry.Record{recs[group]})
-			r := result{group: group, err: err}
+			r := racedPut{group: group, err: err}
 			if err == nil {
 				r.created = res[0].Created
 			}
@@ -1119,10 +1233,19 @@ func testConcurrentSameKey(t *testing.T, s registry.Store) {
 	close(start)
 	wg.Wait()
 	close(results)
-	winner := -1
-	var all []result
+	var all []racedPut
 	for r := range results {
 		all = append(all, r)
+	}
+	return all
+}
+
+// raceWinner returns the group of the one Put that created the version,
+// failing the test when none or more than one did.
+func raceWinner(t *testing.T, all []racedPut) int {
+	t.Helper()
+	winner := -1
+	for _, r := range all {
 		if r.created {
 			if winner >= 0 {
 				t.Errorf("more than one Put created the version")
@@ -1133,6 +1256,14 @@ func testConcurrentSameKey(t *testing.T, s registry.Store) {
 	if winner < 0 {
 		t.Fatalf("no Put created the version: %+v", all)
 	}
+	return winner
+}
+
+// checkRaceLosers checks the Puts that did not create the version: those
+// of the winner's content succeeded, the others got a ConflictError naming
+// the winner's digest.
+func checkRaceLosers(t *testing.T, all []racedPut, recs [2]registry.Record, winner int) {
+	t.Helper()
 	for _, r := range all {
 		switch {
 		case r.group == winner && r.err != nil:
@@ -1144,6 +1275,20 @@ func testConcurrentSameKey(t *testing.T, s registry.Store) {
 			}
 		}
 	}
+}
+
+// testConcurrentSameKey races Puts of two contents under one version:
+// exactly one creates it, the others of its content succeed, those of the
+// other content get a ConflictError, and the store holds the winner's.
+func testConcurrentSameKey(t *testing.T, s registry.Store) {
+	const n = 16
+	d1 := def("ossa", "race", "same", "1.0.0")
+	d2 := d1
+	d2.Description = "the other content"
+	recs := [2]registry.Record{NewRecord(d1), NewRecord(d2)}
+	all := racePuts(t, s, recs, n)
+	winner := raceWinner(t, all)
+	checkRaceLosers(t, all, recs, winner)
 	got, err := s.Get(t.Context(), recs[0].Key)
 	if err != nil {
 		t.Fatal(err)
