@@ -11,7 +11,7 @@ import (
 
 func TestResolveCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "c.db")
-	spec, _ := filepath.Abs(filepath.Join("..", "..", "fallback", "testdata", "tracker.yaml"))
+	spec, _ := filepath.Abs(filepath.Join("..", "..", "internal", "fallback", "testdata", "tracker.yaml"))
 	t.Setenv("CAPHUB_SERVER", "")
 
 	// Off by default: just missing.
