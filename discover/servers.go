@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
-	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/internal/permit"
+	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/internal/envflag"
-	"github.com/caphub/caphub/server/mcpgw"
+	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/spf13/cobra"
 )
 

@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/caphub/caphub/server/mcpgw"
+	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/spf13/cobra"
 )
 

@@ -12,12 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caphub/caphub/auth"
 	"github.com/caphub/caphub/internal/allowlist"
-	"github.com/caphub/caphub/server/guard"
-	"github.com/caphub/caphub/server/mcpfront"
-	"github.com/caphub/caphub/server/mcpgw"
-	"github.com/caphub/caphub/server/rest"
+	"github.com/caphub/caphub/internal/auth"
+	"github.com/caphub/caphub/internal/server/guard"
+	"github.com/caphub/caphub/internal/server/mcpfront"
+	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/caphub/caphub/internal/server/rest"
 	"github.com/spf13/cobra"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/agent"
-	"github.com/caphub/caphub/auth"
+	"github.com/caphub/caphub/internal/auth"
 	"github.com/spf13/cobra"
 )
 

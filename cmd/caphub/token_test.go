@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caphub/caphub/auth"
+	"github.com/caphub/caphub/internal/auth"
 )
 
 func TestTokenCLI(t *testing.T) {

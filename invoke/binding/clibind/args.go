@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
-	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 	"github.com/caphub/caphub/internal/permit"
+	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 
 // fillArgs fills each argument template with the input (see the package

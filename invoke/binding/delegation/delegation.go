@@ -25,9 +25,9 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
-	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/internal/allowlist"
 	"github.com/caphub/caphub/internal/permit"
+	"github.com/caphub/caphub/invoke"
 )
 
 // Options configure the binding.

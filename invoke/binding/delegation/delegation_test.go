@@ -13,11 +13,11 @@ import (
 	"testing"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/internal/server/rest"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/delegation"
 	"github.com/caphub/caphub/invoke/binding/native"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/server/rest"
 	"github.com/caphub/caphub/store/sqlite"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/internal/permit"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
-	"github.com/caphub/caphub/internal/permit"
 )
 
 // Auth types of an http binding.

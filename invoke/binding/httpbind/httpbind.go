@@ -120,8 +120,8 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
-	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/internal/allowlist"
+	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
 

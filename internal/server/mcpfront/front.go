@@ -1,0 +1,367 @@
+// Package mcpfront fronts saved upstream MCP servers transparently: a server
+// saved in caphub (discover.ServerAPI) is reachable as an MCP server of its
+// own, over streamable HTTP and over the 2024-11-05 SSE transport, and caphub
+// relays everything between the client and the upstream, applying its
+// policy to tools/call and recording every call.
+//
+// # Paths
+//
+// Mount Handler at /mcp/servers/ on a mux, without stripping the prefix (the
+// SSE transport tells the client where to post by echoing the request path):
+//
+//	/mcp/servers/{name}      streamable HTTP (POST, GET, DELETE)
+//	/mcp/servers/{name}/sse  SSE: GET opens a session, POST ?sessionid=… sends to it
+//
+// {name} is the saved server's name. A name that is not saved answers 404
+// with a message that says how to save one.
+//
+// # Two relays
+//
+// One downstream session maps to one upstream session, relayed one of two
+// ways, each in a package of its own; the front dispatches each request to
+// one of them, and both share (package internal/relay) the policy and
+// record of tools/call, the one classification of a call's outcome, and
+// the table of sessions that bounds them.
+//
+// The HTTP relay (package httprelay) serves a saved streamable HTTP server (transport http) on
+// the streamable endpoint: a reverse proxy for the streamable HTTP
+// transport. Each downstream POST is one upstream POST of the same body (a
+// message or a batch), and the upstream's answer is relayed as it comes:
+// JSON, 202, or an SSE stream passed on read by read. GET (the standalone
+// stream, and streams resumed with Last-Event-ID) and DELETE are relayed
+// alike. Because the upstream's stream for a request is relayed as the
+// downstream's stream for that request, what the upstream sends during a
+// call (progress, log messages, sampling, elicitation and roots requests)
+// reaches the client on that call's stream, and the client's answers come
+// back as POSTs that are forwarded in turn. The front makes the session id
+// the client sees (crypto/rand) and maps it to the upstream's; it forwards
+// only the transport's headers (Content-Type, Accept,
+// Mcp-Protocol-Version, Last-Event-ID), never the client's Authorization
+// or Cookie (caphub's own credentials), and adds the saved server's
+// headers. It reads the tools/call requests of each body before
+// forwarding it (a refused call is answered by the front and never
+// reaches the upstream) and the responses that pass, without holding them
+// back, to record each call's outcome. Bodies the policy could misread
+// (invalid JSON or UTF-8, duplicate members) are refused with 400. Its
+// upstream connections are kept alive, so the latency it adds is about
+// what any HTTP proxy hop costs.
+//
+// The SDK relay (package sdkrelay) serves everything else: stdio servers, SSE servers (and
+// HTTP servers that turn out to speak only SSE: the HTTP relay hands over
+// when the upstream refuses its initialize POST with 400, 404 or 405), and
+// the SSE endpoint. The downstream side is an mcp.Server per saved name,
+// served by the SDK's own streamable and SSE handlers; a receiving
+// middleware sees every request and notification with the request's
+// context (so whatever is sent with it lands on the request's stream), and
+// relays it upstream through an SDK client session's own sending method
+// handler, which sends any method the SDK knows with the params as
+// received. Upstream-to-client traffic takes the mirror path. The SDK maps
+// the ids on each side; cancelling a downstream request cancels the
+// upstream call. It offers the client's protocol version and capabilities
+// upstream and answers with the upstream's capabilities, server info and
+// instructions. Its limits: only the methods the SDK knows are relayed,
+// results pass through the SDK's types (fields it does not model are
+// dropped), and each call crosses a second SDK streamable HTTP hop, which
+// costs 0.4 to 0.8 ms; the HTTP relay has none of these.
+//
+// Neither relay works below the SDK as a JSON-RPC relay between two SDK
+// connections would: the SDK's streamable transport routes a message to a
+// request's stream only through a context key its ServerSession sets
+// (unexported), so such a relay would send what the upstream sends during
+// a call to the standalone GET stream, which the spec reserves for
+// messages unrelated to a request and which a client may not open. The
+// HTTP relay sidesteps this by relaying streams, not messages.
+//
+// Both relays are session-based: the sessionless 2026-07-28 protocol is
+// not offered. A POST without a session id that is not an initialize
+// (server/discover, say) is answered by the SDK relay as a session-based
+// server answers it, and clients fall back to initialize.
+//
+// # Routing in the SDK relay
+//
+// Progress notifications go to the request that carries their token. Other
+// upstream traffic carries no link to the request that caused it, so log
+// messages and server-to-client requests go to the oldest request in flight
+// that can cause them (tools/call, prompts/get, resources/read,
+// completion/complete), and list_changed and resource updates, like any
+// message when nothing is in flight, to the session's standalone stream.
+// The progress and log notifications of a stdio upstream are relayed as
+// soon as they are read, so that they reach the client before the response
+// that follows them (the SDK would hand them to a goroutine that a response
+// can overtake).
+//
+// # Bounds
+//
+// Sessions idle for Options.IdleTimeout (no request in flight) are closed,
+// and beyond Options.MaxSessions per saved server the least recently
+// active one is: many clients never end their sessions. Closing a session
+// ends its upstream session (DELETE for an HTTP upstream, the process group
+// for a stdio one); Close ends them all. A session of the SDK relay holds
+// two goroutines and, for a stdio server, a process; one of the HTTP relay
+// holds nothing but its relayed requests. The HTTP relay reads request
+// bodies whole and refuses those over 4 MiB with 413.
+package mcpfront
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/internal/server/guard"
+	"github.com/caphub/caphub/internal/server/mcpfront/httprelay"
+	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
+	"github.com/caphub/caphub/internal/server/mcpfront/sdkrelay"
+	"github.com/caphub/caphub/invoke"
+)
+
+// ServerSource finds saved upstream connections (discover.ServerAPI is one).
+type ServerSource interface {
+	GetServer(ctx context.Context, name string) (*discover.SavedServer, error)
+}
+
+// Hooks are the policy and the record of fronted tools/call requests
+// (*invoke.Pipeline is one). Authorize returns nil to allow the call, or an
+// error (an *invoke.Error with code DENIED or APPROVAL_REQUIRED) to refuse
+// it; Emit receives one record per call, refused ones included.
+type Hooks interface {
+	Authorize(ctx context.Context, call *invoke.Call) error
+	Emit(ctx context.Context, rec invoke.Record)
+}
+
+var _ Hooks = (*invoke.Pipeline)(nil)
+
+// Options tune a Front.
+type Options struct {
+	// Version is caphub's version, reported to upstream servers as the
+	// client's version.
+	Version string
+	// Log receives the front's logs (slog.Default when nil). The MCP SDK's
+	// own logs go there from level Warn up.
+	Log *slog.Logger
+	// AllowedOrigins are the browser origins accepted besides the loopback
+	// ones (http and https on localhost, 127.0.0.1 and [::1], any port),
+	// written scheme://host[:port]; "scheme://host:*" accepts any port and
+	// "*" any origin. A request with another Origin header gets 403.
+	AllowedOrigins []string
+	// AllowedHosts are the Host header values accepted besides loopback names
+	// and addresses: "host" (any port), "host:port", or "*" for any. A
+	// request with another Host gets 403 (DNS-rebinding protection).
+	AllowedHosts []string
+	// IdleTimeout closes a streamable HTTP session (and its upstream) after
+	// it has received no request for this long. Default 30 minutes; negative
+	// never closes idle sessions. SSE sessions end with their GET stream.
+	IdleTimeout time.Duration
+	// MaxSessions bounds the sessions relayed at once to one saved server
+	// (each may hold a started process): when a client initialises beyond
+	// it, the least recently active session is closed. Clients that never
+	// end their sessions (many do not send DELETE) would otherwise keep
+	// their upstreams until IdleTimeout. Default 32; negative: no bound.
+	MaxSessions int
+}
+
+// Front serves saved upstream MCP servers. It is safe for concurrent use.
+type Front struct {
+	env   *relay.Env
+	guard *guard.Guard
+	// cancel ends env.Ctx, to which upstream sessions are bound.
+	cancel context.CancelFunc
+
+	http *httprelay.Relay
+	sdk  *sdkrelay.Relay
+	// sdkRelayOnly turns the HTTP relay off (tests compare the two).
+	sdkRelayOnly bool
+}
+
+// New returns a front over saved servers. hooks may be nil: every call is
+// then allowed and nothing is recorded.
+func New(servers ServerSource, hooks Hooks, opts Options) *Front {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = 30 * time.Minute
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = 32
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	env := &relay.Env{
+		Ctx:         ctx,
+		Servers:     servers,
+		Hooks:       hooks,
+		Sessions:    relay.NewSessions(opts.MaxSessions, opts.Log),
+		Version:     opts.Version,
+		IdleTimeout: opts.IdleTimeout,
+		Log:         opts.Log,
+		SDKLog:      slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
+	}
+	return &Front{
+		env:    env,
+		guard:  guard.New(guard.Options{AllowedHosts: opts.AllowedHosts, AllowedOrigins: opts.AllowedOrigins}),
+		cancel: cancel,
+		http:   httprelay.New(env),
+		sdk:    sdkrelay.New(env),
+	}
+}
+
+// Handler returns the HTTP handler to mount at /mcp/servers/ (see the
+// package documentation for the paths).
+func (f *Front) Handler() http.Handler { return http.HandlerFunc(f.serveHTTP) }
+
+// mountPrefix is where Handler expects to be mounted.
+const mountPrefix = "/mcp/servers/"
+
+// serverNameRE is mcpconn's rule for saved server names.
+var serverNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// parsePath reads {name} and the transport from a request path:
+// /mcp/servers/{name} and /mcp/servers/{name}/sse. A path already stripped
+// of the prefix ({name}, {name}/sse) is read too, though the SSE endpoint
+// the client is told to post to is then wrong: mount without stripping.
+func parsePath(p string) (name string, sse bool, ok bool) {
+	rest, found := strings.CutPrefix(p, mountPrefix)
+	if !found {
+		rest = strings.TrimPrefix(p, "/")
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	name, tail, _ := strings.Cut(rest, "/")
+	switch tail {
+	case "":
+	case "sse":
+		sse = true
+	default:
+		return "", false, false
+	}
+	return name, sse, name != ""
+}
+
+func (f *Front) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if ref := f.guard.Check(r); ref != nil {
+		guard.Write(w, r, ref)
+		return
+	}
+	name, sse, ok := parsePath(r.URL.Path)
+	if !ok {
+		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("no MCP endpoint at %s: fronted servers are at %s{name} (streamable HTTP) and %s{name}/sse (SSE)", r.URL.Path, mountPrefix, mountPrefix))
+		return
+	}
+	if !serverNameRE.MatchString(name) {
+		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("%q is not a saved MCP server name (names match [a-z][a-z0-9-]*)", name))
+		return
+	}
+	r = liftDeadlines(w, r)
+	if sse || f.sdkRelayOnly {
+		f.sdk.Serve(w, r, name, sse, false)
+		return
+	}
+	f.serveStreamable(w, r, name)
+}
+
+// serveStreamable dispatches a request on the streamable endpoint of a
+// saved server: to the HTTP relay when it belongs to one of its sessions
+// or opens one (a streamable HTTP server that accepts the relay's
+// initialize), else to the SDK relay.
+func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request, name string) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch s := f.http.Session(sid); {
+	case sid == "":
+	case f.env.Sessions.Closed():
+		relay.WriteError(w, http.StatusServiceUnavailable, relay.ShuttingDown)
+		return
+	case s != nil && s.Server() == name:
+		s.Serve(w, r)
+		return
+	case s != nil || !f.sdk.Knows(name):
+		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("session not found: %s has no session %q (it ended, or never existed): initialize a new one", r.URL.Path, sid))
+		return
+	}
+	checked := false
+	if sid == "" && r.Method == http.MethodPost {
+		var handled bool
+		if handled, checked = f.http.Open(w, r, name); handled {
+			return
+		}
+	}
+	f.sdk.Serve(w, r, name, false, checked)
+}
+
+// Close ends every session, closing its upstream session and killing the
+// process group of every stdio server the front started. Requests after
+// Close get 503.
+func (f *Front) Close() error {
+	sessions, ok := f.env.Sessions.Close()
+	if !ok {
+		return nil
+	}
+	f.cancel()
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(s.Close)
+	}
+	wg.Wait()
+	f.env.Sessions.Wait()
+	f.http.CloseIdleConnections()
+	return nil
+}
+
+// Sessions reports how many downstream sessions are relayed now.
+func (f *Front) Sessions() int { return f.env.Sessions.Len() }
+
+// liftDeadlines frees an MCP request from the server's read and write
+// timeouts, which are sized for REST calls: a stream (SSE, or a tool call
+// that runs long) outlives them, and they would cut it. The body must still
+// arrive within the read timeout: the read deadline is lifted once it has
+// been read. Sessions are bounded by IdleTimeout and MaxSessions instead.
+func liftDeadlines(w http.ResponseWriter, r *http.Request) *http.Request {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	if r.Body == nil || r.Body == http.NoBody {
+		_ = rc.SetReadDeadline(time.Time{})
+		return r
+	}
+	r.Body = &liftOnEOF{ReadCloser: r.Body, rc: rc}
+	return r
+}
+
+// liftOnEOF lifts the connection's read deadline once the body is read.
+type liftOnEOF struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	once sync.Once
+}
+
+func (b *liftOnEOF) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
+	}
+	return n, err
+}
+
+// minLevel drops records below a level (the SDK logs every session at Info).
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(attrs), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}

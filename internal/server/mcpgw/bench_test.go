@@ -1,0 +1,174 @@
+package mcpgw_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkToolsCall measures tools/call of everruns_add over streamable
+// HTTP on loopback from 32 concurrent sessions, client and server in this
+// process (so they share the machine's CPUs):
+//
+//   - client=http: each session is a plain HTTP client speaking JSON-RPC
+//     (initialize, then tools/call POSTs with its Mcp-Session-Id), about as
+//     cheap as a load generator gets, so the figures are the gateway's;
+//   - client=go-sdk: each session is an MCP Go SDK client, which costs about
+//     as much CPU per call as the server.
+//
+// Reported: calls/s, p50 and p99 latency of one call, and cpu-µs/call, the
+// CPU time (user+system) the whole process spent per call, which does not
+// depend on what else the machine runs. Run it with
+//
+//	go test ./server/mcpgw -run '^$' -bench ToolsCall -benchtime 20000x
+func BenchmarkToolsCall(b *testing.B) {
+	b.Run("client=http", func(b *testing.B) { benchToolsCall(b, 32, newRawSession) })
+	b.Run("client=go-sdk/protocol=2025-11-25", func(b *testing.B) { benchToolsCall(b, 32, sdkSession("2025-11-25")) })
+	b.Run("client=go-sdk/protocol=latest", func(b *testing.B) { benchToolsCall(b, 32, sdkSession("")) })
+}
+
+// caller makes one tools/call of everruns_add(2, 3) and checks the result.
+type caller func(ctx context.Context) error
+
+type sessionMaker func(b *testing.B, f *fixture, client *http.Client) caller
+
+func sdkSession(protocol string) sessionMaker {
+	return func(b *testing.B, f *fixture, client *http.Client) caller {
+		cs := connect(b, &mcp.StreamableClientTransport{Endpoint: f.mcpURL, HTTPClient: client, DisableStandaloneSSE: true}, protocol, nil)
+		args := map[string]any{"a": 2, "b": 3}
+		return func(ctx context.Context) error {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everruns_add", Arguments: args})
+			if err != nil {
+				return err
+			}
+			if res.IsError {
+				return fmt.Errorf("tool error: %s", text(res))
+			}
+			return nil
+		}
+	}
+}
+
+// newRawSession opens a 2025-11-25 session with plain HTTP requests.
+func newRawSession(b *testing.B, f *fixture, client *http.Client) caller {
+	post := func(ctx context.Context, session string, body []byte) (*http.Response, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, "POST", f.mcpURL, bytes.NewReader(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, data, err
+	}
+	ctx := context.Background()
+	resp, data, err := post(ctx, "", []byte(initializeBody))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("initialize: %v %s", err, data)
+	}
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		b.Fatal("initialize: no Mcp-Session-Id")
+	}
+	if resp, data, err := post(ctx, session, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil || resp.StatusCode != http.StatusAccepted {
+		b.Fatalf("initialized: %v %s", err, data)
+	}
+	var id atomic.Int64
+	want := []byte(`"structuredContent":{"result":5}`)
+	return func(ctx context.Context) error {
+		body := []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id.Add(1), 10) + `,"method":"tools/call","params":{"name":"everruns_add","arguments":{"a":2,"b":3}}}`)
+		resp, data, err := post(ctx, session, body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(data, want) {
+			return fmt.Errorf("tools/call: %s %s", resp.Status, data)
+		}
+		return nil
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func benchToolsCall(b *testing.B, sessions int, newSession sessionMaker) {
+	f := newFixture(b, mcpgw.Options{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * sessions, MaxIdleConnsPerHost: 2 * sessions, IdleConnTimeout: time.Minute}}
+	calls := make([]caller, sessions)
+	for i := range calls {
+		calls[i] = newSession(b, f, client)
+		if err := calls[i](context.Background()); err != nil { // warm up
+			b.Fatal(err)
+		}
+	}
+	var (
+		next      atomic.Int64
+		mu        sync.Mutex
+		latencies []time.Duration
+		failures  atomic.Int64
+		firstErr  atomic.Value
+	)
+	b.SetParallelism((sessions + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		call := calls[int(next.Add(1)-1)%sessions]
+		var local []time.Duration
+		ctx := context.Background()
+		for pb.Next() {
+			t0 := time.Now()
+			err := call(ctx)
+			local = append(local, time.Since(t0))
+			if err != nil {
+				failures.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+			}
+		}
+		mu.Lock()
+		latencies = append(latencies, local...)
+		mu.Unlock()
+	})
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	b.StopTimer()
+	if n := failures.Load(); n > 0 {
+		b.Fatalf("%d of %d calls failed, the first: %v", n, b.N, firstErr.Load())
+	}
+	slices.Sort(latencies)
+	pct := func(p int) float64 {
+		if len(latencies) == 0 {
+			return 0
+		}
+		return float64(latencies[(len(latencies)-1)*p/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(pct(50), "p50-ms")
+	b.ReportMetric(pct(99), "p99-ms")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/call")
+}
