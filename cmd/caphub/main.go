@@ -43,6 +43,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var exit *exitError
 	if !errors.As(err, &silent) && !errors.As(err, &exit) {
 		fmt.Fprintln(root.ErrOrStderr(), "caphub:", err)
+		if h := hintFor(err); h != "" {
+			fmt.Fprintln(root.ErrOrStderr(), "caphub: hint:", h)
+		}
 	}
 	if gaveUp := (*client.GaveUpError)(nil); errors.As(err, &gaveUp) {
 		fmt.Fprintln(root.ErrOrStderr(), "caphub:", gaveUpAdvice(cmd))

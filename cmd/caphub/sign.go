@@ -414,7 +414,7 @@ func verifyFile(path string, keys sign.KeyRing) []verifyResult {
 			r.KeyID = d.Attestation.KeyID
 		}
 		if err := sign.Verify(&d, keys); err != nil {
-			r.Error = err.Error()
+			r.Error = withHint(err)
 		} else {
 			r.Verified = true
 		}

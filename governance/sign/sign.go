@@ -75,7 +75,7 @@ type UnknownKeyError struct {
 }
 
 func (e *UnknownKeyError) Error() string {
-	return fmt.Sprintf("%s is signed by key %s, which is not among the trusted keys: if you trust the signer, add their public key (the NAME.pub file of `caphub key generate`) to the trusted keys; otherwise remove the attestation to register it unsigned", e.Definition, e.KeyID)
+	return fmt.Sprintf("%s is signed by key %s, which is not among the trusted keys: if you trust the signer, add their public key to the trusted keys; otherwise remove the attestation to register it unsigned", e.Definition, e.KeyID)
 }
 
 // BadSignatureError says a signature does not match the definition: the
@@ -89,7 +89,7 @@ type BadSignatureError struct {
 func (e *BadSignatureError) Error() string {
 	return fmt.Sprintf("%s: the signature by key %s does not match the definition: it was changed after it was signed "+
 		"(only stability, deprecated_by, sunset_date, migration_guide and provenance.created_at may change after signing); "+
-		"restore the signed content, or if the change is intended have the key's owner sign it again (`caphub capability sign FILE --key KEY`)",
+		"restore the signed content, or if the change is intended have the key's owner sign it again",
 		e.Definition, e.KeyID)
 }
 
@@ -101,7 +101,7 @@ type UnsupportedAlgorithmError struct {
 }
 
 func (e *UnsupportedAlgorithmError) Error() string {
-	return fmt.Sprintf("%s: attestation algorithm %q is not supported: caphub verifies %s signatures only; sign it with `caphub capability sign FILE --key KEY`", e.Definition, e.Algorithm, Algorithm)
+	return fmt.Sprintf("%s: attestation algorithm %q is not supported: caphub verifies %s signatures only; sign it again with an ed25519 key", e.Definition, e.Algorithm, Algorithm)
 }
 
 // MalformedAttestationError says an attestation cannot be checked at all: a
@@ -113,7 +113,7 @@ type MalformedAttestationError struct {
 }
 
 func (e *MalformedAttestationError) Error() string {
-	return fmt.Sprintf("%s: attestation.%s %s: sign it again (`caphub capability sign FILE --key KEY`) or remove the attestation", e.Definition, e.Field, e.Reason)
+	return fmt.Sprintf("%s: attestation.%s %s: sign it again or remove the attestation", e.Definition, e.Field, e.Reason)
 }
 
 // Payload returns the bytes a signature covers: the canonical JSON of d
@@ -188,7 +188,7 @@ func Sign(d *capability.Definition, priv ed25519.PrivateKey, keyID string) error
 func Verify(d *capability.Definition, keys KeyRing) error {
 	a := d.Attestation
 	if a == nil {
-		return fmt.Errorf("%s: %w: it has no attestation (sign it with `caphub capability sign FILE --key KEY`)", describe(d), ErrUnsigned)
+		return fmt.Errorf("%s: %w: it has no attestation", describe(d), ErrUnsigned)
 	}
 	if a.Algorithm == "" {
 		return &MalformedAttestationError{Definition: describe(d), Field: "algorithm", Reason: "is missing: it must be " + Algorithm}
