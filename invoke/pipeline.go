@@ -214,6 +214,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 type invocation struct {
 	req     Request
 	def     capability.Definition // the resolved definition; its Bindings are the ones that run
+	tier    string                // the resolved version's trust tier
 	call    *Call
 	schemas *compiled
 	rec     Record
@@ -257,6 +258,7 @@ func (p *Pipeline) resolve(ctx context.Context, inv *invocation) error {
 		return err
 	}
 	inv.def = resolution.Record.Definition
+	inv.tier = resolution.Record.TrustTier
 	inv.rec.URI, inv.rec.Version = resolution.URI, resolution.Version
 	inv.res = &Result{URI: resolution.URI, Version: resolution.Version}
 	for _, w := range resolution.Warnings {
@@ -283,7 +285,7 @@ func (inv *invocation) checkInput() error {
 			return &Error{Code: CodeInvalidInput, Message: "the input does not match the input schema: " + capability.FirstSchemaError(err)}
 		}
 	}
-	inv.call = &Call{URI: inv.rec.URI, Definition: &inv.def, Input: input, Caller: inv.req.Caller}
+	inv.call = &Call{URI: inv.rec.URI, Definition: &inv.def, Input: input, Caller: inv.req.Caller, TrustTier: inv.tier, Resolved: true}
 	return nil
 }
 
