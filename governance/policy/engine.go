@@ -10,6 +10,7 @@ import (
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/governance/sign"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
@@ -98,7 +99,7 @@ type decision struct {
 // effect not allowed, a trust tier below the minimum, or an approval that
 // is denied, expired, used or for another call; APPROVAL_REQUIRED, with
 // details.approval_id, when the call needs a human's approval (a pending
-// approval is then created: approve it and retry with invoke.WithApproval).
+// approval is then created: approve it and retry with identity.WithApproval).
 func (e *Engine) Check(ctx context.Context, call *invoke.Call) error {
 	d, err := e.check(ctx, call)
 	// A call no policy governs (no policy for the agent, no default, no
@@ -214,7 +215,7 @@ func (e *Engine) deny(rule, key, msg string, cause error) (decision, error) {
 // the approval cannot be used; and otherwise answers with the pending
 // approval of the same call, or a new one (refused past the caller's cap).
 func (e *Engine) approval(ctx context.Context, call *invoke.Call, key, rule string) (decision, error) {
-	id := invoke.ApprovalFrom(ctx)
+	id := identity.From(ctx).Approval
 	if id == "" {
 		ap, err := e.approvals.request(ctx, call.Caller, call.URI, call.Input, rule, e.opts.MaxPendingApprovals)
 		if errors.Is(err, ErrTooManyPending) {
