@@ -13,6 +13,7 @@ import (
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -96,7 +97,7 @@ type Option func(*Agents)
 // WithRecorder records every change to an agent with an audit event that
 // rec makes (audit.KindAgentApplied, KindAgentUpdated when its
 // capabilities are set, KindAgentDeleted), naming the actor of the change
-// (registry.ActorFrom) and the agent, committed in the change's own
+// (identity.Caller.Actor) and the agent, committed in the change's own
 // transaction (registry.ApplyDocsRecorded, through the store's
 // ApplyDocsAudited). A nil rec records nothing.
 func WithRecorder(rec registry.ChangeRecorder) Option { return func(a *Agents) { a.recorder = rec } }
@@ -309,7 +310,7 @@ func (a *Agents) Delete(ctx context.Context, id string) error {
 		defer a.mu.Unlock()
 		if _, err = a.docs.GetDoc(ctx, DocKind, id); err == nil {
 			err = registry.ApplyDocsRecorded(ctx, a.docs, a.recorder, []registry.DocOp{{Kind: DocKind, Key: id, Delete: true}},
-				audit.KindAgentDeleted, registry.ActorFrom(ctx), "", map[string]any{"agent": id})
+				audit.KindAgentDeleted, identity.From(ctx).Actor, "", map[string]any{"agent": id})
 		}
 	}
 	a.overrides.forget(id)
@@ -394,7 +395,7 @@ func (a *Agents) put(ctx context.Context, ag *Agent, kind string) error {
 	}
 	ops := []registry.DocOp{{Kind: DocKind, Key: ag.ID, Value: data}}
 	event := map[string]any{"agent": ag.ID, "version": ag.Version, "capabilities": caps}
-	if err := registry.ApplyDocsRecorded(ctx, a.docs, a.recorder, ops, kind, registry.ActorFrom(ctx), "", event); err != nil {
+	if err := registry.ApplyDocsRecorded(ctx, a.docs, a.recorder, ops, kind, identity.From(ctx).Actor, "", event); err != nil {
 		return fmt.Errorf("store agent %s: %w", ag.ID, err)
 	}
 	a.overrides.forget(ag.ID)

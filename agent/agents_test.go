@@ -16,6 +16,7 @@ import (
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/internal/testpeers"
 	"github.com/caphub/caphub/registry"
@@ -529,7 +530,7 @@ func TestChangesRecorded(t *testing.T) {
 	st := svc.Store()
 	log := audit.New(st)
 	a := agent.NewAgents(st, svc, agent.WithRecorder(log))
-	ctx := registry.WithActor(context.Background(), "token:ops")
+	ctx := identity.With(context.Background(), identity.Caller{Actor: "token:ops"})
 	m, _, err := agent.ReadManifest("agent.yaml", []byte(calculator))
 	if err != nil {
 		t.Fatal(err)

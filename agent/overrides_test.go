@@ -12,6 +12,7 @@ import (
 
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/httpbind"
 )
@@ -81,7 +82,7 @@ func TestCapabilityBindingsAtInvocation(t *testing.T) {
 	})
 	call := func(caller, uri string) string {
 		t.Helper()
-		res, err := p.Invoke(ctx, invoke.Request{URI: uri, Caller: caller})
+		res, err := p.Invoke(identity.With(ctx, identity.Caller{Agent: caller}), invoke.Request{URI: uri})
 		if err != nil {
 			t.Fatalf("invoke %s as %q: %v", uri, caller, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
@@ -324,7 +325,7 @@ func TestRecorder(t *testing.T) {
 	st := openStore(t)
 	l := audit.New(st)
 	api := registry.NewService(st, registry.WithRecorder(l))
-	ctx := registry.WithActor(t.Context(), "alice")
+	ctx := identity.With(t.Context(), identity.Caller{Actor: "alice"})
 
 	if _, err := api.RegisterBatch(ctx, []capability.Definition{definition("echo", "1.0.0"), definition("upper", "1.2.0")}); err != nil {
 		t.Fatal(err)
@@ -379,7 +380,7 @@ func digest(t *testing.T, e chain.Event) string {
 // off the end of the chain) is named; one stored before the chain began
 // predates it; with an empty chain every version is unrecorded.
 func TestCheckRegistrations(t *testing.T) {
-	ctx := registry.WithActor(t.Context(), "alice")
+	ctx := identity.With(t.Context(), identity.Caller{Actor: "alice"})
 	st := openStore(t)
 	l := audit.New(st)
 	if c, err := l.CheckRegistrations(ctx, st); err != nil || !c.OK || c.Versions != 0 {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
@@ -139,18 +140,19 @@ func (e *ProblemError) Unwrap() []error {
 	return out
 }
 
-// Invoke runs a capability on the server (POST /v1/invoke) for req.Caller
-// (sent as X-Caphub-Agent), retrying with the approval invoke.WithApproval
-// put in ctx (sent as X-Caphub-Approval). A call held for a human's
+// Invoke runs a capability on the server (POST /v1/invoke) for the agent
+// of the caller ctx carries (identity.From; sent as X-Caphub-Agent),
+// retrying with its approval (sent as X-Caphub-Approval). A call held for a human's
 // approval (202) is an error too: an *invoke.Error APPROVAL_REQUIRED whose
 // details carry the approval id.
 func (c *Client) Invoke(ctx context.Context, req invoke.Request) (*invoke.Result, error) {
 	hdr := http.Header{}
-	if req.Caller != "" {
-		hdr.Set(invoke.CallerHeader, req.Caller)
+	who := identity.From(ctx)
+	if who.Agent != "" {
+		hdr.Set(identity.Header, who.Agent)
 	}
-	if id := invoke.ApprovalFrom(ctx); id != "" {
-		hdr.Set(invoke.ApprovalHeader, id)
+	if who.Approval != "" {
+		hdr.Set(invoke.ApprovalHeader, who.Approval)
 	}
 	var res invoke.Result
 	status, data, _, err := c.send(ctx, http.MethodPost, "/v1/invoke", req, hdr)

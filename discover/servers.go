@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/permit"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
@@ -72,7 +73,7 @@ func SavedOverAPI() ServersOption { return func(s *Servers) { s.viaAPI = true } 
 
 // WithRecorder records every saved connection and every removal with an
 // audit event that rec makes (audit.KindServerSaved, KindServerDeleted),
-// naming the actor (registry.ActorFrom) and the server, committed in the
+// naming the actor (identity.Caller.Actor) and the server, committed in the
 // change's own transaction (registry.ApplyDocsRecorded, through the store's
 // ApplyDocsAudited): a saved command or URL, which caphub will run or call,
 // never changes unrecorded. A nil rec records nothing.
@@ -109,7 +110,7 @@ func (s *Servers) SaveServer(ctx context.Context, srv *mcpconn.Server) error {
 		return err
 	}
 	ops := []registry.DocOp{{Kind: kindServer, Key: srv.Name, Value: b}}
-	return registry.ApplyDocsRecorded(ctx, s.docs, s.recorder, ops, audit.KindServerSaved, registry.ActorFrom(ctx), "", savedEvent(srv))
+	return registry.ApplyDocsRecorded(ctx, s.docs, s.recorder, ops, audit.KindServerSaved, identity.From(ctx).Actor, "", savedEvent(srv))
 }
 
 // savedEvent is the Data of a "server_saved" event: how caphub connects
@@ -187,7 +188,7 @@ func (s *Servers) RemoveServer(ctx context.Context, name string) error {
 		return err
 	}
 	ops := []registry.DocOp{{Kind: kindServer, Key: name, Delete: true}, {Kind: kindListing, Key: name, Delete: true}}
-	return registry.ApplyDocsRecorded(ctx, s.docs, s.recorder, ops, audit.KindServerDeleted, registry.ActorFrom(ctx), "", map[string]any{"server": name})
+	return registry.ApplyDocsRecorded(ctx, s.docs, s.recorder, ops, audit.KindServerDeleted, identity.From(ctx).Actor, "", map[string]any{"server": name})
 }
 
 // SaveListing caches the last listing of a server.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
@@ -25,7 +26,7 @@ func TestServerChangesRecorded(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	log := audit.New(st)
 	s := NewServers(st, WithRecorder(log))
-	ctx := registry.WithActor(context.Background(), "local:alice")
+	ctx := identity.With(context.Background(), identity.Caller{Actor: "local:alice"})
 	srv := &mcpconn.Server{Name: "files", Command: "npx", Args: []string{"-y", "server-filesystem"}, Env: map[string]string{"ROOT": "/tmp", "API_TOKEN": "${API_TOKEN}"}}
 	if err := s.SaveServer(ctx, srv); err != nil {
 		t.Fatal(err)

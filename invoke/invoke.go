@@ -30,6 +30,14 @@ type Call struct {
 	// Caller identifies who invokes (an agent id; "" when anonymous). Native
 	// handlers namespace per-caller state with it.
 	Caller string
+	// TrustTier is the trust tier the resolved version was registered with
+	// (registry.Record.TrustTier; "" for one registered before tiers
+	// existed), when Resolved.
+	TrustTier string
+	// Resolved says the pipeline resolved URI to a registered version, whose
+	// tier TrustTier is; false for a call checked without being resolved (a
+	// fronted tools/call, see Pipeline.Authorize).
+	Resolved bool
 	// Attempt counts from 1 within one binding.
 	Attempt int
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/registry"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -154,9 +155,8 @@ func (p *Pipeline) Emit(ctx context.Context, rec Record) {
 
 // Request is one invocation request.
 type Request struct {
-	URI    string         `json:"uri"`
-	Input  map[string]any `json:"input"`
-	Caller string         `json:"-"`
+	URI   string         `json:"uri"`
+	Input map[string]any `json:"input"`
 	// Lenient overrides Options.Lenient for this call when set.
 	Lenient *bool `json:"lenient,omitempty"`
 	// Bindings, when set, replaces the definition's bindings for this call
@@ -176,15 +176,17 @@ type Result struct {
 	Warnings   []string      `json:"warnings,omitempty"`
 }
 
-// Invoke runs one capability. A failure is an *Error whose Details list
-// every attempt.
+// Invoke runs one capability for the caller ctx carries
+// (identity.From: the agent it acts as, the credential, the approval it is
+// retried with). A failure is an *Error whose Details list every attempt.
 func (p *Pipeline) Invoke(ctx context.Context, req Request) (*Result, error) {
 	start := time.Now()
-	res, rec, err := p.invoke(ctx, req)
+	who := identity.From(ctx)
+	res, rec, err := p.invoke(ctx, req, who.Agent)
 	d := time.Since(start)
-	rec.Time, rec.DurationMS, rec.Caller = start.UTC(), ms(d), req.Caller
-	if c := CredentialFrom(ctx); c != req.Caller {
-		rec.Credential = c
+	rec.Time, rec.DurationMS, rec.Caller = start.UTC(), ms(d), who.Agent
+	if who.Credential != who.Agent {
+		rec.Credential = who.Credential
 	}
 	if rec.URI == "" {
 		rec.URI = req.URI
@@ -212,8 +214,11 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // invocation is one call on its way through the pipeline: what each step
 // reads and adds.
 type invocation struct {
-	req     Request
+	req    Request
+	caller string // the agent the call acts as
+
 	def     capability.Definition // the resolved definition; its Bindings are the ones that run
+	tier    string                // the resolved version's trust tier
 	call    *Call
 	schemas *compiled
 	rec     Record
@@ -222,8 +227,8 @@ type invocation struct {
 
 // invoke runs the steps of one call: resolve the URI, check the input, pick
 // the bindings, ask the policy, then try the bindings in order.
-func (p *Pipeline) invoke(ctx context.Context, req Request) (*Result, Record, error) {
-	inv := &invocation{req: req}
+func (p *Pipeline) invoke(ctx context.Context, req Request, caller string) (*Result, Record, error) {
+	inv := &invocation{req: req, caller: caller}
 	if err := p.resolve(ctx, inv); err != nil {
 		return nil, inv.rec, err
 	}
@@ -257,6 +262,7 @@ func (p *Pipeline) resolve(ctx context.Context, inv *invocation) error {
 		return err
 	}
 	inv.def = resolution.Record.Definition
+	inv.tier = resolution.Record.TrustTier
 	inv.rec.URI, inv.rec.Version = resolution.URI, resolution.Version
 	inv.res = &Result{URI: resolution.URI, Version: resolution.Version}
 	for _, w := range resolution.Warnings {
@@ -283,7 +289,7 @@ func (inv *invocation) checkInput() error {
 			return &Error{Code: CodeInvalidInput, Message: "the input does not match the input schema: " + capability.FirstSchemaError(err)}
 		}
 	}
-	inv.call = &Call{URI: inv.rec.URI, Definition: &inv.def, Input: input, Caller: inv.req.Caller}
+	inv.call = &Call{URI: inv.rec.URI, Definition: &inv.def, Input: input, Caller: inv.caller, TrustTier: inv.tier, Resolved: true}
 	return nil
 }
 
@@ -293,10 +299,10 @@ func (p *Pipeline) chooseBindings(ctx context.Context, inv *invocation) error {
 	switch {
 	case inv.req.Bindings != nil:
 		inv.def.Bindings = *inv.req.Bindings
-	case p.opts.Overrides != nil && inv.req.Caller != "":
-		b, from, err := p.opts.Overrides.BindingsFor(ctx, inv.req.Caller, inv.rec.URI, inv.rec.Version)
+	case p.opts.Overrides != nil && inv.caller != "":
+		b, from, err := p.opts.Overrides.BindingsFor(ctx, inv.caller, inv.rec.URI, inv.rec.Version)
 		if err != nil {
-			return &Error{Code: CodeBindingFailed, Message: fmt.Sprintf("cannot read the bindings caller %q has for %s: %v", inv.req.Caller, inv.rec.URI, err), Cause: err}
+			return &Error{Code: CodeBindingFailed, Message: fmt.Sprintf("cannot read the bindings caller %q has for %s: %v", inv.caller, inv.rec.URI, err), Cause: err}
 		}
 		if b != nil {
 			inv.def.Bindings, inv.rec.BindingsFrom = *b, from

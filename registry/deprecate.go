@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 )
 
 // DeprecateRequest is what Deprecate needs (OSSA §8).
@@ -137,7 +138,7 @@ func (s *Service) deprecate(ctx context.Context, ds []Deprecation, req Deprecate
 		_, err := s.store.Deprecate(ctx, ds)
 		return err
 	}
-	hook, err := s.recorder.DeprecatedHook(ActorFrom(ctx), req, res)
+	hook, err := s.recorder.DeprecatedHook(identity.From(ctx).Actor, req, res)
 	if err != nil {
 		return fmt.Errorf("record the deprecation: %w: nothing was deprecated", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 )
 
 // RegisterResult reports one registration.
@@ -246,7 +247,7 @@ func (s *Service) put(ctx context.Context, recs []Record, out []RegisterResult) 
 	if s.recorder == nil {
 		return s.store.Put(ctx, recs)
 	}
-	hook, err := s.recorder.RegisteredHook(ActorFrom(ctx), out)
+	hook, err := s.recorder.RegisteredHook(identity.From(ctx).Actor, out)
 	if err != nil {
 		return nil, fmt.Errorf("record the registration: %w: nothing was registered", err)
 	}

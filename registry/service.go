@@ -55,22 +55,6 @@ func WithVerifier(check func(ctx context.Context, d *capability.Definition) (tie
 	return func(s *Service) { s.verify = check }
 }
 
-type actorKey struct{}
-
-// WithActor returns a context naming who acts (an agent, a token, a local
-// user), for the records of the changes made with it.
-func WithActor(ctx context.Context, actor string) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor)
-}
-
-// ActorFrom returns the actor of a context, "anonymous" when none was set.
-func ActorFrom(ctx context.Context) string {
-	if a, ok := ctx.Value(actorKey{}).(string); ok && a != "" {
-		return a
-	}
-	return "anonymous"
-}
-
 // WithCache keeps the version lists that resolution reads in memory,
 // invalidated by the store's change notifications (see versionCache).
 func WithCache() Option { return func(s *Service) { s.cacheActive = true } }

@@ -40,6 +40,7 @@ import (
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/native"
@@ -109,9 +110,10 @@ func main() {
 	on := newPipe(invoke.Options{Policy: newEngine(auditLog), Recorder: auditLog, Overrides: agent.NewAgents(st, svc).Overrides()})
 	configs := []*config{{name: "off", pipe: off}, {name: "policy", pipe: polOnly}, {name: "audit", pipe: auditOnly}, {name: "on", pipe: on}}
 
+	callerCtx := identity.With(ctx, identity.Caller{Agent: caller})
 	call := func(p *invoke.Pipeline) time.Duration {
 		start := time.Now()
-		res, err := p.Invoke(ctx, invoke.Request{URI: uri, Input: map[string]any{"a": 2, "b": 3}, Caller: caller})
+		res, err := p.Invoke(callerCtx, invoke.Request{URI: uri, Input: map[string]any{"a": 2, "b": 3}})
 		d := time.Since(start)
 		if err != nil {
 			log.Fatalf("invoke %s: %v", uri, err)

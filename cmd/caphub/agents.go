@@ -12,7 +12,7 @@ import (
 
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/capability"
-	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/identity"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +38,7 @@ func withAgents(cmd *cobra.Command, fn func(*agent.Agents) error) error {
 		return err
 	}
 	defer svc.Close()
-	cmd.SetContext(registry.WithActor(cmd.Context(), localActor()))
+	cmd.SetContext(identity.With(cmd.Context(), identity.Caller{Actor: localActor()}))
 	return fn(agents)
 }
 

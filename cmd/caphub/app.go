@@ -14,6 +14,7 @@ import (
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/governance/sign"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/auth"
 	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/internal/metrics"
@@ -131,7 +132,7 @@ func serversOf(reg registry.API) (discover.ServerAPI, error) {
 // registerBuiltins registers the built-in capabilities (a no-op when they
 // already are), as caphub itself.
 func registerBuiltins(ctx context.Context, svc *registry.Service) error {
-	_, err := svc.RegisterBatch(registry.WithActor(ctx, "caphub"), builtin.Definitions())
+	_, err := svc.RegisterBatch(identity.With(ctx, identity.Caller{Actor: "caphub"}), builtin.Definitions())
 	return err
 }
 

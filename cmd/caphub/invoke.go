@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/client"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/spf13/cobra"
 )
@@ -42,7 +43,7 @@ before calling again.`,
 				return &usageError{err}
 			}
 			req := invoke.Request{URI: args[0], Input: input}
-			req.Caller, _ = cmd.Flags().GetString("caller")
+			agent, _ := cmd.Flags().GetString("caller")
 			if cmd.Flags().Changed("lenient") {
 				l, _ := cmd.Flags().GetBool("lenient")
 				req.Lenient = &l
@@ -52,7 +53,7 @@ before calling again.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			cmd.SetContext(invoke.WithApproval(ctx, strings.TrimSpace(approval)))
+			cmd.SetContext(identity.With(ctx, identity.Caller{Agent: agent, Approval: strings.TrimSpace(approval)}))
 			res, err := runInvoke(cmd, req)
 			if err != nil {
 				return invokeFailure(cmd, err)

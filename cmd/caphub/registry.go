@@ -14,6 +14,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/client"
 	"github.com/caphub/caphub/format/ossa"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
@@ -103,7 +104,7 @@ func withRegistry(cmd *cobra.Command, fn func(reg registry.API) error) error {
 		return err
 	}
 	defer reg.Close()
-	cmd.SetContext(registry.WithActor(cmd.Context(), localActor()))
+	cmd.SetContext(identity.With(cmd.Context(), identity.Caller{Actor: localActor()}))
 	return fn(reg)
 }
 

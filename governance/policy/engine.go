@@ -10,6 +10,7 @@ import (
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/governance/sign"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
@@ -18,9 +19,9 @@ import (
 // (registry.Record.TrustTier; "" for one registered before tiers existed).
 type TierFunc func(ctx context.Context, uri string) (string, error)
 
-// ResolverTiers reads trust tiers from the registry: the pipeline hands
-// Check a resolved URI, so Resolve finds exactly the version being called
-// (through the registry's cache when it has one).
+// ResolverTiers reads trust tiers from the registry, for the calls the
+// pipeline did not resolve (a fronted tools/call); a resolved call carries
+// its tier (invoke.Call.TrustTier).
 func ResolverTiers(r invoke.Resolver) TierFunc {
 	return func(ctx context.Context, uri string) (string, error) {
 		res, err := r.Resolve(ctx, uri)
@@ -33,8 +34,9 @@ func ResolverTiers(r invoke.Resolver) TierFunc {
 
 // Options configure an Engine.
 type Options struct {
-	// Tiers looks up trust tiers, for policies with a MinTrustTier. Without
-	// it such policies refuse every call (the tier cannot be shown to be
+	// Tiers looks up trust tiers, for policies with a MinTrustTier, of the
+	// calls that do not carry theirs (invoke.Call.Resolved false). Without
+	// it such policies refuse those calls (the tier cannot be shown to be
 	// high enough).
 	Tiers TierFunc
 	// Audit, when set, receives a policy_decision event per Check and an
@@ -97,7 +99,7 @@ type decision struct {
 // effect not allowed, a trust tier below the minimum, or an approval that
 // is denied, expired, used or for another call; APPROVAL_REQUIRED, with
 // details.approval_id, when the call needs a human's approval (a pending
-// approval is then created: approve it and retry with invoke.WithApproval).
+// approval is then created: approve it and retry with identity.WithApproval).
 func (e *Engine) Check(ctx context.Context, call *invoke.Call) error {
 	d, err := e.check(ctx, call)
 	// A call no policy governs (no policy for the agent, no default, no
@@ -126,7 +128,7 @@ func (e *Engine) check(ctx context.Context, call *invoke.Call) (decision, error)
 		if d, err := e.checkGrants(p, who, call.Definition); err != nil {
 			return d, err
 		}
-		if d, err := e.checkTier(ctx, p, who, call.URI); err != nil {
+		if d, err := e.checkTier(ctx, p, who, call); err != nil {
 			return d, err
 		}
 	}
@@ -156,17 +158,21 @@ func (e *Engine) checkGrants(p *Policy, who string, def *capability.Definition) 
 }
 
 // checkTier denies a capability whose trust tier is below the minimum of
-// policy p (named who), or cannot be read.
-func (e *Engine) checkTier(ctx context.Context, p *Policy, who, uri string) (decision, error) {
+// policy p (named who), or cannot be read: the call's own tier when the
+// pipeline resolved it, else the one Options.Tiers looks up.
+func (e *Engine) checkTier(ctx context.Context, p *Policy, who string, call *invoke.Call) (decision, error) {
 	if p.MinTrustTier == "" {
 		return decision{}, nil
 	}
-	if e.opts.Tiers == nil {
-		return e.deny("min_trust_tier", p.Agent, fmt.Sprintf("%s: a minimum trust tier %q is set but caphub has no way to look tiers up (a configuration error: give policy.Options.Tiers)", who, p.MinTrustTier), nil)
-	}
-	tier, err := e.opts.Tiers(ctx, uri)
-	if err != nil {
-		return e.deny("min_trust_tier", p.Agent, fmt.Sprintf("%s: cannot read the trust tier of %s: %v", who, uri, err), err)
+	tier := call.TrustTier
+	if !call.Resolved {
+		if e.opts.Tiers == nil {
+			return e.deny("min_trust_tier", p.Agent, fmt.Sprintf("%s: a minimum trust tier %q is set but caphub has no way to look tiers up (a configuration error: give policy.Options.Tiers)", who, p.MinTrustTier), nil)
+		}
+		var err error
+		if tier, err = e.opts.Tiers(ctx, call.URI); err != nil {
+			return e.deny("min_trust_tier", p.Agent, fmt.Sprintf("%s: cannot read the trust tier of %s: %v", who, call.URI, err), err)
+		}
 	}
 	if sign.AtLeast(tier, p.MinTrustTier) {
 		return decision{}, nil
@@ -209,7 +215,7 @@ func (e *Engine) deny(rule, key, msg string, cause error) (decision, error) {
 // the approval cannot be used; and otherwise answers with the pending
 // approval of the same call, or a new one (refused past the caller's cap).
 func (e *Engine) approval(ctx context.Context, call *invoke.Call, key, rule string) (decision, error) {
-	id := invoke.ApprovalFrom(ctx)
+	id := identity.From(ctx).Approval
 	if id == "" {
 		ap, err := e.approvals.request(ctx, call.Caller, call.URI, call.Input, rule, e.opts.MaxPendingApprovals)
 		if errors.Is(err, ErrTooManyPending) {

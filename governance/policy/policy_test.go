@@ -14,6 +14,7 @@ import (
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/native"
 	"github.com/caphub/caphub/registry"
@@ -102,7 +103,9 @@ func def(name string, perms, effects []string) capability.Definition {
 }
 
 func (e *env) call(ctx context.Context, caller, name string, input map[string]any) (*invoke.Result, error) {
-	return e.pipe.Invoke(ctx, invoke.Request{URI: "ossa:test/" + name + "@1", Caller: caller, Input: input})
+	who := identity.From(ctx)
+	who.Agent = caller
+	return e.pipe.Invoke(identity.With(ctx, who), invoke.Request{URI: "ossa:test/" + name + "@1", Input: input})
 }
 
 func (e *env) put(t *testing.T, p policy.Policy) {
@@ -255,7 +258,7 @@ func TestApprovalFlow(t *testing.T) {
 	ap := e.engine.Approvals()
 
 	// Retried while pending: still APPROVAL_REQUIRED, same id, nothing ran.
-	_, err = e.call(invoke.WithApproval(ctx, id), "a", "wipe", in)
+	_, err = e.call(identity.WithApproval(ctx, id), "a", "wipe", in)
 	if got := approvalID(t, err, "still pending"); got != id {
 		t.Errorf("pending retry gave approval %s, want %s", got, id)
 	}
@@ -270,19 +273,19 @@ func TestApprovalFlow(t *testing.T) {
 		t.Errorf("deny after approve: %v", err)
 	}
 	// Another input, another agent: refused, and the approval stays usable.
-	_, err = e.call(invoke.WithApproval(ctx, id), "a", "wipe", map[string]any{"path": "/"})
+	_, err = e.call(identity.WithApproval(ctx, id), "a", "wipe", map[string]any{"path": "/"})
 	invErr(t, err, invoke.CodeDenied, "another input")
 	e.put(t, policy.Policy{Agent: "c", GrantedPermissions: []string{"*"}, AllowedEffects: []string{"*"}, RequireApproval: []string{"ossa:test/*"}})
-	_, err = e.call(invoke.WithApproval(ctx, id), "c", "wipe", in)
+	_, err = e.call(identity.WithApproval(ctx, id), "c", "wipe", in)
 	invErr(t, err, invoke.CodeDenied, `not for agent "c"`)
 
-	if _, err := e.call(invoke.WithApproval(ctx, id), "a", "wipe", in); err != nil {
+	if _, err := e.call(identity.WithApproval(ctx, id), "a", "wipe", in); err != nil {
 		t.Fatalf("approved call: %v", err)
 	}
 	if e.ran("wipe") != 1 {
 		t.Errorf("wipe ran %d times", e.ran("wipe"))
 	}
-	_, err = e.call(invoke.WithApproval(ctx, id), "a", "wipe", in)
+	_, err = e.call(identity.WithApproval(ctx, id), "a", "wipe", in)
 	invErr(t, err, invoke.CodeDenied, "already used", "one call")
 	if e.ran("wipe") != 1 {
 		t.Errorf("wipe ran %d times after reuse", e.ran("wipe"))
@@ -295,7 +298,7 @@ func TestApprovalFlow(t *testing.T) {
 	if len(evs) != 1 || evs[0].Actor != "alice" || !strings.Contains(string(evs[0].Data), `"decision":"approved"`) {
 		t.Errorf("approval events: %+v", evs)
 	}
-	_, err = e.call(invoke.WithApproval(ctx, "apr_nope"), "a", "wipe", in)
+	_, err = e.call(identity.WithApproval(ctx, "apr_nope"), "a", "wipe", in)
 	invErr(t, err, invoke.CodeDenied, "apr_nope does not exist")
 }
 
@@ -346,7 +349,7 @@ func TestToolPolicyRequiresApproval(t *testing.T) {
 	if _, err := e.engine.Approvals().Approve(ctx, id, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.call(invoke.WithApproval(ctx, id), "anyone", "plain", nil); err != nil || e.ran("plain") != 1 {
+	if _, err := e.call(identity.WithApproval(ctx, id), "anyone", "plain", nil); err != nil || e.ran("plain") != 1 {
 		t.Fatalf("approved call: %v (ran %d)", err, e.ran("plain"))
 	}
 	if _, err := e.call(ctx, "anyone", "fetch", nil); err != nil {
@@ -362,7 +365,7 @@ func TestApprovalDenied(t *testing.T) {
 	if _, err := e.engine.Approvals().Deny(ctx, id, "bob", "not today"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.call(invoke.WithApproval(ctx, id), "", "plain", nil)
+	_, err = e.call(identity.WithApproval(ctx, id), "", "plain", nil)
 	invErr(t, err, invoke.CodeDenied, "was denied", "bob: not today")
 	if e.ran("plain") != 0 {
 		t.Error("a denied call ran")
@@ -385,7 +388,7 @@ func TestApprovalExpiry(t *testing.T) {
 	if _, err := ap.Approve(ctx, id, "alice"); !errors.Is(err, policy.ErrDecided) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("approve expired: %v", err)
 	}
-	_, err = e.call(invoke.WithApproval(ctx, id), "a", "plain", nil)
+	_, err = e.call(identity.WithApproval(ctx, id), "a", "plain", nil)
 	invErr(t, err, invoke.CodeDenied, "expired at")
 
 	// An approved one that is not used in time expires too.
@@ -396,7 +399,7 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.add(30 * time.Second) // 80s after creation, 30s after approval: still usable
-	if _, err := e.call(invoke.WithApproval(ctx, id2), "a", "plain", nil); err != nil {
+	if _, err := e.call(identity.WithApproval(ctx, id2), "a", "plain", nil); err != nil {
 		t.Fatalf("approved within the window: %v", err)
 	}
 	_, err = e.call(ctx, "a", "plain", nil)
@@ -405,7 +408,7 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.add(2 * time.Minute)
-	_, err = e.call(invoke.WithApproval(ctx, id3), "a", "plain", nil)
+	_, err = e.call(identity.WithApproval(ctx, id3), "a", "plain", nil)
 	invErr(t, err, invoke.CodeDenied, "expired at")
 	expired, _ := ap.List(ctx, policy.StatusExpired)
 	if len(expired) != 2 {

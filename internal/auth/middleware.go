@@ -7,22 +7,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/problem"
-	"github.com/caphub/caphub/invoke"
-	"github.com/caphub/caphub/registry"
 )
 
-// AgentHeader is the header caphub's REST server reads the acting agent
-// from. The middleware overwrites it with the token's actor, so a client
-// cannot claim another identity and the audit chain names the token.
-const AgentHeader = invoke.CallerHeader
-
 type tokenKey struct{}
-
-// WithToken returns a context carrying an authenticated token.
-func WithToken(ctx context.Context, t *Token) context.Context {
-	return context.WithValue(ctx, tokenKey{}, t)
-}
 
 // FromContext returns the token that authenticated the request, if any.
 func FromContext(ctx context.Context) (*Token, bool) {
@@ -37,8 +26,9 @@ func Actor(t *Token) string { return "token:" + t.Name }
 // public: it reads Authorization: Bearer <token>, answers 401 when the
 // token is missing or invalid and 403 when it lacks the scope required
 // names, and otherwise calls next with the token in the context
-// (FromContext) and its actor ("token:NAME") set with registry.WithActor
-// and in the X-Caphub-Agent header. Refusals are RFC 9457 problem documents.
+// (FromContext) and the caller (identity.Caller) it authenticates: the
+// agent it acts as (see callerOf), its actor ("token:NAME") as the actor of
+// changes and the credential. Refusals are RFC 9457 problem documents.
 func (t *Tokens) Middleware(required func(r *http.Request) (scope string, public bool), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scope, public := required(r)
@@ -86,10 +76,8 @@ func (t *Tokens) Middleware(required func(r *http.Request) (scope string, public
 			defer done()
 		}
 		actor := Actor(tok)
-		ctx = invoke.WithCredential(registry.WithActor(WithToken(ctx, tok), actor), actor)
+		ctx = identity.With(context.WithValue(ctx, tokenKey{}, tok), identity.Caller{Agent: caller, Actor: actor, Credential: actor})
 		r = r.WithContext(ctx)
-		r.Header = r.Header.Clone() // the caller's request stays as it was
-		r.Header.Set(AgentHeader, caller)
 		if under(r.URL.Path, "/mcp") && sessionOf(r) == "" {
 			w = &sessionWriter{ResponseWriter: w, s: t.sessions, token: tok.ID, sse: r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/sse")}
 		}
@@ -106,7 +94,7 @@ func callerOf(r *http.Request, tok *Token) (string, error) {
 	if id, ok := agentOfPath(r.URL.Path); ok && !admin && id != tok.Agent {
 		return "", fmt.Errorf("%s %s acts as agent %q, and token %s (%s) %s: use a token bound to that agent (`caphub token create NAME --scope invoke --agent %s`) or one with the admin scope", r.Method, r.URL.Path, id, tok.ID, tok.Name, boundTo(tok), id)
 	}
-	claimed := r.Header.Get(AgentHeader)
+	claimed := r.Header.Get(identity.Header)
 	switch {
 	case claimed == "" && tok.Agent != "":
 		return tok.Agent, nil
@@ -115,7 +103,7 @@ func callerOf(r *http.Request, tok *Token) (string, error) {
 	case claimed == tok.Agent, admin:
 		return claimed, nil
 	}
-	return "", fmt.Errorf("the request claims agent %q (%s), and token %s (%s) %s: only a token bound to that agent (`caphub token create NAME --scope invoke --agent %s`) or one with the admin scope may act as it", claimed, AgentHeader, tok.ID, tok.Name, boundTo(tok), claimed)
+	return "", fmt.Errorf("the request claims agent %q (%s), and token %s (%s) %s: only a token bound to that agent (`caphub token create NAME --scope invoke --agent %s`) or one with the admin scope may act as it", claimed, identity.Header, tok.ID, tok.Name, boundTo(tok), claimed)
 }
 
 func boundTo(tok *Token) string {

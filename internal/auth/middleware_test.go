@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/auth"
 	"github.com/caphub/caphub/internal/server/rest"
 	"github.com/caphub/caphub/invoke"
@@ -287,12 +288,11 @@ func TestMiddlewareActor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var actor, header, cred string
+	var actor, caller, cred string
 	var tok *auth.Token
 	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		actor = registry.ActorFrom(r.Context())
-		header = r.Header.Get(auth.AgentHeader)
-		cred = invoke.CredentialFrom(r.Context())
+		c := identity.From(r.Context())
+		actor, caller, cred = c.Actor, c.Agent, c.Credential
 		tok, _ = auth.FromContext(r.Context())
 	})
 	mux := auth.NewRoutes()
@@ -317,7 +317,7 @@ func TestMiddlewareActor(t *testing.T) {
 		{"admin on an agent's endpoint", admin, "/mcp/agents/boss", "", 200, "token:root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			header, tok = "", nil
+			caller, tok = "", nil
 			method := "GET"
 			if tc.path == "/v1/invoke" {
 				method = "POST"
@@ -325,7 +325,7 @@ func TestMiddlewareActor(t *testing.T) {
 			r := httptest.NewRequest(method, tc.path, nil)
 			r.Header.Set("Authorization", "Bearer "+tc.secret)
 			if tc.claim != "" {
-				r.Header.Set(auth.AgentHeader, tc.claim)
+				r.Header.Set(identity.Header, tc.claim)
 			}
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
@@ -338,10 +338,10 @@ func TestMiddlewareActor(t *testing.T) {
 				}
 				return
 			}
-			if header != tc.caller || tok == nil || actor != auth.Actor(tok) || cred != auth.Actor(tok) {
-				t.Errorf("caller %q actor %q credential %q, want caller %q", header, actor, cred, tc.caller)
+			if caller != tc.caller || tok == nil || actor != auth.Actor(tok) || cred != auth.Actor(tok) {
+				t.Errorf("caller %q actor %q credential %q, want caller %q", caller, actor, cred, tc.caller)
 			}
-			if r.Header.Get(auth.AgentHeader) != tc.claim {
+			if r.Header.Get(identity.Header) != tc.claim {
 				t.Error("the middleware changed the caller's request headers")
 			}
 		})

@@ -114,6 +114,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/server/guard"
 	"github.com/caphub/caphub/internal/server/mcpfront/httprelay"
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
@@ -259,7 +260,7 @@ func (f *Front) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("%q is not a saved MCP server name (names match [a-z][a-z0-9-]*)", name))
 		return
 	}
-	r = liftDeadlines(w, r)
+	r = identity.FromRequest(liftDeadlines(w, r), "")
 	if sse || f.sdkRelayOnly {
 		f.sdk.Serve(w, r, name, sse, false)
 		return

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
@@ -68,7 +69,7 @@ func (r *recorder) Authorize(ctx context.Context, call *invoke.Call) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, call)
-	r.approvals = append(r.approvals, invoke.ApprovalFrom(ctx))
+	r.approvals = append(r.approvals, identity.From(ctx).Approval)
 	if r.denyURI != "" && call.URI == r.denyURI {
 		return &invoke.Error{Code: invoke.CodeDenied, Message: "no " + call.URI}
 	}

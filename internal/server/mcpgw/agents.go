@@ -37,8 +37,8 @@ const agentTTL = 2 * time.Second
 // AgentGateways serves each stored agent as its own MCP server, at
 // /mcp/agents/{id}: its tools are exactly those of the agent's AgentConfig
 // (agent.Agents.Config), named as the gateway names them, and every
-// tools/call runs through the invocation pipeline with the agent's ID as
-// Caller, so that the agent's policy and state namespace apply whatever the
+// tools/call runs through the invocation pipeline as the agent (its ID is
+// the caller's identity.Caller.Agent), so that the agent's policy and state namespace apply whatever the
 // client claims (the X-Caphub-Agent header is ignored here). An agent
 // client is thereby handed its configured tools and nothing else, without
 // composing the configuration itself.
@@ -400,7 +400,7 @@ func (a *AgentGateways) toolHandler(id string, e *toolEntry) mcp.ToolHandler {
 		if err != nil {
 			return a.checks.errorResult(ctx, req, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured), nil
 		}
-		res, err := a.inv.Invoke(withApproval(ctx, req, ""), invoke.Request{URI: e.uri, Input: args, Caller: id})
+		res, err := a.inv.Invoke(callContext(ctx, req, id, ""), invoke.Request{URI: e.uri, Input: args})
 		if err != nil {
 			return a.checks.errorResult(ctx, req, e.uri, err, e.errStructured), nil
 		}

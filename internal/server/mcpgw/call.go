@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/invoke"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,23 +35,6 @@ type ToolError struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-// callerKey keys the calling agent in the context of SSE sessions (taken
-// from the GET that opened them).
-type callerKey struct{}
-
-// callerOf is the calling agent: the X-Caphub-Agent header of the HTTP
-// request that carried the call, else of the request that opened the
-// session, else "" (stdio, anonymous).
-func callerOf(ctx context.Context, req *mcp.CallToolRequest) string {
-	if req != nil && req.Extra != nil && req.Extra.Header != nil {
-		if v := req.Extra.Header.Get(invoke.CallerHeader); v != "" {
-			return v
-		}
-	}
-	v, _ := ctx.Value(callerKey{}).(string)
-	return v
-}
-
 // ApprovalID returns the approval id a tools/call is retried with: its
 // _meta MetaApproval, else given (invoke_capability's approval_id), else
 // the invoke.ApprovalHeader of the HTTP request that carried it. The fronted
@@ -66,9 +50,11 @@ func ApprovalID(meta map[string]any, hdr http.Header, given string) string {
 	return strings.TrimSpace(id)
 }
 
-// withApproval returns ctx carrying the approval id of a tools/call
-// request (see ApprovalID).
-func withApproval(ctx context.Context, req *mcp.CallToolRequest, given string) context.Context {
+// callContext returns ctx carrying the caller of a tools/call: the one the
+// HTTP edge set (see Gateway.serveHTTP; none over stdio), acting as agent
+// instead when it is not "" (an agent's endpoint), retried with the
+// approval the call names (see ApprovalID).
+func callContext(ctx context.Context, req *mcp.CallToolRequest, agent, given string) context.Context {
 	var meta map[string]any
 	var hdr http.Header
 	if req != nil && req.Params != nil {
@@ -77,7 +63,12 @@ func withApproval(ctx context.Context, req *mcp.CallToolRequest, given string) c
 	if req != nil && req.Extra != nil {
 		hdr = req.Extra.Header
 	}
-	return invoke.WithApproval(ctx, ApprovalID(meta, hdr, given))
+	if agent != "" {
+		who := identity.From(ctx)
+		who.Agent = agent
+		ctx = identity.With(ctx, who)
+	}
+	return identity.WithApproval(ctx, ApprovalID(meta, hdr, given))
 }
 
 // toolHandler runs the capability of e with the call's arguments.
@@ -87,7 +78,7 @@ func (g *Gateway) toolHandler(e *toolEntry) mcp.ToolHandler {
 		if err != nil {
 			return g.errorResult(ctx, req, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured), nil
 		}
-		res, err := g.inv.Invoke(withApproval(ctx, req, ""), invoke.Request{URI: e.uri, Input: args, Caller: callerOf(ctx, req)})
+		res, err := g.inv.Invoke(callContext(ctx, req, "", ""), invoke.Request{URI: e.uri, Input: args})
 		if err != nil {
 			return g.errorResult(ctx, req, e.uri, err, e.errStructured), nil
 		}

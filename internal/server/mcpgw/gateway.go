@@ -18,10 +18,11 @@
 // Handler serves the streamable HTTP transport and the older HTTP+SSE one
 // (see Handler for the paths), both guarded against DNS rebinding by Host
 // and Origin checks; ServeStdio serves one client over stdio (caphub mcp).
-// The HTTP header invoke.CallerHeader (X-Caphub-Agent) names the calling
-// agent: its value becomes invoke.Request.Caller (per request on the
-// streamable transport, from the GET that opened the session on the SSE
-// transport).
+// Calls run for the caller the HTTP request's context carries (see
+// identity.FromRequest): with tokens, the one the auth middleware
+// authenticated; else the agent its header identity.Header
+// (X-Caphub-Agent) names, the request that opened the session fixing it
+// for a session's calls (the GET on the SSE transport).
 package mcpgw
 
 import (

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/builtin"
 	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/caphub/caphub/invoke"
@@ -53,7 +54,7 @@ type recordingInvoker struct {
 
 func (r *recordingInvoker) Invoke(ctx context.Context, req invoke.Request) (*invoke.Result, error) {
 	r.mu.Lock()
-	r.callers = append(r.callers, req.Caller)
+	r.callers = append(r.callers, identity.From(ctx).Agent)
 	r.mu.Unlock()
 	return r.next.Invoke(ctx, req)
 }
@@ -123,7 +124,7 @@ type agentTransport struct{ agent string }
 
 func (a agentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(invoke.CallerHeader, a.agent)
+	r.Header.Set(identity.Header, a.agent)
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -340,7 +341,7 @@ func TestStreamable(t *testing.T) {
 			checkBuiltinTools(t, listTools(t, cs))
 			checkCalls(t, cs)
 			if got := f.inv.lastCaller(); got != "agent-7" {
-				t.Errorf("caller %q, want agent-7 (from %s)", got, invoke.CallerHeader)
+				t.Errorf("caller %q, want agent-7 (from %s)", got, identity.Header)
 			}
 		})
 	}

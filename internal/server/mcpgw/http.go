@@ -1,14 +1,13 @@
 package mcpgw
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/server/guard"
-	"github.com/caphub/caphub/invoke"
 )
 
 // Handler serves MCP over HTTP. Mount it on a path P and on P/sse, without
@@ -39,6 +38,7 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	g.activate()
 	setDeadlines(w, r)
+	r = identity.FromRequest(r, "")
 	if strings.HasSuffix(r.URL.Path, "/sse") {
 		g.serveSSE(w, r)
 		return
@@ -47,12 +47,10 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveSSE serves the HTTP+SSE transport. The GET that opens a session
-// carries the caller (invoke.CallerHeader) into the session's context, and gets
-// back the path an http.StripPrefix removed, since the SDK builds the
+// gets back the path an http.StripPrefix removed, since the SDK builds the
 // message endpoint it announces from the request's path.
 func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
-		r = r.WithContext(context.WithValue(r.Context(), callerKey{}, r.Header.Get(invoke.CallerHeader)))
 		if r.RequestURI != "" {
 			if orig, err := url.ParseRequestURI(r.RequestURI); err == nil && orig.Path != r.URL.Path {
 				u := *r.URL

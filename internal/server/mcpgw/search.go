@@ -227,7 +227,7 @@ func (g *Gateway) invokeCapability(ctx context.Context, req *mcp.CallToolRequest
 	if input == nil {
 		input = map[string]any{}
 	}
-	res, err := g.inv.Invoke(withApproval(ctx, req, a.ApprovalID), invoke.Request{URI: a.URI, Input: input, Caller: callerOf(ctx, req)})
+	res, err := g.inv.Invoke(callContext(ctx, req, "", a.ApprovalID), invoke.Request{URI: a.URI, Input: input})
 	if err != nil {
 		return g.errorResult(ctx, req, a.URI, err, true), nil
 	}

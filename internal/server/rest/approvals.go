@@ -1,27 +1,30 @@
 package rest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"sort"
 
 	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/auth"
 	"github.com/caphub/caphub/invoke"
-	"github.com/caphub/caphub/registry"
 )
 
 // ApprovalHeader carries the ID of the approval a call is retried with
 // (POST /v1/invoke after an APPROVAL_REQUIRED answer was approved).
 const ApprovalHeader = invoke.ApprovalHeader
 
-// ApprovalContext returns the request's context carrying the approval ID of
-// its X-Caphub-Approval header (see invoke.WithApproval), for the policy
-// engine to honour when the call is checked.
-func ApprovalContext(r *http.Request) context.Context {
-	return invoke.WithApproval(r.Context(), r.Header.Get(ApprovalHeader))
+// withCaller returns r with its caller in the context, set once for
+// everything the request reaches: the token's (set by the auth middleware),
+// else the agent its X-Caphub-Agent header names, the actor of its changes
+// being that agent or else the remote address ("rest:ADDR"); retried with
+// the approval its X-Caphub-Approval header names, for the policy engine
+// to honour when the call is checked.
+func withCaller(r *http.Request) *http.Request {
+	r = identity.FromRequest(r, "rest:"+r.RemoteAddr)
+	return r.WithContext(identity.WithApproval(r.Context(), r.Header.Get(ApprovalHeader)))
 }
 
 // ApprovalList is the answer of GET /v1/approvals: a page of approvals.
@@ -130,14 +133,5 @@ func (h approvalHandlers) decided(w http.ResponseWriter, r *http.Request, ap *po
 	return nil
 }
 
-// decider names who decides: the request's actor (set by ServeHTTP from
-// X-Caphub-Agent or the remote address).
-func decider(r *http.Request) string {
-	if a := registry.ActorFrom(r.Context()); a != "anonymous" {
-		return a
-	}
-	if a := r.Header.Get(invoke.CallerHeader); a != "" {
-		return a
-	}
-	return "rest:" + r.RemoteAddr
-}
+// decider names who decides: the request's actor (see withCaller).
+func decider(r *http.Request) string { return identity.From(r.Context()).Actor }

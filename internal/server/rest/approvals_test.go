@@ -63,7 +63,7 @@ func newApprovalServer(t *testing.T, now func() time.Time) (*httptest.Server, *p
 	}
 	mux.Handle("/", s)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mux.ServeHTTP(w, r.WithContext(ApprovalContext(r)))
+		mux.ServeHTTP(w, withCaller(r))
 	}))
 	t.Cleanup(srv.Close)
 	return srv, engine, &runs

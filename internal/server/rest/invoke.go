@@ -45,7 +45,6 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) error {
 	if req.URI == "" {
 		return badRequest("give the capability to invoke: {\"uri\": \"ossa:domain/name@1.0\", \"input\": {...}}")
 	}
-	req.Caller = r.Header.Get(invoke.CallerHeader)
 	res, err := s.invoker.Invoke(r.Context(), req)
 	if err != nil {
 		return err

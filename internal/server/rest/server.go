@@ -26,7 +26,6 @@ import (
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/internal/auth"
 	"github.com/caphub/caphub/internal/permit"
-	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -87,21 +86,12 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 }
 
 // ServeHTTP serves the API, each request within the time budget (see
-// WithRequestTimeout). Changes are recorded as made by the request's token
-// ("token:NAME", set by the auth middleware), else by the agent the request
-// names (X-Caphub-Agent), else by the remote address.
+// WithRequestTimeout), for its caller (see withCaller): changes are
+// recorded as made by the request's token ("token:NAME", set by the auth
+// middleware), else by the agent the request names (X-Caphub-Agent), else
+// by the remote address.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := ApprovalContext(r)
-	if _, ok := auth.FromContext(ctx); !ok {
-		// No token: the actor is who the request says it is. With one, the
-		// auth middleware has set the token's actor already.
-		actor := r.Header.Get(invoke.CallerHeader)
-		if actor == "" {
-			actor = "rest:" + r.RemoteAddr
-		}
-		ctx = registry.WithActor(ctx, actor)
-	}
-	s.withinBudget(w, r.WithContext(ctx), s.mux)
+	s.withinBudget(w, withCaller(r), s.mux)
 }
 
 // route is one endpoint; the list feeds the mux, the auth middleware (the

@@ -39,7 +39,7 @@ func (s *Session) authorize(ctx context.Context, hdr http.Header, m *wireMsg) (*
 		Meta map[string]any `json:"_meta"`
 	}
 	_ = json.Unmarshal(m.params, &p) // parseBody checked it is JSON; a _meta that is not an object carries no approval
-	call, denied := s.rl.env.Authorize(relay.WithApproval(ctx, hdr, p.Meta), s.name, name, args, hdr.Get(invoke.CallerHeader))
+	call, denied := s.rl.env.Authorize(relay.WithApproval(ctx, hdr, p.Meta), s.name, name, args)
 	if denied != "" {
 		return nil, resultResponse(m.id, relay.RefusedResult(denied))
 	}

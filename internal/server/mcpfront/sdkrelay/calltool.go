@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
-	"github.com/caphub/caphub/invoke"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,7 +26,7 @@ func (s *session) callTool(ctx context.Context, req mcp.Request) (mcp.Result, er
 	if extra := req.GetExtra(); extra != nil {
 		hdr = extra.Header
 	}
-	call, denied := env.Authorize(relay.WithApproval(ctx, hdr, p.Meta), s.fr.name, p.Name, p.Arguments, hdr.Get(invoke.CallerHeader))
+	call, denied := env.Authorize(relay.WithApproval(ctx, hdr, p.Meta), s.fr.name, p.Name, p.Arguments)
 	if denied != "" {
 		return relay.RefusedResult(denied), nil
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/caphub/caphub/invoke"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,17 +17,18 @@ import (
 // Call is a fronted tools/call the policy allowed, to record once it ends.
 type Call struct {
 	Server, Tool string
-	Caller       string    // the X-Caphub-Agent of the request that carried it
+	Caller       string    // the agent it acts as (identity.Caller.Agent)
 	Start        time.Time // when the policy was asked
 }
 
-// Authorize asks the policy about a call of a fronted tool by caller (the
-// X-Caphub-Agent header of the request that carried it; "" when none). A
+// Authorize asks the policy about a call of a fronted tool by the caller
+// ctx carries (identity.From: the agent it acts as, "" when none). A
 // refusal is recorded and returned as the text of the tool error to answer
 // with ("DENIED: …"); "" lets the call go on, to be recorded with Emit.
 // Both relays call it, so they refuse and record alike. Env.Hooks must not
 // be nil.
-func (e *Env) Authorize(ctx context.Context, server, tool string, args json.RawMessage, caller string) (call Call, denied string) {
+func (e *Env) Authorize(ctx context.Context, server, tool string, args json.RawMessage) (call Call, denied string) {
+	caller := identity.From(ctx).Agent
 	call = Call{Server: server, Tool: tool, Caller: caller, Start: time.Now()}
 	uri := toolURI(server, tool)
 	req := &invoke.Call{URI: uri, Definition: definition(server, uri, tool), Input: arguments(args), Caller: caller, Attempt: 1}
@@ -62,10 +64,11 @@ func (e *Env) emit(ctx context.Context, call Call, err *invoke.Error, attempted 
 	e.Hooks.Emit(context.WithoutCancel(ctx), rec)
 }
 
-// WithApproval returns ctx carrying the approval id a tools/call is
-// retried with, read as caphub's own /mcp reads it (mcpgw.ApprovalID).
+// WithApproval returns ctx carrying its caller retried with the approval
+// id a tools/call names, read as caphub's own /mcp reads it
+// (mcpgw.ApprovalID).
 func WithApproval(ctx context.Context, hdr http.Header, meta map[string]any) context.Context {
-	return invoke.WithApproval(ctx, mcpgw.ApprovalID(meta, hdr, ""))
+	return identity.WithApproval(ctx, mcpgw.ApprovalID(meta, hdr, ""))
 }
 
 // RefusedResult is the tool error a refused call is answered with.
