@@ -10,6 +10,7 @@ import (
 
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/internal/envflag"
+	"github.com/caphub/caphub/internal/fallback"
 	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/spf13/cobra"
 )
@@ -224,4 +225,18 @@ func listSetting(cmd *cobra.Command, name, env string) []string {
 		}
 	}
 	return v
+}
+
+// missingCapabilityFlags reads the switches of missing-capability
+// resolution ($CAPHUB_MISSING_CAPABILITY_ENABLED and _AUTO); both default to
+// false, and a value that is not a boolean is an error naming the variable,
+// so that a typo does not silently turn resolution off.
+func missingCapabilityFlags() (enabled, auto bool, err error) {
+	if enabled, err = envflag.Bool(fallback.EnvEnabled); err != nil {
+		return false, false, err
+	}
+	if auto, err = envflag.Bool(fallback.EnvAuto); err != nil {
+		return false, false, err
+	}
+	return enabled, auto, nil
 }

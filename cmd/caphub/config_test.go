@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/caphub/caphub/internal/fallback"
 )
 
 // mcpConfig reads the config of `caphub mcp args...`.
@@ -74,5 +77,29 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 	if got := strings.Join(cfg.invocation.allowHosts, " "); got != "c.example" {
 		t.Errorf("allow hosts with --allow-host: %q", got)
+	}
+}
+
+func TestMissingCapabilityFlags(t *testing.T) {
+	for i, c := range []struct {
+		enabled, auto string
+		wantE, wantA  bool
+		err           bool
+	}{
+		{"", "", false, false, false},
+		{"true", "", true, false, false},
+		{"1", "TRUE", true, true, false},
+		{"false", "true", false, true, false},
+		{"yes", "", false, false, true},
+		{"true", "maybe", false, false, true},
+	} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Setenv(fallback.EnvEnabled, c.enabled)
+			t.Setenv(fallback.EnvAuto, c.auto)
+			e, a, err := missingCapabilityFlags()
+			if (err != nil) != c.err || e != c.wantE || a != c.wantA {
+				t.Errorf("%q %q: got %v %v %v", c.enabled, c.auto, e, a, err)
+			}
+		})
 	}
 }

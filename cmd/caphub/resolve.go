@@ -38,7 +38,7 @@ missing, 2 on usage errors.`,
 			if err != nil {
 				return err
 			}
-			enabled, envAuto, err := fallback.FlagsFromEnv()
+			enabled, envAuto, err := missingCapabilityFlags()
 			if err != nil {
 				return &usageError{err}
 			}

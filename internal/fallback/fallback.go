@@ -19,7 +19,6 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/format/openapi"
-	"github.com/caphub/caphub/internal/envflag"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -54,20 +53,6 @@ const maxChain = 16
 // defaultIntrospectorVersion is recorded in the provenance of definitions
 // built from cached MCP listings when Resolver.IntrospectorVersion is empty.
 const defaultIntrospectorVersion = "caphub-resolve/1"
-
-// FlagsFromEnv reads the feature flags: enabled is EnvEnabled, auto is
-// EnvAuto; both default to false. A value strconv.ParseBool does not accept
-// is an error naming the variable, so that a typo does not silently turn
-// resolution off.
-func FlagsFromEnv() (enabled, auto bool, err error) {
-	if enabled, err = envflag.Bool(EnvEnabled); err != nil {
-		return false, false, err
-	}
-	if auto, err = envflag.Bool(EnvAuto); err != nil {
-		return false, false, err
-	}
-	return enabled, auto, nil
-}
 
 // Resolver finds proposals for a missing capability.
 type Resolver struct {

@@ -2,7 +2,6 @@ package fallback
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -238,30 +237,6 @@ func TestAutoNeverRebinds(t *testing.T) {
 	got, err := e.reg.Resolve(ctx, "mcp:hub/create_issue")
 	if err != nil || got.Version != "2.0.0" {
 		t.Fatalf("resolution changed: %v %v", got.Version, err)
-	}
-}
-
-func TestFlagsFromEnv(t *testing.T) {
-	for i, c := range []struct {
-		enabled, auto string
-		wantE, wantA  bool
-		err           bool
-	}{
-		{"", "", false, false, false},
-		{"true", "", true, false, false},
-		{"1", "TRUE", true, true, false},
-		{"false", "true", false, true, false},
-		{"yes", "", false, false, true},
-		{"true", "maybe", false, false, true},
-	} {
-		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			t.Setenv(EnvEnabled, c.enabled)
-			t.Setenv(EnvAuto, c.auto)
-			e, a, err := FlagsFromEnv()
-			if (err != nil) != c.err || e != c.wantE || a != c.wantA {
-				t.Errorf("%q %q: got %v %v %v", c.enabled, c.auto, e, a, err)
-			}
-		})
 	}
 }
 
