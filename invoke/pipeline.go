@@ -11,6 +11,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/wait"
 	"github.com/caphub/caphub/registry"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -328,14 +329,11 @@ func (p *Pipeline) runBindings(ctx context.Context, inv *invocation) error {
 			continue
 		}
 		tried = true
-		done, err := p.tryBinding(ctx, inv, b)
-		if done && err == nil {
-			return nil
+		last, outcome := p.tryBinding(ctx, inv, b)
+		if last == nil {
+			return outcome
 		}
-		if done {
-			return err
-		}
-		lastErr = err
+		lastErr = last
 		if ctx.Err() != nil {
 			break
 		}
@@ -351,10 +349,11 @@ func unavailable(kind string) *Error {
 	return &Error{Code: CodeNoBinding, Binding: kind, Message: fmt.Sprintf("caphub has no %s binding configured", kind)}
 }
 
-// tryBinding runs one binding, retrying retryable errors with backoff. done
-// is true when the call is over (a success, or an output that fails its
-// schema); otherwise err is the binding's last error.
-func (p *Pipeline) tryBinding(ctx context.Context, inv *invocation, b Binding) (done bool, err *Error) {
+// tryBinding runs one binding, retrying retryable errors with backoff. It
+// returns the binding's last error when every attempt failed; otherwise the
+// call is over and outcome is its result (nil, or an output that fails its
+// schema).
+func (p *Pipeline) tryBinding(ctx context.Context, inv *invocation, b Binding) (last *Error, outcome error) {
 	kind := b.Kind()
 	timeout, maxAttempts := p.limits(&inv.def)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -368,28 +367,27 @@ func (p *Pipeline) tryBinding(ctx context.Context, inv *invocation, b Binding) (
 		if ierr == nil {
 			inv.rec.Attempts = append(inv.rec.Attempts, a)
 			inv.rec.Binding = kind
-			return true, p.finish(inv, kind, out)
+			return nil, p.finish(inv, kind, out)
 		}
-		err = classify(ierr, kind, &inv.def)
+		last = classify(ierr, kind, &inv.def)
 		if ctx.Err() != nil && errors.Is(ierr, context.Canceled) {
-			err = &Error{Code: CodeTimeout, Binding: kind, Message: "the call was cancelled", Cause: ierr}
+			last = &Error{Code: CodeTimeout, Binding: kind, Message: "the call was cancelled", Cause: ierr}
 		}
-		a.Error = err
+		a.Error = last
 		inv.rec.Attempts = append(inv.rec.Attempts, a)
-		if !err.Retryable || attempt == maxAttempts || ctx.Err() != nil {
+		if !last.Retryable || attempt == maxAttempts || ctx.Err() != nil {
 			break
 		}
-		if sleep(ctx, p.backoff(attempt)) != nil {
+		if !wait.Sleep(ctx, p.backoff(attempt)) {
 			break
 		}
 	}
-	return false, err
+	return last, nil
 }
 
 // finish maps a binding's output to the capability's fields and validates
 // it: a mismatch is INVALID_OUTPUT, or a warning when the call is lenient.
-// It returns nil (an *Error typed nil would not be a nil error) on success.
-func (p *Pipeline) finish(inv *invocation, kind string, out *Outcome) *Error {
+func (p *Pipeline) finish(inv *invocation, kind string, out *Outcome) error {
 	output := mapOutput(inv.def.Bindings, kind, out.Output)
 	if inv.schemas.output != nil {
 		if verr := inv.schemas.output.Validate(anyValue(output)); verr != nil {
@@ -457,17 +455,6 @@ func (p *Pipeline) backoff(attempt int) time.Duration {
 		d = p.opts.MaxBackoff
 	}
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // classify turns a binding error into an *Error: the binding's error

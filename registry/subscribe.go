@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"time"
+
+	"github.com/caphub/caphub/internal/wait"
 )
 
 // Subscriber receives what Subscribe sees of a store's changes. Every
@@ -60,7 +62,7 @@ func (sub *Subscriber) follow(ctx context.Context, store Store, events <-chan Ev
 			if sub.Failed != nil {
 				sub.Failed(err, retry)
 			}
-			if !sleep(ctx, retry) {
+			if !wait.Sleep(ctx, retry) {
 				return
 			}
 			retry = min(retry*2, sub.MaxRetry)
@@ -85,17 +87,5 @@ func (sub *Subscriber) receive(events <-chan Event, resumed bool) {
 	}
 	if sub.Closed != nil {
 		sub.Closed()
-	}
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/server/guard"
+	"github.com/caphub/caphub/internal/wait"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -326,7 +327,7 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 				return
 			}
 			g.log.Error(err.Error(), "retry_in", retry)
-			if !sleep(ctx, retry) {
+			if !wait.Sleep(ctx, retry) {
 				return
 			}
 			retry = min(retry*2, maxRetry)
@@ -334,17 +335,6 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 			continue
 		}
 		retry = minRetry
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
