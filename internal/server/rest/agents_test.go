@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -15,9 +14,8 @@ import (
 	"github.com/caphub/caphub/store/sqlite"
 )
 
-// newAgentServer serves the agent routes (through their own mux, so the test
-// does not depend on routeTable listing them) in front of the whole API, on
-// a real SQLite store with the built-ins registered.
+// newAgentServer serves the whole API, agent routes included, on a real
+// SQLite store with the built-ins registered.
 func newAgentServer(t *testing.T) (*httptest.Server, registry.DocStore) {
 	t.Helper()
 	ctx := context.Background()
@@ -30,18 +28,7 @@ func newAgentServer(t *testing.T) (*httptest.Server, registry.DocStore) {
 	if _, err := svc.RegisterBatch(ctx, builtin.Definitions()); err != nil {
 		t.Fatal(err)
 	}
-	s := New(svc, log)
-	mux := http.NewServeMux()
-	for _, rt := range s.agentRoutes(s.newAgents()) {
-		h := rt.handler
-		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
-			if err := h(w, r); err != nil {
-				s.writeError(w, r, err)
-			}
-		})
-	}
-	mux.Handle("/", s)
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(New(svc, log))
 	t.Cleanup(func() { srv.Close(); svc.Close() })
 	return srv, st
 }

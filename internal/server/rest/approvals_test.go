@@ -51,20 +51,7 @@ func newApprovalServer(t *testing.T, now func() time.Time) (*httptest.Server, *p
 		runs.Add(1)
 		return map[string]any{"wiped": true}, nil
 	}})}, invoke.Options{Policy: engine})
-	s := New(svc, log, WithInvoker(pipe))
-	mux := http.NewServeMux()
-	for _, rt := range s.approvalRoutes(engine.Approvals()) {
-		h := rt.handler
-		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
-			if err := h(w, r); err != nil {
-				s.writeError(w, r, err)
-			}
-		})
-	}
-	mux.Handle("/", s)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mux.ServeHTTP(w, withCaller(r))
-	}))
+	srv := httptest.NewServer(New(svc, log, WithInvoker(pipe), WithApprovals(engine.Approvals())))
 	t.Cleanup(srv.Close)
 	return srv, engine, &runs
 }
