@@ -9,6 +9,7 @@ import (
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/auth"
+	"github.com/caphub/caphub/internal/problem"
 	"github.com/caphub/caphub/invoke"
 )
 
@@ -120,7 +121,7 @@ func (h approvalHandlers) decided(w http.ResponseWriter, r *http.Request, ap *po
 		w.WriteHeader(http.StatusConflict)
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(&Problem{Type: problemBase + "approval-decided", Title: "The approval is not pending", Status: http.StatusConflict,
+		if err := enc.Encode(&Problem{Type: problem.Base + "approval-decided", Title: "The approval is not pending", Status: http.StatusConflict,
 			Detail: err.Error(), Instance: r.URL.Path}); err != nil {
 			h.s.log.Debug("write problem", "err", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/caphub/caphub/internal/problem"
 )
 
 // DefaultRequestTimeout is the time budget of a REST request unless
@@ -83,7 +85,7 @@ func (s *Server) withinBudget(w http.ResponseWriter, r *http.Request, h http.Han
 // writeBudgetProblem stops h's writes and answers 503 with the budget.
 func (s *Server) writeBudgetProblem(w http.ResponseWriter, r *http.Request, bw *budgetWriter) {
 	bw.stop()
-	p := &Problem{Type: problemBase + "request-timeout", Title: "The request exceeded its time budget", Status: http.StatusServiceUnavailable, Instance: r.URL.Path,
+	p := &Problem{Type: problem.Base + "request-timeout", Title: "The request exceeded its time budget", Status: http.StatusServiceUnavailable, Instance: r.URL.Path,
 		Detail: fmt.Sprintf("%s %s did not finish within the request time budget of %s and was cancelled: ask for less (a smaller limit, a narrower filter), retry later, or have the operator raise the budget (caphub serve --request-timeout)",
 			r.Method, r.URL.Path, s.budget)}
 	s.log.Warn("request exceeded its time budget", "method", r.Method, "path", r.URL.Path, "budget", s.budget)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/caphub/caphub/internal/auth"
+	"github.com/caphub/caphub/internal/problem"
 	"github.com/caphub/caphub/invoke"
 )
 
@@ -60,6 +61,6 @@ func invokeProblem(err error) *Problem {
 		return nil
 	}
 	status := invoke.HTTPStatus(e.Code)
-	return &Problem{Type: problemBase + "invocation-failed", Title: "The invocation failed: " + e.Code, Status: status, Detail: e.Error(),
+	return &Problem{Type: problem.Base + "invocation-failed", Title: "The invocation failed: " + e.Code, Status: status, Detail: e.Error(),
 		Code: e.Code, Retryable: e.Retryable, Binding: e.Binding, Details: e.Details}
 }

@@ -46,8 +46,6 @@ type BatchFailure struct {
 	Problem *Problem `json:"problem"`
 }
 
-const problemBase = problem.Base
-
 // problemFor maps an error to its problem document: the one place where
 // domain errors become HTTP statuses.
 func problemFor(err error) *Problem {
@@ -70,24 +68,24 @@ func problemFor(err error) *Problem {
 	case errors.As(err, &ba):
 		return batchProblem(err, ba)
 	case errors.As(err, &sc):
-		return &Problem{Type: problemBase + "insufficient-scope", Title: "The token lacks the scope this request needs", Status: http.StatusForbidden, Detail: err.Error()}
+		return &Problem{Type: problem.Base + "insufficient-scope", Title: "The token lacks the scope this request needs", Status: http.StatusForbidden, Detail: err.Error()}
 	case errors.As(err, &ae):
-		return &Problem{Type: problemBase + "invalid-agent", Title: "The agent's manifest or capabilities cannot be applied", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ae.ve.Issues}
+		return &Problem{Type: problem.Base + "invalid-agent", Title: "The agent's manifest or capabilities cannot be applied", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ae.ve.Issues}
 	case errors.As(err, &ve):
-		return &Problem{Type: problemBase + "invalid-definition", Title: "The capability definition is invalid", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ve.Issues}
+		return &Problem{Type: problem.Base + "invalid-definition", Title: "The capability definition is invalid", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ve.Issues}
 	case errors.As(err, &be):
-		return &Problem{Type: problemBase + "version-bump-too-small", Title: "The version bump is smaller than the changes need", Status: http.StatusUnprocessableEntity,
+		return &Problem{Type: problem.Base + "version-bump-too-small", Title: "The version bump is smaller than the changes need", Status: http.StatusUnprocessableEntity,
 			Detail: err.Error(), Changes: be.Report.Changes, Required: be.Report.Required.String(), Declared: be.Report.Declared.String()}
 	case errors.As(err, &ce):
-		return &Problem{Type: problemBase + "version-conflict", Title: "This version is already registered with other content", Status: http.StatusConflict, Detail: err.Error()}
+		return &Problem{Type: problem.Base + "version-conflict", Title: "This version is already registered with other content", Status: http.StatusConflict, Detail: err.Error()}
 	case errors.As(err, &te):
-		return &Problem{Type: problemBase + "tool-name-taken", Title: "The capability would take another capability's MCP tool name", Status: http.StatusConflict, Detail: err.Error()}
+		return &Problem{Type: problem.Base + "tool-name-taken", Title: "The capability would take another capability's MCP tool name", Status: http.StatusConflict, Detail: err.Error()}
 	case errors.As(err, &se):
-		return &Problem{Type: problemBase + "sunset", Title: "The capability version is past its sunset date", Status: http.StatusGone, Detail: err.Error(), DeprecatedBy: se.DeprecatedBy, MigrationGuide: se.MigrationGuide}
+		return &Problem{Type: problem.Base + "sunset", Title: "The capability version is past its sunset date", Status: http.StatusGone, Detail: err.Error(), DeprecatedBy: se.DeprecatedBy, MigrationGuide: se.MigrationGuide}
 	case errors.As(err, &re):
-		return &Problem{Type: problemBase + "bad-request", Title: "The request is malformed", Status: http.StatusBadRequest, Detail: re.msg, Issues: re.issues}
+		return &Problem{Type: problem.Base + "bad-request", Title: "The request is malformed", Status: http.StatusBadRequest, Detail: re.msg, Issues: re.issues}
 	case errors.As(err, &ue):
-		return &Problem{Type: problemBase + "upstream-failed", Title: "The upstream server failed", Status: http.StatusBadGateway, Detail: err.Error()}
+		return &Problem{Type: problem.Base + "upstream-failed", Title: "The upstream server failed", Status: http.StatusBadGateway, Detail: err.Error()}
 	}
 	return sentinelProblem(err)
 }
@@ -95,7 +93,7 @@ func problemFor(err error) *Problem {
 // batchProblem lists one problem per refused definition of a batch; the
 // batch is a conflict when one of them is.
 func batchProblem(err error, ba *registry.BatchError) *Problem {
-	p := &Problem{Type: problemBase + "batch-refused", Title: "Some definitions were refused; nothing was registered", Status: http.StatusUnprocessableEntity, Detail: err.Error()}
+	p := &Problem{Type: problem.Base + "batch-refused", Title: "Some definitions were refused; nothing was registered", Status: http.StatusUnprocessableEntity, Detail: err.Error()}
 	for _, f := range ba.Failures {
 		sub := problemFor(f.Err)
 		p.Failures = append(p.Failures, BatchFailure{Index: f.Index, URI: f.URI, Problem: sub})
@@ -111,13 +109,13 @@ func batchProblem(err error, ba *registry.BatchError) *Problem {
 func sentinelProblem(err error) *Problem {
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
-		return &Problem{Type: problemBase + "not-found", Title: "Not found", Status: http.StatusNotFound, Detail: err.Error()}
+		return &Problem{Type: problem.Base + "not-found", Title: "Not found", Status: http.StatusNotFound, Detail: err.Error()}
 	case errors.Is(err, registry.ErrInvalid), errors.Is(err, registry.ErrInvalidCursor):
-		return &Problem{Type: problemBase + "invalid-request", Title: "The request is invalid", Status: http.StatusBadRequest, Detail: err.Error()}
+		return &Problem{Type: problem.Base + "invalid-request", Title: "The request is invalid", Status: http.StatusBadRequest, Detail: err.Error()}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Problem{Type: problemBase + "timeout", Title: "The request timed out", Status: http.StatusServiceUnavailable, Detail: "the registry did not answer in time: retry"}
+		return &Problem{Type: problem.Base + "timeout", Title: "The request timed out", Status: http.StatusServiceUnavailable, Detail: "the registry did not answer in time: retry"}
 	}
-	return &Problem{Type: problemBase + "internal", Title: "Internal error", Status: http.StatusInternalServerError, Detail: "the registry failed to answer; the server log has the details"}
+	return &Problem{Type: problem.Base + "internal", Title: "Internal error", Status: http.StatusInternalServerError, Detail: "the registry failed to answer; the server log has the details"}
 }
 
 // requestError is a malformed request (unreadable body, bad parameter).
