@@ -268,7 +268,7 @@ func (a *Agents) Get(ctx context.Context, id string) (*Agent, error) {
 	}
 	doc, err := a.docs.GetDoc(ctx, DocKind, id)
 	if errors.Is(err, registry.ErrNotFound) {
-		return nil, fmt.Errorf("agent %s does not exist (create it by applying its OSSA manifest: PUT /v1/agents/%s or `caphub agent apply FILE`): %w", id, id, registry.ErrNotFound)
+		return nil, &registry.NotFoundError{Kind: DocKind, Name: id, Message: fmt.Sprintf("agent %s does not exist (create it by applying its OSSA manifest: PUT /v1/agents/%s)", id, id)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read agent %s: %w", id, err)

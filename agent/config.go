@@ -349,7 +349,7 @@ func resolveID(ctx context.Context, reg registry.API, id string) (res *registry.
 	sort.Strings(bases)
 	switch len(bases) {
 	case 0:
-		return nil, ProblemUnknown, "is not the name of any registered capability: register it, or list what is with `caphub capability list` (GET /v1/capabilities)", nil
+		return nil, ProblemUnknown, "is not the name of any registered capability: register it, or list what is (GET /v1/capabilities)", nil
 	case 1:
 		return resolveURI(ctx, reg, bases[0])
 	}

@@ -460,7 +460,7 @@ func (v *validator) bindings() {
 // input fields, error mapping onto declared codes.
 func (v *validator) mcpBinding(m *MCPBinding, hasInput bool) {
 	if m.Server == "" {
-		v.errorf("bindings.mcp.server", RuleCaphub, "missing: name the MCP server (as saved with `caphub discover mcp NAME`)")
+		v.errorf("bindings.mcp.server", RuleCaphub, "missing: name the saved MCP server that serves the tool")
 	}
 	if m.Tool == "" {
 		v.errorf("bindings.mcp.tool", RuleCaphub, "missing: name the tool on the MCP server")

@@ -140,7 +140,7 @@ func savedEvent(srv *mcpconn.Server) map[string]any {
 func (s *Servers) GetServer(ctx context.Context, name string) (*SavedServer, error) {
 	doc, err := s.docs.GetDoc(ctx, kindServer, name)
 	if errors.Is(err, registry.ErrNotFound) {
-		return nil, fmt.Errorf("no MCP server is saved as %q (save one with `caphub discover mcp %s --command …` or --url …): %w", name, name, registry.ErrNotFound)
+		return nil, &registry.NotFoundError{Kind: kindServer, Name: name, Message: fmt.Sprintf("no MCP server is saved as %q (save one with PUT /v1/servers/%s)", name, name)}
 	}
 	if err != nil {
 		return nil, err

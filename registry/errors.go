@@ -47,6 +47,30 @@ func (e *SunsetError) Error() string {
 	return msg
 }
 
+// NotFoundError says that a named thing does not exist: a capability, or a
+// document another package keeps (an agent, a saved MCP server, an
+// approval, a policy). It wraps ErrNotFound. Its message is for any client;
+// the command line adds the caphub command that creates or lists the thing.
+type NotFoundError struct {
+	Kind    string // what is missing: KindCapability or the document kind
+	Name    string // its URI, name or id
+	Domain  string // a capability's domain, to list its neighbours
+	Message string // what is missing, in words
+}
+
+// KindCapability is NotFoundError.Kind for a capability.
+const KindCapability = "capability"
+
+// NotRegistered says that no version of capability u is registered.
+func NotRegistered(u capability.URI) *NotFoundError {
+	return &NotFoundError{Kind: KindCapability, Name: u.Base(), Domain: u.Domain, Message: fmt.Sprintf("capability %s is not registered", u.Base())}
+}
+
+func (e *NotFoundError) Error() string { return e.Message + ": " + ErrNotFound.Error() }
+
+// Unwrap makes errors.Is(err, ErrNotFound) hold.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
 // ErrInvalid marks a request the registry refuses because of what it says
 // (a malformed URI, a sunset date too early); the message says what to fix.
 var ErrInvalid = errors.New("invalid request")

@@ -32,7 +32,7 @@ func (s *Service) Resolve(ctx context.Context, uri string) (Resolution, error) {
 		return Resolution{}, err
 	}
 	if len(versions) == 0 {
-		return Resolution{}, fmt.Errorf("capability %s is not registered: %w (list what is with `caphub capability list --domain %s`)", u.Base(), ErrNotFound, u.Domain)
+		return Resolution{}, NotRegistered(u)
 	}
 	best, sunset := s.pickVersion(u, versions)
 	if best == nil {

@@ -126,7 +126,11 @@ func invokeFailure(cmd *cobra.Command, err error) error {
 	if !errors.As(err, &e) {
 		return err
 	}
-	_ = writeJSON(cmd.ErrOrStderr(), map[string]any{"error": e})
+	out := map[string]any{"error": e}
+	if h := hintFor(e); h != "" {
+		out["hint"] = h
+	}
+	_ = writeJSON(cmd.ErrOrStderr(), out)
 	return &exitError{code: invoke.ExitCode(e.Code), msg: e.Error()}
 }
 

@@ -347,7 +347,7 @@ func newShowCmd() *cobra.Command {
 					return err
 				}
 				if len(versions) == 0 {
-					return fmt.Errorf("capability %s is not registered: %w", u.Base(), registry.ErrNotFound)
+					return registry.NotRegistered(u)
 				}
 				resolved, rerr := reg.Resolve(cmd.Context(), args[0])
 				tier := ""

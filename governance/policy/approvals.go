@@ -141,7 +141,7 @@ func (a *Approvals) Get(ctx context.Context, id string) (*Approval, error) {
 	d, err := a.docs.GetDoc(ctx, approvalKind, id)
 	if err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
-			return nil, fmt.Errorf("approval %q does not exist (list them with caphub approval list): %w", id, registry.ErrNotFound)
+			return nil, &registry.NotFoundError{Kind: approvalKind, Name: id, Message: fmt.Sprintf("approval %q does not exist (list them with GET /v1/approvals)", id)}
 		}
 		return nil, fmt.Errorf("read approval %q: %w", id, err)
 	}

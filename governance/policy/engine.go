@@ -144,14 +144,14 @@ func (e *Engine) check(ctx context.Context, call *invoke.Call) (decision, error)
 func (e *Engine) checkGrants(p *Policy, who string, def *capability.Definition) (decision, error) {
 	for _, perm := range def.Permissions {
 		if !grants(p.GrantedPermissions, perm) {
-			return e.deny("permission", p.Agent, fmt.Sprintf("%s: capability needs permission %q, which is not granted (granted: %s); grant it with caphub policy set %s --permission %s",
-				who, perm, listOrNone(p.GrantedPermissions), p.Agent, perm), nil)
+			return e.deny("permission", p.Agent, fmt.Sprintf("%s: capability needs permission %q, which is not granted (granted: %s); the policy must grant it",
+				who, perm, listOrNone(p.GrantedPermissions)), nil, "permission", perm)
 		}
 	}
 	for _, eff := range def.Effects {
 		if !grants(p.AllowedEffects, eff) {
-			return e.deny("effect", p.Agent, fmt.Sprintf("%s: effect %q is not allowed (allowed: %s); allow it with caphub policy set %s --effect %s",
-				who, eff, listOrNone(p.AllowedEffects), p.Agent, eff), nil)
+			return e.deny("effect", p.Agent, fmt.Sprintf("%s: effect %q is not allowed (allowed: %s); the policy must allow it",
+				who, eff, listOrNone(p.AllowedEffects)), nil, "effect", eff)
 		}
 	}
 	return decision{}, nil
@@ -205,9 +205,19 @@ func approvalRule(always bool, p *Policy, who string, call *invoke.Call) string 
 	return ""
 }
 
-func (e *Engine) deny(rule, key, msg string, cause error) (decision, error) {
+// deny refuses the call under rule of policy key; detail is more pairs for
+// the error's details (e.g. "permission", the one not granted), so that a
+// client can say how to change the policy.
+func (e *Engine) deny(rule, key, msg string, cause error, detail ...string) (decision, error) {
+	details := map[string]any{"rule": rule}
+	if key != "" {
+		details["policy"] = key
+	}
+	for i := 0; i+1 < len(detail); i += 2 {
+		details[detail[i]] = detail[i+1]
+	}
 	return decision{Decision: "deny", Rule: rule, Policy: key, Message: msg},
-		&invoke.Error{Code: invoke.CodeDenied, Message: msg, Cause: cause, Details: map[string]any{"rule": rule}}
+		&invoke.Error{Code: invoke.CodeDenied, Message: msg, Cause: cause, Details: details}
 }
 
 // approval lets the call through when it carries an approved, unused,
@@ -226,8 +236,8 @@ func (e *Engine) approval(ctx context.Context, call *invoke.Call, key, rule stri
 		if err != nil {
 			return e.deny("approval", key, fmt.Sprintf("%s needs human approval (%s), but the approval request could not be stored: %v", call.URI, rule, err), err)
 		}
-		msg := fmt.Sprintf("%s needs human approval (%s): approval %s is pending until %s; once approved (caphub approval approve %s, or POST /v1/approvals/%s/approve), call again with the approval id",
-			call.URI, rule, ap.ID, ap.ExpiresAt.Format(time.RFC3339), ap.ID, ap.ID)
+		msg := fmt.Sprintf("%s needs human approval (%s): approval %s is pending until %s; once approved (POST /v1/approvals/%s/approve), call again with the approval id",
+			call.URI, rule, ap.ID, ap.ExpiresAt.Format(time.RFC3339), ap.ID)
 		return decision{Decision: "approval_required", Rule: "approval", Policy: key, Message: msg, ApprovalID: ap.ID},
 			&invoke.Error{Code: invoke.CodeApprovalNeeded, Message: msg, Details: map[string]any{"approval_id": ap.ID, "expires_at": ap.ExpiresAt, "rule": rule}}
 	}

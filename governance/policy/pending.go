@@ -48,7 +48,7 @@ func (a *Approvals) request(ctx context.Context, agentID, uri string, input map[
 		if agentID == "" {
 			who = "anonymous callers already have"
 		}
-		return nil, fmt.Errorf("%w: %s %d pending approvals, the most allowed (%d): no new approval is requested until some are decided (caphub approval approve|deny ID, or POST /v1/approvals/{id}/approve|deny) or expire; list them with GET /v1/approvals?status=pending",
+		return nil, fmt.Errorf("%w: %s %d pending approvals, the most allowed (%d): no new approval is requested until some are decided (POST /v1/approvals/{id}/approve|deny) or expire; list them with GET /v1/approvals?status=pending",
 			ErrTooManyPending, who, n, max)
 	}
 	return a.create(ctx, agentID, uri, input, rule)

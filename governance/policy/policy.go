@@ -140,13 +140,13 @@ func (s *Policies) Get(ctx context.Context, agentID string) (*Policy, error) {
 	d, err := s.docs.GetDoc(ctx, policyKind, agentID)
 	if err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
-			return nil, fmt.Errorf("agent %q has no policy (set one with caphub policy set %s): %w", agentID, agentID, registry.ErrNotFound)
+			return nil, &registry.NotFoundError{Kind: policyKind, Name: agentID, Message: fmt.Sprintf("agent %q has no policy", agentID)}
 		}
 		return nil, fmt.Errorf("read the policy of agent %q: %w", agentID, err)
 	}
 	var p Policy
 	if err := json.Unmarshal(d.Value, &p); err != nil {
-		return nil, fmt.Errorf("the stored policy of agent %q is not valid JSON: %w (set it again with caphub policy set)", agentID, err)
+		return nil, fmt.Errorf("the stored policy of agent %q is not valid JSON: %w (set the policy again)", agentID, err)
 	}
 	return &p, nil
 }

@@ -142,7 +142,7 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 	} else {
 		endpoint, ok := b.opts.Agents[d.Agent]
 		if !ok {
-			return nil, invoke.Errorf(invoke.CodeNoBinding, false, "A2A agent %q is not configured: give its endpoint URL in the binding or in caphub's agent configuration (caphub serve --a2a-agent NAME=URL)", d.Agent)
+			return nil, invoke.Errorf(invoke.CodeNoBinding, false, "A2A agent %q is not configured: give its endpoint URL in the binding or in the server's A2A agent settings (--a2a-agent NAME=URL)", d.Agent)
 		}
 		t = target{url: endpoint, client: b.trusted}
 		if err := b.withToken(&t, d); err != nil {
