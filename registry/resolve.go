@@ -213,5 +213,8 @@ func (s *Service) List(ctx context.Context, f ListFilter) (Page, error) {
 
 // Search ranks the capabilities matching q.
 func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
+	if page, ok, err := s.searchIndexed(ctx, q); ok || err != nil {
+		return page, err
+	}
 	return s.store.Search(ctx, q)
 }

@@ -19,6 +19,7 @@ type Service struct {
 	log   *slog.Logger
 
 	cache       versionCache
+	index       *searchIndex
 	stopWatch   context.CancelFunc
 	cacheActive bool
 	recorder    ChangeRecorder
@@ -65,10 +66,15 @@ func NewService(store Store, opts ...Option) *Service {
 	for _, o := range opts {
 		o(s)
 	}
-	if s.cacheActive {
+	if s.cacheActive || s.index != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		s.stopWatch = cancel
-		go s.watch(ctx)
+		if s.cacheActive {
+			go s.watch(ctx)
+		}
+		if s.index != nil {
+			s.startIndex(ctx)
+		}
 	}
 	return s
 }
@@ -76,7 +82,8 @@ func NewService(store Store, opts ...Option) *Service {
 // Store returns the underlying store.
 func (s *Service) Store() Store { return s.store }
 
-// Close stops the cache's watch and closes the store.
+// Close stops the cache's and the search index's watches and closes the
+// store.
 func (s *Service) Close() error {
 	if s.stopWatch != nil {
 		s.stopWatch()

@@ -138,16 +138,41 @@ type Page struct {
 	Total int
 	// NextCursor continues after this page; "" when this is the last page.
 	NextCursor string
+	// Hits has, for a search ranked by the search index, each item's
+	// score and (with SearchQuery.Explain) why it ranked there.
+	Hits []Hit `json:",omitempty"`
+	// Unknown lists the words of a search that no capability has, with the
+	// known words nearest them.
+	Unknown []UnknownWord `json:",omitempty"`
+	// Action is the kind of operation a search asks for (a CCOS category
+	// such as crud.create), "" when it names none.
+	Action string `json:",omitempty"`
 }
 
-// SearchQuery is a ranked full-text search. Text is free text: words are
-// matched (stemmed, the last one also as a prefix) against the name, title,
-// description, keywords, intents, domains and categories, with a name or
-// title match ranked above a description-only one. An empty Text lists in
-// List order.
+// Hit is the rank of one search result.
+type Hit struct {
+	Score float64  `json:"score"`
+	Why   []string `json:"why,omitempty"`
+}
+
+// UnknownWord is a word of a search that no capability has.
+type UnknownWord struct {
+	Word       string   `json:"word"`
+	DidYouMean []string `json:"did_you_mean,omitempty"`
+}
+
+// SearchQuery is a ranked full-text search. Text is free text, as people
+// and agents ask ("open a new bug report"); any of its words may match. The
+// Service ranks it with package search (see WithSearchIndex); a Store on
+// its own matches words (stemmed, the last one also as a prefix) against
+// the name, title, description, keywords, intents, domains and categories,
+// with a name or title match ranked above a description-only one. An empty
+// Text lists in List order.
 type SearchQuery struct {
 	Text   string
 	Filter ListFilter
+	// Explain asks for Page.Hits' Why.
+	Explain bool
 }
 
 // Deprecation is what Store.Deprecate records (OSSA §8) for one version.

@@ -151,10 +151,11 @@ func openAgents(ctx context.Context, c config, builtinsFailed func(error)) (*age
 	return agent.NewAgents(svc.Store(), svc, agent.WithRecorder(log)), svc, nil
 }
 
-// newApp opens the store and assembles caphub. The built-in capabilities
-// are registered (a no-op when they already are).
-func newApp(ctx context.Context, c config) (*app, error) {
-	svc, log, err := openService(ctx, c, registry.WithCache())
+// newApp opens the store and assembles caphub, its registry made with
+// opts. The built-in capabilities are registered (a no-op when they
+// already are).
+func newApp(ctx context.Context, c config, opts ...registry.Option) (*app, error) {
+	svc, log, err := openService(ctx, c, append([]registry.Option{registry.WithCache()}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

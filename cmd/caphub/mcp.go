@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
 
@@ -43,7 +44,7 @@ Stdout carries the protocol: logs go to stderr.`,
 // runMCP serves the app as one MCP server on in and out until ctx ends
 // or in closes.
 func runMCP(ctx context.Context, cfg config, in io.Reader, out io.Writer) error {
-	a, err := newApp(ctx, cfg)
+	a, err := newApp(ctx, cfg, registry.WithSearchIndex(false))
 	if err != nil {
 		return err
 	}

@@ -80,26 +80,27 @@ func serverTimeout(cmd *cobra.Command) time.Duration {
 
 // openRegistry returns the registry the command works on: a server
 // (--server, $CAPHUB_SERVER) or the local database.
-func openRegistry(ctx context.Context, cfg config) (registry.API, error) {
+func openRegistry(ctx context.Context, cfg config, opts ...registry.Option) (registry.API, error) {
 	if cfg.server != "" {
 		return client.New(cfg.server, client.WithTimeout(cfg.timeout))
 	}
-	svc, _, err := openService(ctx, cfg)
+	svc, _, err := openService(ctx, cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
 	return svc, nil
 }
 
-// withRegistry runs fn on the registry and closes it. Changes made on a
-// local database are recorded as made by the local user.
-func withRegistry(cmd *cobra.Command, fn func(reg registry.API) error) error {
+// withRegistry runs fn on the registry (a local one made with opts) and
+// closes it. Changes made on a local database are recorded as made by the
+// local user.
+func withRegistry(cmd *cobra.Command, fn func(reg registry.API) error, opts ...registry.Option) error {
 	// The command prints its own results; the service logs only problems.
 	cfg, err := configFrom(cmd, slog.LevelWarn)
 	if err != nil {
 		return err
 	}
-	reg, err := openRegistry(cmd.Context(), cfg)
+	reg, err := openRegistry(cmd.Context(), cfg, opts...)
 	if err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func newSearchCmd() *cobra.Command {
 					return err
 				}
 				return printRecords(cmd, recs, total)
-			})
+			}, registry.WithSearchIndex(true))
 		},
 	}
 	filterFlags(cmd)

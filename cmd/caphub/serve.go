@@ -18,6 +18,7 @@ import (
 	"github.com/caphub/caphub/internal/server/mcpfront"
 	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/caphub/caphub/internal/server/rest"
+	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
 
@@ -74,7 +75,7 @@ const tokenRecheck = 2 * time.Second
 // runServe assembles the app and serves it over HTTP until ctx ends, then
 // shuts down gracefully.
 func runServe(ctx context.Context, cfg config) error {
-	a, err := newApp(ctx, cfg)
+	a, err := newApp(ctx, cfg, registry.WithSearchIndex(false))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,271 @@
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/search"
+)
+
+// WithSearchIndex ranks searches with package search's index, held in
+// memory and kept current by the store's change notifications (writes made
+// through any Store on the same database, PostgreSQL replicas included).
+// It is built from the store when the Service starts: until it is, Search
+// answers with the store's own full-text search, unless wait is set, when
+// Search waits for it (for a command that searches once).
+func WithSearchIndex(wait bool) Option {
+	return func(s *Service) {
+		s.index = &searchIndex{wait: wait, built: make(chan struct{})}
+		s.index.ix.Store(search.NewIndex())
+	}
+}
+
+// searchIndex is the Service's index and its state.
+type searchIndex struct {
+	ix    atomic.Pointer[search.Index]
+	wait  bool
+	ready atomic.Bool
+	built chan struct{} // closed when first built, or when that failed
+	once  sync.Once
+}
+
+// indexed is what the index keeps of a version to filter it (ListFilter).
+type indexed struct {
+	key                                    Key
+	latest                                 bool
+	stability, source                      string
+	domains, categories, intents, bindings []string
+}
+
+func indexedOf(r *Record) *indexed {
+	d := &r.Definition
+	source := SourceManual
+	if d.Provenance != nil && d.Provenance.Method != "" {
+		source = d.Provenance.Method
+	}
+	primary := d.Domain
+	if primary == "" {
+		primary = r.Key.Domain
+	}
+	return &indexed{
+		key: r.Key, stability: d.Stability, source: source,
+		domains: append([]string{primary}, d.Domains...), categories: d.Categories,
+		intents: d.Intents, bindings: d.Bindings.Types(),
+	}
+}
+
+// matches applies f as the stores do (see ListFilter).
+func (m *indexed) matches(f *ListFilter) bool {
+	switch {
+	case !f.AllVersions && !m.latest,
+		f.Scheme != "" && m.key.Scheme != f.Scheme,
+		f.Name != "" && m.key.Name != f.Name,
+		f.Stability != "" && m.stability != f.Stability,
+		f.Source != "" && m.source != f.Source,
+		f.Intent != "" && !slices.Contains(m.intents, f.Intent),
+		f.BindingType != "" && !slices.Contains(m.bindings, f.BindingType):
+		return false
+	}
+	return hierarchical(f.Domain, m.domains) && hierarchical(f.Category, m.categories)
+}
+
+// hierarchical reports whether filter ("" matches all) matches one of the
+// dotted values.
+func hierarchical(filter string, values []string) bool {
+	if filter == "" {
+		return true
+	}
+	return slices.ContainsFunc(values, func(v string) bool { return v != "" && capability.DomainMatches(filter, v) })
+}
+
+// startIndex follows the store to build the index and keep it current.
+func (s *Service) startIndex(ctx context.Context) {
+	ix := s.index
+	Subscribe(ctx, s.store, Subscriber{
+		Watching: func(bool) {
+			// Built at the first watch, and again after any gap in the
+			// notifications.
+			defer ix.once.Do(func() { close(ix.built) })
+			if err := s.buildIndex(ctx); err != nil {
+				ix.ready.Store(false)
+				s.log.Warn("search index: cannot build it; searching the store", "err", err)
+				return
+			}
+			ix.ready.Store(true)
+		},
+		Event: func(ev Event) {
+			if ix.ready.Load() {
+				s.indexCapability(ctx, ev.Key)
+			}
+		},
+		Closed: func() { ix.ready.Store(false) },
+		Failed: func(err error, _ time.Duration) {
+			s.log.Warn("search index: cannot watch the store; searching the store", "err", err)
+		},
+	})
+}
+
+// buildIndex reads every version from the store into a new index.
+func (s *Service) buildIndex(ctx context.Context) error {
+	start := time.Now()
+	ix := search.NewIndex()
+	f := ListFilter{AllVersions: true, Limit: 500}
+	var prev *indexed
+	for {
+		page, err := s.store.List(ctx, f)
+		if err != nil {
+			return err
+		}
+		for i := range page.Items {
+			r := &page.Items[i]
+			m := indexedOf(r)
+			// List orders versions by precedence within a capability:
+			// the last of each is its latest.
+			if prev != nil && !sameCapability(prev.key, m.key) {
+				prev.latest = true
+			}
+			ix.Put(search.DocOf(r.Key.String(), &r.Definition, m))
+			prev = m
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	if prev != nil {
+		prev.latest = true
+	}
+	s.index.ix.Store(ix)
+	s.log.Info("search index built", "versions", ix.Len(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func sameCapability(a, b Key) bool {
+	return a.Scheme == b.Scheme && a.Domain == b.Domain && a.Name == b.Name
+}
+
+// indexCapability re-reads every version of k's capability into the index
+// (its text, and which version is the latest).
+func (s *Service) indexCapability(ctx context.Context, k Key) {
+	versions, err := s.store.Versions(ctx, k.Scheme, k.Domain, k.Name)
+	if err != nil {
+		s.log.Warn("search index: cannot read a changed capability; searching the store until the index is rebuilt", "key", k, "err", err)
+		s.index.ready.Store(false)
+		return
+	}
+	for i := range versions {
+		r := &versions[i]
+		m := indexedOf(r)
+		m.latest = i == len(versions)-1
+		s.index.ix.Load().Put(search.DocOf(r.Key.String(), &r.Definition, m))
+	}
+}
+
+// searchIndexed answers q from the index; ok is false when the index
+// cannot answer (not built), and the store should.
+func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool, error) {
+	ix := s.index
+	if ix == nil || strings.TrimSpace(q.Text) == "" {
+		return Page{}, false, nil
+	}
+	if ix.wait && !ix.ready.Load() {
+		select {
+		case <-ix.built:
+		case <-ctx.Done():
+			return Page{}, false, ctx.Err()
+		}
+	}
+	if !ix.ready.Load() {
+		return Page{}, false, nil
+	}
+	f := q.Filter
+	if f.Limit < 0 {
+		return Page{}, true, fmt.Errorf("%w: page limit %d is negative: give 0 for no limit, or a page size", ErrInvalid, f.Limit)
+	}
+	fp := rankFingerprint(q)
+	offset, err := decodeRankCursor(f.Cursor, fp)
+	if err != nil {
+		return Page{}, true, err
+	}
+	res := ix.ix.Load().Search(search.Query{
+		Text: q.Text, Offset: offset, Limit: f.Limit, Explain: q.Explain,
+		Keep: func(m any) bool { return m.(*indexed).matches(&f) },
+	})
+	page := Page{Items: make([]Record, 0, len(res.Hits)), Total: res.Total, Action: res.Action}
+	for _, u := range res.Unknown {
+		page.Unknown = append(page.Unknown, UnknownWord{Word: u.Word, DidYouMean: u.DidYouMean})
+	}
+	for _, h := range res.Hits {
+		r, err := s.store.Get(ctx, h.Meta.(*indexed).key)
+		if errors.Is(err, ErrNotFound) {
+			continue // gone since it was indexed
+		}
+		if err != nil {
+			return Page{}, true, err
+		}
+		page.Items = append(page.Items, r)
+		page.Hits = append(page.Hits, Hit{Score: h.Score, Why: h.Why})
+	}
+	if f.Limit > 0 && offset+f.Limit < res.Total {
+		page.NextCursor = rankCursor{Query: fp, Offset: offset + f.Limit}.encode()
+	}
+	return page, true, nil
+}
+
+// rankCursor continues a ranked search: an offset, since ranks move as the
+// registry changes.
+type rankCursor struct {
+	Kind   string `json:"k"`
+	Query  string `json:"q"`
+	Offset int    `json:"o"`
+}
+
+func (c rankCursor) encode() string {
+	c.Kind = "rank"
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// rankFingerprint identifies a search without its page, so that a cursor
+// continues only the search that made it.
+func rankFingerprint(q SearchQuery) string {
+	f := q.Filter
+	f.Limit, f.Cursor = 0, ""
+	b, _ := json.Marshal(struct {
+		F ListFilter
+		T string
+	}{f, q.Text})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+func decodeRankCursor(s, fp string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	var c rankCursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	switch {
+	case err != nil || c.Kind != "rank":
+		return 0, fmt.Errorf("%w: it is not a cursor of this search: pass NextCursor from the previous page unchanged", ErrInvalidCursor)
+	case c.Query != fp:
+		return 0, fmt.Errorf("%w: it was made by another search: a cursor continues only the search that returned it, with the same text and filter", ErrInvalidCursor)
+	case c.Offset < 0:
+		return 0, fmt.Errorf("%w: it is damaged: pass NextCursor from the previous page unchanged", ErrInvalidCursor)
+	}
+	return c.Offset, nil
+}

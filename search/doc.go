@@ -1,0 +1,125 @@
+package search
+
+import (
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// Budgets of what is read of a definition's parameters.
+const (
+	maxParams          = 64  // parameters read, nested ones included
+	maxParamDescBytes  = 300 // of each parameter's description
+	maxDescriptionByte = 8 << 10
+)
+
+// DocOf is the document of a capability version: its text in fields, and
+// the action its name (else its HTTP method, else its CCOS category) says
+// it does.
+func DocOf(id string, def *capability.Definition, meta any) Doc {
+	d := Doc{ID: id, Meta: meta}
+	d.Text[FieldName] = def.Name
+	d.Text[FieldTitle] = def.Title
+	d.Text[FieldDescription] = cleanProse(def.Description, maxDescriptionByte)
+	d.Text[FieldTags] = strings.Join(def.Keywords, " ")
+	d.Text[FieldPath] = address(def.Bindings)
+	d.Text[FieldParams] = params(def.Input)
+	d.Text[FieldDomain] = strings.Join(append(append([]string{def.Domain}, def.Domains...), def.Categories...), " ")
+	d.Text[FieldIntents] = strings.Join(def.Intents, " ")
+	d.Action = actionOf(def)
+	return d
+}
+
+// links are URLs in prose (markdown links included): their words are noise.
+var links = regexp.MustCompile(`https?://[^\s)>\]]+`)
+
+// cleanProse is s without URLs, cut to at most n bytes.
+func cleanProse(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return links.ReplaceAllString(s, " ")
+}
+
+// address is the text of where the bindings go: the HTTP path (not the
+// host), the MCP tool, the gRPC service and method.
+func address(b capability.Bindings) string {
+	var parts []string
+	if h := b.HTTP; h != nil {
+		p := h.URL
+		if u, err := url.Parse(strings.NewReplacer("{", "", "}", "").Replace(h.URL)); err == nil && u.Host != "" {
+			p = u.Path
+		}
+		parts = append(parts, p)
+	}
+	if m := b.MCP; m != nil {
+		parts = append(parts, m.Tool)
+	}
+	if g := b.GRPC; g != nil {
+		parts = append(parts, g.Service, g.Method)
+	}
+	return strings.Join(parts, " ")
+}
+
+// params is the text of an input schema's parameters: each name and the
+// start of its description, the top level first, then one level down.
+func params(s capability.Schema) string {
+	var b strings.Builder
+	n := 0
+	var walk func(s map[string]any, depth int)
+	walk = func(s map[string]any, depth int) {
+		props, _ := s["properties"].(map[string]any)
+		names := make([]string, 0, len(props))
+		for k := range props {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var nested []map[string]any
+		for _, k := range names {
+			if n >= maxParams {
+				return
+			}
+			n++
+			b.WriteString(k)
+			b.WriteByte(' ')
+			p, _ := props[k].(map[string]any)
+			if desc, _ := p["description"].(string); desc != "" {
+				b.WriteString(cleanProse(desc, maxParamDescBytes))
+				b.WriteByte(' ')
+			}
+			if depth == 0 && p != nil {
+				nested = append(nested, p)
+			}
+		}
+		for _, p := range nested {
+			walk(p, depth+1)
+		}
+	}
+	walk(s, 0)
+	return b.String()
+}
+
+// actionOf is the action a definition does: the first verb of its name,
+// else its HTTP method, else its CCOS CRUD category.
+func actionOf(def *capability.Definition) string {
+	for _, w := range Words(def.Name) {
+		if a, ok := actionVerbs[w]; ok {
+			return a
+		}
+	}
+	if h := def.Bindings.HTTP; h != nil {
+		if a, ok := methodActions[strings.ToUpper(h.Method)]; ok {
+			return a
+		}
+	}
+	for _, c := range def.Categories {
+		switch c {
+		case ActionCreate, ActionRead, ActionUpdate, ActionDelete, ActionSearch, ActionNotify:
+			return c
+		}
+	}
+	return ""
+}

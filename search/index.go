@@ -1,0 +1,279 @@
+// Package search ranks capabilities for a request written as people and
+// agents write them: any of its words may match, each word weighed by how
+// rare it is (BM25F over weighted fields, each with its own length
+// normalisation), identifiers split into words, English stems, the verb's
+// kind of operation understood, general synonyms, and a "did you mean" for
+// words no capability has. The index is held in memory and is the one
+// ranking of both stores; package registry keeps it current.
+package search
+
+import (
+	"container/heap"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Field is a part of a capability's text, weighed on its own.
+type Field uint8
+
+// The fields, in the order of their weights.
+const (
+	FieldName        Field = iota // the name (operation id), split into words
+	FieldTitle                    // title or summary
+	FieldDescription              // description
+	FieldTags                     // keywords and tags
+	FieldPath                     // the HTTP path, MCP tool, gRPC method: the binding's address
+	FieldParams                   // parameter names and descriptions
+	FieldDomain                   // domain, domains and categories
+	FieldIntents                  // Agent OS intents
+	numFields
+)
+
+var fieldNames = [numFields]string{"name", "title", "description", "tags", "path", "params", "domain", "intents"}
+
+func (f Field) String() string { return fieldNames[f] }
+
+// fieldWeights are the fields' weights, and fieldB their length
+// normalisation (BM25's b): the weights measured best on real APIs (issue
+// 13's study), names and titles short and decisive, parameters numerous and
+// weak.
+var (
+	fieldWeights = [numFields]float64{3, 3, 1, 1.5, 1.5, 0.4, 2, 1.5}
+	fieldB       = [numFields]float64{0.75, 0.75, 0.75, 0.5, 0.75, 0.75, 0.3, 0.5}
+)
+
+// k1 is BM25's term-frequency saturation.
+const k1 = 1.2
+
+// Doc is one capability version as the index sees it.
+type Doc struct {
+	ID     string            // unique; ties are ranked in ID order
+	Text   [numFields]string // the text of each field
+	Action string            // the kind of operation (ActionCreate, …), "" unknown
+	Meta   any               // returned with hits and given to Query.Keep
+}
+
+// Index is an in-memory inverted index. It is safe for concurrent use;
+// searches run in parallel with each other, writes one at a time.
+type Index struct {
+	mu       sync.RWMutex
+	docs     []doc
+	byID     map[string]int32
+	postings map[string][]posting
+	lenSum   [numFields]float64
+	live     int
+	dead     int
+	// vocab is the sorted terms, for prefixes and suggestions; nil when
+	// stale. Searches (under the read lock) set it, writers clear it.
+	vocab atomic.Pointer[[]string]
+}
+
+type doc struct {
+	id     string
+	lens   [numFields]uint16
+	action string
+	meta   any
+	live   bool
+}
+
+// posting is one document's term frequencies per field (saturated at 255).
+type posting struct {
+	doc int32
+	tf  [numFields]uint8
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}}
+}
+
+// Len is the number of documents.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.live
+}
+
+// Put adds d, replacing the document with the same ID.
+func (ix *Index) Put(d Doc) {
+	var tfs map[string]*posting
+	var lens [numFields]uint16
+	for f := range numFields {
+		terms := Terms(d.Text[f])
+		lens[f] = uint16(min(len(terms), math.MaxUint16))
+		for _, t := range terms {
+			if tfs == nil {
+				tfs = map[string]*posting{}
+			}
+			p := tfs[t]
+			if p == nil {
+				p = &posting{}
+				tfs[t] = p
+			}
+			if p.tf[f] < math.MaxUint8 {
+				p.tf[f]++
+			}
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.deleteLocked(d.ID)
+	n := int32(len(ix.docs))
+	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, meta: d.Meta, live: true})
+	ix.byID[d.ID] = n
+	ix.live++
+	for f := range numFields {
+		ix.lenSum[f] += float64(lens[f])
+	}
+	for t, p := range tfs {
+		p.doc = n
+		if _, known := ix.postings[t]; !known {
+			ix.vocab.Store(nil)
+		}
+		ix.postings[t] = append(ix.postings[t], *p)
+	}
+}
+
+// SetMeta replaces the Meta of document id, if there is one.
+func (ix *Index) SetMeta(id string, meta any) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if n, ok := ix.byID[id]; ok {
+		ix.docs[n].meta = meta
+	}
+}
+
+// Meta returns the Meta of document id.
+func (ix *Index) Meta(id string) (any, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n, ok := ix.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return ix.docs[n].meta, true
+}
+
+// Delete removes document id, if there is one.
+func (ix *Index) Delete(id string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.deleteLocked(id)
+}
+
+// deleteLocked marks the document dead; its postings are dropped when dead
+// documents are a quarter of the index.
+func (ix *Index) deleteLocked(id string) {
+	n, ok := ix.byID[id]
+	if !ok {
+		return
+	}
+	d := &ix.docs[n]
+	d.live, d.meta = false, nil
+	delete(ix.byID, id)
+	ix.live--
+	ix.dead++
+	for f := range numFields {
+		ix.lenSum[f] -= float64(d.lens[f])
+	}
+	if ix.dead > 1024 && ix.dead > ix.live/3 {
+		ix.compactLocked()
+	}
+}
+
+// compactLocked drops dead documents and their postings.
+func (ix *Index) compactLocked() {
+	renum := make([]int32, len(ix.docs))
+	docs := make([]doc, 0, ix.live)
+	for i, d := range ix.docs {
+		renum[i] = -1
+		if d.live {
+			renum[i] = int32(len(docs))
+			ix.byID[d.id] = renum[i]
+			docs = append(docs, d)
+		}
+	}
+	for t, ps := range ix.postings {
+		out := ps[:0]
+		for _, p := range ps {
+			if r := renum[p.doc]; r >= 0 {
+				p.doc = r
+				out = append(out, p)
+			}
+		}
+		if len(out) == 0 {
+			delete(ix.postings, t)
+			ix.vocab.Store(nil)
+		} else {
+			ix.postings[t] = slices.Clip(out)
+		}
+	}
+	ix.docs, ix.dead = docs, 0
+}
+
+// vocabulary returns the sorted terms; the caller holds at least the read
+// lock. It is rebuilt when stale (a term was added or dropped).
+func (ix *Index) vocabulary() []string {
+	if v := ix.vocab.Load(); v != nil {
+		return *v
+	}
+	v := make([]string, 0, len(ix.postings))
+	for t := range ix.postings {
+		v = append(v, t)
+	}
+	sort.Strings(v)
+	ix.vocab.Store(&v)
+	return v
+}
+
+// hitHeap keeps the best hits seen, worst on top.
+type hitHeap []scored
+
+type scored struct {
+	doc   int32
+	score float64
+	id    string
+}
+
+// better ranks a above b: higher score, then ID order.
+func better(a, b scored) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.id < b.id
+}
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return better(h[j], h[i]) }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(scored)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// top returns the best n of the candidates, best first.
+func top(cands []scored, n int) []scored {
+	if n <= 0 {
+		return nil
+	}
+	h := make(hitHeap, 0, min(n, len(cands)))
+	for _, c := range cands {
+		if len(h) < n {
+			heap.Push(&h, c)
+		} else if better(c, h[0]) {
+			h[0] = c
+			heap.Fix(&h, 0)
+		}
+	}
+	out := make([]scored, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(&h).(scored)
+	}
+	return out
+}

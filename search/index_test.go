@@ -1,0 +1,159 @@
+package search
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// fixture is a small catalog: a few operations of three APIs, as their
+// importers name them.
+func fixture() *Index {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "issues_create", Domain: "github", Title: "Create an issue", Description: "Any user with pull access to a repository can create an issue.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}},
+		{Name: "issues_create_milestone", Domain: "github", Title: "Create a milestone", Description: "Creates a milestone in a repository.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/milestones"}}},
+		{Name: "issues_list_for_repo", Domain: "github", Title: "List repository issues", Description: "List issues in a repository. Only open issues will be listed.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}},
+		{Name: "users_get_authenticated", Domain: "github", Title: "Get the authenticated user", Description: "Gets information about the signed-in user.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/user"}}},
+		{Name: "pulls_list", Domain: "github", Title: "List pull requests", Description: "Lists pull requests in a specified repository.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/pulls"}}},
+		{Name: "pulls_list_requested_reviewers", Domain: "github", Title: "Get all requested reviewers for a pull request", Description: "Gets the users or teams whose review is requested for a pull request.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers"}}},
+		{Name: "chat_post_message", Domain: "slack", Title: "Sends a message to a channel.", Keywords: []string{"chat"},
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://slack.com/api/chat.postMessage"}}},
+		{Name: "skip_users_playback_to_next_track", Domain: "spotify", Title: "Skip To Next", Description: "Skips to next track in the user's queue.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.spotify.com/v1/me/player/next"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	return ix
+}
+
+func ids(res Result) []string {
+	var out []string
+	for _, h := range res.Hits {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+func TestRankingOfPhrasesAgentsUse(t *testing.T) {
+	ix := fixture()
+	for q, want := range map[string]string{
+		"create issue":                          "github/issues_create",
+		"open a new bug report in a repository": "github/issues_create",
+		"list pull requests":                    "github/pulls_list",
+		"who am I":                              "github/users_get_authenticated",
+		"play the next song":                    "spotify/skip_users_playback_to_next_track",
+		"send a message to slack":               "slack/chat_post_message",
+		"show the open issues of a repo":        "github/issues_list_for_repo",
+	} {
+		t.Run(q, func(t *testing.T) {
+			res := ix.Search(Query{Text: q, Limit: 3, Explain: true})
+			if len(res.Hits) == 0 || res.Hits[0].ID != want {
+				var why []string
+				for _, h := range res.Hits {
+					why = append(why, fmt.Sprintf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; ")))
+				}
+				t.Errorf("top 3 %q, want %s first:\n%s", ids(res), want, strings.Join(why, "\n"))
+			}
+		})
+	}
+}
+
+func TestAnyWordMatchesAndUnknownWordsAreSaid(t *testing.T) {
+	ix := fixture()
+	res := ix.Search(Query{Text: "milestone zzyzx", Limit: 10})
+	if !slices.Equal(ids(res), []string{"github/issues_create_milestone"}) {
+		t.Errorf("one known word, one unknown: %q", ids(res))
+	}
+	if len(res.Unknown) != 1 || res.Unknown[0].Word != "zzyzx" {
+		t.Errorf("unknown = %+v, want zzyzx", res.Unknown)
+	}
+	res = ix.Search(Query{Text: "mielstone"})
+	if len(res.Unknown) != 1 || !slices.Contains(res.Unknown[0].DidYouMean, "mileston") || len(res.Hits) == 0 || res.Hits[0].ID != "github/issues_create_milestone" {
+		t.Errorf("a misspelt word: unknown %+v, hits %q; want a suggestion and its hits", res.Unknown, ids(res))
+	}
+	res = ix.Search(Query{Text: "the of and"})
+	if res.Total != 0 || len(res.Hits) != 0 {
+		t.Errorf("stop words only: %q", ids(res))
+	}
+	// The last word is also a prefix while it is being typed.
+	if res = ix.Search(Query{Text: "milest"}); len(res.Hits) == 0 || res.Hits[0].ID != "github/issues_create_milestone" {
+		t.Errorf("prefix: %q", ids(res))
+	}
+}
+
+func TestKeepPagesAndExplain(t *testing.T) {
+	ix := fixture()
+	all := ix.Search(Query{Text: "issues repository pull"})
+	if all.Total != len(all.Hits) || all.Total < 4 {
+		t.Fatalf("no limit: %d hits of %d", len(all.Hits), all.Total)
+	}
+	for i := 1; i < len(all.Hits); i++ {
+		a, b := all.Hits[i-1], all.Hits[i]
+		if a.Score < b.Score || a.Score == b.Score && a.ID > b.ID {
+			t.Errorf("hits out of order at %d: %v then %v", i, a, b)
+		}
+	}
+	var paged []string
+	for off := 0; off < all.Total; off += 2 {
+		p := ix.Search(Query{Text: "issues repository pull", Offset: off, Limit: 2})
+		if p.Total != all.Total {
+			t.Errorf("page at %d: total %d, want %d", off, p.Total, all.Total)
+		}
+		paged = append(paged, ids(p)...)
+	}
+	if !slices.Equal(paged, ids(all)) {
+		t.Errorf("pages %q, want %q", paged, ids(all))
+	}
+	only := ix.Search(Query{Text: "issues repository pull", Keep: func(m any) bool { return m == "slack" }})
+	if only.Total != 0 {
+		t.Errorf("Keep slack only: %q", ids(only))
+	}
+	ex := ix.Search(Query{Text: "create issue", Limit: 1, Explain: true})
+	if len(ex.Hits) != 1 || !strings.Contains(strings.Join(ex.Hits[0].Why, "\n"), `"issu" in name, title`) || !strings.Contains(strings.Join(ex.Hits[0].Why, "\n"), "does what was asked (crud.create)") {
+		t.Errorf("explain: %+v", ex.Hits)
+	}
+}
+
+func TestPutReplacesAndDeleteForgets(t *testing.T) {
+	ix := NewIndex()
+	put := func(id, name string) {
+		ix.Put(Doc{ID: id, Text: [numFields]string{FieldName: name}, Meta: name})
+	}
+	put("a", "alpha beta")
+	put("b", "beta gamma")
+	put("a", "delta")
+	if got := ids(ix.Search(Query{Text: "alpha"})); len(got) != 0 {
+		t.Errorf("replaced text still found: %q", got)
+	}
+	if got := ids(ix.Search(Query{Text: "delta"})); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("new text: %q", got)
+	}
+	ix.Delete("b")
+	if got := ids(ix.Search(Query{Text: "beta gamma"})); len(got) != 0 || ix.Len() != 1 {
+		t.Errorf("deleted: %q, len %d", got, ix.Len())
+	}
+	// Enough deletions compact the postings; what is left is still found.
+	for i := range 5000 {
+		put(fmt.Sprint("x", i), "filler words")
+	}
+	for i := range 4000 {
+		ix.Delete(fmt.Sprint("x", i))
+	}
+	res := ix.Search(Query{Text: "filler delta"})
+	if res.Total != 1001 || ix.Len() != 1001 {
+		t.Errorf("after compaction: total %d, len %d, want 1001", res.Total, ix.Len())
+	}
+	if m, ok := ix.Meta("a"); !ok || m != "delta" {
+		t.Errorf("meta of a after compaction: %v %v", m, ok)
+	}
+}

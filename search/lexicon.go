@@ -1,0 +1,172 @@
+package search
+
+import "strings"
+
+// The lexicon: what caphub knows of how people ask for an operation, in
+// general English, for every API alike. Nothing here names an API.
+
+// Actions are the kinds of operation, named as caphub's CCOS categories
+// (capability.InferCategories) name them.
+const (
+	ActionCreate = "crud.create"
+	ActionRead   = "crud.read"
+	ActionUpdate = "crud.update"
+	ActionDelete = "crud.delete"
+	ActionSearch = "search"
+	ActionNotify = "notify"
+)
+
+// actionVerbs maps a verb (as written, lower case) to the action it asks
+// for. A query's verbs name its action; a capability's name, title and HTTP
+// method name its own.
+var actionVerbs = func() map[string]string {
+	m := map[string]string{}
+	for action, verbs := range map[string]string{
+		ActionCreate: "create add new make open start post insert register submit raise write generate build launch begin spawn put",
+		ActionRead:   "get show list read fetch view see display retrieve return download describe inspect lookup load browse enumerate count check",
+		ActionUpdate: "update change edit set modify patch rename replace move edit toggle adjust alter enable disable mark assign configure",
+		ActionDelete: "delete remove cancel drop destroy erase purge revoke clear unregister close archive discard kill terminate uninstall detach unset",
+		ActionSearch: "search find query filter seek locate match",
+		ActionNotify: "send notify message email alert ping tell announce broadcast dm",
+	} {
+		for _, v := range strings.Fields(verbs) {
+			if _, dup := m[v]; !dup {
+				m[v] = action
+			}
+		}
+	}
+	return m
+}()
+
+// methodActions is the action of an HTTP method.
+var methodActions = map[string]string{
+	"GET": ActionRead, "HEAD": ActionRead, "POST": ActionCreate,
+	"PUT": ActionUpdate, "PATCH": ActionUpdate, "DELETE": ActionDelete,
+}
+
+// actionTerms are the index terms a query's action also looks for (each a
+// stem), so that "open a bug report" finds operations named create.
+var actionTerms = map[string][]string{
+	ActionCreate: {"creat", "add", "new"},
+	ActionRead:   {"get", "list", "retriev"},
+	ActionUpdate: {"updat", "edit", "set"},
+	ActionDelete: {"delet", "remov"},
+	ActionSearch: {"search", "find", "list"},
+	ActionNotify: {"send", "post", "messag"},
+}
+
+// abbreviations are written out on both sides, documents and queries.
+var abbreviations = map[string]string{
+	"repo": "repository", "repos": "repositories", "org": "organization", "orgs": "organizations",
+	"pr": "pull request", "prs": "pull requests", "config": "configuration", "configs": "configurations",
+	"info": "information", "msg": "message", "msgs": "messages", "env": "environment", "envs": "environments",
+	"db": "database", "dbs": "databases", "dir": "directory", "dirs": "directories", "auth": "authentication",
+	"img": "image", "imgs": "images", "pic": "picture", "pics": "pictures", "doc": "document", "docs": "documents",
+	"app": "application", "apps": "applications", "sub": "subscription", "subs": "subscriptions",
+	"admin": "administrator", "admins": "administrators", "desc": "description", "num": "number",
+	"qty": "quantity", "addr": "address", "tx": "transaction", "txn": "transaction", "txns": "transactions",
+	"k8s": "kubernetes", "ns": "namespace", "svc": "service", "acct": "account", "dm": "direct message",
+	"dms": "direct messages", "cal": "calendar", "temp": "temperature", "stats": "statistics",
+	"perms": "permissions", "perm": "permission", "ssh": "ssh", "gpg": "gpg", "url": "url",
+}
+
+// synonyms are general English words for the same thing. A query term also
+// looks for its synonyms (at synonymWeight); the lists are symmetric, each
+// line one group of words as written (they are stemmed when loaded).
+var synonymGroups = []string{
+	"bug issue ticket defect problem",
+	"song track tune music",
+	"album record",
+	"singer artist musician band",
+	"picture image photo",
+	"folder directory",
+	"file document",
+	"person people user member account",
+	"message chat conversation",
+	"email mail",
+	"customer client buyer",
+	"payment charge",
+	"refund reimbursement",
+	"invoice bill",
+	"team group squad",
+	"job task",
+	"meeting event appointment",
+	"note memo",
+	"star favorite like",
+	"follower subscriber",
+	"remove delete",
+	"cancel abort",
+	"crash failure error",
+	"log logs",
+	"secret credential",
+	"key token",
+	"copy fork clone duplicate",
+	"merge combine",
+	"comment reply",
+	"release version",
+	"webhook hook callback",
+	"notification alert",
+	"setting preference option configuration",
+	"price cost",
+	"size length",
+	"search query lookup",
+	"pod container",
+	"invite invitation",
+	"schedule calendar",
+	"collaborator contributor",
+	"playlist queue",
+	"house home",
+	"shop store",
+	"product item",
+	"order purchase",
+	"coupon discount",
+	"upload attach",
+	"download export",
+	"start begin",
+	"stop halt",
+	"restart reboot",
+	"project board",
+	"workspace organization",
+	"emoji reaction",
+}
+
+// synonymWeight is the weight of a synonym against the word asked for (1).
+const synonymWeight = 0.6
+
+// firstPerson words ask about the caller; they look for these terms (as
+// stems), which APIs use for the caller's own resources (/me, /user,
+// authenticated_user, current user, viewer).
+var firstPerson = wordSet("i me my mine myself am")
+
+var firstPersonTerms = []string{"authent", "me", "current", "viewer"}
+
+// questions are words that ask for a kind of thing: who asks for a user.
+var questions = map[string][]string{"who": {"user", "member", "owner"}, "where": {"locat", "address"}, "when": {"time", "date", "schedul"}}
+
+// synonyms maps a stem to the stems of its group, built once.
+var synonyms = func() map[string][]string {
+	m := map[string][]string{}
+	for _, g := range synonymGroups {
+		var stems []string
+		for _, w := range strings.Fields(g) {
+			stems = append(stems, Stem(w))
+		}
+		for _, s := range stems {
+			for _, o := range stems {
+				if o != s && !contains(m[s], o) {
+					m[s] = append(m[s], o)
+				}
+			}
+		}
+	}
+	return m
+}()
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,397 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Query is one search.
+type Query struct {
+	Text string
+	// Keep, when set, says whether a matching document may be returned
+	// (the caller's filter); it is called with the document's Meta.
+	Keep func(meta any) bool
+	// Offset and Limit select the page of hits; Limit <= 0 returns all.
+	Offset, Limit int
+	// Explain fills Hit.Why.
+	Explain bool
+}
+
+// Result is the answer to a Query.
+type Result struct {
+	Hits []Hit
+	// Total counts the documents that match and are kept.
+	Total int
+	// Unknown lists the words no document has, with the nearest words the
+	// index knows.
+	Unknown []Unknown
+	// Action is the kind of operation the query asks for, "" when it names
+	// none.
+	Action string
+}
+
+// Hit is one ranked document.
+type Hit struct {
+	ID    string
+	Meta  any
+	Score float64
+	// Why says what the score is made of, largest part first (with
+	// Query.Explain).
+	Why []string
+}
+
+// Unknown is a word of the query that no document has.
+type Unknown struct {
+	Word       string   `json:"word"`
+	DidYouMean []string `json:"did_you_mean,omitempty"`
+}
+
+// Weights of what a query looks for besides its own words.
+const (
+	verbWeight        = 0.5  // a verb asked for: it says more of the action than of the thing
+	actionTermWeight  = 0.35 // the usual names of the verb's action (open → create)
+	firstPersonWeight = 0.5  // "my", "me": the caller's own resources
+	questionWeight    = 0.5  // "who": a user
+	suggestionWeight  = 0.5  // the nearest known word to an unknown one
+	prefixWeight      = 0.5  // known words the last, unfinished word begins
+	actionBoost       = 0.3  // a document doing the action asked for
+	nameBoost         = 0.5  // a document whose whole name or title was asked for
+	maxPrefixTerms    = 16
+	maxSuggestions    = 3
+)
+
+// qterm is one index term a query looks for.
+type qterm struct {
+	term   string
+	weight float64
+	why    string // how it came from the query, for Explain
+}
+
+// plan is an analysed query.
+type plan struct {
+	terms   []qterm
+	action  string
+	unknown []Unknown
+}
+
+// analyse turns text into the terms to look for; the caller holds the read
+// lock.
+func (ix *Index) analyse(text string) plan {
+	var p plan
+	add := func(t string, w float64, why string) {
+		for i := range p.terms {
+			if p.terms[i].term == t {
+				if w > p.terms[i].weight {
+					p.terms[i].weight, p.terms[i].why = w, why
+				}
+				return
+			}
+		}
+		p.terms = append(p.terms, qterm{t, w, why})
+	}
+	words := Words(text)
+	if len(words) > maxQueryWords {
+		words = words[:maxQueryWords]
+	}
+	firstPersonDone := false
+	for i, w := range words {
+		if firstPerson[w] {
+			if !firstPersonDone {
+				for _, t := range firstPersonTerms {
+					add(t, firstPersonWeight, fmt.Sprintf("%q asks about the caller", w))
+				}
+				firstPersonDone = true
+			}
+			continue
+		}
+		if ts, ok := questions[w]; ok {
+			for _, t := range ts {
+				add(t, questionWeight, fmt.Sprintf("%q asks for it", w))
+			}
+			continue
+		}
+		if stopWords[w] {
+			continue
+		}
+		if a, ok := actionVerbs[w]; ok {
+			if p.action == "" {
+				p.action = a
+				for _, t := range actionTerms[a] {
+					add(t, actionTermWeight, fmt.Sprintf("%q asks to %s", w, strings.TrimPrefix(a, "crud.")))
+				}
+			}
+			// A verb that is itself a usual name of its action (create,
+			// list, delete) is looked for as any word is.
+			if t := Stem(w); slices.Contains(actionTerms[a], t) {
+				add(t, 1, "")
+			} else {
+				add(t, verbWeight, "the verb "+w)
+			}
+			continue
+		}
+		for _, t := range appendTerms(nil, w) {
+			ix.addWord(&p, add, w, t, i == len(words)-1)
+		}
+	}
+	return p
+}
+
+// addWord adds the term t of the query word w, its synonyms, and for a word
+// no document has, the known words it begins (when last) or is nearest.
+func (ix *Index) addWord(p *plan, add func(string, float64, string), w, t string, last bool) {
+	known := len(ix.postings[t]) > 0
+	if known {
+		add(t, 1, "")
+	}
+	syn := false
+	for _, s := range synonyms[t] {
+		if len(ix.postings[s]) > 0 {
+			add(s, synonymWeight, "a synonym of "+w)
+			syn = true
+		}
+	}
+	if known || syn {
+		return
+	}
+	vocab := ix.vocabulary()
+	if last && len(t) >= 3 {
+		i := sort.SearchStrings(vocab, t)
+		n := 0
+		for ; i < len(vocab) && strings.HasPrefix(vocab[i], t) && n < maxPrefixTerms; i++ {
+			add(vocab[i], prefixWeight, w+" begins it")
+			n++
+		}
+		if n > 0 {
+			return
+		}
+	}
+	near := ix.nearest(vocab, t, maxSuggestions)
+	p.unknown = append(p.unknown, Unknown{Word: w, DidYouMean: near})
+	if len(near) > 0 {
+		add(near[0], suggestionWeight, "nearest known word to "+w)
+	}
+}
+
+// Search ranks the documents for q.
+func (ix *Index) Search(q Query) Result {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p := ix.analyse(q.Text)
+	res := Result{Hits: []Hit{}, Unknown: p.unknown, Action: p.action}
+	if len(p.terms) == 0 || ix.live == 0 {
+		return res
+	}
+	acc := ix.accumulate(p)
+	defer acc.release()
+	cands := make([]scored, 0, len(acc.touched))
+	for _, d := range acc.touched {
+		doc := &ix.docs[d]
+		if !doc.live || (q.Keep != nil && !q.Keep(doc.meta)) {
+			continue
+		}
+		s := acc.score[d] * ix.coverage(p, d) * (1 + nameBoost*named(doc, acc.named[d]))
+		if p.action != "" && doc.action == p.action {
+			s *= 1 + actionBoost
+		}
+		cands = append(cands, scored{doc: d, score: s, id: doc.id})
+	}
+	res.Total = len(cands)
+	n := len(cands)
+	if q.Limit > 0 {
+		n = min(n, q.Offset+q.Limit)
+	}
+	best := top(cands, n)
+	if q.Offset < len(best) {
+		best = best[max(q.Offset, 0):]
+	} else {
+		best = nil
+	}
+	for _, b := range best {
+		h := Hit{ID: b.id, Meta: ix.docs[b.doc].meta, Score: b.score}
+		if q.Explain {
+			h.Why = ix.explain(p, b.doc)
+		}
+		res.Hits = append(res.Hits, h)
+	}
+	return res
+}
+
+// accumulator holds the score of each document touched by a query, and
+// how many words of its name and title the query has.
+type accumulator struct {
+	score   []float64
+	named   [][2]uint16
+	touched []int32
+}
+
+var accPool = sync.Pool{New: func() any { return &accumulator{} }}
+
+func (a *accumulator) release() {
+	for _, d := range a.touched {
+		a.score[d] = 0
+		a.named[d] = [2]uint16{}
+	}
+	a.touched = a.touched[:0]
+	accPool.Put(a)
+}
+
+// accumulate sums the BM25F score of every term for every document that
+// has it.
+func (ix *Index) accumulate(p plan) *accumulator {
+	acc := accPool.Get().(*accumulator)
+	if len(acc.score) < len(ix.docs) {
+		acc.score = make([]float64, len(ix.docs)+len(ix.docs)/4)
+		acc.named = make([][2]uint16, len(acc.score))
+	}
+	norm := ix.norms()
+	for _, qt := range p.terms {
+		ps := ix.postings[qt.term]
+		idf := ix.idf(len(ps)) * qt.weight
+		for i := range ps {
+			d := ps[i].doc
+			s := idf * ix.saturated(&ps[i], d, &norm)
+			if s == 0 {
+				continue
+			}
+			if acc.score[d] == 0 {
+				acc.touched = append(acc.touched, d)
+			}
+			acc.score[d] += s
+			acc.named[d][0] += uint16(ps[i].tf[FieldName])
+			acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
+		}
+	}
+	return acc
+}
+
+// norms are the average length of each field.
+func (ix *Index) norms() [numFields]float64 {
+	var avg [numFields]float64
+	for f := range numFields {
+		avg[f] = max(ix.lenSum[f]/float64(max(ix.live, 1)), 1)
+	}
+	return avg
+}
+
+// idf is BM25's inverse document frequency of a term in df documents.
+func (ix *Index) idf(df int) float64 {
+	n := float64(ix.live)
+	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// saturated is BM25F's saturated term frequency of posting p of document
+// d: the field frequencies, each normalised by its field's length and
+// weighted, summed, then saturated.
+func (ix *Index) saturated(p *posting, d int32, avg *[numFields]float64) float64 {
+	lens := &ix.docs[d].lens
+	tf := 0.0
+	for f := range numFields {
+		if c := p.tf[f]; c > 0 {
+			tf += fieldWeights[f] * float64(c) / (1 - fieldB[f] + fieldB[f]*float64(lens[f])/avg[f])
+		}
+	}
+	return tf * (k1 + 1) / (tf + k1)
+}
+
+// coverage favours documents that have more of the query's own words: 1
+// when all are found, down to 0.6 for few.
+func (ix *Index) coverage(p plan, d int32) float64 {
+	found, want := 0, 0
+	for _, qt := range p.terms {
+		if qt.why != "" {
+			continue
+		}
+		want++
+		if ix.has(qt.term, d) {
+			found++
+		}
+	}
+	if want <= 1 {
+		return 1
+	}
+	return 0.6 + 0.4*float64(found)/float64(want)
+}
+
+// named is the largest share of document d's name or title that the query
+// matched, squared: 1 when the query asked for all of it ("create issue"
+// and issues_create), less for names that say more.
+func named(d *doc, matched [2]uint16) float64 {
+	best := 0.0
+	for i, f := range [2]Field{FieldName, FieldTitle} {
+		if n := d.lens[f]; n > 0 {
+			best = max(best, min(float64(matched[i])/float64(n), 1))
+		}
+	}
+	return best * best
+}
+
+// posting returns document d's posting of term t, nil when it has none.
+func (ix *Index) posting(t string, d int32) *posting {
+	ps := ix.postings[t]
+	i, ok := slices.BinarySearchFunc(ps, d, func(p posting, d int32) int { return int(p.doc - d) })
+	if !ok {
+		return nil
+	}
+	return &ps[i]
+}
+
+// namedOf counts the words of document d's name and title the query has.
+func (ix *Index) namedOf(p plan, d int32) [2]uint16 {
+	var m [2]uint16
+	for _, qt := range p.terms {
+		if ps := ix.posting(qt.term, d); ps != nil {
+			m[0] += uint16(ps.tf[FieldName])
+			m[1] += uint16(ps.tf[FieldTitle])
+		}
+	}
+	return m
+}
+
+func (ix *Index) has(t string, d int32) bool { return ix.posting(t, d) != nil }
+
+// explain says what document d's score is made of.
+func (ix *Index) explain(p plan, d int32) []string {
+	type part struct {
+		s   float64
+		txt string
+	}
+	var parts []part
+	norm := ix.norms()
+	for _, qt := range p.terms {
+		ps := ix.posting(qt.term, d)
+		if ps == nil {
+			continue
+		}
+		s := ix.idf(len(ix.postings[qt.term])) * qt.weight * ix.saturated(ps, d, &norm)
+		var fields []string
+		for f := range numFields {
+			if ps.tf[f] > 0 {
+				fields = append(fields, Field(f).String())
+			}
+		}
+		txt := fmt.Sprintf("%.2f %q in %s", s, qt.term, strings.Join(fields, ", "))
+		if qt.why != "" {
+			txt += " (" + qt.why + ")"
+		}
+		parts = append(parts, part{s, txt})
+	}
+	sort.SliceStable(parts, func(i, j int) bool { return parts[i].s > parts[j].s })
+	out := make([]string, 0, len(parts)+2)
+	for _, pt := range parts {
+		out = append(out, pt.txt)
+	}
+	if n := named(&ix.docs[d], ix.namedOf(p, d)); n > 0 {
+		out = append(out, fmt.Sprintf("×%.2f: the query asks for most of its name or title", 1+nameBoost*n))
+	}
+	if c := ix.coverage(p, d); c < 1 {
+		out = append(out, fmt.Sprintf("×%.2f: has only some of the words asked for", c))
+	}
+	if p.action != "" && ix.docs[d].action == p.action {
+		out = append(out, fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, p.action))
+	}
+	return out
+}
