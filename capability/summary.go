@@ -51,6 +51,7 @@ const MaxSummaryBytes = 1024
 const (
 	summaryTitleMax       = 100
 	summaryDescriptionMax = 240
+	summaryParamsMax      = 512 // all the parameters
 	summaryParamMax       = 200 // one parameter, nested object included
 	summaryNestedMax      = 6   // properties shown of a nested object
 	summaryNestedBytes    = 120 // bytes of a nested object's properties
@@ -86,8 +87,86 @@ func Summarize(d *Definition) Summary {
 	desc := firstSentence(d.Description)
 	s.Description = clipJSON(desc, min(summaryDescriptionMax, max(room/3, 0)))
 	room -= jsonLen(s.Description)
-	s.Params = summarizeParams(d.Input, max(room, 0))
+	s.Params = summarizeParams(d.Input, min(summaryParamsMax, max(room, 0)))
 	return s
+}
+
+// Fit shortens s so that its JSON (encoding/json's) takes at most max
+// bytes when cutting can get it there: the parameter list first (cut
+// after a parameter, ending in ", …"), then the description and the
+// title. The tool name, URI, version and stability are never cut. A
+// search answer uses it to share a budget among its hits.
+func (s *Summary) Fit(max int) {
+	for _, field := range []*string{&s.Params, &s.Description, &s.Title} {
+		b, _ := json.Marshal(s)
+		over := len(b) - max
+		if over <= 0 {
+			return
+		}
+		keep := jsonLen(*field) - over
+		switch {
+		case keep <= len("…") && field == &s.Params && *field != "":
+			*field = "…"
+		case keep <= len("…"):
+			*field = ""
+		case field == &s.Params:
+			*field = clipList(*field, keep)
+		default:
+			*field = clipJSON(*field, keep)
+		}
+	}
+}
+
+// clipList cuts a list joined with ", " after the last item that fits in
+// max bytes of JSON string content, ending in ", …" (or "…" when no item
+// fits).
+func clipList(s string, max int) string {
+	const tail = ", …"
+	out, n := "", 0
+	for _, item := range topLevelItems(s) {
+		l := jsonLen(item)
+		sep := 0
+		if out != "" {
+			sep = 2
+		}
+		if n+sep+l+len(tail) > max {
+			break
+		}
+		if out != "" {
+			out += ", "
+		}
+		out += item
+		n += sep + l
+	}
+	if out == "" {
+		return "…"
+	}
+	return out + tail
+}
+
+// topLevelItems splits a parameter list at the ", " that are not inside
+// braces, parentheses or quotes.
+func topLevelItems(s string) []string {
+	var items []string
+	depth, quoted, start := 0, false, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '{' || c == '(':
+			depth++
+		case c == '}' || c == ')':
+			depth--
+		case c == ',' && depth == 0 && strings.HasPrefix(s[i:], ", "):
+			items = append(items, s[start:i])
+			start = i + 2
+			i++
+		}
+	}
+	return append(items, s[start:])
 }
 
 // oneLine collapses runs of white space and control characters (newlines
@@ -141,11 +220,18 @@ func firstSentence(s string) string {
 }
 
 // jsonLen is the length of s written as JSON string content by
-// encoding/json (which escapes <, > and & for HTML).
+// encoding/json (which escapes <, > and & for HTML, and writes an invalid
+// byte as \ufffd).
 func jsonLen(s string) int {
 	n := 0
-	for _, r := range s {
-		n += runeJSONLen(r)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += 6
+		} else {
+			n += runeJSONLen(r)
+		}
+		i += size
 	}
 	return n
 }
@@ -154,7 +240,7 @@ func runeJSONLen(r rune) int {
 	switch {
 	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
 		return 2
-	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
 		return 6
 	}
 	return utf8.RuneLen(r)
@@ -172,13 +258,17 @@ func clipJSON(s string, max int) string {
 		return ""
 	}
 	n, cut := 0, 0
-	for i, r := range s {
+	for cut < len(s) {
+		r, size := utf8.DecodeRuneInString(s[cut:])
 		l := runeJSONLen(r)
+		if r == utf8.RuneError && size == 1 {
+			l = 6
+		}
 		if n+l > budget {
 			break
 		}
 		n += l
-		cut = i + utf8.RuneLen(r)
+		cut += size
 	}
 	out := s[:cut]
 	if sp := strings.LastIndexByte(out, ' '); sp > len(out)*2/3 {
@@ -324,7 +414,7 @@ func (w *schemaWalker) fields(props map[string]any, required []string, depth, ma
 		if depth == 0 {
 			w.visits = 0
 		}
-		p := clipJSON(clipJSON(name, 48)+mark+": "+w.describe(props[name], depth), summaryParamMax>>depth)
+		p := clipJSON(clipJSON(oneLine(name), 48)+mark+": "+w.describe(props[name], depth), summaryParamMax>>depth)
 		tail := 0
 		if left > 1 {
 			tail = len(fmt.Sprintf(", +%d more", left-1))
@@ -369,11 +459,13 @@ func literal(v any) string {
 	default:
 		return ""
 	}
-	b, err := json.Marshal(v)
-	if err != nil || len(b) > summaryEnumValueMax {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil || b.Len() > summaryEnumValueMax+1 {
 		return ""
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // typeOf writes the type of a schema: an enum's values, a const, a type
@@ -484,7 +576,7 @@ func enumOf(e []any) string {
 		lit := literal(v)
 		if lit == "" {
 			if s, ok := v.(string); ok {
-				lit = strconv.Quote(clipJSON(s, summaryEnumValueMax-2))
+				lit = strconv.Quote(clipJSON(oneLine(s), summaryEnumValueMax-2))
 			} else {
 				lit = "…"
 			}

@@ -70,6 +70,7 @@ func TestSummarizeGitHub(t *testing.T) {
 		}
 		byName[d.Name] = s
 		largest, total = max(largest, len(b)), total+len(b)
+		checkFit(t, d, s, 300)
 		in, _ := json.Marshal(d.Input)
 		out, _ := json.Marshal(d.Output)
 		schemaBytes += len(in) + len(out)
@@ -110,6 +111,29 @@ func TestSummarizeGitHub(t *testing.T) {
 			}
 			rest = rest[i+len(want):]
 		}
+	}
+}
+
+// checkFit checks that Fit(max) brings a summary within max bytes when
+// its uncut fields fit, keeps the parameter list's braces balanced, and
+// leaves a summary that fits as it is.
+func checkFit(t testing.TB, d *capability.Definition, s capability.Summary, max int) {
+	t.Helper()
+	fitted := s
+	fitted.Fit(max)
+	b, _ := json.Marshal(fitted)
+	fixed := capability.Summary{ToolName: s.ToolName, URI: s.URI, Version: s.Version, Stability: s.Stability, DeprecatedBy: s.DeprecatedBy}
+	fb, _ := json.Marshal(fixed)
+	orig, _ := json.Marshal(s)
+	switch {
+	case len(orig) <= max && fitted != s:
+		t.Errorf("%s: Fit(%d) changed a summary of %d bytes", d.URI, max, len(orig))
+	case len(b) > max && len(fb)+len(`,"params":"…"`) <= max:
+		t.Errorf("%s: Fit(%d) left %d bytes: %s", d.URI, max, len(b), b)
+	case strings.Count(fitted.Params, "{") != strings.Count(fitted.Params, "}"):
+		t.Errorf("%s: Fit(%d) cut inside braces: %q", d.URI, max, fitted.Params)
+	case fitted.Params != s.Params && !strings.HasSuffix(fitted.Params, "…"):
+		t.Errorf("%s: Fit(%d) cut the parameters without an ellipsis: %q", d.URI, max, fitted.Params)
 	}
 }
 
@@ -154,6 +178,9 @@ func TestSummarize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, b := summaryJSON(t, &tc.d)
 			checkSummary(t, &tc.d, s, b)
+			for _, n := range []int{0, 100, 200, 400} {
+				checkFit(t, &tc.d, s, n)
+			}
 			if s.URI != "ossa:test/thing@1.2" || s.ToolName != "test_thing" || s.Version != "1.2.3" {
 				t.Errorf("summary %s", b)
 			}
@@ -214,6 +241,7 @@ func FuzzSummarize(f *testing.F) {
 		d := capability.Definition{URI: "ossa:fuzz/x@1.0", Version: "1.0.0", Title: title, Description: description, Input: in}
 		s, b := summaryJSON(t, &d)
 		checkSummary(t, &d, s, b)
+		checkFit(t, &d, s, 200)
 	})
 }
 
