@@ -550,3 +550,47 @@ func TestAgentEndpointKeepsItsTools(t *testing.T) {
 		t.Errorf("the Go SDK's client lists %d of the agent's tools, want 150", n)
 	}
 }
+
+// TestToolLargerThanAPage: a tool whose output schema alone makes it
+// larger than a tools/list page is listed without it; one whose input
+// schema does is left out of the list, and can still be called.
+func TestToolLargerThanAPage(t *testing.T) {
+	f := newFixture(t, mcpgw.Options{MaxListBytes: mcpgw.MinMaxListBytes})
+	big := map[string]any{}
+	for i := range 400 {
+		big[fmt.Sprintf("field_%03d", i)] = map[string]any{"type": "number", "description": "one of many fields"}
+	}
+	wideOut := doubleDef("wide-output")
+	wideOut.Output = capability.Schema{"type": "object", "properties": big}
+	wideIn := doubleDef("wide-input")
+	wideIn.Input["properties"].(map[string]any)["extra"] = map[string]any{"type": "object", "properties": big}
+	if _, err := f.svc.RegisterBatch(context.Background(), []capability.Definition{wideOut, wideIn}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.gw.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := newRPCSession(t, f.mcpURL)
+	tools, pages := s.listAll()
+	byName := map[string]map[string]any{}
+	for _, tool := range tools {
+		byName[tool["name"].(string)] = tool
+	}
+	if slices.Max(pages) > mcpgw.MinMaxListBytes || len(pages) < 2 {
+		t.Errorf("pages of %v bytes, want several within %d", pages, mcpgw.MinMaxListBytes)
+	}
+	if w := byName["wide-output_sum"]; w == nil || w["outputSchema"] != nil || w["inputSchema"] == nil {
+		t.Errorf("wide-output_sum listed as %.200v, want it without its output schema", w)
+	}
+	if byName["wide-input_sum"] != nil {
+		t.Error("wide-input_sum is listed though it is larger than a page")
+	}
+	if len(byName) != len(f.gw.Tools())-1 {
+		t.Errorf("%d tools listed, want all %d but wide-input_sum", len(byName), len(f.gw.Tools()))
+	}
+	var out map[string]any
+	s.callTool("wide-input_sum", map[string]any{"a": 1, "b": 2}, &out)
+	if out["result"] != 3.0 {
+		t.Errorf("wide-input_sum(1, 2) = %v", out)
+	}
+}
