@@ -377,10 +377,12 @@ func (c *Client) List(ctx context.Context, f registry.ListFilter) (registry.Page
 	return a.page(), nil
 }
 
-// Search runs a ranked search, paged as List.
+// Search runs a ranked search, paged as List. It asks for whole
+// definitions (view=full): the server answers summaries by default.
 func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
 	v := filterQuery(q.Filter)
 	v.Set("q", q.Text)
+	v.Set("view", "full")
 	a, err := c.listPages(ctx, "/registry/search", v, q.Filter.Limit)
 	if err != nil {
 		return registry.Page{}, err

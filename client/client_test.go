@@ -3,14 +3,18 @@ package client_test
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/client"
+	"github.com/caphub/caphub/internal/server/rest"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/sqlite"
 )
 
 // TestGaveUp: a client that stops waiting for a change the server received
@@ -52,5 +56,39 @@ func TestGaveUp(t *testing.T) {
 	}
 	if _, err := c.RegisterBatch(t.Context(), []capability.Definition{def}); err == nil || errors.As(err, &gu) {
 		t.Errorf("RegisterBatch against no server: %v, want an ordinary error (nothing was sent)", err)
+	}
+}
+
+// TestSearchGivesDefinitions: Search returns whole definitions from a real
+// server, whose search answers summaries unless asked for view=full.
+func TestSearchGivesDefinitions(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(st)
+	srv := httptest.NewServer(rest.New(svc, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	t.Cleanup(func() { srv.Close(); svc.Close() })
+	def := capability.Definition{URI: "ossa:text/echo@1.0", Name: "echo", Domain: "text", Version: "1.0.0", Description: "Echoes its text back.",
+		Input:    capability.Schema{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}},
+		Output:   capability.Schema{"type": "object"},
+		Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "http://127.0.0.1:9/echo"}}}
+	if _, err := svc.Register(t.Context(), def); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Search(t.Context(), registry.SearchQuery{Text: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != 1 || p.Total != 1 {
+		t.Fatalf("Search(echo): %d items, total %d", len(p.Items), p.Total)
+	}
+	got := p.Items[0]
+	if got.Key.Name != "echo" || got.Key.Version != "1.0.0" || got.Definition.Input["properties"] == nil || got.Definition.Bindings.HTTP == nil {
+		t.Errorf("Search(echo) = %+v, want the whole definition", got)
 	}
 }

@@ -34,9 +34,9 @@ func TestImportAgentOS(t *testing.T) {
 	}
 
 	// What was stored keeps the device handler and the vault key.
-	code, out, errOut = caphub(t, "capability", "search", "", "--intent", "messaging.start_call", "--format", "json", "--db", db)
+	code, out, errOut = caphub(t, "capability", "search", "", "--intent", "messaging.start_call", "--view", "full", "--db", db)
 	if code != 0 {
-		t.Fatalf("search --format json: exit %d\n%s%s", code, out, errOut)
+		t.Fatalf("search --view full: exit %d\n%s%s", code, out, errOut)
 	}
 	var page struct {
 		Items []struct {

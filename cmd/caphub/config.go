@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +59,9 @@ type serveConfig struct {
 	// toolMode is how MCP serves the capabilities: --tool-mode (tools or
 	// search).
 	toolMode string
+	// mcp holds the gateway's large-catalog settings, read with
+	// --tool-mode (serve and mcp).
+	mcp mcpSettings
 	// requestTimeout is the time budget of a REST request:
 	// --request-timeout, default rest.DefaultRequestTimeout; 0 for none.
 	requestTimeout time.Duration
@@ -69,6 +73,30 @@ type serveConfig struct {
 	// ones: --allowed-origin, else $CAPHUB_ALLOWED_ORIGINS; plus the older
 	// --mcp-allow-origin, else $CAPHUB_MCP_ALLOW_ORIGINS.
 	allowedOrigins []string
+}
+
+// mcpSettings holds how the MCP gateway copes with large catalogs.
+type mcpSettings struct {
+	// maxTools is how many capability tools the tools mode lists at most:
+	// --mcp-max-tools, else $CAPHUB_MCP_MAX_TOOLS, else
+	// mcpgw.DefaultMaxTools; 0 for no limit.
+	maxTools int
+	// largeCatalog is what happens past maxTools: --mcp-large-catalog,
+	// else $CAPHUB_MCP_LARGE_CATALOG, else search (serve the search
+	// tools) or refuse (tools/list answers an error).
+	largeCatalog string
+	// maxListBytes bounds one tools/list answer: --mcp-max-list-bytes,
+	// else $CAPHUB_MCP_MAX_LIST_BYTES, else mcpgw.DefaultMaxListBytes.
+	maxListBytes int
+}
+
+// options are the gateway options of c.
+func (c mcpSettings) options() mcpgw.Options {
+	o := mcpgw.Options{MaxTools: c.maxTools, LargeCatalog: c.largeCatalog, MaxListBytes: c.maxListBytes}
+	if c.maxTools == 0 {
+		o.MaxTools = -1 // no limit
+	}
+	return o
 }
 
 // invocationConfig holds what the bindings and the invocation pipeline
@@ -103,6 +131,13 @@ type invocationConfig struct {
 const (
 	envAuditSync   = "CAPHUB_AUDIT_SYNC"
 	envTrustedKeys = "CAPHUB_TRUSTED_KEYS"
+)
+
+// Environment variables of the MCP gateway's large-catalog flags.
+const (
+	envMCPMaxTools     = "CAPHUB_MCP_MAX_TOOLS"
+	envMCPLargeCatalog = "CAPHUB_MCP_LARGE_CATALOG"
+	envMCPMaxListBytes = "CAPHUB_MCP_MAX_LIST_BYTES"
 )
 
 // addInvokeFlags adds the flags that configure the bindings.
@@ -161,6 +196,10 @@ func serveConfigFrom(cmd *cobra.Command) (serveConfig, error) {
 		if err := mcpgw.CheckMode(s.toolMode); err != nil {
 			return s, &usageError{fmt.Errorf("--tool-mode: %w", err)}
 		}
+		var err error
+		if s.mcp, err = mcpSettingsFrom(cmd); err != nil {
+			return s, err
+		}
 	}
 	s.requestTimeout, _ = cmd.Flags().GetDuration("request-timeout")
 	if hasFlag(cmd, "allowed-host") {
@@ -168,6 +207,32 @@ func serveConfigFrom(cmd *cobra.Command) (serveConfig, error) {
 		s.allowedOrigins = append(listSetting(cmd, "allowed-origin", "CAPHUB_ALLOWED_ORIGINS"), listSetting(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS")...)
 	}
 	return s, nil
+}
+
+// mcpSettingsFrom reads and checks the large-catalog settings.
+func mcpSettingsFrom(cmd *cobra.Command) (mcpSettings, error) {
+	var c mcpSettings
+	var err error
+	if c.maxTools, err = intSetting(cmd, "mcp-max-tools", envMCPMaxTools); err != nil {
+		return c, err
+	}
+	if c.maxTools < 0 {
+		return c, &usageError{fmt.Errorf("--mcp-max-tools %d: give a number of tools, or 0 for no limit", c.maxTools)}
+	}
+	c.largeCatalog = flagString(cmd, "mcp-large-catalog")
+	if v := os.Getenv(envMCPLargeCatalog); v != "" && !cmd.Flags().Changed("mcp-large-catalog") {
+		c.largeCatalog = v
+	}
+	if err := mcpgw.CheckLargeCatalog(c.largeCatalog); err != nil {
+		return c, &usageError{fmt.Errorf("--mcp-large-catalog (or $%s): %w", envMCPLargeCatalog, err)}
+	}
+	if c.maxListBytes, err = intSetting(cmd, "mcp-max-list-bytes", envMCPMaxListBytes); err != nil {
+		return c, err
+	}
+	if c.maxListBytes < mcpgw.MinMaxListBytes {
+		return c, &usageError{fmt.Errorf("--mcp-max-list-bytes %d: a tools/list page needs at least %d bytes", c.maxListBytes, mcpgw.MinMaxListBytes)}
+	}
+	return c, nil
 }
 
 // invocationConfigFrom reads the allow-lists, the A2A agents and the
@@ -211,6 +276,21 @@ func stringSetting(cmd *cobra.Command, name, env string) string {
 		return v
 	}
 	return os.Getenv(env)
+}
+
+// intSetting is the int flag name when given, else the variable env when
+// set, else the flag's default.
+func intSetting(cmd *cobra.Command, name, env string) (int, error) {
+	n, err := cmd.Flags().GetInt(name)
+	if err != nil {
+		return 0, err
+	}
+	if v := strings.TrimSpace(os.Getenv(env)); v != "" && !cmd.Flags().Changed(name) {
+		if n, err = strconv.Atoi(v); err != nil {
+			return 0, &usageError{fmt.Errorf("%s=%q is not a whole number (it sets --%s)", env, v, name)}
+		}
+	}
+	return n, nil
 }
 
 // listSetting is the repeatable flag name, else the comma-separated

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/caphub/caphub/internal/fallback"
+	"github.com/caphub/caphub/internal/server/mcpgw"
 )
 
 // mcpConfig reads the config of `caphub mcp args...`.
@@ -101,5 +102,47 @@ func TestMissingCapabilityFlags(t *testing.T) {
 				t.Errorf("%q %q: got %v %v %v", c.enabled, c.auto, e, a, err)
 			}
 		})
+	}
+}
+
+// TestConfigMCPLargeCatalog checks the large-catalog settings of serve and
+// mcp: defaults, variables, flags over variables, and refused values.
+func TestConfigMCPLargeCatalog(t *testing.T) {
+	for _, v := range []string{envMCPMaxTools, envMCPLargeCatalog, envMCPMaxListBytes} {
+		t.Setenv(v, "")
+	}
+	cfg, err := mcpConfig(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := cfg.serve.mcp; m.maxTools != mcpgw.DefaultMaxTools || m.largeCatalog != mcpgw.LargeCatalogSearch || m.maxListBytes != mcpgw.DefaultMaxListBytes {
+		t.Errorf("defaults: %+v", m)
+	}
+	t.Setenv(envMCPMaxTools, "0")
+	t.Setenv(envMCPLargeCatalog, "refuse")
+	t.Setenv(envMCPMaxListBytes, "65536")
+	cfg, err = mcpConfig(t)
+	if o := cfg.serve.mcp.options(); err != nil || o.MaxTools != -1 || o.LargeCatalog != mcpgw.LargeCatalogRefuse || o.MaxListBytes != 65536 {
+		t.Errorf("from the environment: %+v, %v", o, err)
+	}
+	cfg, err = mcpConfig(t, "--mcp-max-tools", "50", "--mcp-large-catalog", "search", "--mcp-max-list-bytes", "100000")
+	if o := cfg.serve.mcp.options(); err != nil || o.MaxTools != 50 || o.LargeCatalog != mcpgw.LargeCatalogSearch || o.MaxListBytes != 100000 {
+		t.Errorf("flags over the environment: %+v, %v", o, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--mcp-max-tools", "-1"}, "", "0 for no limit"},
+		{[]string{"--mcp-large-catalog", "drop"}, "", `use "search"`},
+		{[]string{"--mcp-max-list-bytes", "100"}, "", "at least 8192"},
+		{nil, "lots", envMCPMaxTools + `="lots" is not a whole number`},
+	} {
+		t.Setenv(envMCPMaxTools, tc.env)
+		_, err := mcpConfig(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %s: error %v, want one saying %q", tc.args, tc.env, err, tc.want)
+		}
 	}
 }

@@ -165,11 +165,7 @@ func printRecords(cmd *cobra.Command, recs []registry.Record, total int) error {
 	}
 	out := cmd.OutOrStdout()
 	if format == "json" {
-		items := make([]capability.Definition, len(recs))
-		for i, r := range recs {
-			items[i] = r.Definition
-		}
-		return writeJSON(out, map[string]any{"items": items, "total": total})
+		return printDefinitionsJSON(cmd, recs, total)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "URI\tVERSION\tSTABILITY\tDESCRIPTION")
@@ -182,6 +178,15 @@ func printRecords(cmd *cobra.Command, recs []registry.Record, total int) error {
 	}
 	fmt.Fprintf(out, "%d of %d\n", len(recs), total)
 	return nil
+}
+
+// printDefinitionsJSON prints the records' definitions as {items, total}.
+func printDefinitionsJSON(cmd *cobra.Command, recs []registry.Record, total int) error {
+	items := make([]capability.Definition, len(recs))
+	for i, r := range recs {
+		items[i] = r.Definition
+	}
+	return writeJSON(cmd.OutOrStdout(), map[string]any{"items": items, "total": total})
 }
 
 func firstLine(s string, max int) string {
@@ -222,11 +227,24 @@ func newListCmd() *cobra.Command {
 
 func newSearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "search QUERY",
-		Short:   "Ranked full-text search over the registry",
-		Example: "  caphub capability search \"scan vulnerabilities\"\n  caphub capability search '' --intent messaging.send_text\n  caphub capability search issues --domain github --limit 5",
+		Use:   "search QUERY",
+		Short: "Ranked full-text search over the registry",
+		Long: `Search ranks the registry's capabilities for QUERY and prints the compact form of each
+match, best first: its URI, version, stability, the first sentence of its description and
+its parameters (name: type, * after a required one). --format json prints the summaries
+(tool_name, uri, version, title, description, params) as JSON; --view full prints the whole
+definitions as JSON instead.`,
+		Example: "  caphub capability search \"scan vulnerabilities\"\n  caphub capability search '' --intent messaging.send_text\n  caphub capability search issues --domain github --limit 5\n  caphub capability search issues --domain github --view full",
 		Args:    exactArgs(1, "a QUERY (use '' with --intent to list by intent)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			view, _ := cmd.Flags().GetString("view")
+			if view != "compact" && view != "full" {
+				return &usageError{fmt.Errorf("--view %q: use compact (a summary of each capability) or full (the whole definitions, as JSON)", view)}
+			}
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
 			f := filterFromFlags(cmd)
 			limit, _ := cmd.Flags().GetInt("limit")
 			return withRegistry(cmd, func(reg registry.API) error {
@@ -237,12 +255,39 @@ func newSearchCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printRecords(cmd, recs, total)
+				if view == "full" {
+					return printDefinitionsJSON(cmd, recs, total)
+				}
+				return printSummaries(cmd, recs, total, format)
 			}, registry.WithSearchIndex(true))
 		},
 	}
 	filterFlags(cmd)
+	cmd.Flags().String("view", "compact", "compact (a summary of each match) or full (the whole definitions, as JSON)")
 	return cmd
+}
+
+// printSummaries prints the compact form of each record (capability.Summary):
+// a table, or with format json the summaries.
+func printSummaries(cmd *cobra.Command, recs []registry.Record, total int, format string) error {
+	out := cmd.OutOrStdout()
+	sums := make([]capability.Summary, len(recs))
+	for i := range recs {
+		sums[i] = capability.Summarize(&recs[i].Definition)
+	}
+	if format == "json" {
+		return writeJSON(out, map[string]any{"items": sums, "total": total})
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "URI\tVERSION\tSTABILITY\tDESCRIPTION\tPARAMS")
+	for i, s := range sums {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.URI, s.Version, recs[i].Definition.Stability, firstLine(s.Description, 60), firstLine(s.Params, 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d of %d\n", len(recs), total)
+	return nil
 }
 
 func newRegisterCmd() *cobra.Command {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/builtin"
 )
 
@@ -73,6 +74,29 @@ func TestRegistryCommands(t *testing.T) {
 			code, out, _ = cli("capability", "search", "semantic search")
 			if code != 0 || !strings.Contains(strings.SplitN(out, "\n", 3)[1], "ossa:memory/semantic_search@1.0") {
 				t.Errorf("search: exit %d\n%s", code, out)
+			}
+			// The compact form by default (a table, or summaries in JSON);
+			// --view full gives the whole definitions.
+			if !strings.Contains(strings.SplitN(out, "\n", 2)[0], "PARAMS") {
+				t.Errorf("search table has no PARAMS column:\n%s", out)
+			}
+			code, out, _ = cli("capability", "search", "semantic search", "--format", "json")
+			var sums struct {
+				Items []capability.Summary
+				Total int
+			}
+			if err := json.Unmarshal([]byte(out), &sums); err != nil || code != 0 || len(sums.Items) == 0 ||
+				sums.Items[0].URI != "ossa:memory/semantic_search@1.0" || sums.Items[0].Params == "" || strings.Contains(out, `"input"`) {
+				t.Errorf("search --format json: exit %d %v\n%s", code, err, out)
+			}
+			code, out, _ = cli("capability", "search", "semantic search", "--view", "full")
+			var defs struct{ Items []map[string]any }
+			if err := json.Unmarshal([]byte(out), &defs); err != nil || code != 0 || len(defs.Items) == 0 || defs.Items[0]["input"] == nil || defs.Items[0]["bindings"] == nil {
+				t.Errorf("search --view full: exit %d %v\n%s", code, err, out)
+			}
+			code, _, errOut = cli("capability", "search", "x", "--view", "wide")
+			if code != 2 || !strings.Contains(errOut, "use compact") {
+				t.Errorf("search --view wide: exit %d, want 2 naming the views\n%s", code, errOut)
 			}
 
 			code, out, _ = cli("capability", "deprecate", "ossa:memory/kg_query@1.0", "--guide", "use context_fusion", "--sunset", "2020-01-01")

@@ -33,7 +33,8 @@ func newServeCmd() *cobra.Command {
 		Long: `Serve runs the REST API (OSSA registry API, registration, negotiation, search, the
 everruns /v1/capabilities shape, /openapi.json and /healthz) and the registry as one MCP
 server (streamable HTTP at /mcp, HTTP+SSE at /mcp/sse; --tool-mode tools serves one tool
-per capability, --tool-mode search only find_capabilities and invoke_capability), and each
+per capability up to --mcp-max-tools, --tool-mode search, or a larger catalog, only
+find_capabilities, describe_capability and invoke_capability), and each
 saved MCP server fronted transparently at /mcp/servers/{name}, on the local database
 (--db, default ./caphub.db, created on first use) or a PostgreSQL database (--db postgres://…).
 It binds to loopback unless --addr says otherwise, and stops gracefully on SIGINT or SIGTERM.
@@ -108,7 +109,7 @@ func runServe(ctx context.Context, cfg config) error {
 	// The guard comes first: a request a web page forged is refused
 	// before anything reads it.
 	handler = guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler)
-	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "auth", enforce, "db", cfg.db, "version", buildVersion())
+	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "mcp_max_tools", sc.mcp.maxTools, "mcp_large_catalog", sc.mcp.largeCatalog, "auth", enforce, "db", cfg.db, "version", buildVersion())
 	return serveUntilDone(ctx, cfg.log, newHTTPServer(handler, h), ln)
 }
 
@@ -128,10 +129,10 @@ func newServeHandler(a *app, cfg config) *serveHandler {
 	sc := cfg.serve
 	hosts, origins := sc.allowedHosts, sc.allowedOrigins
 	h := &serveHandler{}
-	h.gw = mcpgw.New(a.svc, a.store, a.pipeline, mcpgw.Options{
-		Mode: sc.toolMode, Version: buildVersion(), Log: cfg.log, Lazy: true,
-		AllowedHosts: hosts, AllowedOrigins: origins,
-	})
+	gwOpts := sc.mcp.options()
+	gwOpts.Mode, gwOpts.Version, gwOpts.Log, gwOpts.Lazy = sc.toolMode, buildVersion(), cfg.log, true
+	gwOpts.AllowedHosts, gwOpts.AllowedOrigins = hosts, origins
+	h.gw = mcpgw.New(a.svc, a.store, a.pipeline, gwOpts)
 	h.front = mcpfront.New(a.servers, a.pipeline, mcpfront.Options{
 		Version: buildVersion(), Log: cfg.log,
 		AllowedHosts: hosts, AllowedOrigins: origins,
@@ -139,6 +140,7 @@ func newServeHandler(a *app, cfg config) *serveHandler {
 	h.agentGW = mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
 		Version: buildVersion(), Log: cfg.log,
 		AllowedHosts: hosts, AllowedOrigins: origins,
+		MaxListBytes: sc.mcp.maxListBytes,
 	})
 	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout))
 	h.mux = serveRoutes(h.api, h.gw.Handler(), h.agentGW.Handler(), h.front.Handler())

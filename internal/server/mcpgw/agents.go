@@ -95,17 +95,16 @@ type agentServer struct {
 // updates the agents' tool tables at their next request; it also supplies
 // each tool's full definition (title, effects, deprecation) for its MCP
 // description and hints. opts are the gateway's: Version, Log,
-// AllowedHosts and AllowedOrigins apply; Mode and Lazy do not (an agent's
-// server always serves its tools, built on demand). Close stops it.
+// AllowedHosts, AllowedOrigins and MaxListBytes apply; Mode, Lazy,
+// MaxTools and LargeCatalog do not (an agent's server always serves its
+// own tools, built on demand). Close stops it.
 func NewAgentGateways(agents *agent.Agents, inv Invoker, store registry.Store, opts Options) *AgentGateways {
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
 	opts.Mode = ModeTools
+	opts = opts.withDefaults(log)
 	a := &AgentGateways{
 		agents: agents, store: store, inv: inv, opts: opts, log: log,
 		sdkLog:  slog.New(minLevelHandler{h: log.Handler(), min: slog.LevelWarn}),
@@ -239,6 +238,7 @@ func (a *AgentGateways) newAgentServer(id string) *agentServer {
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "caphub-agent-" + id, Title: "caphub agent " + id, Version: a.opts.Version}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("These are the tools of caphub agent %q, as its configuration gives them: each is one registered capability (its URI is in the tool's _meta under dev.caphub/uri), run under the agent's policy. Failures are tool errors whose structured content carries the capability's error code and whether retrying may help.", id),
 		Logger:       a.sdkLog,
+		PageSize:     sdkPageSize,
 		Capabilities: &mcp.ServerCapabilities{
 			//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
 			Logging: &mcp.LoggingCapabilities{},
@@ -254,7 +254,7 @@ func (a *AgentGateways) newAgentServer(id string) *agentServer {
 			}
 			return next(ctx, method, req)
 		}
-	})
+	}, newListPager(a.opts.MaxListBytes, a.log).middleware)
 	s.streamable = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
 		DisableLocalhostProtection: true, // checked by serveHTTP, with the configured exceptions
 		SessionTimeout:             sessionTimeout,

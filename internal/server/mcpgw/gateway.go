@@ -11,9 +11,16 @@
 // The gateway watches the store and sends notifications/tools/list_changed
 // when the registry changes.
 //
-// In the "search" mode the gateway serves two tools instead,
-// find_capabilities and invoke_capability, so that an agent facing
-// thousands of capabilities is not handed thousands of schemas.
+// In the "search" mode the gateway serves three tools instead,
+// find_capabilities (compact summaries, see capability.Summary),
+// describe_capability (one capability's full definition) and
+// invoke_capability, so that an agent facing thousands of capabilities is
+// not handed thousands of schemas. A registry with more invocable
+// capabilities than Options.MaxTools gets the same in the tools mode
+// (Options.LargeCatalog), and says so in the server's instructions; or,
+// as the operator chooses, its tools/list is refused with an error that
+// says what to do. No tools/list answer passes Options.MaxListBytes: the
+// tools come a page at a time (nextCursor), on every endpoint.
 //
 // Handler serves the streamable HTTP transport and the older HTTP+SSE one
 // (see Handler for the paths), both guarded against DNS rebinding by Host
@@ -48,7 +55,8 @@ import (
 const (
 	// ModeTools serves every invocable capability as a tool.
 	ModeTools = "tools"
-	// ModeSearch serves find_capabilities and invoke_capability only.
+	// ModeSearch serves find_capabilities, describe_capability and
+	// invoke_capability only.
 	ModeSearch = "search"
 )
 
@@ -59,7 +67,37 @@ func CheckMode(mode string) error {
 	case "", ModeTools, ModeSearch:
 		return nil
 	}
-	return fmt.Errorf("unknown MCP tool mode %q: use %q (one tool per capability) or %q (find_capabilities and invoke_capability)", mode, ModeTools, ModeSearch)
+	return fmt.Errorf("unknown MCP tool mode %q: use %q (one tool per capability) or %q (find_capabilities, describe_capability and invoke_capability)", mode, ModeTools, ModeSearch)
+}
+
+// What the tools mode does with more capabilities than Options.MaxTools.
+const (
+	// LargeCatalogSearch serves the search tools instead, and says so in
+	// the server's instructions (the default).
+	LargeCatalogSearch = "search"
+	// LargeCatalogRefuse answers tools/list with the error
+	// CodeCatalogTooLarge, which says what to do.
+	LargeCatalogRefuse = "refuse"
+)
+
+// DefaultMaxTools is Options.MaxTools when it is 0: more tools than this
+// crowd an agent's context (GitHub's API alone is 1,223).
+const DefaultMaxTools = 100
+
+// CodeCatalogTooLarge is the JSON-RPC error code of a tools/list refused
+// because the registry holds more capabilities than the gateway lists
+// (LargeCatalogRefuse); the error's data holds "tools" and "max_tools".
+const CodeCatalogTooLarge = -32002
+
+// CheckLargeCatalog returns an error unless choice is "",
+// LargeCatalogSearch or LargeCatalogRefuse; use it to validate a flag
+// before calling New.
+func CheckLargeCatalog(choice string) error {
+	switch choice {
+	case "", LargeCatalogSearch, LargeCatalogRefuse:
+		return nil
+	}
+	return fmt.Errorf("unknown large-catalog choice %q: use %q (serve the search tools instead, and say so) or %q (refuse tools/list with an error)", choice, LargeCatalogSearch, LargeCatalogRefuse)
 }
 
 // Invoker runs capabilities; *invoke.Pipeline is one.
@@ -92,6 +130,54 @@ type Options struct {
 	// server that holds a large registry but serves few MCP clients pays for
 	// the table (memory, start-up time) only when one comes.
 	Lazy bool
+	// MaxTools bounds the tools the tools mode lists: with more invocable
+	// capabilities, LargeCatalog applies (checked again at every change
+	// of the registry). 0 means DefaultMaxTools, a negative value no
+	// bound. Agents' endpoints list their own tools whatever their number.
+	MaxTools int
+	// LargeCatalog is what the tools mode does past MaxTools:
+	// LargeCatalogSearch (the default when empty) or LargeCatalogRefuse;
+	// New treats any other value as LargeCatalogSearch and logs an error
+	// (check flags with CheckLargeCatalog first).
+	LargeCatalog string
+	// MaxListBytes bounds the JSON of one tools/list answer (the request
+	// id aside); more tools come on the next page. 0 means
+	// DefaultMaxListBytes; less than MinMaxListBytes counts as
+	// MinMaxListBytes.
+	MaxListBytes int
+}
+
+// withDefaults fills in the defaults of the zero values and replaces
+// invalid values by defaults, logging why.
+func (o Options) withDefaults(log *slog.Logger) Options {
+	if err := CheckMode(o.Mode); err != nil {
+		log.Error("mcp gateway: "+err.Error()+"; serving one tool per capability", "mode", o.Mode)
+		o.Mode = ModeTools
+	}
+	if o.Mode == "" {
+		o.Mode = ModeTools
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if err := CheckLargeCatalog(o.LargeCatalog); err != nil {
+		log.Error("mcp gateway: "+err.Error()+"; serving the search tools past the tool limit", "large_catalog", o.LargeCatalog)
+		o.LargeCatalog = LargeCatalogSearch
+	}
+	if o.LargeCatalog == "" {
+		o.LargeCatalog = LargeCatalogSearch
+	}
+	if o.MaxTools == 0 {
+		o.MaxTools = DefaultMaxTools
+	}
+	switch {
+	case o.MaxListBytes == 0:
+		o.MaxListBytes = DefaultMaxListBytes
+	case o.MaxListBytes < MinMaxListBytes:
+		log.Warn("mcp gateway: the tools/list bound is raised to its minimum", "max_list_bytes", o.MaxListBytes, "minimum", MinMaxListBytes)
+		o.MaxListBytes = MinMaxListBytes
+	}
+	return o
 }
 
 // Gateway is the registry as one MCP server. It is safe for concurrent use.
@@ -118,10 +204,25 @@ type Gateway struct {
 	kick     chan struct{}   // capacity 1: the registry changed
 	watching <-chan struct{} // closed when the store's watch ended; nil without a store
 
-	refreshMu sync.Mutex // serialises Refresh
+	refreshMu sync.Mutex // serialises Refresh; guards served and searching
 	mu        sync.RWMutex
 	byName    map[string]*toolEntry
 	byBase    map[string]*toolEntry // by scheme:domain/name
+
+	served    map[string]*toolEntry // the capability tools the MCP server serves
+	searching bool                  // the MCP server serves the search tools
+	// catalog is what the MCP server serves now, for its instructions and
+	// tools/list; nil until the first build.
+	catalog atomic.Pointer[catalogState]
+	pager   *listPager
+}
+
+// catalogState is what the gateway serves after a build.
+type catalogState struct {
+	tools  int  // invocable capabilities (the tools mode's tools)
+	over   bool // more than MaxTools, in the tools mode
+	search bool // the search tools are served
+	refuse bool // tools/list is refused (over, with LargeCatalogRefuse)
 }
 
 // Timing of the watch loop.
@@ -148,34 +249,28 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := CheckMode(opts.Mode); err != nil {
-		log.Error("mcp gateway: "+err.Error()+"; serving one tool per capability", "mode", opts.Mode)
-		opts.Mode = ModeTools
-	}
-	if opts.Mode == "" {
-		opts.Mode = ModeTools
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
+	opts = opts.withDefaults(log)
 	g := &Gateway{
 		reg: reg, store: store, inv: inv, opts: opts, log: log,
 		guard:  opts.newGuard(),
 		kick:   make(chan struct{}, 1),
 		byName: map[string]*toolEntry{}, byBase: map[string]*toolEntry{},
+		pager: newListPager(opts.MaxListBytes, log),
 	}
 	sdkLog := slog.New(minLevelHandler{h: log.Handler(), min: slog.LevelWarn})
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "caphub", Title: "caphub capability registry", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: instructions(opts.Mode),
+		Instructions: g.instructions(nil),
 		Logger:       sdkLog,
+		PageSize:     sdkPageSize,
 		Capabilities: &mcp.ServerCapabilities{
 			//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
 			Logging: &mcp.LoggingCapabilities{},
 			Tools:   &mcp.ToolCapabilities{ListChanged: opts.Mode == ModeTools},
 		},
 	})
+	g.server.AddReceivingMiddleware(g.catalogMiddleware, g.pager.middleware)
 	if opts.Mode == ModeSearch {
-		g.addSearchTools()
+		g.setSearchTools(true)
 	}
 	getServer := func(*http.Request) *mcp.Server { return g.server }
 	g.streamable = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -204,14 +299,8 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 	return g
 }
 
-func instructions(mode string) string {
-	if mode == ModeSearch {
-		return "caphub is a capability registry. Call find_capabilities to find capabilities for a task (it returns their URIs and input schemas), then invoke_capability with a URI and an input object. Failures are tool errors whose structured content carries the capability's error code and whether retrying may help."
-	}
-	return "caphub is a capability registry: each tool is the latest version of one registered capability (its URI is in the tool's _meta under dev.caphub/uri). Failures are tool errors whose structured content carries the capability's error code and whether retrying may help."
-}
-
-// Mode returns the gateway's mode, ModeTools or ModeSearch.
+// Mode returns the gateway's configured mode, ModeTools or ModeSearch
+// (see Serving for what it serves now).
 func (g *Gateway) Mode() string { return g.opts.Mode }
 
 // Close stops watching the registry and closes every MCP session. It always
@@ -356,12 +445,9 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 	g.mu.RUnlock()
 	byName, byBase := g.buildTable(recs, prevByBase)
 	g.mu.Lock()
-	prev := g.byName
 	g.byName, g.byBase = byName, byBase
 	g.mu.Unlock()
-	if g.opts.Mode == ModeTools {
-		g.updateTools(prev, byName)
-	}
+	g.serve(byName)
 	return nil
 }
 
@@ -391,9 +477,9 @@ func (g *Gateway) buildTable(recs []registry.Record, prevByBase map[string]*tool
 	return byName, byBase
 }
 
-// updateTools makes the MCP server's tools those of byName, the table that
-// replaced prev: tools no longer there are removed, new or changed ones
-// added (the SDK then notifies the sessions).
+// updateTools makes the MCP server's capability tools those of byName,
+// where prev were served: tools no longer there are removed, new or
+// changed ones added (the SDK then notifies the sessions).
 func (g *Gateway) updateTools(prev, byName map[string]*toolEntry) {
 	var removed []string
 	for name := range prev {

@@ -77,8 +77,14 @@ func quietLog() *slog.Logger {
 // a recordingInvoker. Its logs are discarded.
 func newCaphub(t testing.TB) (*sqlite.Store, *registry.Service, []invoke.Binding, *invoke.Pipeline, *recordingInvoker) {
 	t.Helper()
+	return newCaphubIn(t, t.TempDir())
+}
+
+// newCaphubIn is newCaphub with its database in dir.
+func newCaphubIn(t testing.TB, dir string) (*sqlite.Store, *registry.Service, []invoke.Binding, *invoke.Pipeline, *recordingInvoker) {
+	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir()+"/c.db")
+	st, err := sqlite.Open(ctx, dir+"/c.db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,22 +105,29 @@ func newCaphub(t testing.TB) (*sqlite.Store, *registry.Service, []invoke.Binding
 func newFixture(t testing.TB, opts mcpgw.Options) *fixture {
 	t.Helper()
 	st, svc, bindings, pipe, inv := newCaphub(t)
+	t.Cleanup(func() { st.Close() })
+	return serveGateway(t, &fixture{store: st, svc: svc, pipe: pipe, bindings: bindings, inv: inv}, opts)
+}
+
+// serveGateway serves a gateway over f's caphub (store, svc, inv) and
+// fills in the rest of f.
+func serveGateway(t testing.TB, f *fixture, opts mcpgw.Options) *fixture {
+	t.Helper()
 	if opts.Log == nil {
 		opts.Log = quietLog()
 	}
 	opts.Version = "test"
-	gw := mcpgw.New(svc, st, inv, opts)
+	gw := mcpgw.New(f.svc, f.store, f.inv, opts)
 	mux := http.NewServeMux()
 	h := gw.Handler()
 	mux.Handle("/mcp", h)
 	mux.Handle("/mcp/sse", h)
 	srv := httptest.NewServer(mux)
-	f := &fixture{store: st, svc: svc, pipe: pipe, bindings: bindings, inv: inv, gw: gw, srv: srv, mcpURL: srv.URL + "/mcp", sseURL: srv.URL + "/mcp/sse", handler: h}
+	f.gw, f.srv, f.mcpURL, f.sseURL, f.handler = gw, srv, srv.URL+"/mcp", srv.URL+"/mcp/sse", h
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		gw.Close()
 		srv.Close()
-		st.Close()
 	})
 	return f
 }
@@ -551,8 +564,11 @@ func TestSearchMode(t *testing.T) {
 	f := newFixture(t, mcpgw.Options{Mode: mcpgw.ModeSearch})
 	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: f.mcpURL}, "", nil)
 	tools := listTools(t, cs)
-	if len(tools) != 2 || tools[mcpgw.ToolFindCapabilities] == nil || tools[mcpgw.ToolInvokeCapability] == nil {
-		t.Fatalf("search mode lists %d tools, want find_capabilities and invoke_capability", len(tools))
+	if len(tools) != 3 || tools[mcpgw.ToolFindCapabilities] == nil || tools[mcpgw.ToolDescribeCapability] == nil || tools[mcpgw.ToolInvokeCapability] == nil {
+		t.Fatalf("search mode lists %d tools, want find_capabilities, describe_capability and invoke_capability", len(tools))
+	}
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "find_capabilities") || !strings.Contains(ins, "describe_capability") {
+		t.Errorf("search mode instructions do not tell the flow: %q", ins)
 	}
 	res := call(t, cs, mcpgw.ToolFindCapabilities, map[string]any{"query": "weather"})
 	if res.IsError {
@@ -571,15 +587,66 @@ func TestSearchMode(t *testing.T) {
 			t.Errorf("find_capabilities(weather) lacks %s: %v", uri, caps)
 			continue
 		}
-		in, _ := m["input_schema"].(map[string]any)
-		if in["type"] != "object" || in["properties"] == nil {
-			t.Errorf("%s input_schema %v", uri, m["input_schema"])
+		// A summary: parameters in a line, no schemas.
+		if m["input_schema"] != nil || m["output_schema"] != nil {
+			t.Errorf("%s: find_capabilities answers schemas: %v", uri, m)
 		}
-		if out, _ := m["output_schema"].(map[string]any); out["type"] != "object" {
-			t.Errorf("%s output_schema %v", uri, m["output_schema"])
+		if p, _ := m["params"].(string); !strings.Contains(p, "city") {
+			t.Errorf("%s params %q, want its city parameter", uri, m["params"])
 		}
 		if m["tool_name"] != capability.ToolName(uri) {
 			t.Errorf("%s tool_name %v", uri, m["tool_name"])
+		}
+	}
+
+	// describe_capability gives the schemas.
+	res = call(t, cs, mcpgw.ToolDescribeCapability, map[string]any{"uri": "ossa:everruns/get_weather@1"})
+	if res.IsError {
+		t.Fatalf("describe_capability: %s", text(res))
+	}
+	desc := structured(t, res)
+	in, _ := desc["input_schema"].(map[string]any)
+	props, _ := in["properties"].(map[string]any)
+	if desc["uri"] != "ossa:everruns/get_weather@1.0" || in["type"] != "object" || props["city"] == nil {
+		t.Errorf("describe_capability(get_weather): %v", desc)
+	}
+	if out, _ := desc["output_schema"].(map[string]any); out["type"] != "object" {
+		t.Errorf("describe_capability(get_weather) output_schema %v", desc["output_schema"])
+	}
+	if b, _ := desc["bindings"].([]any); len(b) != 1 || b[0] != "native" || desc["invocable"] != true {
+		t.Errorf("describe_capability(get_weather) bindings %v, invocable %v", desc["bindings"], desc["invocable"])
+	}
+	res = call(t, cs, mcpgw.ToolDescribeCapability, map[string]any{"uri": "ossa:everruns/divide@1.0"})
+	if errs, _ := structured(t, res)["errors"].([]any); res.IsError || len(errs) == 0 {
+		t.Errorf("describe_capability(divide) lists no error codes: %s", text(res))
+	}
+	for _, bad := range []map[string]any{{"uri": "ossa:nowhere/nothing@1.0"}, {"uri": "not a uri"}} {
+		res = call(t, cs, mcpgw.ToolDescribeCapability, bad)
+		if !res.IsError || structured(t, res)["code"] != invoke.CodeNotFound {
+			t.Errorf("describe_capability(%v): %s, want NOT_FOUND", bad, text(res))
+		}
+	}
+	res = call(t, cs, mcpgw.ToolDescribeCapability, map[string]any{})
+	if !res.IsError || structured(t, res)["code"] != invoke.CodeInvalidInput {
+		t.Errorf("describe_capability without uri: %s, want INVALID_INPUT", text(res))
+	}
+
+	// 8 hits by default, at most 25.
+	var more []capability.Definition
+	for i := range 30 {
+		more = append(more, doubleDef(fmt.Sprintf("sum-%d", i)))
+	}
+	if _, err := f.svc.RegisterBatch(context.Background(), more); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ limit, want int }{{0, 8}, {100, 25}, {12, 12}} {
+		args := map[string]any{}
+		if tc.limit > 0 {
+			args["limit"] = tc.limit
+		}
+		res = call(t, cs, mcpgw.ToolFindCapabilities, args)
+		if got := structured(t, res)["count"]; got != float64(tc.want) {
+			t.Errorf("find_capabilities(limit %d): %v capabilities, want %d", tc.limit, got, tc.want)
 		}
 	}
 

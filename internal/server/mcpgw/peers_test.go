@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/caphub/caphub/internal/testpeers"
 )
@@ -164,5 +167,156 @@ func TestInspectorCLI(t *testing.T) {
 	}
 	if jerr := json.Unmarshal([]byte(out), &failed); jerr != nil || !failed.IsError || failed.StructuredContent["code"] != "DIVISION_BY_ZERO" {
 		t.Errorf("inspector everruns_divide(1, 0): %v, want a tool error with code DIVISION_BY_ZERO\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+}
+
+// tsClientRun is what testdata/tsclient.mjs printed.
+type tsClientRun struct {
+	Instructions string   `json:"instructions"`
+	Tools        []string `json:"tools"`
+	Pages        []int    `json:"pages"`
+	Calls        []struct {
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		Content           []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"calls"`
+}
+
+// runTSClient drives url with the official TypeScript SDK's client (npm
+// @modelcontextprotocol/sdk), making the calls given as {name, arguments}.
+func runTSClient(t *testing.T, url string, calls ...map[string]any) tsClientRun {
+	t.Helper()
+	testpeers.NPMPackage(t, "@modelcontextprotocol/sdk")
+	script, err := filepath.Abs(filepath.Join("testdata", "tsclient.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{script, testpeers.NPMDir(t), url}
+	for _, c := range calls {
+		b, _ := json.Marshal(c)
+		args = append(args, string(b))
+	}
+	out, errOut, err := runNode(t, 3*time.Minute, args...)
+	if err != nil {
+		t.Fatalf("TypeScript client: %v\nstdout:\n%.2000s\nstderr:\n%.4000s", err, out, errOut)
+	}
+	var run tsClientRun
+	if err := json.Unmarshal([]byte(out), &run); err != nil {
+		t.Fatalf("TypeScript client output is not its JSON report: %v\n%.2000s", err, out)
+	}
+	return run
+}
+
+// TestTypeScriptClientLargeCatalog drives the gateway over GitHub's API
+// with the official TypeScript SDK client: by default it sees the three
+// search tools, finds, describes and invokes through them (its output
+// schema checks pass); with no tool limit it pages through every tool.
+func TestTypeScriptClientLargeCatalog(t *testing.T) {
+	node22(t)
+	f := gitHubFixture(t, mcpgw.Options{})
+	run := runTSClient(t, f.mcpURL,
+		map[string]any{"name": mcpgw.ToolFindCapabilities, "arguments": map[string]any{"query": "create an issue"}},
+		map[string]any{"name": mcpgw.ToolDescribeCapability, "arguments": map[string]any{"uri": "ossa:github/issues_create@23.0"}},
+		map[string]any{"name": mcpgw.ToolInvokeCapability, "arguments": map[string]any{"uri": "ossa:everruns/add@1.0", "input": map[string]any{"a": 2, "b": 3}}},
+	)
+	slices.Sort(run.Tools)
+	if want := []string{mcpgw.ToolDescribeCapability, mcpgw.ToolFindCapabilities, mcpgw.ToolInvokeCapability}; !slices.Equal(run.Tools, want) {
+		t.Errorf("TypeScript client lists %v, want %v", run.Tools, want)
+	}
+	if !strings.Contains(run.Instructions, "more than the 100") {
+		t.Errorf("TypeScript client instructions %q", run.Instructions)
+	}
+	if len(run.Calls) != 3 {
+		t.Fatalf("TypeScript client made %d calls", len(run.Calls))
+	}
+	var found struct {
+		Count        int `json:"count"`
+		Capabilities []struct {
+			URI    string `json:"uri"`
+			Params string `json:"params"`
+		} `json:"capabilities"`
+	}
+	if c := run.Calls[0]; c.IsError || json.Unmarshal(c.StructuredContent, &found) != nil || found.Count != 8 {
+		t.Errorf("find_capabilities: %s", c.StructuredContent)
+	}
+	hit := false
+	for _, c := range found.Capabilities {
+		hit = hit || c.URI == "ossa:github/issues_create@23.0" && strings.HasPrefix(c.Params, "owner*: string, repo*: string, title*")
+	}
+	if !hit {
+		t.Errorf("find_capabilities(create an issue) lacks issues_create: %+v", found.Capabilities)
+	}
+	var described struct {
+		InputSchema struct {
+			Required []string `json:"required"`
+		} `json:"input_schema"`
+	}
+	if c := run.Calls[1]; c.IsError || json.Unmarshal(c.StructuredContent, &described) != nil || !slices.Contains(described.InputSchema.Required, "title") {
+		t.Errorf("describe_capability: %.500s", c.StructuredContent)
+	}
+	if c := run.Calls[2]; c.IsError || !strings.Contains(string(c.StructuredContent), `"result":5`) {
+		t.Errorf("invoke_capability(add 2 3): %s", c.StructuredContent)
+	}
+
+	g := gitHubFixture(t, mcpgw.Options{MaxTools: -1})
+	all := runTSClient(t, g.mcpURL)
+	t.Logf("TypeScript client paged %d tools in %d pages (largest %d bytes)", len(all.Tools), len(all.Pages), slices.Max(all.Pages))
+	if len(all.Tools) != len(g.gw.Tools()) || len(all.Pages) < 2 || slices.Max(all.Pages) > mcpgw.DefaultMaxListBytes {
+		t.Errorf("TypeScript client: %d tools in pages of %v bytes, want all %d within %d bytes each", len(all.Tools), all.Pages, len(g.gw.Tools()), mcpgw.DefaultMaxListBytes)
+	}
+}
+
+// TestInspectorLargeCatalog drives the gateway over GitHub's API with the
+// MCP Inspector's CLI: tools/list, find_capabilities and
+// describe_capability by default; tools/list paged to the end with no tool
+// limit; tools/list refused past the limit when the operator chose so.
+func TestInspectorLargeCatalog(t *testing.T) {
+	pkg := testpeers.NPMPackage(t, "@modelcontextprotocol/inspector")
+	node22(t)
+	cli := filepath.Join(pkg, "clients", "launcher", "build", "index.js")
+	inspect := func(url string, args ...string) (string, string, error) {
+		return runNode(t, 3*time.Minute, append([]string{cli, "--cli", "--transport", "http", "--server-url", url}, args...)...)
+	}
+	type toolList struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+
+	f := gitHubFixture(t, mcpgw.Options{})
+	out, errOut, err := inspect(f.mcpURL, "--method", "tools/list")
+	var list toolList
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Tools) != 3 {
+		t.Fatalf("inspector tools/list: %v, want the 3 search tools\nstdout:\n%.2000s\nstderr:\n%.2000s", err, out, errOut)
+	}
+	out, errOut, err = inspect(f.mcpURL, "--method", "tools/call", "--tool-name", mcpgw.ToolFindCapabilities, "--tool-arg", "query=list pull requests")
+	var res struct {
+		IsError           bool `json:"isError"`
+		StructuredContent struct {
+			Count        int                  `json:"count"`
+			Capabilities []capability.Summary `json:"capabilities"`
+		} `json:"structuredContent"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.IsError || res.StructuredContent.Count != 8 {
+		t.Errorf("inspector find_capabilities: %v\nstdout:\n%.2000s\nstderr:\n%.2000s", err, out, errOut)
+	}
+	out, errOut, err = inspect(f.mcpURL, "--method", "tools/call", "--tool-name", mcpgw.ToolDescribeCapability, "--tool-arg", "uri=ossa:github/pulls_list@23.0")
+	if err != nil || !strings.Contains(out, `"input_schema"`) || !strings.Contains(out, `"uri": "ossa:github/pulls_list@23.0"`) {
+		t.Errorf("inspector describe_capability: %v\nstdout:\n%.2000s\nstderr:\n%.2000s", err, out, errOut)
+	}
+
+	g := gitHubFixture(t, mcpgw.Options{MaxTools: -1})
+	out, errOut, err = inspect(g.mcpURL, "--method", "tools/list")
+	list = toolList{}
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list.Tools) != len(g.gw.Tools()) {
+		t.Errorf("inspector tools/list with no tool limit: %v, %d tools, want all %d\nstderr:\n%.2000s", err, len(list.Tools), len(g.gw.Tools()), errOut)
+	}
+
+	r := gitHubFixture(t, mcpgw.Options{LargeCatalog: mcpgw.LargeCatalogRefuse})
+	out, errOut, err = inspect(r.mcpURL, "--method", "tools/list")
+	if err == nil || !strings.Contains(out+errOut, "tools/list refused") {
+		t.Errorf("inspector tools/list past the limit with refuse: %v, want the refusal\nstdout:\n%.2000s\nstderr:\n%.2000s", err, out, errOut)
 	}
 }

@@ -164,13 +164,13 @@ func TestRegistryAPIWithCorpus(t *testing.T) {
 		t.Errorf("negotiate unavailable: %s", a.body)
 	}
 
-	a = call(t, srv, "GET", "/registry/search?q=semantic+search", "", nil)
+	a = call(t, srv, "GET", "/registry/search?q=semantic+search&view=full", "", nil)
 	expect(t, a, 200, "search")
 	res := a.json(t)["items"].([]any)
 	if len(res) == 0 || res[0].(map[string]any)["name"] != "semantic_search" {
 		t.Errorf("search 'semantic search' did not rank semantic_search first: %s", a.body)
 	}
-	a = call(t, srv, "GET", "/registry/search?q=predictions&domain=memory", "", nil)
+	a = call(t, srv, "GET", "/registry/search?q=predictions&domain=memory&view=full", "", nil)
 	for _, it := range a.json(t)["items"].([]any) {
 		if it.(map[string]any)["domain"] != "memory" {
 			t.Errorf("search filter let through %v", it.(map[string]any)["uri"])

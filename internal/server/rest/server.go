@@ -137,7 +137,8 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", scope: auth.ScopePublish, summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
 		{method: "POST", path: "/registry/negotiate", scope: auth.ScopeRead, summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
 		{method: "GET", path: "/registry/resolve", scope: auth.ScopeRead, summary: "Resolve a URI to the version it names", params: []param{{name: "uri", in: "query", required: true, desc: "capability URI"}}, handler: s.resolve, responses: map[int]string{200: "resolution", 404: "not found", 410: "sunset"}},
-		{method: "GET", path: "/registry/search", scope: auth.ScopeRead, summary: "Ranked full-text search with filters, a page at a time", params: append([]param{{name: "q", in: "query", desc: "free text"}}, listParams...), handler: s.search, responses: map[int]string{200: "items, total and next_cursor, best first", 400: pageRefused}},
+		{method: "GET", path: "/registry/search", scope: auth.ScopeRead, summary: "Ranked full-text search with filters, a page at a time: compact summaries by default, whole definitions with view=full", params: append([]param{{name: "q", in: "query", desc: "free text"}, viewParam}, listParams...), handler: s.search,
+			responses: map[int]string{200: "items (each a summary of at most 1 KB: tool_name, uri, version, title, a one-line description, params, and stability when not stable; or with view=full the whole definition), total and next_cursor, best first", 400: pageRefused + ", or a view other than compact and full"}},
 		{method: "GET", path: "/registry/index.yaml", scope: auth.ScopeRead, summary: "The registry index in the OSSA §5.1 format, a page of versions at a time: the Link rel=\"next\" header (and a closing comment) give the next page", params: pageParams, handler: s.index, responses: map[int]string{200: "YAML index", 400: pageRefused}},
 		{method: "GET", path: "/v1/capabilities", scope: auth.ScopeRead, summary: "Capabilities in the everruns shape, a page at a time", params: pageParams, handler: s.everrunsList, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
 		{method: "GET", path: "/v1/capabilities/{id...}", scope: auth.ScopeRead, summary: "One capability in the everruns shape (id: URI or unique name)", params: []param{{name: "id", in: "path", required: true, desc: "URI or name"}}, handler: s.everrunsGet, responses: map[int]string{200: "capability", 404: "not found"}},
@@ -445,17 +446,48 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// Views of a search answer (the view query parameter).
+const (
+	ViewCompact = "compact" // capability.Summary of each hit (the default)
+	ViewFull    = "full"    // each hit's whole definition
+)
+
+var viewParam = param{name: "view", in: "query", desc: "compact (the default): a summary of each capability, at most 1 KB whatever its schemas; full: the whole definitions",
+	schema: map[string]any{"type": "string", "enum": []any{ViewCompact, ViewFull}, "default": ViewCompact}}
+
+// SummaryListResponse is a page of search hits in the compact view.
+type SummaryListResponse struct {
+	Items      []capability.Summary `json:"items"`
+	Total      int                  `json:"total"`
+	NextCursor string               `json:"next_cursor,omitempty"`
+}
+
 func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
-	f, err := filterFrom(r.URL.Query())
+	q := r.URL.Query()
+	view := q.Get("view")
+	switch view {
+	case "", ViewCompact, ViewFull:
+	default:
+		return badRequest(fmt.Sprintf("view=%q: use view=%s (a summary of each capability, the default) or view=%s (the whole definitions)", view, ViewCompact, ViewFull))
+	}
+	f, err := filterFrom(q)
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.Search(r.Context(), registry.SearchQuery{Text: r.URL.Query().Get("q"), Filter: f})
+	p, err := s.svc.Search(r.Context(), registry.SearchQuery{Text: q.Get("q"), Filter: f})
 	if err != nil {
 		return err
 	}
 	setNextLink(w, r, p.NextCursor)
-	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	if view == ViewFull {
+		writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+		return nil
+	}
+	out := SummaryListResponse{Items: make([]capability.Summary, len(p.Items)), Total: p.Total, NextCursor: p.NextCursor}
+	for i := range p.Items {
+		out.Items[i] = capability.Summarize(&p.Items[i].Definition)
+	}
+	writeJSON(w, http.StatusOK, out, s.log)
 	return nil
 }
 

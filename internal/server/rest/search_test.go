@@ -1,0 +1,89 @@
+package rest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/caphub/caphub/capability"
+)
+
+// TestSearchViews: /registry/search answers summaries of at most 1 KB by
+// default (view=compact) whatever the schemas, whole definitions with
+// view=full, and a 400 problem naming the views for any other view.
+func TestSearchViews(t *testing.T) {
+	srv, _ := newTestServer(t)
+	props := map[string]any{}
+	for i := range 500 {
+		props[fmt.Sprintf("option_%03d", i)] = map[string]any{"type": "string", "description": strings.Repeat("A long description. ", 10)}
+	}
+	def := map[string]any{"uri": "ossa:wide/configure@1.2", "name": "configure", "domain": "wide", "version": "1.2.0",
+		"title": "Configure everything", "description": "Sets every option at once. Then it says so at length.",
+		"input":    map[string]any{"type": "object", "required": []any{"option_007"}, "properties": props},
+		"output":   map[string]any{"type": "object", "properties": props},
+		"bindings": map[string]any{"http": map[string]any{"method": "POST", "url": "http://127.0.0.1:9/configure"}}}
+	body, _ := json.Marshal(map[string]any{"capability": def})
+	expect(t, call(t, srv, "POST", "/registry/capabilities", "application/json", body), 201, "register")
+
+	var compact, explicit struct {
+		Items []json.RawMessage `json:"items"`
+		Total int               `json:"total"`
+	}
+	a := call(t, srv, "GET", "/registry/search?q=configure+options", "", nil)
+	expect(t, a, 200, "search")
+	if err := json.Unmarshal(a.body, &compact); err != nil || len(compact.Items) != 1 || compact.Total != 1 {
+		t.Fatalf("compact search: %v %s", err, a.body)
+	}
+	var s capability.Summary
+	if err := json.Unmarshal(compact.Items[0], &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(compact.Items[0]) > capability.MaxSummaryBytes || s.URI != "ossa:wide/configure@1.2" || s.ToolName != "wide_configure" ||
+		s.Description != "Sets every option at once." || !strings.HasPrefix(s.Params, "option_007*: string, option_000: string") || !strings.HasSuffix(s.Params, " more") {
+		t.Errorf("compact item (%d bytes): %s", len(compact.Items[0]), compact.Items[0])
+	}
+	if strings.Contains(string(compact.Items[0]), `"input"`) || strings.Contains(string(compact.Items[0]), `"bindings"`) {
+		t.Errorf("compact item carries the definition: %s", compact.Items[0])
+	}
+	t.Logf("one hit: %d bytes compact", len(a.body))
+	a = call(t, srv, "GET", "/registry/search?q=configure+options&view=compact", "", nil)
+	expect(t, a, 200, "view=compact")
+	if err := json.Unmarshal(a.body, &explicit); err != nil || len(explicit.Items) != 1 || string(explicit.Items[0]) != string(compact.Items[0]) {
+		t.Errorf("view=compact differs from the default: %s", a.body)
+	}
+
+	a = call(t, srv, "GET", "/registry/search?q=configure+options&view=full", "", nil)
+	expect(t, a, 200, "view=full")
+	var full ListResponse
+	if err := json.Unmarshal(a.body, &full); err != nil || len(full.Items) != 1 {
+		t.Fatalf("full search: %v %.300s", err, a.body)
+	}
+	if d := full.Items[0]; len(d.Input["properties"].(map[string]any)) != 500 || d.Bindings.HTTP == nil || d.Version != "1.2.0" {
+		t.Errorf("view=full item lacks the definition: %.300s", a.body)
+	}
+	t.Logf("one hit: %d bytes full", len(a.body))
+
+	for _, bad := range []string{"bogus", "FULL", "summary"} {
+		a = call(t, srv, "GET", "/registry/search?q=x&view="+bad, "", nil)
+		expect(t, a, 400, "view="+bad)
+		if d, _ := a.json(t)["detail"].(string); !strings.Contains(d, fmt.Sprintf("view=%q", bad)) || !strings.Contains(d, "view=compact") || !strings.Contains(d, "view=full") {
+			t.Errorf("view=%s: detail %q does not name the value and the allowed ones", bad, d)
+		}
+	}
+
+	// The OpenAPI document describes the parameter.
+	doc := call(t, srv, "GET", "/openapi.json", "", nil).json(t)
+	op := doc["paths"].(map[string]any)["/registry/search"].(map[string]any)["get"].(map[string]any)
+	found := false
+	for _, p := range op["parameters"].([]any) {
+		m := p.(map[string]any)
+		if m["name"] == "view" {
+			s := m["schema"].(map[string]any)
+			found = s["default"] == "compact" && fmt.Sprint(s["enum"]) == "[compact full]"
+		}
+	}
+	if !found {
+		t.Errorf("/openapi.json does not document view (compact by default, or full): %v", op["parameters"])
+	}
+}
