@@ -30,6 +30,39 @@ type Indexer struct {
 	rescan  bool   // the whole store must be scanned for versions without vectors
 	cursor  string // where an interrupted scan resumes
 	wake    chan struct{}
+
+	loaded   bool // the stored vectors are loaded
+	scanning bool // a backfill is running
+	inFlight int  // registered versions being embedded
+	embedded int
+	lastErr  string
+}
+
+// Status is what an Indexer has done and has left to do.
+type Status struct {
+	// Loaded reports whether the stored vectors are loaded.
+	Loaded bool
+	// Vectors is how many vectors the ranker holds.
+	Vectors int
+	// Embedded is how many versions were embedded since Start.
+	Embedded int
+	// Pending is how many registered versions wait to be embedded.
+	Pending int
+	// Scanning reports whether a backfill is running or due.
+	Scanning bool
+	// LastError is the last failure, "" once a later try succeeded.
+	LastError string
+}
+
+// Status returns what the indexer has done and has left to do: it is
+// idle, every version embedded, when Loaded && Pending == 0 && !Scanning.
+func (ix *Indexer) Status() Status {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return Status{
+		Loaded: ix.loaded, Vectors: ix.ranker.Len(), Embedded: ix.embedded, Pending: len(ix.pending) + ix.inFlight,
+		Scanning: ix.rescan || ix.scanning, LastError: ix.lastErr,
+	}
 }
 
 // IndexerOptions configure an Indexer; every field has a default.
@@ -145,7 +178,11 @@ func (ix *Indexer) run(ctx context.Context) {
 	}
 	for {
 		skipped, err := ix.ranker.Load(ctx, ix.store)
+		ix.setErr(err)
 		if err == nil {
+			ix.mu.Lock()
+			ix.loaded = true
+			ix.mu.Unlock()
 			ix.log.Info("embedding index: loaded the stored vectors", "model", ix.ranker.Model(), "vectors", ix.ranker.Len(), "skipped", skipped)
 			break
 		}
@@ -162,11 +199,13 @@ func (ix *Indexer) run(ctx context.Context) {
 		ix.mu.Lock()
 		rescan, cursor := ix.rescan, ix.cursor
 		ix.rescan, ix.cursor = false, ""
+		ix.scanning = rescan
 		keys := make([]registry.Key, 0, len(ix.pending))
 		for k := range ix.pending {
 			keys = append(keys, k)
 		}
 		clear(ix.pending)
+		ix.inFlight = len(keys)
 		ix.mu.Unlock()
 
 		var err error
@@ -174,11 +213,17 @@ func (ix *Indexer) run(ctx context.Context) {
 		case len(keys) > 0:
 			// New versions first: a backfill can take long.
 			err = ix.embedKeys(ctx, keys)
+			ix.mu.Lock()
+			ix.inFlight = 0
+			ix.mu.Unlock()
 			if rescan {
 				ix.failScan(cursor)
 			}
 		case rescan:
 			err = ix.backfill(ctx, cursor)
+			ix.mu.Lock()
+			ix.scanning = false
+			ix.mu.Unlock()
 		default:
 			select {
 			case <-ctx.Done():
@@ -187,6 +232,7 @@ func (ix *Indexer) run(ctx context.Context) {
 				continue
 			}
 		}
+		ix.setErr(err)
 		if err == nil {
 			retry = ix.opts.MinRetry
 			continue
@@ -198,6 +244,16 @@ func (ix *Indexer) run(ctx context.Context) {
 		if !pause(err) {
 			return
 		}
+	}
+}
+
+// setErr notes the outcome of a try.
+func (ix *Indexer) setErr(err error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.lastErr = ""
+	if err != nil {
+		ix.lastErr = err.Error()
 	}
 }
 
@@ -345,6 +401,9 @@ func (ix *Indexer) embed(ctx context.Context, recs []registry.Record) error {
 			return err
 		}
 	}
+	ix.mu.Lock()
+	ix.embedded += len(vs)
+	ix.mu.Unlock()
 	return nil
 }
 

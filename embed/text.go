@@ -48,16 +48,29 @@ func Text(def *capability.Definition) string {
 	add("Categories", categories)
 	add("Parameters", parameterNames(def.Input))
 
-	text := strings.Join(head, ". ")
-	rest := strings.Join(tail, ". ")
+	text := sentences(head...)
+	rest := sentences(tail...)
 	room := MaxTextBytes - len(text) - len(rest) - 4
-	if desc := clean(def.Description, max(room, 0)); desc != "" {
-		text += ". " + desc
+	return cut(sentences(text, clean(def.Description, max(room, 0)), rest), MaxTextBytes)
+}
+
+// sentences joins the non-empty parts as sentences: ". " between them,
+// or a space after one that already ends in a full stop.
+func sentences(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if s := b.String(); !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "!") && !strings.HasSuffix(s, "?") {
+				b.WriteByte('.')
+			}
+			b.WriteByte(' ')
+		}
+		b.WriteString(p)
 	}
-	if rest != "" {
-		text += ". " + rest
-	}
-	return cut(text, MaxTextBytes)
+	return b.String()
 }
 
 // words turns an identifier into lower-case words: scan_vulnerabilities,
