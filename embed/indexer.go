@@ -200,37 +200,27 @@ func (ix *Indexer) run(ctx context.Context) {
 		rescan, cursor := ix.rescan, ix.cursor
 		ix.rescan, ix.cursor = false, ""
 		ix.scanning = rescan
-		keys := make([]registry.Key, 0, len(ix.pending))
-		for k := range ix.pending {
-			keys = append(keys, k)
-		}
-		clear(ix.pending)
-		ix.inFlight = len(keys)
+		idle := !rescan && len(ix.pending) == 0
 		ix.mu.Unlock()
-
-		var err error
-		switch {
-		case len(keys) > 0:
-			// New versions first: a backfill can take long.
-			err = ix.embedKeys(ctx, keys)
-			ix.mu.Lock()
-			ix.inFlight = 0
-			ix.mu.Unlock()
-			if rescan {
-				ix.failScan(cursor)
-			}
-		case rescan:
-			err = ix.backfill(ctx, cursor)
-			ix.mu.Lock()
-			ix.scanning = false
-			ix.mu.Unlock()
-		default:
+		if idle {
 			select {
 			case <-ctx.Done():
 				return
 			case <-ix.wake:
 				continue
 			}
+		}
+		// New versions first: a backfill can take long.
+		err := ix.embedPending(ctx)
+		if rescan {
+			if err == nil {
+				err = ix.backfill(ctx, cursor)
+			} else {
+				ix.failScan(cursor)
+			}
+			ix.mu.Lock()
+			ix.scanning = false
+			ix.mu.Unlock()
 		}
 		ix.setErr(err)
 		if err == nil {
@@ -255,6 +245,26 @@ func (ix *Indexer) setErr(err error) {
 	if err != nil {
 		ix.lastErr = err.Error()
 	}
+}
+
+// embedPending embeds the registered versions waiting.
+func (ix *Indexer) embedPending(ctx context.Context) error {
+	ix.mu.Lock()
+	keys := make([]registry.Key, 0, len(ix.pending))
+	for k := range ix.pending {
+		keys = append(keys, k)
+	}
+	clear(ix.pending)
+	ix.inFlight = len(keys)
+	ix.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	err := ix.embedKeys(ctx, keys)
+	ix.mu.Lock()
+	ix.inFlight = 0
+	ix.mu.Unlock()
+	return err
 }
 
 // embedKeys embeds the versions of keys that have no vector yet. A vector
@@ -346,6 +356,11 @@ func (ix *Indexer) backfill(ctx context.Context, cursor string) error {
 			}
 			embedded += n
 			missing = missing[n:]
+			// Versions registered meanwhile do not wait for the end.
+			if err := ix.embedPending(ctx); err != nil {
+				ix.failScan(resume)
+				return err
+			}
 			if time.Since(last) >= progressEvery {
 				last = time.Now()
 				ix.log.Info("embedding index: backfilling", "embedded", embedded, "scanned", seen, "versions", total)

@@ -3,6 +3,7 @@ package embed_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -162,6 +163,26 @@ func TestIndexer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A version registered during a long backfill does not wait for its end.
+func TestIndexerNewVersionDuringBackfill(t *testing.T) {
+	st := openSQLite(t)
+	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.DiscardHandler)))
+	var defs []capability.Definition
+	for i := range 100 {
+		defs = append(defs, definition("bulk", fmt.Sprintf("tool_%d", i), "1.0.0", "Tool", "Does a thing."))
+	}
+	register(t, svc, defs...)
+	srv := embedtest.New(t, embedtest.Options{Dimensions: 16, Delay: 20 * time.Millisecond})
+	ix, _ := startIndexer(t, st, srv, &logBuffer{}) // 50 requests of 2: a second at least
+	eventually(t, "the backfill to start", func() bool { return srv.Requests() > 0 })
+	added := register(t, svc, catalog[0])
+	eventually(t, "the new version's vector", func() bool { return ix.Ranker().Has(added[0]) })
+	if s := ix.Status(); !s.Scanning || s.Vectors > 90 {
+		t.Errorf("the new version was embedded after the backfill: %+v", s)
+	}
+	idle(t, ix, 101)
 }
 
 // When the provider's vectors change length (the model's setting changed)

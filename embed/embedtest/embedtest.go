@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -36,6 +37,8 @@ type Options struct {
 	// Reverse answers the vectors last first, each with its index, as the
 	// API allows.
 	Reverse bool
+	// Delay holds each answer this long, as a slow provider would.
+	Delay time.Duration
 	// Concepts are groups of words that mean one thing: each word of a
 	// group is hashed as the group's first (default DefaultConcepts).
 	Concepts [][]string
@@ -173,6 +176,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST")
 		return
+	}
+	if s.opts.Delay > 0 {
+		select {
+		case <-time.After(s.opts.Delay):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	s.mu.Lock()
 	s.requests++
