@@ -120,7 +120,7 @@ func (ix *Indexer) Ranker() *Ranker { return ix.ranker }
 // loads the stored vectors, backfills, then embeds new versions as they
 // are registered. It watches the store before it returns, so that no
 // version registered after it returns is missed. The returned channel is
-// closed when the indexer has stopped.
+// closed when the indexer has stopped. Call it once.
 func (ix *Indexer) Start(ctx context.Context) <-chan struct{} {
 	watched := registry.Subscribe(ctx, ix.store, registry.Subscriber{
 		Watching: func(resumed bool) {
