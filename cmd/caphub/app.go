@@ -12,6 +12,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/client"
 	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/embed"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/governance/sign"
 	"github.com/caphub/caphub/identity"
@@ -48,7 +49,12 @@ type app struct {
 	// apply when they invoke.
 	agents *agent.Agents
 	// tokens are the API tokens serve authenticates requests with.
-	tokens  *auth.Tokens
+	tokens *auth.Tokens
+	// ranker orders capabilities by meaning for semantic search: nil
+	// unless an embedding provider is configured (config.embed), when the
+	// indexer keeps its vectors current.
+	ranker  *embed.Ranker
+	indexer *embed.Indexer
 	closers []func() error
 }
 
@@ -165,7 +171,35 @@ func newApp(ctx context.Context, c config, opts ...registry.Option) (*app, error
 		a.Close()
 		return nil, err
 	}
+	if err := a.addEmbedding(c); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
+}
+
+// addEmbedding starts the indexer of semantic search when an embedding
+// provider is configured: it embeds the versions without a vector in the
+// background and each new one as it is registered, and stops with the
+// app, before the store closes.
+func (a *app) addEmbedding(c config) error {
+	if c.embed.url == "" {
+		return nil
+	}
+	client, err := embed.NewClient(c.embed.clientOptions())
+	if err != nil {
+		return fmt.Errorf("embedding provider: %w", err)
+	}
+	a.indexer = embed.NewIndexer(a.store, client, embed.IndexerOptions{
+		Log:    c.log,
+		Ranker: embed.RankerOptions{Dimensions: c.embed.dimensions},
+	})
+	a.ranker = a.indexer.Ranker()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := a.indexer.Start(ctx)
+	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
+	c.log.Info("semantic search on", "provider", client.Endpoint(), "model", client.Model(), "api_key", c.embed.apiKeyEnv != "")
+	return nil
 }
 
 // addInvocation is the app's second stage: saved servers, metrics, the

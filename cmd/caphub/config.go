@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/embed"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/internal/envflag"
 	"github.com/caphub/caphub/internal/fallback"
@@ -45,6 +47,28 @@ type config struct {
 
 	serve      serveConfig
 	invocation invocationConfig
+	embed      embedConfig
+}
+
+// embedConfig is the embedding provider of semantic search, read by serve
+// alone: off when url is empty. The provider is the operator's choice; no
+// API caller can change it.
+type embedConfig struct {
+	// url is the provider's base URL (OpenAI-compatible /v1/embeddings):
+	// --embed-url, else $CAPHUB_EMBED_URL.
+	url string
+	// model is the model asked for: --embed-model, else
+	// $CAPHUB_EMBED_MODEL.
+	model string
+	// apiKeyEnv names the variable holding the API key:
+	// --embed-api-key-env, else $CAPHUB_EMBED_API_KEY_ENV.
+	apiKeyEnv string
+	// apiKey is the value of apiKeyEnv, read here once; never logged.
+	apiKey string
+	// dimensions is the length of the vectors, asked of the model and
+	// checked: --embed-dimensions, else $CAPHUB_EMBED_DIMENSIONS (0: the
+	// model's own).
+	dimensions int
 }
 
 // serveConfig holds the settings of serve (addr, auth, request timeout,
@@ -170,6 +194,11 @@ func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 	if c.serve, err = serveConfigFrom(cmd); err != nil {
 		return c, err
 	}
+	if hasFlag(cmd, "embed-url") {
+		if c.embed, err = embedConfigFrom(cmd); err != nil {
+			return c, err
+		}
+	}
 	if hasFlag(cmd, "a2a-agent") && (c.server == "" || hasFlag(cmd, "tool-mode")) {
 		// serve and mcp invoke here whatever --server says; invoke does
 		// only without it.
@@ -233,6 +262,60 @@ func mcpSettingsFrom(cmd *cobra.Command) (mcpSettings, error) {
 		return c, &usageError{fmt.Errorf("--mcp-max-list-bytes %d: a tools/list page needs at least %d bytes", c.maxListBytes, mcpgw.MinMaxListBytes)}
 	}
 	return c, nil
+}
+
+// addEmbedFlags adds the flags of the embedding provider.
+func addEmbedFlags(cmd *cobra.Command) {
+	cmd.Flags().String("embed-url", "", "base URL of an OpenAI-compatible embedding provider (POST URL/v1/embeddings) for semantic search, e.g. https://api.openai.com or http://127.0.0.1:11434; default $CAPHUB_EMBED_URL, else off")
+	cmd.Flags().String("embed-model", "", "embedding model, e.g. text-embedding-3-small; needed with --embed-url; default $CAPHUB_EMBED_MODEL")
+	cmd.Flags().String("embed-api-key-env", "", "name of the environment variable holding the provider's API key (sent as a Bearer token, never logged); default $CAPHUB_EMBED_API_KEY_ENV, else no key")
+	cmd.Flags().Int("embed-dimensions", 0, "length of the vectors: asked of the model (OpenAI's text-embedding-3 models shorten theirs) and checked; default $CAPHUB_EMBED_DIMENSIONS, else the model's own")
+}
+
+// embedConfigFrom reads the embedding provider's settings: none, or a URL
+// with a model; the API key from the variable they name.
+func embedConfigFrom(cmd *cobra.Command) (embedConfig, error) {
+	c := embedConfig{
+		url:       stringSetting(cmd, "embed-url", "CAPHUB_EMBED_URL"),
+		model:     stringSetting(cmd, "embed-model", "CAPHUB_EMBED_MODEL"),
+		apiKeyEnv: stringSetting(cmd, "embed-api-key-env", "CAPHUB_EMBED_API_KEY_ENV"),
+	}
+	switch {
+	case c.url == "" && (c.model != "" || c.apiKeyEnv != ""):
+		return c, &usageError{errors.New("--embed-model and --embed-api-key-env need --embed-url (or $CAPHUB_EMBED_URL), the embedding provider")}
+	case c.url == "":
+		return c, nil
+	case c.model == "":
+		return c, &usageError{errors.New("--embed-url needs --embed-model (or $CAPHUB_EMBED_MODEL), e.g. text-embedding-3-small")}
+	}
+	c.dimensions, _ = cmd.Flags().GetInt("embed-dimensions")
+	if c.dimensions == 0 {
+		if v := strings.TrimSpace(os.Getenv("CAPHUB_EMBED_DIMENSIONS")); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return c, &usageError{fmt.Errorf("CAPHUB_EMBED_DIMENSIONS=%q: give a whole number of dimensions", v)}
+			}
+			c.dimensions = n
+		}
+	}
+	if c.dimensions < 0 || c.dimensions > embed.MaxDimensions {
+		return c, &usageError{fmt.Errorf("--embed-dimensions %d: give 1 to %d, or 0 for the model's own", c.dimensions, embed.MaxDimensions)}
+	}
+	if _, err := embed.NewClient(c.clientOptions()); err != nil {
+		return c, &usageError{fmt.Errorf("--embed-url, --embed-model: %w", err)}
+	}
+	if c.apiKeyEnv != "" {
+		c.apiKey = os.Getenv(c.apiKeyEnv)
+		if c.apiKey == "" {
+			return c, &usageError{fmt.Errorf("--embed-api-key-env names %s, which is not set or empty: export the API key in it", c.apiKeyEnv)}
+		}
+	}
+	return c, nil
+}
+
+// clientOptions are the options of the embedding provider's client.
+func (c embedConfig) clientOptions() embed.ClientOptions {
+	return embed.ClientOptions{URL: c.url, Model: c.model, APIKey: c.apiKey, Dimensions: c.dimensions, SendDimensions: c.dimensions > 0}
 }
 
 // invocationConfigFrom reads the allow-lists, the A2A agents and the

@@ -42,8 +42,15 @@ It binds to loopback unless --addr says otherwise, and stops gracefully on SIGIN
 Authentication: as soon as one active API token exists (caphub token create), every route
 but /healthz and /openapi.json needs Authorization: Bearer <token> with the right scope
 (read, publish, invoke or admin). Without a token caphub serves openly on loopback only:
-a non-loopback --addr, or --auth, is refused until a token exists.`,
-		Example: "  caphub serve\n  caphub token create admin --scope admin && caphub serve --addr 0.0.0.0:8750\n  caphub serve --auth\n  caphub serve --addr 127.0.0.1:9000 --db /var/lib/caphub/caphub.db\n  caphub serve --db postgres://caphub@127.0.0.1:5432/caphub",
+a non-loopback --addr, or --auth, is refused until a token exists.
+
+Semantic search (off by default): with --embed-url and --embed-model, an OpenAI-compatible
+embedding provider embeds each capability's name, title, description, keywords, intents and
+parameter names; the vectors are kept in the database beside the versions, versions without
+one are embedded in the background, and a provider that is down never fails a registration.
+The provider and its key (--embed-api-key-env names the variable holding it) are the
+operator's settings: no API caller can change where texts are sent.`,
+		Example: "  caphub serve\n  caphub token create admin --scope admin && caphub serve --addr 0.0.0.0:8750\n  caphub serve --auth\n  caphub serve --addr 127.0.0.1:9000 --db /var/lib/caphub/caphub.db\n  caphub serve --db postgres://caphub@127.0.0.1:5432/caphub\n  OPENAI_API_KEY=sk-… caphub serve --embed-url https://api.openai.com --embed-model text-embedding-3-small --embed-dimensions 256 --embed-api-key-env OPENAI_API_KEY",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := configFrom(cmd, slog.LevelInfo)
@@ -67,6 +74,7 @@ a non-loopback --addr, or --auth, is refused until a token exists.`,
 	_ = cmd.Flags().MarkDeprecated("mcp-allow-host", "use --allowed-host")
 	_ = cmd.Flags().MarkDeprecated("mcp-allow-origin", "use --allowed-origin")
 	addInvokeFlags(cmd)
+	addEmbedFlags(cmd)
 	return cmd
 }
 
