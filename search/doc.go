@@ -30,6 +30,7 @@ func DocOf(id string, def *capability.Definition, meta any) Doc {
 	d.Text[FieldDomain] = strings.Join(append(append([]string{def.Domain}, def.Domains...), def.Categories...), " ")
 	d.Text[FieldIntents] = strings.Join(def.Intents, " ")
 	d.Action = actionOf(def)
+	d.Scope = def.Domain
 	return d
 }
 

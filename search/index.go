@@ -53,6 +53,9 @@ type Doc struct {
 	ID     string            // unique; ties are ranked in ID order
 	Text   [numFields]string // the text of each field
 	Action string            // the kind of operation (ActionCreate, …), "" unknown
+	// Scope names the API or service the capability belongs to (its
+	// domain): a query that names it ("in slack") prefers its capabilities.
+	Scope string
 	Meta   any               // returned with hits and given to Query.Keep
 }
 
@@ -63,6 +66,7 @@ type Index struct {
 	docs     []doc
 	byID     map[string]int32
 	postings map[string][]posting
+	scopes   map[string]int // the documents of each scope stem
 	lenSum   [numFields]float64
 	live     int
 	dead     int
@@ -75,6 +79,7 @@ type doc struct {
 	id     string
 	lens   [numFields]uint16
 	action string
+	scope  []string // the stems of Doc.Scope
 	meta   any
 	live   bool
 }
@@ -87,7 +92,7 @@ type posting struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}}
+	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}, scopes: map[string]int{}}
 }
 
 // Len is the number of documents.
@@ -122,7 +127,11 @@ func (ix *Index) Put(d Doc) {
 	defer ix.mu.Unlock()
 	ix.deleteLocked(d.ID)
 	n := int32(len(ix.docs))
-	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, meta: d.Meta, live: true})
+	scope := Terms(d.Scope)
+	for _, t := range scope {
+		ix.scopes[t]++
+	}
+	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, scope: scope, meta: d.Meta, live: true})
 	ix.byID[d.ID] = n
 	ix.live++
 	for f := range numFields {
@@ -178,6 +187,11 @@ func (ix *Index) deleteLocked(id string) {
 	ix.dead++
 	for f := range numFields {
 		ix.lenSum[f] -= float64(d.lens[f])
+	}
+	for _, t := range d.scope {
+		if ix.scopes[t]--; ix.scopes[t] <= 0 {
+			delete(ix.scopes, t)
+		}
 	}
 	if ix.dead > 1024 && ix.dead > ix.live/3 {
 		ix.compactLocked()

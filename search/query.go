@@ -60,6 +60,7 @@ const (
 	prefixWeight      = 0.5  // known words the last, unfinished word begins
 	actionBoost       = 0.3  // a document doing the action asked for
 	nameBoost         = 0.5  // a document whose whole name or title was asked for
+	scopeBoost        = 0.5  // a document of the API the query names
 	maxPrefixTerms    = 16
 	maxSuggestions    = 3
 )
@@ -75,6 +76,7 @@ type qterm struct {
 type plan struct {
 	terms   []qterm
 	action  string
+	scope   string // a stem naming an API ("slack"), "" when none is named
 	unknown []Unknown
 }
 
@@ -134,6 +136,13 @@ func (ix *Index) analyse(text string) plan {
 			continue
 		}
 		for _, t := range appendTerms(nil, w) {
+			// A word is taken as naming an API when it is mostly found as
+			// one ("slack"), not when it is common ("memory", "everything").
+			if n := ix.scopes[t]; p.scope == "" && n > 0 && len(ix.postings[t]) <= 2*n {
+				p.scope = t
+				add(t, 1, "names the API")
+				continue
+			}
 			ix.addWord(&p, add, w, t, i == len(words)-1)
 		}
 	}
@@ -196,6 +205,9 @@ func (ix *Index) Search(q Query) Result {
 		s := acc.score[d] * ix.coverage(p, d) * (1 + nameBoost*named(doc, acc.named[d]))
 		if p.action != "" && doc.action == p.action {
 			s *= 1 + actionBoost
+		}
+		if p.scope != "" && slices.Contains(doc.scope, p.scope) {
+			s *= 1 + scopeBoost
 		}
 		cands = append(cands, scored{doc: d, score: s, id: doc.id})
 	}
@@ -392,6 +404,9 @@ func (ix *Index) explain(p plan, d int32) []string {
 	}
 	if p.action != "" && ix.docs[d].action == p.action {
 		out = append(out, fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, p.action))
+	}
+	if p.scope != "" && slices.Contains(ix.docs[d].scope, p.scope) {
+		out = append(out, fmt.Sprintf("×%.2f: of the API asked for (%s)", 1+scopeBoost, p.scope))
 	}
 	return out
 }
