@@ -56,7 +56,7 @@ type Doc struct {
 	// Scope names the API or service the capability belongs to (its
 	// domain): a query that names it ("in slack") prefers its capabilities.
 	Scope string
-	Meta   any               // returned with hits and given to Query.Keep
+	Meta  any // returned with hits and given to Query.Keep
 }
 
 // Index is an in-memory inverted index. It is safe for concurrent use;
