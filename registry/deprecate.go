@@ -56,6 +56,7 @@ func (s *Service) Deprecate(ctx context.Context, scheme, domain, name, version s
 	if err != nil {
 		return DeprecateResult{}, err
 	}
+	s.indexWritten(ctx, []Key{{Scheme: scheme, Domain: domain, Name: name}})
 	for _, r := range targets {
 		s.log.Info("capability deprecated", "key", r.Key.String(), "by", req.DeprecatedBy, "sunset", req.SunsetDate)
 	}

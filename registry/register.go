@@ -225,12 +225,15 @@ func (s *Service) storeBatch(ctx context.Context, items []*batchItem) ([]Registe
 			Version: it.key.Version, Digest: it.digest, Warnings: it.warnings, Record: recs[i]}
 	}
 	put, err := s.put(ctx, recs, out)
-	for _, r := range recs {
+	keys := make([]Key, len(recs))
+	for i, r := range recs {
 		s.cache.invalidate(cacheKey(r.Key.Scheme, r.Key.Domain, r.Key.Name))
+		keys[i] = r.Key
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.indexWritten(ctx, keys)
 	for i, it := range items {
 		out[i].Created = put[i].Created
 		if put[i].Created {

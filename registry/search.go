@@ -160,8 +160,8 @@ func sameCapability(a, b Key) bool {
 func (s *Service) indexCapability(ctx context.Context, k Key) {
 	versions, err := s.store.Versions(ctx, k.Scheme, k.Domain, k.Name)
 	if err != nil {
-		s.log.Warn("search index: cannot read a changed capability; searching the store until the index is rebuilt", "key", k, "err", err)
-		s.index.ready.Store(false)
+		// Its next change, or the next rebuild, brings it up to date.
+		s.log.Warn("search index: cannot read a changed capability; its entry may be stale", "key", k, "err", err)
 		return
 	}
 	for i := range versions {
@@ -169,6 +169,31 @@ func (s *Service) indexCapability(ctx context.Context, k Key) {
 		m := indexedOf(r)
 		m.latest = i == len(versions)-1
 		s.index.ix.Load().Put(search.DocOf(r.Key.String(), &r.Definition, m))
+	}
+}
+
+// maxSyncIndexed bounds the capabilities of one write that the index takes
+// in before the write returns; a bigger batch is indexed from the store's
+// notifications, a moment later.
+const maxSyncIndexed = 64
+
+// indexWritten takes this Service's own write of keys into the index at
+// once, so that a search right after a registration finds it, as the cache
+// does for resolution; the notifications of the write re-apply it.
+func (s *Service) indexWritten(ctx context.Context, keys []Key) {
+	if s.index == nil || !s.index.ready.Load() {
+		return
+	}
+	seen := map[Key]bool{}
+	for _, k := range keys {
+		k.Version = ""
+		if !seen[k] {
+			seen[k] = true
+			if len(seen) > maxSyncIndexed {
+				return
+			}
+			s.indexCapability(ctx, k)
+		}
 	}
 }
 
