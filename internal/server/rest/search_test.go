@@ -1,12 +1,17 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/sqlite"
 )
 
 // TestSearchViews: /registry/search answers summaries of at most 1 KB by
@@ -86,4 +91,37 @@ func TestSearchViews(t *testing.T) {
 	if !found {
 		t.Errorf("/openapi.json does not document view (compact by default, or full): %v", op["parameters"])
 	}
+}
+
+// TestSearchExplainsItsRanking: with the search index, a search says the
+// action it understood, the words no capability has (with the nearest
+// known), and with explain=true what each hit's score is made of.
+func TestSearchExplainsItsRanking(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "caphub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(st, registry.WithSearchIndex(true))
+	srv := httptest.NewServer(New(svc, nil))
+	t.Cleanup(func() { srv.Close(); svc.Close() })
+	for _, name := range []string{"issues_create", "issues_list", "pulls_list"} {
+		def := map[string]any{"uri": "ossa:github/" + name + "@1.0", "name": name, "domain": "github", "version": "1.0.0",
+			"description": strings.ReplaceAll(name, "_", " "), "input": map[string]any{"type": "object"}, "output": map[string]any{"type": "object"},
+			"bindings": map[string]any{"http": map[string]any{"method": "POST", "url": "http://127.0.0.1:9/" + name}}}
+		body, _ := json.Marshal(map[string]any{"capability": def})
+		expect(t, call(t, srv, "POST", "/registry/capabilities", "application/json", body), 201, "register")
+	}
+	var got SummaryListResponse
+	a := call(t, srv, "GET", "/registry/search?q=open+a+new+bug+report&explain=true", "", nil)
+	expect(t, a, 200, "explain")
+	if err := json.Unmarshal(a.body, &got); err != nil || len(got.Items) == 0 || got.Items[0].URI != "ossa:github/issues_create@1.0" ||
+		got.Action != "crud.create" || len(got.Hits) != len(got.Items) || len(got.Hits[0].Why) == 0 {
+		t.Fatalf("explained search: %v %s", err, a.body)
+	}
+	a = call(t, srv, "GET", "/registry/search?q=pul+reqests", "", nil)
+	got = SummaryListResponse{}
+	if err := json.Unmarshal(a.body, &got); err != nil || len(got.Unknown) != 2 || got.Unknown[0].Word != "pul" || len(got.Unknown[0].DidYouMean) == 0 || got.Unknown[0].DidYouMean[0] != "pull" || len(got.Items) != 1 || got.Hits != nil {
+		t.Errorf("misspelt search: %v %s", err, a.body)
+	}
+	expect(t, call(t, srv, "GET", "/registry/search?q=x&explain=maybe", "", nil), 400, "explain=maybe")
 }

@@ -137,7 +137,7 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", scope: auth.ScopePublish, summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
 		{method: "POST", path: "/registry/negotiate", scope: auth.ScopeRead, summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
 		{method: "GET", path: "/registry/resolve", scope: auth.ScopeRead, summary: "Resolve a URI to the version it names", params: []param{{name: "uri", in: "query", required: true, desc: "capability URI"}}, handler: s.resolve, responses: map[int]string{200: "resolution", 404: "not found", 410: "sunset"}},
-		{method: "GET", path: "/registry/search", scope: auth.ScopeRead, summary: "Ranked full-text search with filters, a page at a time: compact summaries by default, whole definitions with view=full", params: append([]param{{name: "q", in: "query", desc: "free text"}, viewParam}, listParams...), handler: s.search,
+		{method: "GET", path: "/registry/search", scope: auth.ScopeRead, summary: "Ranked full-text search with filters, a page at a time: compact summaries by default, whole definitions with view=full", params: append([]param{{name: "q", in: "query", desc: "free text, as people ask: any word may match"}, viewParam, explainParam}, listParams...), handler: s.search,
 			responses: map[int]string{200: "items (each a summary of at most 1 KB: tool_name, uri, version, title, a one-line description, params, and stability when not stable; or with view=full the whole definition), total and next_cursor, best first", 400: pageRefused + ", or a view other than compact and full"}},
 		{method: "GET", path: "/registry/index.yaml", scope: auth.ScopeRead, summary: "The registry index in the OSSA §5.1 format, a page of versions at a time: the Link rel=\"next\" header (and a closing comment) give the next page", params: pageParams, handler: s.index, responses: map[int]string{200: "YAML index", 400: pageRefused}},
 		{method: "GET", path: "/v1/capabilities", scope: auth.ScopeRead, summary: "Capabilities in the everruns shape, a page at a time", params: pageParams, handler: s.everrunsList, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
@@ -210,6 +210,25 @@ type ListResponse struct {
 	Items      []capability.Definition `json:"items"`
 	Total      int                     `json:"total"`
 	NextCursor string                  `json:"next_cursor,omitempty"`
+	Ranking
+}
+
+// Ranking is what a ranked search says beside its hits.
+type Ranking struct {
+	// Unknown lists the words no capability has, with the nearest known.
+	Unknown []registry.UnknownWord `json:"unknown,omitempty"`
+	// Action is the kind of operation asked for, e.g. crud.create.
+	Action string `json:"action,omitempty"`
+	// Hits has each item's score and why it ranked there (explain=true).
+	Hits []registry.Hit `json:"hits,omitempty"`
+}
+
+func rankingOf(p registry.Page, explain bool) Ranking {
+	r := Ranking{Unknown: p.Unknown, Action: p.Action}
+	if explain {
+		r.Hits = p.Hits
+	}
+	return r
 }
 
 func pageResponse(p registry.Page) ListResponse {
@@ -460,7 +479,11 @@ type SummaryListResponse struct {
 	Items      []capability.Summary `json:"items"`
 	Total      int                  `json:"total"`
 	NextCursor string               `json:"next_cursor,omitempty"`
+	Ranking
 }
+
+var explainParam = param{name: "explain", in: "query", desc: "true: each hit's score and what it is made of (hits, in the order of items)",
+	schema: map[string]any{"type": "boolean", "default": false}}
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
@@ -474,16 +497,24 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.Search(r.Context(), registry.SearchQuery{Text: q.Get("q"), Filter: f})
+	explain := false
+	if v := q.Get("explain"); v != "" {
+		if explain, err = strconv.ParseBool(v); err != nil {
+			return badRequest(fmt.Sprintf("explain=%q: use explain=true or explain=false", v))
+		}
+	}
+	p, err := s.svc.Search(r.Context(), registry.SearchQuery{Text: q.Get("q"), Filter: f, Explain: explain})
 	if err != nil {
 		return err
 	}
 	setNextLink(w, r, p.NextCursor)
 	if view == ViewFull {
-		writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+		out := pageResponse(p)
+		out.Ranking = rankingOf(p, explain)
+		writeJSON(w, http.StatusOK, out, s.log)
 		return nil
 	}
-	out := SummaryListResponse{Items: make([]capability.Summary, len(p.Items)), Total: p.Total, NextCursor: p.NextCursor}
+	out := SummaryListResponse{Items: make([]capability.Summary, len(p.Items)), Total: p.Total, NextCursor: p.NextCursor, Ranking: rankingOf(p, explain)}
 	for i := range p.Items {
 		out.Items[i] = capability.Summarize(&p.Items[i].Definition)
 	}
