@@ -247,24 +247,69 @@ definitions as JSON instead.`,
 			}
 			f := filterFromFlags(cmd)
 			limit, _ := cmd.Flags().GetInt("limit")
+			explain, _ := cmd.Flags().GetBool("explain")
 			return withRegistry(cmd, func(reg registry.API) error {
+				var first registry.Page
+				var hits []registry.Hit
 				recs, total, err := collect(limit, func(cursor string, size int) (registry.Page, error) {
 					f.Cursor, f.Limit = cursor, size
-					return reg.Search(cmd.Context(), registry.SearchQuery{Text: args[0], Filter: f})
+					p, err := reg.Search(cmd.Context(), registry.SearchQuery{Text: args[0], Filter: f, Explain: explain})
+					if cursor == "" {
+						first = p
+					}
+					hits = append(hits, p.Hits...)
+					return p, err
 				})
 				if err != nil {
 					return err
 				}
+				printUnknownWords(cmd, first.Unknown)
 				if view == "full" {
 					return printDefinitionsJSON(cmd, recs, total)
 				}
-				return printSummaries(cmd, recs, total, format)
+				if err := printSummaries(cmd, recs, total, format); err != nil {
+					return err
+				}
+				if explain {
+					printExplanations(cmd, recs, hits)
+				}
+				return nil
 			}, registry.WithSearchIndex(true))
 		},
 	}
 	filterFlags(cmd)
 	cmd.Flags().String("view", "compact", "compact (a summary of each match) or full (the whole definitions, as JSON)")
+	cmd.Flags().Bool("explain", false, "after the matches, what each one's score is made of (the words found and in which fields, the action asked for)")
 	return cmd
+}
+
+// printUnknownWords says on stderr which words of a search no capability
+// has, and the nearest known ones.
+func printUnknownWords(cmd *cobra.Command, unknown []registry.UnknownWord) {
+	for _, u := range unknown {
+		msg := fmt.Sprintf("caphub: no capability has the word %q", u.Word)
+		if len(u.DidYouMean) > 0 {
+			msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(u.DidYouMean, ", "))
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), msg)
+	}
+}
+
+// printExplanations prints why each match ranked where it did, as the
+// search index said (a store's own search, or a server, may not say).
+func printExplanations(cmd *cobra.Command, recs []registry.Record, hits []registry.Hit) {
+	out := cmd.OutOrStdout()
+	if len(hits) < len(recs) {
+		fmt.Fprintln(out, "\n(no explanation: this registry's search does not give one; a caphub with its search index does)")
+		return
+	}
+	fmt.Fprintln(out)
+	for i, r := range recs {
+		fmt.Fprintf(out, "%d. %s  score %.2f\n", i+1, r.Key, hits[i].Score)
+		for _, w := range hits[i].Why {
+			fmt.Fprintf(out, "     %s\n", w)
+		}
+	}
 }
 
 // printSummaries prints the compact form of each record (capability.Summary):

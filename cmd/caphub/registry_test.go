@@ -118,3 +118,23 @@ func TestRegistryCommands(t *testing.T) {
 		})
 	}
 }
+
+// capability search ranks with the search index: a phrase whose words are
+// not all in any capability still finds it, an unknown word is said on
+// stderr with the nearest known one, and --explain says why each ranked.
+func TestSearchCommandRanksAndExplains(t *testing.T) {
+	needCorpus(t)
+	t.Setenv("CAPHUB_SERVER", "")
+	db := filepath.Join(t.TempDir(), "caphub.db")
+	if code, out, errOut := caphub(t, "capability", "register", "--db", db, memoryYAML); code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := caphub(t, "capability", "search", "find documents by meaning in the vector memory", "--db", db, "--limit", "1", "--explain")
+	if code != 0 || !strings.Contains(out, "ossa:memory/semantic_search@1.0") || !strings.Contains(out, "1. ossa:memory/semantic_search@1.0.0  score ") || !strings.Contains(out, `in name`) {
+		t.Errorf("search --explain: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = caphub(t, "capability", "search", "semantik search", "--db", db)
+	if code != 0 || !strings.Contains(errOut, `no capability has the word "semantik" (did you mean semant`) || !strings.Contains(out, "ossa:memory/semantic_search@1.0") {
+		t.Errorf("a misspelt word: %d\n%s\n%s", code, out, errOut)
+	}
+}
