@@ -31,6 +31,31 @@ func WithSearchIndex(wait bool) Option {
 	}
 }
 
+// Semantic ranks capabilities by meaning (package embed's Ranker behind an
+// adapter): the similarity in [-1, 1] of a query to capability versions.
+type Semantic interface {
+	// Similar returns the most similar versions that keep accepts, at most
+	// limit of them.
+	Similar(ctx context.Context, query string, limit int, keep func(Key) bool) (map[Key]float64, error)
+	// Scores returns the similarity of each of keys that has a vector.
+	Scores(ctx context.Context, query string, keys []Key) (map[Key]float64, error)
+}
+
+// WithSemantic makes searches hybrid: the search index's best hits and
+// sem's most similar versions are ranked together by a mix of both scores
+// (see hybridWeight). It needs WithSearchIndex; a search whose semantic
+// part fails is answered by the lexical rank alone.
+func WithSemantic(sem Semantic) Option { return func(s *Service) { s.semantic = sem } }
+
+// Hybrid ranking: the first hybridDepth hits of each ranking are mixed, a
+// hit's score being (1-hybridWeight) × its lexical score over the best
+// one's plus hybridWeight × its similarity. Past hybridDepth, pages follow
+// the lexical rank.
+const (
+	hybridDepth  = 100
+	hybridWeight = 0.5
+)
+
 // searchIndex is the Service's index and its state.
 type searchIndex struct {
 	ix    atomic.Pointer[search.Index]
@@ -223,10 +248,16 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 	if err != nil {
 		return Page{}, true, err
 	}
-	res := ix.ix.Load().Search(search.Query{
-		Text: q.Text, Offset: offset, Limit: f.Limit, Explain: q.Explain,
-		Keep: func(m any) bool { return m.(*indexed).matches(&f) },
-	})
+	idx := ix.ix.Load()
+	keep := func(m any) bool { return m.(*indexed).matches(&f) }
+	res := idx.Search(search.Query{Text: q.Text, Offset: offset, Limit: f.Limit, Explain: q.Explain, Keep: keep})
+	if s.semantic != nil && f.Limit > 0 && offset < hybridDepth {
+		if mixed, err := s.hybrid(ctx, idx, q, offset, keep); err != nil {
+			s.log.Warn("semantic search failed; ranking by words only", "err", err)
+		} else {
+			res.Hits, res.Total = mixed.Hits, max(res.Total, mixed.Total)
+		}
+	}
 	page := Page{Items: make([]Record, 0, len(res.Hits)), Total: res.Total, Action: res.Action}
 	for _, u := range res.Unknown {
 		page.Unknown = append(page.Unknown, UnknownWord{Word: u.Word, DidYouMean: u.DidYouMean})
@@ -246,6 +277,69 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 		page.NextCursor = rankCursor{Query: fp, Offset: offset + f.Limit}.encode()
 	}
 	return page, true, nil
+}
+
+// hybrid ranks the first hybridDepth lexical hits of q together with the
+// versions most similar to it, and returns the page at offset.
+func (s *Service) hybrid(ctx context.Context, idx *search.Index, q SearchQuery, offset int, keep func(any) bool) (search.Result, error) {
+	lex := idx.Search(search.Query{Text: q.Text, Limit: hybridDepth, Explain: q.Explain, Keep: keep})
+	keys := make([]Key, len(lex.Hits))
+	for i, h := range lex.Hits {
+		keys[i] = h.Meta.(*indexed).key
+	}
+	sims, err := s.semantic.Scores(ctx, q.Text, keys)
+	if err != nil {
+		return search.Result{}, err
+	}
+	near, err := s.semantic.Similar(ctx, q.Text, hybridDepth, func(k Key) bool {
+		m, ok := idx.Meta(k.String())
+		return ok && keep(m)
+	})
+	if err != nil {
+		return search.Result{}, err
+	}
+	best := 1.0
+	if len(lex.Hits) > 0 {
+		best = lex.Hits[0].Score
+	}
+	mixed := make([]search.Hit, 0, len(lex.Hits)+len(near))
+	seen := map[Key]bool{}
+	for i, h := range lex.Hits {
+		sim := sims[keys[i]]
+		h.Score = (1-hybridWeight)*h.Score/best + hybridWeight*max(sim, 0)
+		if q.Explain {
+			h.Why = append(h.Why, fmt.Sprintf("semantic similarity %.2f, mixed with the words' score", sim))
+		}
+		seen[keys[i]] = true
+		mixed = append(mixed, h)
+	}
+	for k, sim := range near {
+		if seen[k] {
+			continue
+		}
+		m, _ := idx.Meta(k.String())
+		h := search.Hit{ID: k.String(), Meta: m, Score: hybridWeight * max(sim, 0)}
+		if q.Explain {
+			h.Why = []string{fmt.Sprintf("semantic similarity %.2f (no word in common)", sim)}
+		}
+		mixed = append(mixed, h)
+	}
+	slices.SortFunc(mixed, func(a, b search.Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	total := len(mixed)
+	if q.Filter.Limit > 0 {
+		mixed = mixed[min(offset, len(mixed)):min(offset+q.Filter.Limit, len(mixed))]
+	} else {
+		mixed = mixed[min(offset, len(mixed)):]
+	}
+	return search.Result{Hits: mixed, Total: total}, nil
 }
 
 // rankCursor continues a ranked search: an offset, since ranks move as the

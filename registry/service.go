@@ -20,6 +20,7 @@ type Service struct {
 
 	cache       versionCache
 	index       *searchIndex
+	semantic    Semantic
 	stopWatch   context.CancelFunc
 	cacheActive bool
 	recorder    ChangeRecorder

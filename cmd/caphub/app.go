@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caphub/caphub/agent"
@@ -55,7 +57,9 @@ type app struct {
 	// indexer keeps its vectors current.
 	ranker  *embed.Ranker
 	indexer *embed.Indexer
-	closers []func() error
+	// semantic is the registry's view of ranker, set once it exists.
+	semantic *semanticRanker
+	closers  []func() error
 }
 
 // openStore opens the store a --db value names.
@@ -161,12 +165,17 @@ func openAgents(ctx context.Context, c config, builtinsFailed func(error)) (*age
 // opts. The built-in capabilities are registered (a no-op when they
 // already are).
 func newApp(ctx context.Context, c config, opts ...registry.Option) (*app, error) {
-	svc, log, err := openService(ctx, c, append([]registry.Option{registry.WithCache()}, opts...)...)
+	opts = append([]registry.Option{registry.WithCache()}, opts...)
+	sem := &semanticRanker{}
+	if c.embed.url != "" {
+		opts = append(opts, registry.WithSemantic(sem))
+	}
+	svc, log, err := openService(ctx, c, opts...)
 	if err != nil {
 		return nil, err
 	}
 	// The service's Close stops the cache's watch, then closes the store.
-	a := &app{store: svc.Store(), svc: svc, audit: log, closers: []func() error{svc.Close, log.Close}}
+	a := &app{store: svc.Store(), svc: svc, audit: log, closers: []func() error{svc.Close, log.Close}, semantic: sem}
 	if err := a.addInvocation(ctx, c); err != nil {
 		a.Close()
 		return nil, err
@@ -176,6 +185,33 @@ func newApp(ctx context.Context, c config, opts ...registry.Option) (*app, error
 		return nil, err
 	}
 	return a, nil
+}
+
+// semanticRanker is an embed.Ranker as the registry's hybrid search asks
+// for it; the registry is made before the ranker, which needs its store.
+type semanticRanker struct{ ranker atomic.Pointer[embed.Ranker] }
+
+var errNoRanker = errors.New("semantic search is starting")
+
+func (s *semanticRanker) Similar(ctx context.Context, query string, limit int, keep func(registry.Key) bool) (map[registry.Key]float64, error) {
+	r := s.ranker.Load()
+	if r == nil {
+		return nil, errNoRanker
+	}
+	got, err := r.RankWith(ctx, query, limit, embed.RankOptions{Keep: keep})
+	out := make(map[registry.Key]float64, len(got))
+	for _, g := range got {
+		out[g.Key] = g.Similarity
+	}
+	return out, err
+}
+
+func (s *semanticRanker) Scores(ctx context.Context, query string, keys []registry.Key) (map[registry.Key]float64, error) {
+	r := s.ranker.Load()
+	if r == nil {
+		return nil, errNoRanker
+	}
+	return r.Scores(ctx, query, keys)
 }
 
 // addEmbedding starts the indexer of semantic search when an embedding
@@ -195,6 +231,7 @@ func (a *app) addEmbedding(c config) error {
 		Ranker: embed.RankerOptions{Dimensions: c.embed.dimensions},
 	})
 	a.ranker = a.indexer.Ranker()
+	a.semantic.ranker.Store(a.ranker)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := a.indexer.Start(ctx)
 	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })

@@ -12,6 +12,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/embed/embedtest"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/registry"
 )
 
 // serveConfigOf reads the config of `caphub serve args...`.
@@ -151,4 +152,56 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// With an embedding provider and the search index, search is hybrid: a
+// capability that shares no word with the query (tldr, summarize) is found
+// by meaning, and the lexical hits keep their place when the words match.
+func TestHybridSearch(t *testing.T) {
+	srv := embedtest.New(t, embedtest.Options{Dimensions: 128})
+	cfg := config{
+		db:    filepath.Join(t.TempDir(), "caphub.db"),
+		log:   slog.New(slog.DiscardHandler),
+		embed: embedConfig{url: srv.URL, model: srv.Model()},
+	}
+	ctx := context.Background()
+	a, err := newApp(ctx, cfg, registry.WithSearchIndex(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var defs []capability.Definition
+	for _, d := range [][3]string{
+		{"send_email", "Send an email", "Sends an email to a recipient through SMTP."},
+		{"summarize_text", "Summarize a text", "Writes a short summary of a long text."},
+	} {
+		defs = append(defs, capability.Definition{
+			URI: "ossa:text/" + d[0] + "@1.0", Name: d[0], Domain: "text", Version: "1.0.0", Title: d[1], Description: d[2],
+			Input: capability.Schema{"type": "object"}, Output: capability.Schema{"type": "object"},
+			Bindings: capability.Bindings{Native: &capability.NativeBinding{Handler: d[0]}},
+		})
+	}
+	if _, err := a.svc.RegisterBatch(identity.With(ctx, identity.Caller{Actor: "test"}), defs); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for s := a.indexer.Status(); !s.Loaded || s.Pending > 0 || s.Scanning || !a.ranker.Has(registry.Key{Scheme: "ossa", Domain: "text", Name: "summarize_text", Version: "1.0.0"}); s = a.indexer.Status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the indexer is not done: %+v", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	page, err := a.svc.Search(ctx, registry.SearchQuery{Text: "tldr please", Filter: registry.ListFilter{Limit: 5}, Explain: true})
+	if err != nil || len(page.Items) == 0 || page.Items[0].Key.Name != "summarize_text" || !strings.Contains(strings.Join(page.Hits[0].Why, " "), "semantic similarity") {
+		t.Errorf("a query with no word in common: %+v %v", page, err)
+	}
+	page, err = a.svc.Search(ctx, registry.SearchQuery{Text: "send an email", Filter: registry.ListFilter{Limit: 5}})
+	if err != nil || len(page.Items) == 0 || page.Items[0].Key.Name != "send_email" {
+		t.Errorf("a query of the capability's own words: %+v %v", page, err)
+	}
+	// Without the provider, the same words find nothing to rank.
+	lex := registry.NewService(a.store, registry.WithSearchIndex(true))
+	if p, err := lex.Search(ctx, registry.SearchQuery{Text: "tldr please", Filter: registry.ListFilter{Limit: 5}}); err != nil || len(p.Items) != 0 {
+		t.Errorf("words only: %+v %v", p, err)
+	}
 }
