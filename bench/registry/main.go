@@ -6,7 +6,9 @@
 //   - register throughput (batches through the service: validation,
 //     inference, version rules, store);
 //   - resolve latency p50/p99 over random URIs;
-//   - search latency p50/p95 over random one- and two-word queries;
+//   - search latency p50/p95 over random one- and two-word queries and
+//     phrases: the Service's search index and the store's own search,
+//     alternating, and the time the index takes to build;
 //   - with -http, `caphub serve` (the real binary, built here) on the SQLite
 //     file: GET /registry/capabilities/{domain}/{name}@{version} from C
 //     concurrent clients on loopback for a fixed time, throughput and p99, and
@@ -155,20 +157,44 @@ func run(ctx context.Context, st registry.Store, defs []capability.Definition, b
 	}
 	fmt.Printf("| resolve p50 / p99 | %s / %s |\n", load.Pct(lat, 50), load.Pct(lat, 99))
 
+	searchBoth(ctx, st, r, searches)
+}
+
+// searchBoth times the Service's search (package search's index) and the
+// store's own full-text search on the same queries, in alternating rounds:
+// one- and two-word queries and phrases as agents write them.
+func searchBoth(ctx context.Context, st registry.Store, r *rand.Rand, searches int) {
+	start := time.Now()
+	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), registry.WithSearchIndex(true))
+	if _, err := svc.Search(ctx, registry.SearchQuery{Text: "warm up"}); err != nil {
+		log.Fatalf("search index: %v", err)
+	}
+	fmt.Printf("| search index built (Service start to first answer) | %s |\n", time.Since(start).Round(time.Millisecond))
 	words := []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
-	lat = lat[:0]
+	phrases := []string{"open a new ticket for a customer", "who am I", "send a message to the team", "list the invoices of last month", "scan my repository for vulnerabilities"}
+	var idx, own []time.Duration
 	for i := 0; i < searches; i++ {
 		q := words[r.Intn(len(words))]
-		if r.Intn(2) == 0 {
+		switch r.Intn(3) {
+		case 0:
 			q += " " + words[r.Intn(len(words))]
+		case 1:
+			q = phrases[r.Intn(len(phrases))]
 		}
+		sq := registry.SearchQuery{Text: q, Filter: registry.ListFilter{Limit: 10}}
 		t0 := time.Now()
-		if _, err := svc.Search(ctx, registry.SearchQuery{Text: q, Filter: registry.ListFilter{Limit: 10}}); err != nil {
+		if _, err := svc.Search(ctx, sq); err != nil {
 			log.Fatalf("search %q: %v", q, err)
 		}
-		lat = append(lat, time.Since(t0))
+		idx = append(idx, time.Since(t0))
+		t0 = time.Now()
+		if _, err := st.Search(ctx, sq); err != nil {
+			log.Fatalf("store search %q: %v", q, err)
+		}
+		own = append(own, time.Since(t0))
 	}
-	fmt.Printf("| search (10 results) p50 / p95 | %s / %s |\n", load.Pct(lat, 50), load.Pct(lat, 95))
+	fmt.Printf("| search (10 results) p50 / p95, search index | %s / %s |\n", load.Pct(idx, 50), load.Pct(idx, 95))
+	fmt.Printf("| search (10 results) p50 / p95, the store's own full-text search | %s / %s |\n", load.Pct(own, 50), load.Pct(own, 95))
 }
 
 func httpLoad(defs []capability.Definition, dbPath string, clients int, duration time.Duration) {
