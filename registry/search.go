@@ -105,6 +105,12 @@ func (m *indexed) matches(f *ListFilter) bool {
 	return hierarchical(f.Domain, m.domains) && hierarchical(f.Category, m.categories)
 }
 
+// filters reports whether f filters on more than the latest versions.
+func filters(f ListFilter) bool {
+	f.AllVersions, f.Limit, f.Cursor = false, 0, ""
+	return f != ListFilter{}
+}
+
 // hierarchical reports whether filter ("" matches all) matches one of the
 // dotted values.
 func hierarchical(filter string, values []string) bool {
@@ -159,6 +165,7 @@ func (s *Service) buildIndex(ctx context.Context) error {
 			// the last of each is its latest.
 			if prev != nil && !sameCapability(prev.key, m.key) {
 				prev.latest = true
+				ix.SetCurrent(prev.key.String(), true)
 			}
 			ix.Put(search.DocOf(r.Key.String(), &r.Definition, m))
 			prev = m
@@ -170,6 +177,7 @@ func (s *Service) buildIndex(ctx context.Context) error {
 	}
 	if prev != nil {
 		prev.latest = true
+		ix.SetCurrent(prev.key.String(), true)
 	}
 	s.index.ix.Store(ix)
 	s.log.Info("search index built", "versions", ix.Len(), "took", time.Since(start).Round(time.Millisecond))
@@ -193,7 +201,9 @@ func (s *Service) indexCapability(ctx context.Context, k Key) {
 		r := &versions[i]
 		m := indexedOf(r)
 		m.latest = i == len(versions)-1
-		s.index.ix.Load().Put(search.DocOf(r.Key.String(), &r.Definition, m))
+		d := search.DocOf(r.Key.String(), &r.Definition, m)
+		d.Current = m.latest
+		s.index.ix.Load().Put(d)
 	}
 }
 
@@ -250,7 +260,11 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 	}
 	idx := ix.ix.Load()
 	keep := func(m any) bool { return m.(*indexed).matches(&f) }
-	res := idx.Search(search.Query{Text: q.Text, Offset: offset, Limit: f.Limit, Explain: q.Explain, Keep: keep})
+	sq := search.Query{Text: q.Text, Offset: offset, Limit: f.Limit, Explain: q.Explain, CurrentOnly: !f.AllVersions}
+	if filters(f) {
+		sq.Keep = keep
+	}
+	res := idx.Search(sq)
 	if s.semantic != nil && f.Limit > 0 && offset < hybridDepth {
 		if mixed, err := s.hybrid(ctx, idx, q, offset, keep); err != nil {
 			s.log.Warn("semantic search failed; ranking by words only", "err", err)
@@ -282,7 +296,7 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 // hybrid ranks the first hybridDepth lexical hits of q together with the
 // versions most similar to it, and returns the page at offset.
 func (s *Service) hybrid(ctx context.Context, idx *search.Index, q SearchQuery, offset int, keep func(any) bool) (search.Result, error) {
-	lex := idx.Search(search.Query{Text: q.Text, Limit: hybridDepth, Explain: q.Explain, Keep: keep})
+	lex := idx.Search(search.Query{Text: q.Text, Limit: hybridDepth, Explain: q.Explain, Keep: keep, CurrentOnly: !q.Filter.AllVersions})
 	keys := make([]Key, len(lex.Hits))
 	for i, h := range lex.Hits {
 		keys[i] = h.Meta.(*indexed).key

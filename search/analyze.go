@@ -2,6 +2,7 @@ package search
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -112,8 +113,30 @@ func Stem(w string) string {
 	if len(w) <= 2 || w[0] >= '0' && w[0] <= '9' {
 		return w
 	}
-	return english.Stem(w, true)
+	stems.mu.Lock()
+	s, ok := stems.m[w]
+	stems.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = english.Stem(w, true)
+	stems.mu.Lock()
+	if len(stems.m) >= maxCachedStems {
+		clear(stems.m)
+	}
+	stems.m[w] = s
+	stems.mu.Unlock()
+	return s
 }
+
+// stems remembers recent stems: stemming is the costliest step of
+// analysis, and a catalog repeats its words.
+var stems = struct {
+	mu sync.Mutex
+	m  map[string]string
+}{m: map[string]string{}}
+
+const maxCachedStems = 1 << 16
 
 // stopWords are left out of both documents and queries: PostgreSQL's
 // english stop words, which carry no meaning for a search, but for "me"

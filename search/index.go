@@ -56,7 +56,10 @@ type Doc struct {
 	// Scope names the API or service the capability belongs to (its
 	// domain): a query that names it ("in slack") prefers its capabilities.
 	Scope string
-	Meta  any // returned with hits and given to Query.Keep
+	// Current marks the version a search sees when it asks for current
+	// versions only (Query.CurrentOnly): the latest of its capability.
+	Current bool
+	Meta    any // returned with hits and given to Query.Keep
 }
 
 // Index is an in-memory inverted index. It is safe for concurrent use;
@@ -82,6 +85,9 @@ type doc struct {
 	scope  []string // the stems of Doc.Scope
 	meta   any
 	live   bool
+	// current is Doc.Current, kept here so that the commonest filter costs
+	// no call.
+	current bool
 }
 
 // posting is one document's term frequencies per field (saturated at 255).
@@ -131,7 +137,7 @@ func (ix *Index) Put(d Doc) {
 	for _, t := range scope {
 		ix.scopes[t]++
 	}
-	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, scope: scope, meta: d.Meta, live: true})
+	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, scope: scope, meta: d.Meta, live: true, current: d.Current})
 	ix.byID[d.ID] = n
 	ix.live++
 	for f := range numFields {
@@ -152,6 +158,15 @@ func (ix *Index) SetMeta(id string, meta any) {
 	defer ix.mu.Unlock()
 	if n, ok := ix.byID[id]; ok {
 		ix.docs[n].meta = meta
+	}
+}
+
+// SetCurrent sets the Current mark of document id, if there is one.
+func (ix *Index) SetCurrent(id string, current bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if n, ok := ix.byID[id]; ok {
+		ix.docs[n].current = current
 	}
 }
 

@@ -15,6 +15,8 @@ type Query struct {
 	// Keep, when set, says whether a matching document may be returned
 	// (the caller's filter); it is called with the document's Meta.
 	Keep func(meta any) bool
+	// CurrentOnly returns only documents marked Current.
+	CurrentOnly bool
 	// Offset and Limit select the page of hits; Limit <= 0 returns all.
 	Offset, Limit int
 	// Explain fills Hit.Why.
@@ -63,6 +65,7 @@ const (
 	scopeBoost        = 0.5  // a document of the API the query names
 	maxPrefixTerms    = 16
 	maxSuggestions    = 3
+	pruneAbove        = 20000 // documents, past which common expansions are left out
 )
 
 // qterm is one index term a query looks for.
@@ -199,7 +202,7 @@ func (ix *Index) Search(q Query) Result {
 	cands := make([]scored, 0, len(acc.touched))
 	for _, d := range acc.touched {
 		doc := &ix.docs[d]
-		if !doc.live || (q.Keep != nil && !q.Keep(doc.meta)) {
+		if !doc.live || q.CurrentOnly && !doc.current || (q.Keep != nil && !q.Keep(doc.meta)) {
 			continue
 		}
 		s := acc.score[d] * ix.coverage(p, d) * (1 + nameBoost*named(doc, acc.named[d]))
@@ -262,6 +265,11 @@ func (ix *Index) accumulate(p plan) *accumulator {
 	norm := ix.norms()
 	for _, qt := range p.terms {
 		ps := ix.postings[qt.term]
+		if qt.weight < 1 && len(ps) > ix.live/4 && ix.live > pruneAbove {
+			// In a big catalog, a word the query did not say that is in
+			// a quarter of it changes scores by little and costs the most.
+			continue
+		}
 		idf := ix.idf(len(ps)) * qt.weight
 		for i := range ps {
 			d := ps[i].doc

@@ -23,6 +23,11 @@ func (ix *Index) nearest(vocab []string, t string, n int) []string {
 		if d := len(v) - len(t); d > limit || -d > limit {
 			continue
 		}
+		// A misspelling seldom changes the first letter (or swaps the
+		// first two): the rest of the vocabulary is not compared.
+		if v == "" || t == "" || v[0] != t[0] && !(len(v) > 1 && len(t) > 1 && v[0] == t[1] && v[1] == t[0]) {
+			continue
+		}
 		if d := distance(t, v, limit); d <= limit {
 			cands = append(cands, cand{v, d, len(ix.postings[v])})
 		}
