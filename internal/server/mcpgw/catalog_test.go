@@ -267,6 +267,17 @@ func TestGitHubFindAnswerSize(t *testing.T) {
 			}
 		}
 	}
+	// The ranking finds what an agent means, and says which words no
+	// capability has, with the nearest known ones.
+	var found struct {
+		Capabilities []capability.Summary   `json:"capabilities"`
+		Unknown      []registry.UnknownWord `json:"unknown_words"`
+	}
+	s.callTool(mcpgw.ToolFindCapabilities, map[string]any{"query": "open a new bug report in a repositry", "limit": 3}, &found)
+	if len(found.Capabilities) == 0 || found.Capabilities[0].ToolName != "github_issues_create" ||
+		len(found.Unknown) != 1 || found.Unknown[0].Word != "repositry" || len(found.Unknown[0].DidYouMean) == 0 {
+		t.Errorf("find_capabilities of a phrase with a misspelt word: %+v", found)
+	}
 	// The whole definition is one call away.
 	var d struct {
 		URI         string         `json:"uri"`

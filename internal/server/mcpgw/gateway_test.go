@@ -89,7 +89,7 @@ func newCaphubIn(t testing.TB, dir string) (*sqlite.Store, *registry.Service, []
 		t.Fatal(err)
 	}
 	log := quietLog()
-	svc := registry.NewService(st, registry.WithLogger(log), registry.WithCache())
+	svc := registry.NewService(st, registry.WithLogger(log), registry.WithCache(), registry.WithSearchIndex(true))
 	if _, err := svc.RegisterBatch(ctx, builtin.Definitions()); err != nil {
 		t.Fatalf("register the built-ins: %v", err)
 	}

@@ -212,10 +212,14 @@ func (g *Gateway) findCapabilities(ctx context.Context, req *mcp.CallToolRequest
 	q := registry.SearchQuery{Text: strings.TrimSpace(a.Query), Filter: registry.ListFilter{
 		Domain: a.Domain, Category: a.Category, Intent: a.Intent, Limit: max(2*limit, 20)}}
 	matches := []capability.Summary{}
+	var unknown []registry.UnknownWord
 	for pages := 0; len(matches) < limit && pages < 100; pages++ {
 		page, err := g.reg.Search(ctx, q)
 		if err != nil {
 			return g.errorResult(ctx, req, ToolFindCapabilities, fmt.Errorf("searching the registry failed: %w", err), true), nil
+		}
+		if pages == 0 {
+			unknown = page.Unknown
 		}
 		for _, r := range page.Items {
 			if len(matches) == limit {
@@ -235,6 +239,11 @@ func (g *Gateway) findCapabilities(ctx context.Context, req *mcp.CallToolRequest
 	}
 	fitSummaries(matches, len(matches)*findHitBytes)
 	res := map[string]any{"capabilities": matches, "count": len(matches)}
+	if len(unknown) > 0 {
+		// The words no capability has, and the nearest known ones, so that
+		// the agent can ask again in the catalog's words.
+		res["unknown_words"] = unknown
+	}
 	return successResult(&invoke.Result{}, res, true), nil
 }
 
