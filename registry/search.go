@@ -16,6 +16,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/search"
+	"golang.org/x/sync/errgroup"
 )
 
 // WithSearchIndex ranks searches with package search's index, held in
@@ -276,21 +277,47 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 	for _, u := range res.Unknown {
 		page.Unknown = append(page.Unknown, UnknownWord{Word: u.Word, DidYouMean: u.DidYouMean})
 	}
-	for _, h := range res.Hits {
-		r, err := s.store.Get(ctx, h.Meta.(*indexed).key)
-		if errors.Is(err, ErrNotFound) {
+	recs, err := s.getAll(ctx, res.Hits)
+	if err != nil {
+		return Page{}, true, err
+	}
+	for i, h := range res.Hits {
+		if recs[i] == nil {
 			continue // gone since it was indexed
 		}
-		if err != nil {
-			return Page{}, true, err
-		}
-		page.Items = append(page.Items, r)
+		page.Items = append(page.Items, *recs[i])
 		page.Hits = append(page.Hits, Hit{Score: h.Score, Why: h.Why})
 	}
 	if f.Limit > 0 && offset+f.Limit < res.Total {
 		page.NextCursor = rankCursor{Query: fp, Offset: offset + f.Limit}.encode()
 	}
 	return page, true, nil
+}
+
+// maxParallelGets bounds the reads of one page of hits made at once.
+const maxParallelGets = 8
+
+// getAll reads the records of hits from the store, several at a time (a
+// page is a round trip per hit on PostgreSQL); nil for one gone since it
+// was indexed.
+func (s *Service) getAll(ctx context.Context, hits []search.Hit) ([]*Record, error) {
+	recs := make([]*Record, len(hits))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxParallelGets)
+	for i, h := range hits {
+		g.Go(func() error {
+			r, err := s.store.Get(ctx, h.Meta.(*indexed).key)
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			recs[i] = &r
+			return nil
+		})
+	}
+	return recs, g.Wait()
 }
 
 // hybrid ranks the first hybridDepth lexical hits of q together with the
