@@ -61,7 +61,7 @@ const (
 	suggestionWeight  = 0.5  // the nearest known word to an unknown one
 	prefixWeight      = 0.5  // known words the last, unfinished word begins
 	actionBoost       = 0.3  // a document doing the action asked for
-	nameBoost         = 0.5  // a document whose whole name or title was asked for
+	nameBoost         = 1.0  // a document whose whole name or title was asked for
 	scopeBoost        = 0.5  // a document of the API the query names
 	maxPrefixTerms    = 16
 	maxSuggestions    = 3
