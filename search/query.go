@@ -200,12 +200,13 @@ func (ix *Index) Search(q Query) Result {
 	acc := ix.accumulate(p)
 	defer acc.release()
 	cands := make([]scored, 0, len(acc.touched))
+	want := p.own()
 	for _, d := range acc.touched {
 		doc := &ix.docs[d]
 		if !doc.live || q.CurrentOnly && !doc.current || (q.Keep != nil && !q.Keep(doc.meta)) {
 			continue
 		}
-		s := acc.score[d] * ix.coverage(p, d) * (1 + nameBoost*named(doc, acc.named[d]))
+		s := acc.score[d] * coverageOf(want, int(acc.own[d])) * (1 + nameBoost*named(doc, acc.named[d]))
 		if p.action != "" && doc.action == p.action {
 			s *= 1 + actionBoost
 		}
@@ -240,6 +241,7 @@ func (ix *Index) Search(q Query) Result {
 type accumulator struct {
 	score   []float64
 	named   [][2]uint16
+	own     []uint8 // the query's own words the document has
 	touched []int32
 }
 
@@ -249,6 +251,7 @@ func (a *accumulator) release() {
 	for _, d := range a.touched {
 		a.score[d] = 0
 		a.named[d] = [2]uint16{}
+		a.own[d] = 0
 	}
 	a.touched = a.touched[:0]
 	accPool.Put(a)
@@ -261,6 +264,7 @@ func (ix *Index) accumulate(p plan) *accumulator {
 	if len(acc.score) < len(ix.docs) {
 		acc.score = make([]float64, len(ix.docs)+len(ix.docs)/4)
 		acc.named = make([][2]uint16, len(acc.score))
+		acc.own = make([]uint8, len(acc.score))
 	}
 	norm := ix.norms()
 	for _, qt := range p.terms {
@@ -283,6 +287,9 @@ func (ix *Index) accumulate(p plan) *accumulator {
 			acc.score[d] += s
 			acc.named[d][0] += uint16(ps[i].tf[FieldName])
 			acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
+			if qt.why == "" {
+				acc.own[d]++
+			}
 		}
 	}
 	return acc
@@ -320,20 +327,32 @@ func (ix *Index) saturated(p *posting, d int32, avg *[numFields]float64) float64
 // coverage favours documents that have more of the query's own words: 1
 // when all are found, down to 0.6 for few.
 func (ix *Index) coverage(p plan, d int32) float64 {
-	found, want := 0, 0
+	found := 0
 	for _, qt := range p.terms {
-		if qt.why != "" {
-			continue
-		}
-		want++
-		if ix.has(qt.term, d) {
+		if qt.why == "" && ix.has(qt.term, d) {
 			found++
 		}
 	}
+	return coverageOf(p.own(), found)
+}
+
+// coverageOf is coverage for found of want words.
+func coverageOf(want, found int) float64 {
 	if want <= 1 {
 		return 1
 	}
 	return 0.6 + 0.4*float64(found)/float64(want)
+}
+
+// own counts the query's own words (not verbs, synonyms or expansions).
+func (p plan) own() int {
+	n := 0
+	for _, qt := range p.terms {
+		if qt.why == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // named is the largest share of document d's name or title that the query
