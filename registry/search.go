@@ -306,7 +306,7 @@ func (s *Service) getAll(ctx context.Context, hits []search.Hit) ([]*Record, err
 	g.SetLimit(maxParallelGets)
 	for i, h := range hits {
 		g.Go(func() error {
-			r, err := s.store.Get(ctx, h.Meta.(*indexed).key)
+			r, err := s.getRecord(ctx, h.Meta.(*indexed).key)
 			if errors.Is(err, ErrNotFound) {
 				return nil
 			}
@@ -318,6 +318,25 @@ func (s *Service) getAll(ctx context.Context, hits []search.Hit) ([]*Record, err
 		})
 	}
 	return recs, g.Wait()
+}
+
+// getRecord reads one version: from the version cache when the Service
+// keeps one (WithCache), so that a search does not decode the same large
+// definitions again and again, else from the store.
+func (s *Service) getRecord(ctx context.Context, k Key) (Record, error) {
+	if !s.cacheActive {
+		return s.store.Get(ctx, k)
+	}
+	versions, err := s.cachedVersions(ctx, k.Scheme, k.Domain, k.Name)
+	if err != nil {
+		return Record{}, err
+	}
+	for _, r := range versions {
+		if r.Key == k {
+			return r, nil
+		}
+	}
+	return Record{}, fmt.Errorf("capability %s: %w", k, ErrNotFound)
 }
 
 // hybrid ranks the first hybridDepth lexical hits of q together with the

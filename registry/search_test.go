@@ -56,7 +56,7 @@ func TestSearchIndexFollowsTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	svc := registry.NewService(stA, registry.WithSearchIndex(true))
+	svc := registry.NewService(stA, registry.WithSearchIndex(true), registry.WithCache())
 	defer svc.Close()
 
 	page, err := svc.Search(ctx, registry.SearchQuery{Text: "open a new bug report", Explain: true})

@@ -165,7 +165,7 @@ func run(ctx context.Context, st registry.Store, defs []capability.Definition, b
 // one- and two-word queries and phrases as agents write them.
 func searchBoth(ctx context.Context, st registry.Store, r *rand.Rand, searches int) {
 	start := time.Now()
-	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), registry.WithSearchIndex(true))
+	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), registry.WithSearchIndex(true), registry.WithCache())
 	if _, err := svc.Search(ctx, registry.SearchQuery{Text: "warm up"}); err != nil {
 		log.Fatalf("search index: %v", err)
 	}

@@ -189,7 +189,7 @@ func load(ctx context.Context, kind string, p *peers) (*catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.DiscardHandler)), registry.WithSearchIndex(true))
+	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.DiscardHandler)), registry.WithSearchIndex(true), registry.WithCache())
 	atExit(func() { svc.Close() }) // closes st
 	cat := &catalog{store: kind, svc: svc, counts: map[string]int{}}
 	for _, s := range specs {
