@@ -334,7 +334,7 @@ func (a listAnswer) page() registry.Page {
 // Versions lists every version of a capability, page after page; none is
 // not an error.
 func (c *Client) Versions(ctx context.Context, scheme, domain, name string) ([]registry.Record, error) {
-	a, err := c.listPages(ctx, capPath(domain, name), url.Values{"scheme": {scheme}}, 0)
+	a, err := c.listPages(ctx, capPath(domain, name), url.Values{"scheme": {scheme}}, 0, nil)
 	if errors.Is(err, registry.ErrNotFound) {
 		return []registry.Record{}, nil
 	}
@@ -370,7 +370,7 @@ func filterQuery(f registry.ListFilter) url.Values {
 // f.Cursor on, read a page at a time (the server answers at most
 // MaxPageSize per request).
 func (c *Client) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), f.Limit)
+	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), f.Limit, nil)
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -383,11 +383,17 @@ func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.P
 	v := filterQuery(q.Filter)
 	v.Set("q", q.Text)
 	v.Set("view", "full")
-	a, err := c.listPages(ctx, "/registry/search", v, q.Filter.Limit)
+	if q.Explain {
+		v.Set("explain", "true")
+	}
+	var rank ranking
+	a, err := c.listPages(ctx, "/registry/search", v, q.Filter.Limit, &rank)
 	if err != nil {
 		return registry.Page{}, err
 	}
-	return a.page(), nil
+	p := a.page()
+	p.Unknown, p.Action, p.Hits = rank.Unknown, rank.Action, rank.Hits
+	return p, nil
 }
 
 // Deprecate deprecates the versions a version string names.

@@ -66,7 +66,7 @@ func TestSearchGivesDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := registry.NewService(st)
+	svc := registry.NewService(st, registry.WithSearchIndex(true))
 	srv := httptest.NewServer(rest.New(svc, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { srv.Close(); svc.Close() })
 	def := capability.Definition{URI: "ossa:text/echo@1.0", Name: "echo", Domain: "text", Version: "1.0.0", Description: "Echoes its text back.",
@@ -90,5 +90,12 @@ func TestSearchGivesDefinitions(t *testing.T) {
 	got := p.Items[0]
 	if got.Key.Name != "echo" || got.Key.Version != "1.0.0" || got.Definition.Input["properties"] == nil || got.Definition.Bindings.HTTP == nil {
 		t.Errorf("Search(echo) = %+v, want the whole definition", got)
+	}
+	// What the ranking says comes through too: the unknown words, and
+	// with Explain each hit's parts.
+	p, err = c.Search(t.Context(), registry.SearchQuery{Text: "show the echos of my txt", Explain: true})
+	if err != nil || len(p.Items) != 1 || len(p.Hits) != 1 || len(p.Hits[0].Why) == 0 || p.Action != "crud.read" ||
+		len(p.Unknown) != 1 || p.Unknown[0].Word != "txt" || len(p.Unknown[0].DidYouMean) == 0 || p.Unknown[0].DidYouMean[0] != "text" {
+		t.Errorf("Search with Explain: %+v %v", p, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
 )
 
 // pageSize is the page the client asks for: within the maximum every
@@ -20,8 +21,9 @@ const pageSize = 500
 // until it has limit items (0: every item, as registry.ListFilter means
 // it). A limit above pageSize is read in several pages. It returns the
 // items, the list's total and the cursor after the last item read ("" at
-// the end of the list).
-func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, limit int) (items []T, total int, next string, err error) {
+// the end of the list). A ranked search also fills rank, when given: the
+// first page's unknown words and action, and every page's hits.
+func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, limit int, rank *ranking) (items []T, total int, next string, err error) {
 	items = []T{}
 	for {
 		size := pageSize
@@ -33,6 +35,7 @@ func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, l
 			Items      []T    `json:"items"`
 			Total      int    `json:"total"`
 			NextCursor string `json:"next_cursor"`
+			ranking
 		}
 		_, data, _, err := c.send(ctx, http.MethodGet, path+"?"+q.Encode(), nil, nil)
 		if err != nil {
@@ -40,6 +43,12 @@ func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, l
 		}
 		if err := json.Unmarshal(data, &a); err != nil {
 			return nil, 0, "", fmt.Errorf("decode answer of GET %s: %w", path, err)
+		}
+		if rank != nil {
+			if len(items) == 0 {
+				rank.Unknown, rank.Action = a.Unknown, a.Action
+			}
+			rank.Hits = append(rank.Hits, a.Hits...)
 		}
 		items = append(items, a.Items...)
 		total, next = a.Total, a.NextCursor
@@ -53,8 +62,16 @@ func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, l
 	}
 }
 
+// ranking is what a ranked search answers beside its items (REST's
+// rest.Ranking).
+type ranking struct {
+	Unknown []registry.UnknownWord `json:"unknown"`
+	Action  string                 `json:"action"`
+	Hits    []registry.Hit         `json:"hits"`
+}
+
 // listPages reads capability definitions from a list or search endpoint.
-func (c *Client) listPages(ctx context.Context, path string, q url.Values, limit int) (listAnswer, error) {
-	items, total, next, err := pagesOf[capability.Definition](ctx, c, path, q, limit)
+func (c *Client) listPages(ctx context.Context, path string, q url.Values, limit int, rank *ranking) (listAnswer, error) {
+	items, total, next, err := pagesOf[capability.Definition](ctx, c, path, q, limit, rank)
 	return listAnswer{Items: items, Total: total, NextCursor: next}, err
 }

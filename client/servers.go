@@ -30,7 +30,7 @@ func (c *Client) GetServer(ctx context.Context, name string) (*discover.SavedSer
 
 // ListServers lists every saved server, page after page.
 func (c *Client) ListServers(ctx context.Context) ([]discover.SavedServer, error) {
-	items, _, _, err := pagesOf[discover.SavedServer](ctx, c, "/v1/servers", url.Values{}, 0)
+	items, _, _, err := pagesOf[discover.SavedServer](ctx, c, "/v1/servers", url.Values{}, 0, nil)
 	return items, err
 }
 
