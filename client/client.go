@@ -386,13 +386,13 @@ func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.P
 	if q.Explain {
 		v.Set("explain", "true")
 	}
-	var rank ranking
+	var rank registry.Ranking
 	a, err := c.listPages(ctx, "/registry/search", v, q.Filter.Limit, &rank)
 	if err != nil {
 		return registry.Page{}, err
 	}
 	p := a.page()
-	p.Unknown, p.Action, p.Hits = rank.Unknown, rank.Action, rank.Hits
+	p.Ranking = rank
 	return p, nil
 }
 

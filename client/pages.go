@@ -23,7 +23,7 @@ const pageSize = 500
 // items, the list's total and the cursor after the last item read ("" at
 // the end of the list). A ranked search also fills rank, when given: the
 // first page's unknown words and action, and every page's hits.
-func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, limit int, rank *ranking) (items []T, total int, next string, err error) {
+func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, limit int, rank *registry.Ranking) (items []T, total int, next string, err error) {
 	items = []T{}
 	for {
 		size := pageSize
@@ -35,7 +35,7 @@ func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, l
 			Items      []T    `json:"items"`
 			Total      int    `json:"total"`
 			NextCursor string `json:"next_cursor"`
-			ranking
+			registry.Ranking
 		}
 		_, data, _, err := c.send(ctx, http.MethodGet, path+"?"+q.Encode(), nil, nil)
 		if err != nil {
@@ -62,16 +62,8 @@ func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, l
 	}
 }
 
-// ranking is what a ranked search answers beside its items (REST's
-// rest.Ranking).
-type ranking struct {
-	Unknown []registry.UnknownWord `json:"unknown"`
-	Action  string                 `json:"action"`
-	Hits    []registry.Hit         `json:"hits"`
-}
-
 // listPages reads capability definitions from a list or search endpoint.
-func (c *Client) listPages(ctx context.Context, path string, q url.Values, limit int, rank *ranking) (listAnswer, error) {
+func (c *Client) listPages(ctx context.Context, path string, q url.Values, limit int, rank *registry.Ranking) (listAnswer, error) {
 	items, total, next, err := pagesOf[capability.Definition](ctx, c, path, q, limit, rank)
 	return listAnswer{Items: items, Total: total, NextCursor: next}, err
 }

@@ -2,10 +2,6 @@ package registry
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,36 +62,28 @@ type searchIndex struct {
 	once  sync.Once
 }
 
-// indexed is what the index keeps of a version to filter it (ListFilter).
+// indexed is what the index keeps of a version to filter it (ListFilter);
+// whether it is its capability's latest is the document's Current mark.
 type indexed struct {
 	key                                    Key
-	latest                                 bool
 	stability, source                      string
 	domains, categories, intents, bindings []string
 }
 
 func indexedOf(r *Record) *indexed {
 	d := &r.Definition
-	source := SourceManual
-	if d.Provenance != nil && d.Provenance.Method != "" {
-		source = d.Provenance.Method
-	}
-	primary := d.Domain
-	if primary == "" {
-		primary = r.Key.Domain
-	}
 	return &indexed{
-		key: r.Key, stability: d.Stability, source: source,
-		domains: append([]string{primary}, d.Domains...), categories: d.Categories,
+		key: r.Key, stability: d.Stability, source: SourceOf(d),
+		domains: DomainsOf(r.Key, d), categories: d.Categories,
 		intents: d.Intents, bindings: d.Bindings.Types(),
 	}
 }
 
-// matches applies f as the stores do (see ListFilter).
+// matches applies f as the stores do (see ListFilter), but for
+// AllVersions: search.Query.CurrentOnly applies that.
 func (m *indexed) matches(f *ListFilter) bool {
 	switch {
-	case !f.AllVersions && !m.latest,
-		f.Scheme != "" && m.key.Scheme != f.Scheme,
+	case f.Scheme != "" && m.key.Scheme != f.Scheme,
 		f.Name != "" && m.key.Name != f.Name,
 		f.Stability != "" && m.stability != f.Stability,
 		f.Source != "" && m.source != f.Source,
@@ -153,7 +141,7 @@ func (s *Service) buildIndex(ctx context.Context) error {
 	start := time.Now()
 	ix := search.NewIndex()
 	f := ListFilter{AllVersions: true, Limit: 500}
-	var prev *indexed
+	var prev *Key
 	for {
 		page, err := s.store.List(ctx, f)
 		if err != nil {
@@ -161,15 +149,13 @@ func (s *Service) buildIndex(ctx context.Context) error {
 		}
 		for i := range page.Items {
 			r := &page.Items[i]
-			m := indexedOf(r)
 			// List orders versions by precedence within a capability:
 			// the last of each is its latest.
-			if prev != nil && !sameCapability(prev.key, m.key) {
-				prev.latest = true
-				ix.SetCurrent(prev.key.String(), true)
+			if prev != nil && !sameCapability(*prev, r.Key) {
+				ix.SetCurrent(prev.String(), true)
 			}
-			ix.Put(search.DocOf(r.Key.String(), &r.Definition, m))
-			prev = m
+			ix.Put(search.DocOf(r.Key.String(), &r.Definition, indexedOf(r)))
+			prev = &r.Key
 		}
 		if page.NextCursor == "" {
 			break
@@ -177,8 +163,7 @@ func (s *Service) buildIndex(ctx context.Context) error {
 		f.Cursor = page.NextCursor
 	}
 	if prev != nil {
-		prev.latest = true
-		ix.SetCurrent(prev.key.String(), true)
+		ix.SetCurrent(prev.String(), true)
 	}
 	s.index.ix.Store(ix)
 	s.log.Info("search index built", "versions", ix.Len(), "took", time.Since(start).Round(time.Millisecond))
@@ -200,10 +185,8 @@ func (s *Service) indexCapability(ctx context.Context, k Key) {
 	}
 	for i := range versions {
 		r := &versions[i]
-		m := indexedOf(r)
-		m.latest = i == len(versions)-1
-		d := search.DocOf(r.Key.String(), &r.Definition, m)
-		d.Current = m.latest
+		d := search.DocOf(r.Key.String(), &r.Definition, indexedOf(r))
+		d.Current = i == len(versions)-1
 		s.index.ix.Load().Put(d)
 	}
 }
@@ -251,14 +234,11 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 		return Page{}, false, nil
 	}
 	f := q.Filter
-	if f.Limit < 0 {
-		return Page{}, true, fmt.Errorf("%w: page limit %d is negative: give 0 for no limit, or a page size", ErrInvalid, f.Limit)
-	}
-	fp := rankFingerprint(q)
-	offset, err := decodeRankCursor(f.Cursor, fp)
+	cur, fp, err := OpenPage("search", f, q.Text)
 	if err != nil {
 		return Page{}, true, err
 	}
+	offset := cur.Offset
 	idx := ix.ix.Load()
 	keep := func(m any) bool { return m.(*indexed).matches(&f) }
 	sq := search.Query{Text: q.Text, Offset: offset, Limit: f.Limit, Explain: q.Explain, CurrentOnly: !f.AllVersions}
@@ -273,7 +253,7 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 			res.Hits, res.Total = mixed.Hits, max(res.Total, mixed.Total)
 		}
 	}
-	page := Page{Items: make([]Record, 0, len(res.Hits)), Total: res.Total, Action: res.Action}
+	page := Page{Items: make([]Record, 0, len(res.Hits)), Total: res.Total, Ranking: Ranking{Action: res.Action}}
 	for _, u := range res.Unknown {
 		page.Unknown = append(page.Unknown, UnknownWord{Word: u.Word, DidYouMean: u.DidYouMean})
 	}
@@ -289,7 +269,7 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 		page.Hits = append(page.Hits, Hit{Score: h.Score, Why: h.Why})
 	}
 	if f.Limit > 0 && offset+f.Limit < res.Total {
-		page.NextCursor = rankCursor{Query: fp, Offset: offset + f.Limit}.encode()
+		page.NextCursor = Cursor{Kind: "search", Query: fp, Offset: offset + f.Limit}.Encode()
 	}
 	return page, true, nil
 }
@@ -352,8 +332,8 @@ func (s *Service) hybrid(ctx context.Context, idx *search.Index, q SearchQuery, 
 		return search.Result{}, err
 	}
 	near, err := s.semantic.Similar(ctx, q.Text, hybridDepth, func(k Key) bool {
-		m, ok := idx.Meta(k.String())
-		return ok && keep(m)
+		m, current, ok := idx.Lookup(k.String())
+		return ok && (current || q.Filter.AllVersions) && keep(m)
 	})
 	if err != nil {
 		return search.Result{}, err
@@ -377,7 +357,7 @@ func (s *Service) hybrid(ctx context.Context, idx *search.Index, q SearchQuery, 
 		if seen[k] {
 			continue
 		}
-		m, _ := idx.Meta(k.String())
+		m, _, _ := idx.Lookup(k.String())
 		h := search.Hit{ID: k.String(), Meta: m, Score: hybridWeight * max(sim, 0)}
 		if q.Explain {
 			h.Why = []string{fmt.Sprintf("semantic similarity %.2f (no word in common)", sim)}
@@ -400,51 +380,4 @@ func (s *Service) hybrid(ctx context.Context, idx *search.Index, q SearchQuery, 
 		mixed = mixed[min(offset, len(mixed)):]
 	}
 	return search.Result{Hits: mixed, Total: total}, nil
-}
-
-// rankCursor continues a ranked search: an offset, since ranks move as the
-// registry changes.
-type rankCursor struct {
-	Kind   string `json:"k"`
-	Query  string `json:"q"`
-	Offset int    `json:"o"`
-}
-
-func (c rankCursor) encode() string {
-	c.Kind = "rank"
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// rankFingerprint identifies a search without its page, so that a cursor
-// continues only the search that made it.
-func rankFingerprint(q SearchQuery) string {
-	f := q.Filter
-	f.Limit, f.Cursor = 0, ""
-	b, _ := json.Marshal(struct {
-		F ListFilter
-		T string
-	}{f, q.Text})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
-}
-
-func decodeRankCursor(s, fp string) (int, error) {
-	if s == "" {
-		return 0, nil
-	}
-	var c rankCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	switch {
-	case err != nil || c.Kind != "rank":
-		return 0, fmt.Errorf("%w: it is not a cursor of this search: pass NextCursor from the previous page unchanged", ErrInvalidCursor)
-	case c.Query != fp:
-		return 0, fmt.Errorf("%w: it was made by another search: a cursor continues only the search that returned it, with the same text and filter", ErrInvalidCursor)
-	case c.Offset < 0:
-		return 0, fmt.Errorf("%w: it is damaged: pass NextCursor from the previous page unchanged", ErrInvalidCursor)
-	}
-	return c.Offset, nil
 }

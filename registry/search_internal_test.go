@@ -5,25 +5,26 @@ import (
 	"testing"
 )
 
-// FuzzRankCursor: any cursor a client sends is decoded to an offset of the
-// search that made it, or refused with ErrInvalidCursor; never a panic or a
-// negative offset.
-func FuzzRankCursor(f *testing.F) {
-	fp := rankFingerprint(SearchQuery{Text: "create issue"})
-	f.Add(rankCursor{Query: fp, Offset: 20}.encode())
-	f.Add(rankCursor{Query: "other", Offset: 1}.encode())
-	f.Add("eyJrIjoicmFuayIsIm8iOi0xfQ")
+// FuzzCursor: any cursor a client sends is decoded to a page of the query
+// that made it, or refused with ErrInvalidCursor; never a panic or a
+// negative offset, and a decoded search offset round-trips.
+func FuzzCursor(f *testing.F) {
+	fp := fingerprint("search", ListFilter{}, "create issue")
+	f.Add(Cursor{Kind: "search", Query: fp, Offset: 20}.Encode())
+	f.Add(Cursor{Kind: "search", Query: "other", Offset: 1}.Encode())
+	f.Add(Cursor{Kind: "list", Query: fp, After: []string{"a", "b", "c", "d", "e"}}.Encode())
+	f.Add("eyJrIjoic2VhcmNoIiwibyI6LTF9")
 	f.Add("not a cursor")
 	f.Fuzz(func(t *testing.T, s string) {
-		off, err := decodeRankCursor(s, fp)
+		c, err := decodeCursor(s, "search", fp)
 		switch {
 		case err != nil && !errors.Is(err, ErrInvalidCursor):
 			t.Fatalf("cursor %q: %v is not ErrInvalidCursor", s, err)
-		case err == nil && off < 0:
-			t.Fatalf("cursor %q: offset %d", s, off)
+		case err == nil && c.Offset < 0:
+			t.Fatalf("cursor %q: offset %d", s, c.Offset)
 		case err == nil && s != "":
-			if again, err := decodeRankCursor(rankCursor{Query: fp, Offset: off}.encode(), fp); err != nil || again != off {
-				t.Fatalf("cursor %q: offset %d does not round-trip: %d %v", s, off, again, err)
+			if again, err := decodeCursor(Cursor{Kind: "search", Query: fp, Offset: c.Offset}.Encode(), "search", fp); err != nil || again.Offset != c.Offset {
+				t.Fatalf("cursor %q: offset %d does not round-trip: %d %v", s, c.Offset, again.Offset, err)
 			}
 		}
 	})

@@ -131,6 +131,25 @@ type ListFilter struct {
 // SourceManual is the source of a definition without provenance.
 const SourceManual = "manual"
 
+// SourceOf is what ListFilter.Source matches for d: its provenance method,
+// or SourceManual.
+func SourceOf(d *capability.Definition) string {
+	if d.Provenance != nil && d.Provenance.Method != "" {
+		return d.Provenance.Method
+	}
+	return SourceManual
+}
+
+// DomainsOf is what ListFilter.Domain matches for the version k of d: its
+// primary domain (d.Domain, else the key's), then d.Domains.
+func DomainsOf(k Key, d *capability.Definition) []string {
+	primary := d.Domain
+	if primary == "" {
+		primary = k.Domain
+	}
+	return append([]string{primary}, d.Domains...)
+}
+
 // Page is one page of results.
 type Page struct {
 	Items []Record
@@ -138,15 +157,23 @@ type Page struct {
 	Total int
 	// NextCursor continues after this page; "" when this is the last page.
 	NextCursor string
-	// Hits has, for a search ranked by the search index, each item's
-	// score and (with SearchQuery.Explain) why it ranked there.
-	Hits []Hit `json:",omitempty"`
+	// Ranking is what a search ranked by the search index says beside
+	// its items.
+	Ranking
+}
+
+// Ranking is what a ranked search says beside its items, in the JSON the
+// REST API answers it with.
+type Ranking struct {
 	// Unknown lists the words of a search that no capability has, with the
 	// known words nearest them.
-	Unknown []UnknownWord `json:",omitempty"`
+	Unknown []UnknownWord `json:"unknown,omitempty"`
 	// Action is the kind of operation a search asks for (a CCOS category
 	// such as crud.create), "" when it names none.
-	Action string `json:",omitempty"`
+	Action string `json:"action,omitempty"`
+	// Hits has each item's score and (with SearchQuery.Explain) why it
+	// ranked there, in the order of the items.
+	Hits []Hit `json:"hits,omitempty"`
 }
 
 // Hit is the rank of one search result.

@@ -152,15 +152,6 @@ func (ix *Index) Put(d Doc) {
 	}
 }
 
-// SetMeta replaces the Meta of document id, if there is one.
-func (ix *Index) SetMeta(id string, meta any) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if n, ok := ix.byID[id]; ok {
-		ix.docs[n].meta = meta
-	}
-}
-
 // SetCurrent sets the Current mark of document id, if there is one.
 func (ix *Index) SetCurrent(id string, current bool) {
 	ix.mu.Lock()
@@ -170,15 +161,15 @@ func (ix *Index) SetCurrent(id string, current bool) {
 	}
 }
 
-// Meta returns the Meta of document id.
-func (ix *Index) Meta(id string) (any, bool) {
+// Lookup returns the Meta and the Current mark of document id.
+func (ix *Index) Lookup(id string) (meta any, current, ok bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n, ok := ix.byID[id]
 	if !ok {
-		return nil, false
+		return nil, false, false
 	}
-	return ix.docs[n].meta, true
+	return ix.docs[n].meta, ix.docs[n].current, true
 }
 
 // Delete removes document id, if there is one.

@@ -153,7 +153,7 @@ func TestPutReplacesAndDeleteForgets(t *testing.T) {
 	if res.Total != 1001 || ix.Len() != 1001 {
 		t.Errorf("after compaction: total %d, len %d, want 1001", res.Total, ix.Len())
 	}
-	if m, ok := ix.Meta("a"); !ok || m != "delta" {
+	if m, _, ok := ix.Lookup("a"); !ok || m != "delta" {
 		t.Errorf("meta of a after compaction: %v %v", m, ok)
 	}
 }

@@ -1,6 +1,9 @@
 package search
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The lexicon: what caphub knows of how people ask for an operation, in
 // general English, for every API alike. Nothing here names an API.
@@ -166,7 +169,7 @@ var synonyms = func() map[string][]string {
 		}
 		for _, s := range stems {
 			for _, o := range stems {
-				if o != s && !contains(m[s], o) {
+				if o != s && !slices.Contains(m[s], o) {
 					m[s] = append(m[s], o)
 				}
 			}
@@ -174,12 +177,3 @@ var synonyms = func() map[string][]string {
 	}
 	return m
 }()
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -149,6 +149,13 @@ func (ix *Index) analyse(text string) plan {
 			ix.addWord(&p, add, w, t, i == len(words)-1)
 		}
 	}
+	// In a big catalog, a word the query did not say that is in a quarter
+	// of it changes scores by little and costs the most: it is left out.
+	if ix.live > pruneAbove {
+		p.terms = slices.DeleteFunc(p.terms, func(qt qterm) bool {
+			return qt.weight < 1 && len(ix.postings[qt.term]) > ix.live/4
+		})
+	}
 	return p
 }
 
@@ -269,11 +276,6 @@ func (ix *Index) accumulate(p plan) *accumulator {
 	norm := ix.norms()
 	for _, qt := range p.terms {
 		ps := ix.postings[qt.term]
-		if qt.weight < 1 && len(ps) > ix.live/4 && ix.live > pruneAbove {
-			// In a big catalog, a word the query did not say that is in
-			// a quarter of it changes scores by little and costs the most.
-			continue
-		}
 		idf := ix.idf(len(ps)) * qt.weight
 		for i := range ps {
 			d := ps[i].doc

@@ -87,7 +87,7 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 	if err := s.checkOpen(); err != nil {
 		return registry.Page{}, err
 	}
-	cur, fp, err := read.OpenPage("list", f, "")
+	cur, fp, err := registry.OpenPage("list", f, "")
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -121,7 +121,7 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 			}
 			if f.Limit > 0 && len(page.Items) == f.Limit {
 				last := page.Items[len(page.Items)-1].Key
-				page.NextCursor = read.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
+				page.NextCursor = registry.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
 				break
 			}
 			page.Items = append(page.Items, r)
@@ -144,7 +144,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		return registry.Page{}, err
 	}
 	f := q.Filter
-	cur, fp, err := read.OpenPage("search", f, q.Text)
+	cur, fp, err := registry.OpenPage("search", f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}

@@ -78,7 +78,7 @@ func sqlLimit(limit int) int {
 
 // List returns a page of records in the stable order; see registry.Store.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	cur, fp, err := read.OpenPage("list", f, "")
+	cur, fp, err := registry.OpenPage("list", f, "")
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -114,7 +114,7 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 		}
 		if f.Limit > 0 && len(page.Items) == f.Limit {
 			last := page.Items[len(page.Items)-1].Key
-			page.NextCursor = read.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
+			page.NextCursor = registry.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
 			break
 		}
 		page.Items = append(page.Items, r)
@@ -132,7 +132,7 @@ func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Pa
 		return s.List(ctx, q.Filter)
 	}
 	f := q.Filter
-	cur, fp, err := read.OpenPage("search", f, q.Text)
+	cur, fp, err := registry.OpenPage("search", f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}

@@ -210,23 +210,15 @@ type ListResponse struct {
 	Items      []capability.Definition `json:"items"`
 	Total      int                     `json:"total"`
 	NextCursor string                  `json:"next_cursor,omitempty"`
-	Ranking
+	registry.Ranking
 }
 
-// Ranking is what a ranked search says beside its hits.
-type Ranking struct {
-	// Unknown lists the words no capability has, with the nearest known.
-	Unknown []registry.UnknownWord `json:"unknown,omitempty"`
-	// Action is the kind of operation asked for, e.g. crud.create.
-	Action string `json:"action,omitempty"`
-	// Hits has each item's score and why it ranked there (explain=true).
-	Hits []registry.Hit `json:"hits,omitempty"`
-}
-
-func rankingOf(p registry.Page, explain bool) Ranking {
-	r := Ranking{Unknown: p.Unknown, Action: p.Action}
-	if explain {
-		r.Hits = p.Hits
+// rankingOf is what a search answers beside its items: the hits only
+// when explained.
+func rankingOf(p registry.Page, explain bool) registry.Ranking {
+	r := p.Ranking
+	if !explain {
+		r.Hits = nil
 	}
 	return r
 }
@@ -479,7 +471,7 @@ type SummaryListResponse struct {
 	Items      []capability.Summary `json:"items"`
 	Total      int                  `json:"total"`
 	NextCursor string               `json:"next_cursor,omitempty"`
-	Ranking
+	registry.Ranking
 }
 
 var explainParam = param{name: "explain", in: "query", desc: "true: each hit's score and what it is made of (hits, in the order of items)",

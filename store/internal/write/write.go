@@ -78,17 +78,13 @@ func Prepare(r registry.Record, now time.Time) (Prepared, error) {
 		VersionKey:   registry.VersionKey(v),
 		Definition:   def,
 		Stability:    d.Stability,
-		Source:       sourceOf(d),
+		Source:       registry.SourceOf(&d),
 		RegisteredAt: at.UTC().Truncate(time.Microsecond),
 		Categories:   uniq(d.Categories),
 		Intents:      uniq(d.Intents),
 		Bindings:     uniq(d.Bindings.Types()),
 	}
-	primary := d.Domain
-	if primary == "" {
-		primary = k.Domain
-	}
-	p.Domains = uniq(append([]string{primary}, d.Domains...))
+	p.Domains = uniq(registry.DomainsOf(k, &d))
 	p.FTS = FullText{
 		Name:        words(k.Name),
 		Title:       d.Title,
@@ -108,15 +104,6 @@ func MarshalDefinition(d capability.Definition) (string, error) {
 		return "", fmt.Errorf("encode the definition as JSON: %w: a definition holds only JSON values", err)
 	}
 	return string(b), nil
-}
-
-// sourceOf returns what ListFilter.Source matches: the provenance method, or
-// "manual".
-func sourceOf(d capability.Definition) string {
-	if d.Provenance != nil && d.Provenance.Method != "" {
-		return d.Provenance.Method
-	}
-	return registry.SourceManual
 }
 
 // uniq returns the non-empty values of list, sorted, without duplicates.
