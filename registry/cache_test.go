@@ -35,19 +35,27 @@ func (w *watchSignal) Watch(ctx context.Context) (<-chan registry.Event, error) 
 	return ch, err
 }
 
+// twoStores opens two stores on one new SQLite database: a write through
+// one reaches the other's Watch.
+func twoStores(t *testing.T) (registry.Store, registry.Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "two.db")
+	var sts [2]registry.Store
+	for i := range sts {
+		st, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sts[i] = st
+	}
+	return sts[0], sts[1]
+}
+
 // A cached service sees its own writes at once and another store's writes
 // on the same database as soon as their notification arrives.
 func TestCacheFollowsWrites(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "c.db")
-	stA, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stB, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stA, stB := twoStores(t)
 	watched := &watchSignal{Store: stA, started: make(chan struct{})}
 	a := registry.NewService(watched, registry.WithCache())
 	defer a.Close()

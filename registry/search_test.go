@@ -3,13 +3,11 @@ package registry_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/sqlite"
 )
 
 func searchDef(domain, name, version, title string) capability.Definition {
@@ -35,15 +33,7 @@ func uris(p registry.Page) []string {
 // notifications, this Service's own at once.
 func TestSearchIndexFollowsTheStore(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "s.db")
-	stA, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stB, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stA, stB := twoStores(t)
 	other := registry.NewService(stB)
 	defer other.Close()
 	for _, d := range []capability.Definition{
