@@ -244,7 +244,7 @@ func (s *session) relayUp(ctx context.Context, method string, params mcp.Params)
 	if !strings.HasPrefix(method, notificationsPrefix) {
 		defer s.track(ctx, method, params)()
 	}
-	return s.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up, Params: params})
+	return s.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up, Params: present(params)})
 }
 
 // upstreamError returns the upstream's JSON-RPC error as it is, and says
@@ -320,7 +320,7 @@ func (s *session) relayDown(next mcp.MethodHandler) mcp.MethodHandler {
 			// sent with it).
 			return next(ctx, method, req)
 		}
-		params := req.GetParams()
+		params := present(req.GetParams())
 		dctx, stop := s.downContext(ctx, s.related(method, params))
 		defer stop()
 		res, err := s.fr.sendDown(dctx, method, &mcp.ServerRequest[mcp.Params]{Session: s.down, Params: params})
@@ -383,6 +383,22 @@ func (s *session) closeUpstream() {
 	if s.cmd != nil {
 		_ = mcpconn.KillGroup(s.cmd)
 	}
+}
+
+// present returns params, or an empty value of its type when it is a nil
+// pointer (the message had no params): the SDK would send a nil pointer as
+// "params": null, which JSON-RPC does not allow, and which the TypeScript
+// SDK's servers and clients drop without an answer, so the call would hang.
+func present(p mcp.Params) mcp.Params {
+	v := reflect.ValueOf(p)
+	if p == nil || v.Kind() != reflect.Pointer || !v.IsNil() {
+		return p
+	}
+	fresh, _ := reflect.New(v.Type().Elem()).Interface().(mcp.Params)
+	if fresh == nil {
+		return p
+	}
+	return fresh
 }
 
 // meta returns the _meta of params (nil for absent params).
