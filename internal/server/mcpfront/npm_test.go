@@ -1,0 +1,260 @@
+package mcpfront
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/internal/testpeers"
+	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/mcpconn"
+	"github.com/caphub/caphub/store/sqlite"
+)
+
+// npmUpstream is an npm reference server saved in the front, with a tool
+// call that must succeed through it and a word its answer must hold.
+type npmUpstream struct {
+	name string
+	call map[string]any
+	want string
+}
+
+// npmFront saves the npm reference servers in a real store — server-memory,
+// server-filesystem and server-everything over stdio, and server-everything
+// over streamable HTTP — fronts them, and returns the front's URL.
+func npmFront(t *testing.T, opts Options) (string, *Front, []npmUpstream) {
+	t.Helper()
+	node := testpeers.Node22(t)
+	pkg := func(name string) string {
+		return filepath.Join(testpeers.NPMPackage(t, "@modelcontextprotocol/"+name), "dist", "index.js")
+	}
+	everything := pkg("server-everything")
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "hello-from-the-front.txt"), []byte("hi"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	addr := testpeers.FreeAddr(t)
+	var logs bytes.Buffer
+	httpUp := exec.Command(node, everything, "streamableHttp")
+	httpUp.Env = append(os.Environ(), "PORT="+addr[strings.LastIndex(addr, ":")+1:])
+	httpUp.Stdout, httpUp.Stderr = &logs, &logs
+	if err := httpUp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = httpUp.Process.Kill()
+		_ = httpUp.Wait()
+	})
+	testpeers.WaitListening(t, addr, 30*time.Second, logs.String)
+
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "caphub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	servers := discover.NewServers(st)
+	for _, s := range []mcpconn.Server{
+		{Name: "memory", Command: node, Args: []string{pkg("server-memory")}, Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}},
+		{Name: "filesystem", Command: node, Args: []string{pkg("server-filesystem"), root}},
+		{Name: "everything", Command: node, Args: []string{everything, "stdio"}},
+		{Name: "everything-http", URL: "http://" + addr + "/mcp"},
+	} {
+		if err := servers.SaveServer(ctx, &s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts.Version, opts.Log = "npm-test", testLog()
+	front := New(servers, invoke.New(nil, nil, invoke.Options{}), opts)
+	url := serveFront(t, front, nil)
+	echo := map[string]any{"name": "echo", "arguments": map[string]any{"message": "through the front"}}
+	return url, front, []npmUpstream{
+		{"memory", map[string]any{"name": "read_graph", "arguments": map[string]any{}}, "entities"},
+		{"filesystem", map[string]any{"name": "list_directory", "arguments": map[string]any{"path": root}}, "hello-from-the-front.txt"},
+		{"everything", echo, "through the front"},
+		{"everything-http", echo, "through the front"},
+	}
+}
+
+// TestNPMServersThroughTheFront: the npm reference servers answer
+// tools/list and a tool call through the front, from the official
+// TypeScript SDK client, from the MCP Inspector's CLI, and from plain HTTP
+// with both spellings of the Accept header (a stdio server once hung here:
+// the relay sent "params": null, which the TypeScript SDK drops).
+func TestNPMServersThroughTheFront(t *testing.T) {
+	url, _, ups := npmFront(t, Options{})
+	for _, up := range ups {
+		endpoint := url + "/mcp/servers/" + up.name
+		t.Run(up.name+"/typescript-sdk", func(t *testing.T) {
+			t.Parallel()
+			run := testpeers.TSClient(t, endpoint, up.call)
+			if !containsString(run.Tools, up.call["name"].(string)) {
+				t.Errorf("tools/list = %v, want %s", run.Tools, up.call["name"])
+			}
+			if len(run.Calls) != 1 || !strings.Contains(string(run.Calls[0]), up.want) || strings.Contains(string(run.Calls[0]), `"isError":true`) {
+				t.Errorf("tools/call %s = %s, want a result holding %q", up.call["name"], run.Calls, up.want)
+			}
+		})
+		t.Run(up.name+"/inspector", func(t *testing.T) {
+			t.Parallel()
+			out, errOut, err := testpeers.Inspector(t, "--transport", "http", "--server-url", endpoint, "--method", "tools/list")
+			if err != nil || !strings.Contains(out, `"`+up.call["name"].(string)+`"`) {
+				t.Fatalf("inspector tools/list: %v\nstdout:\n%.2000s\nstderr:\n%.2000s", err, out, errOut)
+			}
+			args := []string{"--transport", "http", "--server-url", endpoint, "--method", "tools/call", "--tool-name", up.call["name"].(string)}
+			for k, v := range up.call["arguments"].(map[string]any) {
+				args = append(args, "--tool-arg", fmt.Sprintf("%s=%v", k, v))
+			}
+			out, errOut, err = testpeers.Inspector(t, args...)
+			if err != nil || !strings.Contains(out, up.want) {
+				t.Errorf("inspector tools/call: %v\nstdout:\n%.2000s\nstderr:\n%.2000s", err, out, errOut)
+			}
+		})
+		for _, accept := range []string{"application/json, text/event-stream", "application/json,text/event-stream", "text/event-stream;q=0.9,application/json;q=1"} {
+			t.Run(up.name+"/http/"+accept, func(t *testing.T) {
+				t.Parallel()
+				s := rawSession{t: t, url: endpoint, accept: accept}
+				s.initialize()
+				list := s.call("tools/list", nil)
+				if !strings.Contains(list, `"`+up.call["name"].(string)+`"`) {
+					t.Errorf("tools/list = %.500s, want %s", list, up.call["name"])
+				}
+				if got := s.call("tools/call", up.call); !strings.Contains(got, up.want) || strings.Contains(got, `"isError":true`) {
+					t.Errorf("tools/call = %.500s, want a result holding %q", got, up.want)
+				}
+				s.end()
+			})
+		}
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// rawSession speaks streamable HTTP by hand, as curl would: one POST per
+// message, an answer as JSON or as an SSE stream.
+type rawSession struct {
+	t      testing.TB
+	url    string
+	accept string
+	sid    string
+	id     int
+}
+
+var rawClient = &http.Client{Timeout: 60 * time.Second}
+
+// post sends one message and returns the JSON-RPC answer to it ("" for a
+// notification), failing the test on anything else.
+func (s *rawSession) post(body string) string {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", s.accept)
+	if s.sid != "" {
+		req.Header.Set("Mcp-Session-Id", s.sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := rawClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("POST %s: %v", body, err)
+	}
+	defer resp.Body.Close()
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		s.sid = sid
+	}
+	switch {
+	case resp.StatusCode == http.StatusAccepted:
+		return ""
+	case resp.StatusCode != http.StatusOK:
+		b, _ := io.ReadAll(resp.Body)
+		s.t.Fatalf("POST %s: %s %s", body, resp.Status, b)
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+		return lastSSEAnswer(s.t, resp.Body)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// lastSSEAnswer reads an SSE stream to its end and returns the data of its
+// last message that is a response (it has an id and a result or error).
+func lastSSEAnswer(t testing.TB, r io.Reader) string {
+	t.Helper()
+	var answer string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data:")
+		if !ok {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal([]byte(data), &msg) == nil && msg.ID != nil && (msg.Result != nil || msg.Error != nil) {
+			answer = strings.TrimSpace(data)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading the SSE answer: %v", err)
+	}
+	return answer
+}
+
+func (s *rawSession) initialize() {
+	s.t.Helper()
+	got := s.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw-http", "version": "1"}})
+	if s.sid == "" || !strings.Contains(got, `"serverInfo"`) {
+		s.t.Fatalf("initialize: session %q, answer %.500s", s.sid, got)
+	}
+	s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// call sends a request and returns its answer.
+func (s *rawSession) call(method string, params any) string {
+	s.t.Helper()
+	s.id++
+	msg := map[string]any{"jsonrpc": "2.0", "id": s.id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	b, _ := json.Marshal(msg)
+	return s.post(string(b))
+}
+
+// end DELETEs the session.
+func (s *rawSession) end() {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, s.url, nil)
+	req.Header.Set("Mcp-Session-Id", s.sid)
+	resp, err := rawClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("DELETE: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		s.t.Errorf("DELETE: %s", resp.Status)
+	}
+}
