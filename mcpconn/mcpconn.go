@@ -215,8 +215,32 @@ func (s *Server) Source() string {
 	return strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
 }
 
-// connectTimeout bounds starting and initialising a session.
-const connectTimeout = 30 * time.Second
+// DefaultStartTimeout bounds starting and initialising a session, unless
+// ConnectOptions.StartTimeout says otherwise.
+const DefaultStartTimeout = 60 * time.Second
+
+// Spawner bounds how many stdio servers start at once: a start-up (a
+// process launched and its initialize answered) holds one of its slots.
+// Node servers spend a second or more of CPU starting; started all at
+// once on a small machine, every one of them would be slow. The zero
+// value is not usable: use NewSpawner.
+type Spawner struct{ slots chan struct{} }
+
+// NewSpawner returns a Spawner of n slots (at least 1).
+func NewSpawner(n int) *Spawner { return &Spawner{slots: make(chan struct{}, max(n, 1))} }
+
+// acquire waits for a slot until ctx ends, and returns its release.
+func (sp *Spawner) acquire(ctx context.Context) (func(), error) {
+	if sp == nil {
+		return func() {}, nil
+	}
+	select {
+	case sp.slots <- struct{}{}:
+		return func() { <-sp.slots }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for one of the %d start-up slots of stdio MCP servers: %w", cap(sp.slots), context.Cause(ctx))
+	}
+}
 
 // Connect starts (stdio) or reaches (HTTP) the server and initialises an MCP
 // session. For transport http it tries streamable HTTP, then SSE.
@@ -245,6 +269,15 @@ type ConnectOptions struct {
 	// WrapTransport, when set, wraps the transport before the session
 	// connects over it, to observe or order the session's messages.
 	WrapTransport func(mcp.Transport) mcp.Transport
+	// StartTimeout bounds this session's start: the process launched (or
+	// the server reached) and initialised. 0 means DefaultStartTimeout.
+	// Waiting for a Spawner slot does not count.
+	StartTimeout time.Duration
+	// Spawner, when set, bounds the stdio servers starting at once.
+	Spawner *Spawner
+	// Wait bounds the wait for a Spawner slot (a request's context, say);
+	// nil waits as long as ctx lives.
+	Wait context.Context
 }
 
 // ConnectClient is ConnectProcess for a client the caller built, so that it
@@ -257,14 +290,29 @@ func ConnectClient(ctx context.Context, s *Server, client *mcp.Client, opts *Con
 	if opts == nil {
 		opts = &ConnectOptions{}
 	}
+	if s.Transport == TransportStdio {
+		wait := opts.Wait
+		if wait == nil {
+			wait = ctx
+		}
+		release, err := opts.Spawner.acquire(wait)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start MCP server %q: %w", s.Name, err)
+		}
+		defer release()
+	}
+	timeout := opts.StartTimeout
+	if timeout <= 0 {
+		timeout = DefaultStartTimeout
+	}
 	// The session lives as long as the context it was connected with (the SSE
 	// transport's stream is bound to it), so the timeout cancels only a
 	// connection that has not finished in time.
 	ctx, cancel := context.WithCancel(ctx)
-	timer := time.AfterFunc(connectTimeout, cancel)
+	timer := time.AfterFunc(timeout, cancel)
 	cs, cmd, err := connect(ctx, s, client, opts)
 	if !timer.Stop() && err != nil {
-		err = fmt.Errorf("%w (no answer within %s)", err, connectTimeout)
+		err = fmt.Errorf("%w (no answer within %s: raise the start timeout if the server is slow to start)", err, timeout)
 	}
 	if err != nil {
 		cancel()

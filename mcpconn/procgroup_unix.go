@@ -7,10 +7,13 @@ import (
 	"syscall"
 )
 
-// setProcessGroup starts the server in its own process group, so that
-// KillGroup can stop whatever it started too (npx starts node, for one).
+// setProcessGroup starts the server in a session of its own (and so in a
+// process group of its own), so that KillGroup can stop whatever it
+// started too (npx starts node, for one), and so that Linux's autogroup
+// scheduler gives it its own CPU share: in caphub's session, many servers
+// starting at once would share one slice and all time out.
 func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 }
 
 // KillGroup kills the process group of a started server.

@@ -92,9 +92,11 @@
 //
 // # Bounds
 //
-// Sessions idle for Options.IdleTimeout (no request in flight) are closed,
-// and beyond Options.MaxSessions per saved server the least recently
-// active one is: many clients never end their sessions. Closing a session
+// Sessions idle for Options.IdleTimeout (no request in flight) are closed:
+// many clients never end their sessions. A session beyond
+// Options.MaxSessionsPerServer or Options.MaxSessions is refused with 503
+// and an error naming the limit; no session a client still uses is closed
+// to make room. Closing a session
 // ends its upstream session (DELETE for an HTTP upstream, the process group
 // for a stdio one); Close ends them all. A session of the SDK relay holds
 // two goroutines and, for a stdio server, a process; one of the HTTP relay
@@ -109,6 +111,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -120,6 +123,7 @@ import (
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
 	"github.com/caphub/caphub/internal/server/mcpfront/sdkrelay"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/mcpconn"
 )
 
 // ServerSource finds saved upstream connections (discover.ServerAPI is one).
@@ -155,17 +159,39 @@ type Options struct {
 	// and addresses: "host" (any port), "host:port", or "*" for any. A
 	// request with another Host gets 403 (DNS-rebinding protection).
 	AllowedHosts []string
-	// IdleTimeout closes a streamable HTTP session (and its upstream) after
-	// it has received no request for this long. Default 30 minutes; negative
-	// never closes idle sessions. SSE sessions end with their GET stream.
+	// IdleTimeout closes a streamable HTTP session (and its upstream,
+	// reaping a stdio server's process) after it has received no request
+	// for this long: many clients never end their sessions. Default
+	// DefaultIdleTimeout; negative never closes idle sessions. SSE sessions
+	// end with their GET stream.
 	IdleTimeout time.Duration
-	// MaxSessions bounds the sessions relayed at once to one saved server
-	// (each may hold a started process): when a client initialises beyond
-	// it, the least recently active session is closed. Clients that never
-	// end their sessions (many do not send DELETE) would otherwise keep
-	// their upstreams until IdleTimeout. Default 32; negative: no bound.
-	MaxSessions int
+	// MaxSessionsPerServer bounds the sessions relayed at once to one saved
+	// server (each may hold a started process); MaxSessions bounds them all
+	// together. A session beyond either is refused (503, with an error that
+	// names the limit and the setting), never made by closing one a client
+	// still uses. Defaults DefaultMaxSessionsPerServer and
+	// DefaultMaxSessions; negative: no bound.
+	MaxSessionsPerServer int
+	MaxSessions          int
+	// StartConcurrency bounds the stdio servers starting at once (a start
+	// ends with the server's answer to initialize); more wait their turn,
+	// as long as their client waits. Default DefaultStartConcurrency.
+	StartConcurrency int
+	// StartTimeout bounds each session's start, its wait for a turn aside.
+	// Default mcpconn.DefaultStartTimeout.
+	StartTimeout time.Duration
 }
+
+// Defaults of Options.
+const (
+	DefaultIdleTimeout          = 10 * time.Minute
+	DefaultMaxSessionsPerServer = 128
+	DefaultMaxSessions          = 512
+)
+
+// DefaultStartConcurrency is twice the CPUs, at least 4: a Node server
+// spends about a second of CPU starting.
+var DefaultStartConcurrency = max(4, 2*runtime.NumCPU())
 
 // Front serves saved upstream MCP servers. It is safe for concurrent use.
 type Front struct {
@@ -190,21 +216,29 @@ func New(servers ServerSource, hooks Hooks, opts Options) *Front {
 		opts.Version = "dev"
 	}
 	if opts.IdleTimeout == 0 {
-		opts.IdleTimeout = 30 * time.Minute
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.MaxSessionsPerServer == 0 {
+		opts.MaxSessionsPerServer = DefaultMaxSessionsPerServer
 	}
 	if opts.MaxSessions == 0 {
-		opts.MaxSessions = 32
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.StartConcurrency <= 0 {
+		opts.StartConcurrency = DefaultStartConcurrency
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	env := &relay.Env{
-		Ctx:         ctx,
-		Servers:     servers,
-		Hooks:       hooks,
-		Sessions:    relay.NewSessions(opts.MaxSessions, opts.Log),
-		Version:     opts.Version,
-		IdleTimeout: opts.IdleTimeout,
-		Log:         opts.Log,
-		SDKLog:      slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
+		Ctx:          ctx,
+		Servers:      servers,
+		Hooks:        hooks,
+		Sessions:     relay.NewSessions(relay.Limits{PerServer: max(opts.MaxSessionsPerServer, 0), Total: max(opts.MaxSessions, 0)}),
+		Version:      opts.Version,
+		IdleTimeout:  opts.IdleTimeout,
+		Spawner:      mcpconn.NewSpawner(opts.StartConcurrency),
+		StartTimeout: opts.StartTimeout,
+		Log:          opts.Log,
+		SDKLog:       slog.New(minLevel{opts.Log.Handler(), slog.LevelWarn}),
 	}
 	return &Front{
 		env:    env,
@@ -260,12 +294,27 @@ func (f *Front) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("%q is not a saved MCP server name (names match [a-z][a-z0-9-]*)", name))
 		return
 	}
+	if opensSession(r, sse) {
+		if err := f.env.Sessions.Admit(name); err != nil {
+			relay.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+	}
 	r = identity.FromRequest(liftDeadlines(w, r), "")
 	if sse || f.sdkRelayOnly {
 		f.sdk.Serve(w, r, name, sse, false)
 		return
 	}
 	f.serveStreamable(w, r, name)
+}
+
+// opensSession reports whether a request would open a session: a POST
+// without a session id on the streamable endpoint, a GET on the SSE one.
+func opensSession(r *http.Request, sse bool) bool {
+	if sse {
+		return r.Method == http.MethodGet
+	}
+	return r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
 }
 
 // serveStreamable dispatches a request on the streamable endpoint of a

@@ -635,17 +635,57 @@ func TestSessionPerSession(t *testing.T) {
 	waitFor(t, "every upstream session to close", func() bool { return e.up.sessions() == 0 && e.front.Sessions() == 0 })
 }
 
-func TestMaxSessions(t *testing.T) {
-	e := newEnvWith(t, Options{MaxSessions: 1})
+// TestSessionLimits: a session beyond a limit is refused with an error
+// that names the limit and the setting; the sessions in use go on, and a
+// session ended makes room.
+func TestSessionLimits(t *testing.T) {
+	e := newEnvWith(t, Options{MaxSessionsPerServer: 2})
 	a := e.connect(t, "/mcp/servers/up", false)
 	b := e.connect(t, "/mcp/servers/up", false)
-	waitFor(t, "the older session to be closed", func() bool { return e.up.sessions() == 1 && e.front.Sessions() == 1 })
-	if got, _ := callText(t, b.cs, timeout(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "b"}}); got != "echo: b" {
-		t.Errorf("the newer session: echo = %q", got)
+	refused := initializeStatus(t, e.frontURL+"/mcp/servers/up")
+	if refused.status != http.StatusServiceUnavailable || !strings.Contains(refused.body, "at most 2 sessions") || !strings.Contains(refused.body, "--front-max-sessions-per-server") {
+		t.Errorf("a third session: %d %s, want 503 naming the limit and its setting", refused.status, refused.body)
 	}
-	if _, err := a.cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "a"}}); err == nil {
-		t.Error("the evicted session still answers")
+	for _, c := range []*client{a, b} {
+		if got, _ := callText(t, c.cs, timeout(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); got != "echo: x" {
+			t.Errorf("a session in use: echo = %q", got)
+		}
 	}
+	if err := a.cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ended session to leave the table", func() bool { return e.front.Sessions() == 1 })
+	c := e.connect(t, "/mcp/servers/up", false)
+	if got, _ := callText(t, c.cs, timeout(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "c"}}); got != "echo: c" {
+		t.Errorf("the session made after one ended: echo = %q", got)
+	}
+
+	total := newEnvWith(t, Options{MaxSessions: 1})
+	total.connect(t, "/mcp/servers/up", false)
+	refused = initializeStatus(t, total.frontURL+"/mcp/servers/up")
+	if refused.status != http.StatusServiceUnavailable || !strings.Contains(refused.body, "--front-max-sessions)") {
+		t.Errorf("past the total limit: %d %s, want 503 naming --front-max-sessions", refused.status, refused.body)
+	}
+}
+
+type httpAnswer struct {
+	status int
+	body   string
+}
+
+// initializeStatus POSTs an initialize and returns the HTTP answer.
+func initializeStatus(t *testing.T, url string) httpAnswer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return httpAnswer{resp.StatusCode, string(b)}
 }
 
 // TestLongCallsOutliveServerTimeouts checks that the front lifts the HTTP

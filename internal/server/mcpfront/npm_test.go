@@ -258,3 +258,89 @@ func (s *rawSession) end() {
 		s.t.Errorf("DELETE: %s", resp.Status)
 	}
 }
+
+// TestManyClientsAtOnce: 32 clients starting a stdio session at once all
+// succeed (each starts its own node process; the front bounds the starts
+// running together, and each child has a session of its own, so the
+// scheduler gives it its own share of the CPU), and 64 clients on one
+// streamable HTTP upstream all succeed. Ended sessions leave no process.
+func TestManyClientsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 32 node processes: skipped in -short mode")
+	}
+	url, front, ups := npmFront(t, Options{})
+	for _, tc := range []struct {
+		up      npmUpstream
+		clients int
+	}{{ups[0], 32}, {ups[3], 64}} {
+		t.Run(fmt.Sprintf("%s/%d", tc.up.name, tc.clients), func(t *testing.T) {
+			errs := make(chan error, tc.clients)
+			start := make(chan struct{})
+			for i := range tc.clients {
+				go func() {
+					errs <- func() (err error) {
+						defer func() {
+							if r := recover(); r != nil {
+								err = fmt.Errorf("client %d: %v", i, r)
+							}
+						}()
+						<-start
+						s := rawSession{t: panicT{t}, url: url + "/mcp/servers/" + tc.up.name, accept: "application/json, text/event-stream"}
+						s.initialize()
+						for range 3 {
+							if got := s.call("tools/call", tc.up.call); !strings.Contains(got, tc.up.want) {
+								return fmt.Errorf("client %d: tools/call = %.300s", i, got)
+							}
+						}
+						s.end()
+						return nil
+					}()
+				}()
+			}
+			close(start)
+			for range tc.clients {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			waitFor(t, "every session to end", func() bool { return front.Sessions() == 0 })
+		})
+	}
+	waitFor(t, "every started server to exit", func() bool { return len(children(t)) == 1 }) // the HTTP upstream
+}
+
+// panicT turns a rawSession's failures into panics, for goroutines.
+type panicT struct{ testing.TB }
+
+func (p panicT) Helper()                   {}
+func (p panicT) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
+func (p panicT) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+func (p panicT) Errorf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+// children lists the live child processes of the test (Linux /proc), or
+// skips where /proc is absent.
+func children(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc: cannot list child processes here")
+	}
+	me := os.Getpid()
+	var out []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so read after ')'.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) > 1 && fields[0] != "Z" && fields[1] == fmt.Sprint(me) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

@@ -185,6 +185,9 @@ func (a *AgentGateways) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("the MCP server of agent %q cannot be built now: %v", id, err), http.StatusServiceUnavailable)
 		return
 	}
+	if full(w, r, s.server, a.opts.MaxSessions, "the MCP endpoint of agent "+id) {
+		return
+	}
 	setDeadlines(w, r)
 	s.streamable.ServeHTTP(w, r)
 }
@@ -257,7 +260,7 @@ func (a *AgentGateways) newAgentServer(id string) *agentServer {
 	}, newListPager(a.opts.MaxListBytes, a.log).middleware)
 	s.streamable = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
 		DisableLocalhostProtection: true, // checked by serveHTTP, with the configured exceptions
-		SessionTimeout:             sessionTimeout,
+		SessionTimeout:             max(a.opts.IdleTimeout, 0),
 		JSONResponse:               true,
 		Logger:                     a.sdkLog,
 	})

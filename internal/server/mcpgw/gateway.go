@@ -145,7 +145,22 @@ type Options struct {
 	// DefaultMaxListBytes; less than MinMaxListBytes counts as
 	// MinMaxListBytes.
 	MaxListBytes int
+	// MaxSessions bounds the MCP sessions open at once on each endpoint
+	// (/mcp, each agent's): an initialize beyond it is refused with 503 and
+	// an error naming the limit. 0 means DefaultMaxSessions, negative no
+	// bound.
+	MaxSessions int
+	// IdleTimeout closes a streamable HTTP session that has received no
+	// request for this long (many clients never end their sessions). 0
+	// means DefaultIdleTimeout, negative never.
+	IdleTimeout time.Duration
 }
+
+// Defaults of Options' session bounds.
+const (
+	DefaultMaxSessions = 4096
+	DefaultIdleTimeout = 10 * time.Minute
+)
 
 // withDefaults fills in the defaults of the zero values and replaces
 // invalid values by defaults, logging why.
@@ -176,6 +191,12 @@ func (o Options) withDefaults(log *slog.Logger) Options {
 	case o.MaxListBytes < MinMaxListBytes:
 		log.Warn("mcp gateway: the tools/list bound is raised to its minimum", "max_list_bytes", o.MaxListBytes, "minimum", MinMaxListBytes)
 		o.MaxListBytes = MinMaxListBytes
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
 	}
 	return o
 }
@@ -234,7 +255,6 @@ const (
 	listPageSize = 500
 	// initialBuildTimeout bounds the first build of the tool table in New.
 	initialBuildTimeout = 30 * time.Second
-	sessionTimeout      = 30 * time.Minute // idle streamable sessions are closed after it
 	callWriteWindow     = 10 * time.Minute // how long a POST may take to answer (a tool call)
 )
 
@@ -277,7 +297,7 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 		// The gateway checks Host and Origin itself, for both transports
 		// and with the configured exceptions.
 		DisableLocalhostProtection: true,
-		SessionTimeout:             sessionTimeout,
+		SessionTimeout:             max(opts.IdleTimeout, 0),
 		// Answer calls with application/json rather than a one-event SSE
 		// stream: about a tenth less CPU per call, and nothing is lost,
 		// since the gateway sends no progress; notifications go to the

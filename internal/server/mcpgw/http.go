@@ -1,6 +1,7 @@
 package mcpgw
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/server/guard"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Handler serves MCP over HTTP. Mount it on a path P and on P/sse, without
@@ -34,6 +36,9 @@ func (g *Gateway) Handler() http.Handler { return http.HandlerFunc(g.serveHTTP) 
 
 func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if !admit(w, r, g.closed.Load(), "the MCP gateway is shut down: caphub is stopping", g.guard) {
+		return
+	}
+	if full(w, r, g.server, g.opts.MaxSessions, "the MCP gateway") {
 		return
 	}
 	g.activate()
@@ -75,6 +80,26 @@ func admit(w http.ResponseWriter, r *http.Request, shut bool, shutMsg string, gd
 		return false
 	}
 	return true
+}
+
+// full answers 503 to a request that would open a session (a POST without
+// a session id, a GET on an SSE endpoint) on server when it has maxSessions
+// already (≤ 0: no bound), and reports whether it did. Counting walks the
+// sessions, which is cheap next to the start of a session.
+func full(w http.ResponseWriter, r *http.Request, server *mcp.Server, maxSessions int, what string) bool {
+	opens := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !strings.HasSuffix(r.URL.Path, "/sse")
+	opens = opens || (r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/sse"))
+	if maxSessions <= 0 || !opens {
+		return false
+	}
+	n := 0
+	for range server.Sessions() {
+		if n++; n >= maxSessions {
+			http.Error(w, fmt.Sprintf("%s serves at most %d MCP sessions at once (caphub serve --mcp-max-sessions): end a session (DELETE it), or raise the limit; idle sessions end after --mcp-session-idle", what, maxSessions), http.StatusServiceUnavailable)
+			return true
+		}
+	}
+	return false
 }
 
 // setDeadlines frees a stream (GET) from the server's read and write

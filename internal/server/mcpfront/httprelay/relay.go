@@ -168,10 +168,10 @@ func (rl *Relay) open(w http.ResponseWriter, r *http.Request, name string, srv *
 		return true
 	}
 	s.upID = resp.Header.Get(headerSessionID)
-	if !s.register() {
+	if err := s.register(); err != nil {
 		s.cancel()
 		s.deleteUpstream()
-		relay.WriteError(w, http.StatusServiceUnavailable, relay.ShuttingDown)
+		relay.WriteError(w, http.StatusServiceUnavailable, err.Error())
 		return true
 	}
 	s.relayOK(w, r, resp, []*pendingCall{pc}, nil)
@@ -203,23 +203,23 @@ func (rl *Relay) newSession(name string, srv *mcpconn.Server) (*Session, int, er
 }
 
 // register adds the session to the front's table, with its idle timer,
-// unless the front is closed (false).
-func (s *Session) register() bool {
+// unless the front is closed or full (the error says which).
+func (s *Session) register() error {
 	s.last.Store(time.Now().UnixNano())
 	if idle := s.rl.env.IdleTimeout; idle > 0 {
 		s.mu.Lock()
 		s.timer = time.AfterFunc(idle, s.checkIdle)
 		s.mu.Unlock()
 	}
-	if !s.rl.env.Sessions.Add(s.id, s) {
+	if err := s.rl.env.Sessions.Add(s.id, s); err != nil {
 		s.mu.Lock()
 		if s.timer != nil {
 			s.timer.Stop()
 		}
 		s.mu.Unlock()
-		return false
+		return err
 	}
-	return true
+	return nil
 }
 
 // opened ends the opening of a session once the upstream's answer to its

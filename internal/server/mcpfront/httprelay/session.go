@@ -48,9 +48,6 @@ func (s *Session) Server() string { return s.name }
 // ID is the session id the client knows.
 func (s *Session) ID() string { return s.id }
 
-// LastActive is when the session last saw a request (Unix nanoseconds).
-func (s *Session) LastActive() int64 { return s.last.Load() }
-
 // Close ends the session, and the upstream's with a DELETE.
 func (s *Session) Close() { s.close(true) }
 

@@ -118,9 +118,9 @@ func (rl *Relay) initialize(ctx context.Context, fr *front, next mcp.MethodHandl
 	s.last.Store(time.Now().UnixNano())
 	// Each side ending ends the other: two watchers per session, both gone
 	// once it is closed.
-	if !rl.env.Sessions.Add(ss, s, s.closeWith(ss.Wait), s.closeWith(s.up.Wait)) {
+	if err := rl.env.Sessions.Add(ss, s, s.closeWith(ss.Wait), s.closeWith(s.up.Wait)); err != nil {
 		s.closeUpstream()
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: relay.ShuttingDown}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	rl.env.Log.Info("mcpfront: session relayed", "server", fr.name, "session", ss.ID(), "upstream_session", s.up.ID(),
 		"protocol_version", out.ProtocolVersion, "client", clientName(params))
@@ -148,6 +148,9 @@ func (rl *Relay) connect(ctx context.Context, fr *front, ss *mcp.ServerSession, 
 	cs, cmd, err := mcpconn.ConnectClient(rl.env.Ctx, &saved.Server, client, &mcpconn.ConnectOptions{
 		Session:       &mcp.ClientSessionOptions{ProtocolVersion: offeredVersion(params.ProtocolVersion)},
 		WrapTransport: s.ordered,
+		StartTimeout:  rl.env.StartTimeout,
+		Spawner:       rl.env.Spawner,
+		Wait:          ctx, // the client's initialize
 	})
 	if err != nil {
 		rl.env.Log.Warn("mcpfront: upstream connection failed", "server", fr.name, "error", err)
@@ -369,10 +372,9 @@ func (s *session) close() {
 
 // The session as the front's table sees it.
 
-func (s *session) Server() string    { return s.fr.name }
-func (s *session) ID() string        { return s.down.ID() }
-func (s *session) LastActive() int64 { return s.last.Load() }
-func (s *session) Close()            { s.close() }
+func (s *session) Server() string { return s.fr.name }
+func (s *session) ID() string     { return s.down.ID() }
+func (s *session) Close()         { s.close() }
 
 // closeUpstream closes the upstream session and kills the process group of
 // its stdio server.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/invoke"
+	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -51,8 +52,12 @@ type Env struct {
 	Version string
 	// IdleTimeout closes a session idle this long; <= 0: never.
 	IdleTimeout time.Duration
-	Log         *slog.Logger
-	SDKLog      *slog.Logger // for the MCP SDK: Warn and up
+	// Spawner bounds the stdio servers starting at once; StartTimeout
+	// bounds each start (0: mcpconn's default).
+	Spawner      *mcpconn.Spawner
+	StartTimeout time.Duration
+	Log          *slog.Logger
+	SDKLog       *slog.Logger // for the MCP SDK: Warn and up
 }
 
 // SavedServer reads a saved server, with the HTTP status to answer when

@@ -1,87 +1,96 @@
 package relay
 
 import (
-	"log/slog"
+	"errors"
+	"fmt"
 	"sync"
 )
 
 // Session is a relayed session of either relay, as the front bounds them.
 type Session interface {
-	Server() string    // the saved server's name
-	ID() string        // the session id the client sees, for logs
-	LastActive() int64 // when it last saw a request (Unix nanoseconds)
-	Close()            // ends the session and its upstream session
+	Server() string // the saved server's name
+	ID() string     // the session id the client sees, for logs
+	Close()         // ends the session and its upstream session
 }
+
+// Limits bound the sessions the front relays at once. Zero means no limit.
+type Limits struct {
+	PerServer int // sessions of one saved server
+	Total     int // sessions of all saved servers together
+}
+
+// LimitError is the refusal of a session beyond a limit: it names the
+// limit, and the setting that raises it.
+type LimitError struct {
+	Server string
+	Limit  int
+	Total  bool // the limit of all servers together, else of Server's
+}
+
+func (e *LimitError) Error() string {
+	if e.Total {
+		return fmt.Sprintf("caphub relays at most %d MCP sessions at once (caphub serve --front-max-sessions): end a session (DELETE it) or raise the limit", e.Limit)
+	}
+	return fmt.Sprintf("caphub relays at most %d sessions of the MCP server %q at once (caphub serve --front-max-sessions-per-server): end a session (DELETE it), save the server with sessions: shared, or raise the limit", e.Limit, e.Server)
+}
+
+// ErrShuttingDown is the refusal of a session once the table is closed.
+var ErrShuttingDown = errors.New(ShuttingDown)
 
 // Sessions is the front's table of relayed sessions, of both relays: it
-// bounds the sessions of each saved server to max, closing the least
-// recently active beyond it, and refuses new ones once closed. It is safe
-// for concurrent use.
+// refuses a session beyond its Limits (never closing one that a client
+// still uses) and once closed. It is safe for concurrent use.
 type Sessions struct {
-	max int // < 0: no bound
-	log *slog.Logger
+	limits Limits
 
-	mu     sync.Mutex
-	closed bool
-	byKey  map[any]Session
-	wg     sync.WaitGroup // the goroutines Add starts
+	mu       sync.Mutex
+	closed   bool
+	byKey    map[any]Session
+	byServer map[string]int
+	wg       sync.WaitGroup // the goroutines Add starts
 }
 
-// NewSessions returns an empty table bounding each saved server to max
-// sessions (none when negative).
-func NewSessions(max int, log *slog.Logger) *Sessions {
-	return &Sessions{max: max, log: log, byKey: map[any]Session{}}
+// NewSessions returns an empty table with limits.
+func NewSessions(limits Limits) *Sessions {
+	return &Sessions{limits: limits, byKey: map[any]Session{}, byServer: map[string]int{}}
+}
+
+// Admit reports whether a new session of server would be refused now: a
+// *LimitError, ErrShuttingDown, or nil. Add decides; Admit lets a relay
+// refuse before it starts anything.
+func (t *Sessions) Admit(server string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.admitLocked(server)
+}
+
+func (t *Sessions) admitLocked(server string) error {
+	switch {
+	case t.closed:
+		return ErrShuttingDown
+	case t.limits.Total > 0 && len(t.byKey) >= t.limits.Total:
+		return &LimitError{Server: server, Limit: t.limits.Total, Total: true}
+	case t.limits.PerServer > 0 && t.byServer[server] >= t.limits.PerServer:
+		return &LimitError{Server: server, Limit: t.limits.PerServer}
+	}
+	return nil
 }
 
 // Add adds s under key and starts goroutines that live with it (Wait
-// waits for them), unless the table is closed: it then returns false and
-// starts nothing. When s's server has more than max sessions, the least
-// recently active other one is taken out and closed.
-func (t *Sessions) Add(key any, s Session, goroutines ...func()) bool {
+// waits for them), unless the table is closed or full: it then returns
+// ErrShuttingDown or a *LimitError and starts nothing.
+func (t *Sessions) Add(key any, s Session, goroutines ...func()) error {
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return false
+	defer t.mu.Unlock()
+	if err := t.admitLocked(s.Server()); err != nil {
+		return err
 	}
 	t.byKey[key] = s
-	victim := t.evictLocked(s)
-	if victim != nil {
-		goroutines = append(goroutines, func() {
-			t.log.Info("mcpfront: closing the least recently active session", "server", victim.Server(), "session", victim.ID(), "max_sessions", t.max)
-			victim.Close()
-		})
-	}
+	t.byServer[s.Server()]++
 	for _, g := range goroutines {
 		t.wg.Go(g)
 	}
-	t.mu.Unlock()
-	return true
-}
-
-// evictLocked takes out the least recently active session of opened's
-// server other than opened, when the server has more than max, and
-// returns it (nil when none is). t.mu is held.
-func (t *Sessions) evictLocked(opened Session) Session {
-	if t.max < 0 {
-		return nil
-	}
-	n := 0
-	var oldestKey any
-	var oldest Session
-	for k, s := range t.byKey {
-		if s.Server() != opened.Server() {
-			continue
-		}
-		n++
-		if s != opened && (oldest == nil || s.LastActive() < oldest.LastActive()) {
-			oldestKey, oldest = k, s
-		}
-	}
-	if n <= t.max || oldest == nil {
-		return nil
-	}
-	delete(t.byKey, oldestKey) // counted out now; closed by a goroutine of Add
-	return oldest
+	return nil
 }
 
 // Get returns the session under key, or nil.
@@ -96,6 +105,9 @@ func (t *Sessions) Remove(key any, s Session) {
 	t.mu.Lock()
 	if t.byKey[key] == s {
 		delete(t.byKey, key)
+		if t.byServer[s.Server()]--; t.byServer[s.Server()] <= 0 {
+			delete(t.byServer, s.Server())
+		}
 	}
 	t.mu.Unlock()
 }
