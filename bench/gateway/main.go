@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -260,6 +261,20 @@ func run(o *options, out io.Writer) error {
 		return err
 	}
 	e := &env{dir: dir, o: o}
+	// The processes started run in process groups of their own, out of
+	// reach of the terminal's ^C: stop them on a signal.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		<-sig
+		log.Printf("interrupted: stopping the processes started")
+		e.stopAll()
+		if !o.keep {
+			os.RemoveAll(dir)
+		}
+		os.Exit(1)
+	}()
 	defer func() {
 		e.stopAll()
 		if o.keep {
