@@ -14,7 +14,9 @@ import (
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/internal/envflag"
 	"github.com/caphub/caphub/internal/fallback"
+	"github.com/caphub/caphub/internal/server/mcpfront"
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/caphub/caphub/mcpconn"
 	"github.com/spf13/cobra"
 )
 
@@ -97,6 +99,88 @@ type serveConfig struct {
 	// ones: --allowed-origin, else $CAPHUB_ALLOWED_ORIGINS; plus the older
 	// --mcp-allow-origin, else $CAPHUB_MCP_ALLOW_ORIGINS.
 	allowedOrigins []string
+	// sessions bounds the MCP sessions of serve's gateways.
+	sessions sessionSettings
+}
+
+// sessionSettings bound the MCP sessions of serve: /mcp's and the agents'
+// (mcpgw) and the front's (mcpfront). Each is a flag, else its CAPHUB_
+// variable, else the default; a limit of 0 means none.
+type sessionSettings struct {
+	idle              time.Duration // --mcp-session-idle: idle sessions end (0: never)
+	mcpMax            int           // --mcp-max-sessions: on /mcp, and on each agent's endpoint
+	frontMax          int           // --front-max-sessions: of all fronted servers together
+	frontMaxPerServer int           // --front-max-sessions-per-server
+	startConcurrency  int           // --front-start-concurrency: stdio servers starting at once
+	startTimeout      time.Duration // --front-start-timeout: each session's start
+}
+
+// addSessionFlags adds the flags of sessionSettings.
+func addSessionFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.Duration("mcp-session-idle", mcpgw.DefaultIdleTimeout, "an MCP session (/mcp, agents', fronted servers') that receives no request for this long ends, and a fronted stdio server's process with it; 0: never; default $CAPHUB_MCP_SESSION_IDLE, else")
+	f.Int("mcp-max-sessions", mcpgw.DefaultMaxSessions, "most MCP sessions open at once on /mcp (and on each agent's endpoint); more are refused with 503; 0: no limit; default $CAPHUB_MCP_MAX_SESSIONS, else")
+	f.Int("front-max-sessions", mcpfront.DefaultMaxSessions, "most sessions relayed at once to all saved MCP servers together (/mcp/servers/…); 0: no limit; default $CAPHUB_FRONT_MAX_SESSIONS, else")
+	f.Int("front-max-sessions-per-server", mcpfront.DefaultMaxSessionsPerServer, "most sessions relayed at once to one saved MCP server (with sessions: per-client, each holds a process for a stdio server); 0: no limit; default $CAPHUB_FRONT_MAX_SESSIONS_PER_SERVER, else")
+	f.Int("front-start-concurrency", mcpfront.DefaultStartConcurrency, "most stdio MCP servers starting at once; more wait their turn; default $CAPHUB_FRONT_START_CONCURRENCY, else")
+	f.Duration("front-start-timeout", mcpconn.DefaultStartTimeout, "how long one fronted server may take to start and answer initialize (its wait for a turn aside); default $CAPHUB_FRONT_START_TIMEOUT, else")
+}
+
+// sessionSettingsFrom reads sessionSettings, refusing negative values.
+func sessionSettingsFrom(cmd *cobra.Command) (sessionSettings, error) {
+	var c sessionSettings
+	var err error
+	for _, d := range []struct {
+		dst       *time.Duration
+		name, env string
+	}{{&c.idle, "mcp-session-idle", "CAPHUB_MCP_SESSION_IDLE"}, {&c.startTimeout, "front-start-timeout", "CAPHUB_FRONT_START_TIMEOUT"}} {
+		if *d.dst, err = durationSetting(cmd, d.name, d.env); err != nil {
+			return c, err
+		}
+	}
+	for _, n := range []struct {
+		dst       *int
+		name, env string
+	}{
+		{&c.mcpMax, "mcp-max-sessions", "CAPHUB_MCP_MAX_SESSIONS"},
+		{&c.frontMax, "front-max-sessions", "CAPHUB_FRONT_MAX_SESSIONS"},
+		{&c.frontMaxPerServer, "front-max-sessions-per-server", "CAPHUB_FRONT_MAX_SESSIONS_PER_SERVER"},
+		{&c.startConcurrency, "front-start-concurrency", "CAPHUB_FRONT_START_CONCURRENCY"},
+	} {
+		if *n.dst, err = intSetting(cmd, n.name, n.env); err != nil {
+			return c, err
+		}
+		if *n.dst < 0 {
+			return c, &usageError{fmt.Errorf("--%s %d: give a number, or 0 for no limit", n.name, *n.dst)}
+		}
+	}
+	if c.startConcurrency == 0 {
+		return c, &usageError{errors.New("--front-start-concurrency 0: at least one server must be able to start")}
+	}
+	if c.idle < 0 || c.startTimeout <= 0 {
+		return c, &usageError{fmt.Errorf("--mcp-session-idle %s, --front-start-timeout %s: give positive durations (0 for an idle limit of none)", c.idle, c.startTimeout)}
+	}
+	return c, nil
+}
+
+// noneIsNegative maps a setting's "0: none" to the libraries' "negative:
+// none" (their 0 means the default).
+func noneIsNegative[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// frontOptions are the front's session options of c.
+func (c sessionSettings) frontOptions() mcpfront.Options {
+	return mcpfront.Options{
+		IdleTimeout:          noneIsNegative(c.idle),
+		MaxSessions:          noneIsNegative(c.frontMax),
+		MaxSessionsPerServer: noneIsNegative(c.frontMaxPerServer),
+		StartConcurrency:     c.startConcurrency,
+		StartTimeout:         c.startTimeout,
+	}
 }
 
 // mcpSettings holds how the MCP gateway copes with large catalogs.
@@ -231,6 +315,12 @@ func serveConfigFrom(cmd *cobra.Command) (serveConfig, error) {
 		}
 	}
 	s.requestTimeout, _ = cmd.Flags().GetDuration("request-timeout")
+	if hasFlag(cmd, "mcp-session-idle") {
+		var err error
+		if s.sessions, err = sessionSettingsFrom(cmd); err != nil {
+			return s, err
+		}
+	}
 	if hasFlag(cmd, "allowed-host") {
 		s.allowedHosts = append(listSetting(cmd, "allowed-host", "CAPHUB_ALLOWED_HOSTS"), listSetting(cmd, "mcp-allow-host", "CAPHUB_MCP_ALLOW_HOSTS")...)
 		s.allowedOrigins = append(listSetting(cmd, "allowed-origin", "CAPHUB_ALLOWED_ORIGINS"), listSetting(cmd, "mcp-allow-origin", "CAPHUB_MCP_ALLOW_ORIGINS")...)
@@ -374,6 +464,21 @@ func intSetting(cmd *cobra.Command, name, env string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// durationSetting is the duration flag name when given, else the variable
+// env when set, else the flag's default.
+func durationSetting(cmd *cobra.Command, name, env string) (time.Duration, error) {
+	d, err := cmd.Flags().GetDuration(name)
+	if err != nil {
+		return 0, err
+	}
+	if v := strings.TrimSpace(os.Getenv(env)); v != "" && !cmd.Flags().Changed(name) {
+		if d, err = time.ParseDuration(v); err != nil {
+			return 0, &usageError{fmt.Errorf("%s=%q is not a duration such as 90s or 10m (it sets --%s)", env, v, name)}
+		}
+	}
+	return d, nil
 }
 
 // listSetting is the repeatable flag name, else the comma-separated

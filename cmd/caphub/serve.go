@@ -73,6 +73,7 @@ operator's settings: no API caller can change where texts are sent.`,
 	cmd.Flags().StringArray("mcp-allow-origin", nil, "")
 	_ = cmd.Flags().MarkDeprecated("mcp-allow-host", "use --allowed-host")
 	_ = cmd.Flags().MarkDeprecated("mcp-allow-origin", "use --allowed-origin")
+	addSessionFlags(cmd)
 	addInvokeFlags(cmd)
 	addEmbedFlags(cmd)
 	return cmd
@@ -140,15 +141,17 @@ func newServeHandler(a *app, cfg config) *serveHandler {
 	gwOpts := sc.mcp.options()
 	gwOpts.Mode, gwOpts.Version, gwOpts.Log, gwOpts.Lazy = sc.toolMode, buildVersion(), cfg.log, true
 	gwOpts.AllowedHosts, gwOpts.AllowedOrigins = hosts, origins
+	gwOpts.MaxSessions, gwOpts.IdleTimeout = noneIsNegative(sc.sessions.mcpMax), noneIsNegative(sc.sessions.idle)
 	h.gw = mcpgw.New(a.svc, a.store, a.pipeline, gwOpts)
-	h.front = mcpfront.New(a.servers, a.pipeline, mcpfront.Options{
-		Version: buildVersion(), Log: cfg.log,
-		AllowedHosts: hosts, AllowedOrigins: origins,
-	})
+	frontOpts := sc.sessions.frontOptions()
+	frontOpts.Version, frontOpts.Log = buildVersion(), cfg.log
+	frontOpts.AllowedHosts, frontOpts.AllowedOrigins = hosts, origins
+	h.front = mcpfront.New(a.servers, a.pipeline, frontOpts)
 	h.agentGW = mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
 		Version: buildVersion(), Log: cfg.log,
 		AllowedHosts: hosts, AllowedOrigins: origins,
 		MaxListBytes: sc.mcp.maxListBytes,
+		MaxSessions:  gwOpts.MaxSessions, IdleTimeout: gwOpts.IdleTimeout,
 	})
 	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout))
 	h.mux = serveRoutes(h.api, h.gw.Handler(), h.agentGW.Handler(), h.front.Handler())

@@ -1,16 +1,13 @@
 package mcpfront
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +97,7 @@ func TestNPMServersThroughTheFront(t *testing.T) {
 		t.Run(up.name+"/typescript-sdk", func(t *testing.T) {
 			t.Parallel()
 			run := testpeers.TSClient(t, endpoint, up.call)
-			if !containsString(run.Tools, up.call["name"].(string)) {
+			if !slices.Contains(run.Tools, up.call["name"].(string)) {
 				t.Errorf("tools/list = %v, want %s", run.Tools, up.call["name"])
 			}
 			if len(run.Calls) != 1 || !strings.Contains(string(run.Calls[0]), up.want) || strings.Contains(string(run.Calls[0]), `"isError":true`) {
@@ -125,137 +122,18 @@ func TestNPMServersThroughTheFront(t *testing.T) {
 		for _, accept := range []string{"application/json, text/event-stream", "application/json,text/event-stream", "text/event-stream;q=0.9,application/json;q=1"} {
 			t.Run(up.name+"/http/"+accept, func(t *testing.T) {
 				t.Parallel()
-				s := rawSession{t: t, url: endpoint, accept: accept}
-				s.initialize()
-				list := s.call("tools/list", nil)
+				s := testpeers.RawSession{T: t, URL: endpoint, Accept: accept}
+				s.Initialize(nil)
+				list := s.Call("tools/list", nil)
 				if !strings.Contains(list, `"`+up.call["name"].(string)+`"`) {
 					t.Errorf("tools/list = %.500s, want %s", list, up.call["name"])
 				}
-				if got := s.call("tools/call", up.call); !strings.Contains(got, up.want) || strings.Contains(got, `"isError":true`) {
+				if got := s.Call("tools/call", up.call); !strings.Contains(got, up.want) || strings.Contains(got, `"isError":true`) {
 					t.Errorf("tools/call = %.500s, want a result holding %q", got, up.want)
 				}
-				s.end()
+				s.End()
 			})
 		}
-	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// rawSession speaks streamable HTTP by hand, as curl would: one POST per
-// message, an answer as JSON or as an SSE stream.
-type rawSession struct {
-	t      testing.TB
-	url    string
-	accept string
-	sid    string
-	id     int
-}
-
-var rawClient = &http.Client{Timeout: 60 * time.Second}
-
-// post sends one message and returns the JSON-RPC answer to it ("" for a
-// notification), failing the test on anything else.
-func (s *rawSession) post(body string) string {
-	s.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", s.accept)
-	if s.sid != "" {
-		req.Header.Set("Mcp-Session-Id", s.sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	}
-	resp, err := rawClient.Do(req)
-	if err != nil {
-		s.t.Fatalf("POST %s: %v", body, err)
-	}
-	defer resp.Body.Close()
-	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-		s.sid = sid
-	}
-	switch {
-	case resp.StatusCode == http.StatusAccepted:
-		return ""
-	case resp.StatusCode != http.StatusOK:
-		b, _ := io.ReadAll(resp.Body)
-		s.t.Fatalf("POST %s: %s %s", body, resp.Status, b)
-	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
-		return lastSSEAnswer(s.t, resp.Body)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
-// lastSSEAnswer reads an SSE stream to its end and returns the data of its
-// last message that is a response (it has an id and a result or error).
-func lastSSEAnswer(t testing.TB, r io.Reader) string {
-	t.Helper()
-	var answer string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data:")
-		if !ok {
-			continue
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal([]byte(data), &msg) == nil && msg.ID != nil && (msg.Result != nil || msg.Error != nil) {
-			answer = strings.TrimSpace(data)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading the SSE answer: %v", err)
-	}
-	return answer
-}
-
-func (s *rawSession) initialize() {
-	s.t.Helper()
-	got := s.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw-http", "version": "1"}})
-	if s.sid == "" || !strings.Contains(got, `"serverInfo"`) {
-		s.t.Fatalf("initialize: session %q, answer %.500s", s.sid, got)
-	}
-	s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-}
-
-// call sends a request and returns its answer.
-func (s *rawSession) call(method string, params any) string {
-	s.t.Helper()
-	s.id++
-	msg := map[string]any{"jsonrpc": "2.0", "id": s.id, "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
-	b, _ := json.Marshal(msg)
-	return s.post(string(b))
-}
-
-// end DELETEs the session.
-func (s *rawSession) end() {
-	s.t.Helper()
-	req, _ := http.NewRequest(http.MethodDelete, s.url, nil)
-	req.Header.Set("Mcp-Session-Id", s.sid)
-	resp, err := rawClient.Do(req)
-	if err != nil {
-		s.t.Fatalf("DELETE: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		s.t.Errorf("DELETE: %s", resp.Status)
 	}
 }
 
@@ -285,14 +163,14 @@ func TestManyClientsAtOnce(t *testing.T) {
 							}
 						}()
 						<-start
-						s := rawSession{t: panicT{t}, url: url + "/mcp/servers/" + tc.up.name, accept: "application/json, text/event-stream"}
-						s.initialize()
+						s := testpeers.RawSession{T: testpeers.PanicT{TB: t}, URL: url + "/mcp/servers/" + tc.up.name}
+						s.Initialize(nil)
 						for range 3 {
-							if got := s.call("tools/call", tc.up.call); !strings.Contains(got, tc.up.want) {
+							if got := s.Call("tools/call", tc.up.call); !strings.Contains(got, tc.up.want) {
 								return fmt.Errorf("client %d: tools/call = %.300s", i, got)
 							}
 						}
-						s.end()
+						s.End()
 						return nil
 					}()
 				}()
@@ -308,14 +186,6 @@ func TestManyClientsAtOnce(t *testing.T) {
 	}
 	waitFor(t, "every started server to exit", func() bool { return len(children(t)) == 1 }) // the HTTP upstream
 }
-
-// panicT turns a rawSession's failures into panics, for goroutines.
-type panicT struct{ testing.TB }
-
-func (p panicT) Helper()                   {}
-func (p panicT) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
-func (p panicT) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
-func (p panicT) Errorf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 
 // children lists the live child processes of the test (Linux /proc), or
 // skips where /proc is absent.
@@ -343,4 +213,40 @@ func children(t *testing.T) []int {
 		}
 	}
 	return out
+}
+
+// TestDeleteWithUnansweredServerRequest: a client that declares roots but
+// never answers the server's roots/list (npm server-everything asks for
+// them right after initialize) can still end its session, and promptly:
+// DELETE once waited for that request until the server gave up a minute
+// later, and a shutdown overran with it.
+func TestDeleteWithUnansweredServerRequest(t *testing.T) {
+	url, front, ups := npmFront(t, Options{})
+	for _, up := range []npmUpstream{ups[2], ups[3]} { // everything, stdio and HTTP
+		t.Run(up.name, func(t *testing.T) {
+			s := testpeers.RawSession{T: t, URL: url + "/mcp/servers/" + up.name}
+			got := s.Call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"roots": map[string]any{"listChanged": true}}, "clientInfo": map[string]any{"name": "mute", "version": "1"}})
+			if s.SID == "" || !strings.Contains(got, "serverInfo") {
+				t.Fatalf("initialize: %s", got)
+			}
+			// The client listens on the session's stream, where the server's
+			// roots/list arrives (350 ms after initialized), and never answers.
+			asked := make(chan struct{})
+			go s.Listen(asked, "roots/list")
+			s.Post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			select {
+			case <-asked:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the server's roots/list did not arrive on the session's stream")
+			}
+			done := make(chan struct{})
+			go func() { defer close(done); s.End() }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				t.Fatal("DELETE did not finish within 15 s")
+			}
+			waitFor(t, "the session to end", func() bool { return front.Sessions() == 0 })
+		})
+	}
 }

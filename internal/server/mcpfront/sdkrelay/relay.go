@@ -60,7 +60,30 @@ func (rl *Relay) Serve(w http.ResponseWriter, r *http.Request, name string, sse,
 		fr.sse.ServeHTTP(w, r)
 		return
 	}
+	if r.Method == http.MethodDelete {
+		// The relay ends the session itself: the SDK's DELETE would close
+		// the downstream side first, which waits for what was sent down and
+		// not yet answered.
+		if s := rl.byID(fr, r.Header.Get("Mcp-Session-Id")); s != nil {
+			s.close()
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
 	fr.streamable.ServeHTTP(w, r)
+}
+
+// byID returns the relayed session of fr whose downstream id is id, or nil.
+func (rl *Relay) byID(fr *front, id string) *session {
+	if id == "" {
+		return nil
+	}
+	for ss := range fr.server.Sessions() {
+		if ss.ID() == id {
+			return rl.session(ss)
+		}
+	}
+	return nil
 }
 
 // frontFor returns the downstream side of a saved server. A request that
@@ -134,8 +157,8 @@ func (rl *Relay) newFront(name string) *front {
 	// a request; the SDK's own check (loopback address, loopback Host) would
 	// refuse the hosts AllowedHosts lets through behind a local proxy.
 	fr.streamable = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger:                     rl.env.SDKLog,
-		SessionTimeout:             max(rl.env.IdleTimeout, 0),
+		Logger: rl.env.SDKLog,
+		// Idle sessions are closed by the relay (session.checkIdle).
 		DisableLocalhostProtection: true,
 	})
 	fr.sse = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{DisableLocalhostProtection: true})

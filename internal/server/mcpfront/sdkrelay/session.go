@@ -43,6 +43,12 @@ type session struct {
 	sendUp mcp.MethodHandler
 
 	last atomic.Int64 // when the client last sent a message (Unix nanoseconds)
+	// ending is cancelled as the session starts to close: what is sent
+	// downstream for the upstream (a roots/list the client may never
+	// answer) gives up then, or closing either side would wait for it.
+	ending context.Context
+	end    context.CancelFunc
+	idle   *time.Timer
 
 	mu       sync.Mutex
 	inflight []*inflight // downstream requests being relayed, oldest first
@@ -122,6 +128,11 @@ func (rl *Relay) initialize(ctx context.Context, fr *front, next mcp.MethodHandl
 		s.closeUpstream()
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
+	if idle := rl.env.IdleTimeout; idle > 0 {
+		s.mu.Lock()
+		s.idle = time.AfterFunc(idle, s.checkIdle)
+		s.mu.Unlock()
+	}
 	rl.env.Log.Info("mcpfront: session relayed", "server", fr.name, "session", ss.ID(), "upstream_session", s.up.ID(),
 		"protocol_version", out.ProtocolVersion, "client", clientName(params))
 	return out, nil
@@ -135,6 +146,7 @@ func (rl *Relay) connect(ctx context.Context, fr *front, ss *mcp.ServerSession, 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
 	s := &session{rl: rl, fr: fr, down: ss}
+	s.ending, s.end = context.WithCancel(context.Background())
 	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: rl.env.Version}, &mcp.ClientOptions{
 		Logger:         rl.env.SDKLog,
 		Capabilities:   clientCapabilities(params.Capabilities),
@@ -354,8 +366,10 @@ func (s *session) downContext(upCtx, related context.Context) (context.Context, 
 	}
 	ctx, cancel := context.WithCancel(base)
 	stop := context.AfterFunc(upCtx, cancel)
+	stopEnding := context.AfterFunc(s.ending, cancel)
 	return ctx, func() {
 		stop()
+		stopEnding()
 		cancel()
 	}
 }
@@ -363,11 +377,41 @@ func (s *session) downContext(upCtx, related context.Context) (context.Context, 
 // close ends both sides of the session (once).
 func (s *session) close() {
 	s.closeOnce.Do(func() {
+		s.end()
+		if s.idle != nil {
+			s.idle.Stop()
+		}
 		s.rl.env.Sessions.Remove(s.down, s)
 		s.closeUpstream()
 		_ = s.down.Close()
 		s.rl.env.Log.Info("mcpfront: session ended", "server", s.fr.name, "session", s.down.ID())
 	})
+}
+
+// checkIdle closes the session once it has had no request in flight for
+// IdleTimeout, and waits again otherwise. (The SDK's own session timeout
+// is off: it would close the downstream side first, which waits for
+// anything sent downstream to be answered.)
+func (s *session) checkIdle() {
+	idle := s.rl.env.IdleTimeout
+	since := time.Since(time.Unix(0, s.last.Load()))
+	s.mu.Lock()
+	busy := len(s.inflight) > 0
+	s.mu.Unlock()
+	if !busy && since >= idle {
+		s.rl.env.Log.Info("mcpfront: closing an idle session", "server", s.fr.name, "session", s.down.ID(), "idle_timeout", idle)
+		s.close()
+		return
+	}
+	wait := idle - since
+	if busy || wait <= 0 {
+		wait = idle
+	}
+	s.mu.Lock()
+	if s.ending.Err() == nil {
+		s.idle.Reset(wait)
+	}
+	s.mu.Unlock()
 }
 
 // The session as the front's table sees it.
