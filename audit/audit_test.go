@@ -161,6 +161,17 @@ func (s *sliceStore) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Eve
 	return s.events, nil
 }
 
+func (s *sliceStore) AuditState(ctx context.Context) (chain.State, error) {
+	if len(s.events) == 0 {
+		return chain.State{}, nil
+	}
+	return chain.State{Last: &s.events[len(s.events)-1]}, nil
+}
+
+func (s *sliceStore) PruneAudit(ctx context.Context, upTo int64, record func(last *chain.Event, cp chain.Checkpoint) (chain.Event, error)) (*chain.Checkpoint, error) {
+	return nil, errors.New("a sliceStore does not prune")
+}
+
 func (s *sliceStore) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
 	for _, e := range s.events {
 		if err := fn(e); err != nil {
