@@ -162,13 +162,19 @@ func (l *Log) Prune(ctx context.Context, r Retention) (*PruneResult, error) {
 	if err != nil || target <= from {
 		return res, err
 	}
+	var ends map[int64]string
 	if cp != nil {
-		if err := l.checkCheckpoint(ctx, cp); err != nil {
-			return res, err
-		}
+		err = l.checkCheckpoint(ctx, cp)
 	}
-	ends, err := l.checkRange(ctx, cp, target)
+	if err == nil {
+		ends, err = l.checkRange(ctx, cp, target)
+	}
 	if err != nil {
+		// What another prune removed meanwhile is missing, not broken.
+		if now, serr := l.store.AuditState(ctx); serr == nil && !sameCheckpoint(now.Checkpoint, cp) {
+			res.Raced = true
+			return res, nil
+		}
 		return res, err
 	}
 	for from < target {
