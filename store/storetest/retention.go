@@ -322,7 +322,7 @@ func testAuditPruneConcurrent(t *testing.T, tg AuditTarget) {
 			for {
 				res, err := l.Prune(context.Background(), keep)
 				if err != nil {
-					errs <- fmt.Errorf("Prune during appends: %w", err)
+					errs <- fmt.Errorf("prune during appends: %w", err)
 					return
 				}
 				count(res)
