@@ -75,6 +75,7 @@ operator's settings: no API caller can change where texts are sent.`,
 	_ = cmd.Flags().MarkDeprecated("mcp-allow-origin", "use --allowed-origin")
 	addInvokeFlags(cmd)
 	addEmbedFlags(cmd)
+	addAuditRetentionFlags(cmd)
 	return cmd
 }
 
