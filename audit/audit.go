@@ -15,10 +15,30 @@
 // version without its "registered" event. Only invocations and policy
 // decisions are queued (Enqueue), for throughput.
 //
+// Retention: the chain grows with every call it records, so a Log can be
+// told how much of it to keep (WithRetention, or Prune by hand): the
+// newest N events, those younger than a duration, or both. Prune removes
+// the oldest events in transactions of at most chain.MaxPruneBatch, each
+// holding the chain's lock like an append (appenders on every replica wait
+// for one batch at most, and never see a half-pruned chain). Each
+// transaction stores a checkpoint (chain.Checkpoint: the last removed
+// event's Seq, Hash and Time, how many it removed, when) and appends a
+// "pruned" event recording it, so the chain after the cut records that the
+// cut happened. Verify then starts from the checkpoint instead of from the
+// genesis hash: the first event kept must be the one after it and link to
+// its hash, and the "pruned" event it names must match it. Rows deleted
+// from the start of the chain without a checkpoint, a checkpoint moved over
+// deleted rows, or one whose record is gone all show as breaks. Prune
+// checks the checkpoint and every event it removes first and refuses to
+// prune a broken chain, so it never erases the evidence of tampering.
+//
 // What the chain cannot show by itself is the loss of its newest events:
-// deleting the last rows leaves a shorter chain that verifies. Keep the
-// head (VerifyResult.HeadSeq and HeadHash) somewhere else, from time to
-// time, to detect that.
+// deleting the last rows leaves a shorter chain that verifies, and someone
+// who can write the database can rewrite the whole chain (or append a
+// "pruned" event and a checkpoint of their own) with valid hashes, since
+// none of it is signed. Keep the head (VerifyResult.HeadSeq and HeadHash)
+// somewhere else, from time to time, to detect that; pruned events are
+// gone for good, so export them first if they must be kept.
 package audit
 
 import (

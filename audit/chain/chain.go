@@ -16,7 +16,8 @@ import (
 // PrevHash and Hash and checks the chain; a store only keeps events,
 // exactly as given.
 type Event struct {
-	// Seq numbers the events 1, 2, 3, … without gaps.
+	// Seq numbers the events 1, 2, 3, … without gaps; once the oldest
+	// were pruned, the chain starts at the one after the Checkpoint.
 	Seq int64 `json:"seq"`
 	// Time is when the event was appended, UTC. Stores keep microseconds
 	// and refuse a time with finer digits, which would not read back as
@@ -32,7 +33,8 @@ type Event struct {
 	// Data is the event's details, a JSON object in canonical form (RFC
 	// 8785), kept byte for byte.
 	Data json.RawMessage `json:"data"`
-	// PrevHash is the previous event's Hash (64 zeros for the first event);
+	// PrevHash is the previous event's Hash (64 zeros for event 1; the
+	// first event kept after a prune links to the Checkpoint's Hash);
 	// Hash covers this event's fields and PrevHash. Both are hex SHA-256.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`
