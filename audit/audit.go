@@ -15,10 +15,30 @@
 // version without its "registered" event. Only invocations and policy
 // decisions are queued (Enqueue), for throughput.
 //
+// Retention: the chain grows with every call it records, so a Log can be
+// told how much of it to keep (WithRetention, or Prune by hand): the
+// newest N events, those younger than a duration, or both. Prune removes
+// the oldest events in transactions of at most chain.MaxPruneBatch, each
+// holding the chain's lock like an append (appenders on every replica wait
+// for one batch at most, and never see a half-pruned chain). Each
+// transaction stores a checkpoint (chain.Checkpoint: the last removed
+// event's Seq, Hash and Time, how many it removed, when) and appends a
+// "pruned" event recording it, so the chain after the cut records that the
+// cut happened. Verify then starts from the checkpoint instead of from the
+// genesis hash: the first event kept must be the one after it and link to
+// its hash, and the "pruned" event it names must match it. Rows deleted
+// from the start of the chain without a checkpoint, a checkpoint moved over
+// deleted rows, or one whose record is gone all show as breaks. Prune
+// checks the checkpoint and every event it removes first and refuses to
+// prune a broken chain, so it never erases the evidence of tampering.
+//
 // What the chain cannot show by itself is the loss of its newest events:
-// deleting the last rows leaves a shorter chain that verifies. Keep the
-// head (VerifyResult.HeadSeq and HeadHash) somewhere else, from time to
-// time, to detect that.
+// deleting the last rows leaves a shorter chain that verifies, and someone
+// who can write the database can rewrite the whole chain (or append a
+// "pruned" event and a checkpoint of their own) with valid hashes, since
+// none of it is signed. Keep the head (VerifyResult.HeadSeq and HeadHash)
+// somewhere else, from time to time, to detect that; pruned events are
+// gone for good, so export them first if they must be kept.
 package audit
 
 import (
@@ -46,6 +66,9 @@ const (
 	KindAgentDeleted   = "agent_deleted"   // an agent was deleted
 	KindServerSaved    = "server_saved"    // an MCP server connection was saved or replaced
 	KindServerDeleted  = "server_deleted"  // a saved MCP server was removed
+	// KindPruned records a cut of the chain by its retention (Prune): its
+	// Data is the checkpoint the cut left. Only Prune appends it.
+	KindPruned = "pruned"
 )
 
 // recordTimeout bounds how long RecordInvocation, and the registry
@@ -59,6 +82,17 @@ type Log struct {
 	log             *slog.Logger
 	now             func() time.Time
 	syncInvocations bool
+
+	// retention is what the pruner keeps (WithRetention); zero: no pruner.
+	retention     Retention
+	pruneInterval time.Duration
+	// pruneNow wakes the pruner; the writer sends on it (without blocking)
+	// every pruneTrigger events it commits, counted in sincePrune.
+	pruneNow     chan struct{}
+	pruneTrigger int
+	sincePrune   int
+	stopPruner   context.CancelFunc
+	prunerDone   chan struct{}
 
 	startOnce, closeOnce sync.Once
 	queue                chan *pending
@@ -85,6 +119,9 @@ func New(store chain.Store, opts ...Option) *Log {
 	l := &Log{store: store, log: slog.Default(), now: time.Now}
 	for _, o := range opts {
 		o(l)
+	}
+	if !l.retention.IsZero() {
+		l.startPruner()
 	}
 	return l
 }
@@ -159,6 +196,9 @@ func marshalData(kind string, data any) ([]byte, error) {
 func eventData(kind string, data []byte) ([]byte, error) {
 	if kind == "" {
 		return nil, errors.New("the kind is empty: say what happened (registered, invocation, …)")
+	}
+	if kind == KindPruned {
+		return nil, errors.New(`the kind "pruned" is the chain's own record of a prune (Log.Prune): choose another kind`)
 	}
 	if len(data) == 0 {
 		return []byte("{}"), nil
@@ -294,6 +334,9 @@ func (l *Log) write(all []*pending) {
 	evs, err := l.store.AppendAuditBatch(ctx, len(batch), func(last *chain.Event, i int) (chain.Event, error) {
 		return l.link(last, batch[i].e), nil
 	})
+	if err == nil {
+		l.noteAppended(len(evs))
+	}
 	for i, r := range batch {
 		switch {
 		case r.async:
@@ -372,6 +415,10 @@ func (l *Log) ChangeHook(kind, actor, capability string, data any) (*chain.Hook,
 func (l *Log) Close() error {
 	l.startOnce.Do(l.start)
 	l.closeOnce.Do(func() {
+		if l.stopPruner != nil {
+			l.stopPruner()
+			<-l.prunerDone
+		}
 		close(l.stop)
 		<-l.stopped
 		// An append that raced with Close and was queued after the writer's
@@ -435,6 +482,9 @@ const (
 	// ProblemDuplicate: a Seq appears twice (only possible when the
 	// database's uniqueness constraint was removed).
 	ProblemDuplicate = "duplicate"
+	// ProblemCheckpoint: the checkpoint the chain starts from does not
+	// match the "pruned" event that records it, or that event is gone.
+	ProblemCheckpoint = "checkpoint"
 )
 
 // Break is the first broken link of a chain.
@@ -460,6 +510,15 @@ type VerifyResult struct {
 	// detect later that newest events were removed.
 	HeadSeq  int64  `json:"head_seq"`
 	HeadHash string `json:"head_hash"`
+	// FromSeq is the first event verified and FromHash the PrevHash it must
+	// have: 1 and GenesisHash, or, once events were pruned, the event after
+	// the checkpoint and the checkpoint's hash.
+	FromSeq  int64  `json:"from_seq"`
+	FromHash string `json:"from_hash"`
+	// Checkpoint is where the chain was last pruned (nil when it never
+	// was), and Pruned how many events are gone before it (its Seq).
+	Checkpoint *chain.Checkpoint `json:"checkpoint,omitempty"`
+	Pruned     int64             `json:"pruned"`
 	// Break is the first broken link; nil when the chain is intact.
 	Break *Break `json:"break,omitempty"`
 	// Registrations is the check of CheckRegistrations, when
@@ -488,11 +547,16 @@ func (r *VerifyResult) String() string {
 
 // chainString is String's report of the chain.
 func (r *VerifyResult) chainString() string {
+	cp := r.Checkpoint
 	if r.Break == nil {
-		if r.Count == 0 {
+		switch {
+		case r.Count == 0:
 			return "audit chain intact: no events yet"
+		case cp == nil:
+			return fmt.Sprintf("audit chain intact: %s, head event %d, hash %s", events(r.Count), r.HeadSeq, r.HeadHash)
 		}
-		return fmt.Sprintf("audit chain intact: %s, head event %d, hash %s", events(r.Count), r.HeadSeq, r.HeadHash)
+		return fmt.Sprintf("audit chain intact: verified %s from event %d (checkpoint of %s, %s pruned) to event %d, head hash %s",
+			events(r.Count), r.FromSeq, cp.At.Format(time.RFC3339), events(r.Pruned), r.HeadSeq, r.HeadHash)
 	}
 	intact := "no event before it is intact"
 	switch {
@@ -500,6 +564,9 @@ func (r *VerifyResult) chainString() string {
 		intact = "the 1 event before it is intact"
 	case r.Count > 1:
 		intact = fmt.Sprintf("the %d events before it are intact", r.Count)
+	}
+	if cp != nil {
+		intact += fmt.Sprintf(" (verified from event %d, after the checkpoint of %s: %s pruned)", r.FromSeq, cp.At.Format(time.RFC3339), events(r.Pruned))
 	}
 	return fmt.Sprintf("audit chain broken at event %d: %s; %s", r.Break.Seq, r.Break.Message, intact)
 }
@@ -515,17 +582,73 @@ func events(n int64) string {
 // errStop ends a scan at the first break.
 var errStop = errors.New("stop")
 
+// verifyAttempts bounds how often Verify starts again when prunes keep
+// moving the checkpoint while it reads the chain. Each restart needs a
+// prune to have committed meanwhile, and prunes stop once the chain is
+// down to its retention, so the bound is only a backstop.
+const verifyAttempts = 1000
+
 // Verify walks the whole chain in Seq order, a page at a time (memory does
 // not grow with the chain), and reports its first broken link: an event
 // missing (a gap in Seq), an event that does not link to the one before it
 // (PrevHash is not that event's Hash, as when rows are reordered), or an
 // event altered (its Hash does not match its content). An error means the
 // chain could not be read, not that it is broken.
+//
+// Once events were pruned (Prune), it starts from the checkpoint: the first
+// event kept must be the one after it and link to its hash, and the
+// "pruned" event that records the checkpoint must be in the chain and
+// match it (ProblemCheckpoint otherwise). So rows deleted from the start of
+// the chain without a checkpoint, and a checkpoint forged to cover them,
+// both show as breaks. A prune that commits while Verify reads is no
+// break: when the checkpoint moved, Verify reads again from the new one.
 func (l *Log) Verify(ctx context.Context) (*VerifyResult, error) {
-	res := &VerifyResult{}
+	for attempt := 1; ; attempt++ {
+		res, err := l.verifyOnce(ctx)
+		if err != nil || res.Break == nil || attempt == verifyAttempts {
+			return res, err
+		}
+		st, err := l.store.AuditState(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("verify the audit chain: %w", err)
+		}
+		if sameCheckpoint(st.Checkpoint, res.Checkpoint) {
+			return res, nil
+		}
+	}
+}
+
+// sameCheckpoint reports whether a and b are the same checkpoint.
+func sameCheckpoint(a, b *chain.Checkpoint) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Seq == b.Seq && a.Record == b.Record && a.Hash == b.Hash
+}
+
+// verifyOnce is one walk of Verify.
+func (l *Log) verifyOnce(ctx context.Context) (*VerifyResult, error) {
+	st, err := l.store.AuditState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("verify the audit chain: %w", err)
+	}
+	cp := st.Checkpoint
+	res := &VerifyResult{FromSeq: 1, FromHash: GenesisHash, Checkpoint: cp}
 	prevSeq, prevHash := int64(0), GenesisHash
-	err := l.store.ScanAudit(ctx, func(e chain.Event) error {
-		if b := checkLink(e, prevSeq, prevHash); b != nil {
+	if cp != nil {
+		prevSeq, prevHash = cp.Seq, cp.Hash
+		res.FromSeq, res.FromHash, res.Pruned = cp.Seq+1, cp.Hash, cp.Seq
+	}
+	recorded := false
+	err = l.store.ScanAudit(ctx, func(e chain.Event) error {
+		b := checkLink(e, prevSeq, prevHash)
+		if cp != nil && res.Count == 0 {
+			b = fromCheckpoint(e, cp, b)
+		}
+		if b == nil && cp != nil && e.Seq == cp.Record {
+			b, recorded = checkRecord(e, cp), true
+		}
+		if b != nil {
 			res.Break = b
 			return errStop
 		}
@@ -536,11 +659,43 @@ func (l *Log) Verify(ctx context.Context) (*VerifyResult, error) {
 	if err != nil && !errors.Is(err, errStop) {
 		return nil, fmt.Errorf("verify the audit chain: %w", err)
 	}
+	if res.Break == nil && cp != nil && !recorded {
+		end := "the chain is empty"
+		if res.Count > 0 {
+			end = fmt.Sprintf("the chain ends at event %d", prevSeq)
+		}
+		res.Break = &Break{Seq: cp.Record, Problem: ProblemCheckpoint,
+			Message: fmt.Sprintf("the checkpoint (events 1 to %d pruned) names event %d as its record, but %s: the checkpoint was forged, or the newest events were removed", cp.Seq, cp.Record, end)}
+	}
 	res.OK = res.Break == nil
-	if prevSeq > 0 {
+	if res.Count > 0 {
 		res.HeadSeq, res.HeadHash = prevSeq, prevHash
 	}
 	return res, nil
+}
+
+// fromCheckpoint rewords b, what checkLink found wrong with e, the first
+// event after the checkpoint cp, to say what the checkpoint expected;
+// when checkLink found nothing, it checks e against cp (checkFirst).
+func fromCheckpoint(e chain.Event, cp *chain.Checkpoint, b *Break) *Break {
+	if b == nil {
+		return checkFirst(e, cp)
+	}
+	switch b.Problem {
+	case ProblemMissing:
+		b.Message = fmt.Sprintf("events %d to %d are missing: the checkpoint says events 1 to %d were pruned, but the chain starts at event %d (events were deleted without a checkpoint, or the checkpoint is stale)",
+			cp.Seq+1, e.Seq-1, cp.Seq, e.Seq)
+		if e.Seq == cp.Seq+2 {
+			b.Message = fmt.Sprintf("event %d is missing: the checkpoint says events 1 to %d were pruned, but the chain starts at event %d (events were deleted without a checkpoint, or the checkpoint is stale)",
+				cp.Seq+1, cp.Seq, e.Seq)
+		}
+	case ProblemDuplicate:
+		b.Message = fmt.Sprintf("event %d is stored although the checkpoint says events 1 to %d were pruned (the checkpoint was forged, or pruned events were put back)", e.Seq, cp.Seq)
+	case ProblemRelinked:
+		b.Message = fmt.Sprintf("event %d does not link to the checkpoint: its prev_hash %s is not the hash %s of event %d, the last pruned (the checkpoint was forged, or event %d was altered)",
+			e.Seq, short(e.PrevHash), short(cp.Hash), cp.Seq, e.Seq)
+	}
+	return b
 }
 
 // checkLink checks event e, which follows event prevSeq whose hash is

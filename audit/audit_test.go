@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,6 +160,17 @@ func (s *sliceStore) AppendAuditBatch(ctx context.Context, n int, next func(last
 
 func (s *sliceStore) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, error) {
 	return s.events, nil
+}
+
+func (s *sliceStore) AuditState(ctx context.Context) (chain.State, error) {
+	if len(s.events) == 0 {
+		return chain.State{}, nil
+	}
+	return chain.State{Last: &s.events[len(s.events)-1]}, nil
+}
+
+func (s *sliceStore) PruneAudit(ctx context.Context, upTo int64, record func(last *chain.Event, cp chain.Checkpoint) (chain.Event, error)) (*chain.Checkpoint, error) {
+	return nil, errors.New("a sliceStore does not prune")
 }
 
 func (s *sliceStore) ScanAudit(ctx context.Context, fn func(chain.Event) error) error {
@@ -424,4 +436,103 @@ func TestCheckRegistrations(t *testing.T) {
 		!strings.Contains(res.String(), "\nregistrations NOT recorded: 1 of 8 stored versions have no registration event (stored without their record, or their events were removed): ossa:text/sneaky@1.0.0") {
 		t.Errorf("Verify with registrations: OK %v, %q", res.OK, res.String())
 	}
+}
+
+// TestCheckRegistrationsPruned: once the chain is pruned, the versions
+// whose "registered" events were pruned are counted apart, not as
+// unrecorded; a version stored past the registry afterwards still is.
+func TestCheckRegistrationsPruned(t *testing.T) {
+	ctx := identity.With(t.Context(), identity.Caller{Actor: "alice"})
+	st := openStore(t)
+	l := audit.New(st)
+	svc := registry.NewService(st, registry.WithRecorder(l))
+	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0"} {
+		if _, err := svc.RegisterBatch(ctx, []capability.Definition{definition("echo", v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := l.Prune(ctx, audit.Retention{MaxEvents: 1}); err != nil || res.Pruned != 2 {
+		t.Fatalf("Prune to 1 event = %+v, %v; want the first 2 registrations pruned", res, err)
+	}
+	c, err := l.CheckRegistrations(ctx, st)
+	if err != nil || !c.OK || c.Versions != 3 || c.Pruned != 2 || c.Unrecorded != 0 {
+		t.Fatalf("after the prune: %+v, %v; want 3 versions, 2 of them with pruned events", c, err)
+	}
+	if s := c.String(); !strings.HasPrefix(s, "registrations recorded: ") || !strings.Contains(s, "; 2 stored versions were registered before the checkpoint (their registration events were pruned)") {
+		t.Errorf("String() = %q", s)
+	}
+	if _, err := st.Put(ctx, []registry.Record{storetest.NewRecord(definition("sneaky", "1.0.0"))}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.CheckRegistrations(ctx, st); err != nil || c.OK || c.Unrecorded != 1 || c.Pruned != 2 {
+		t.Errorf("a version stored past the registry after the prune: %+v, %v; want it unrecorded", c, err)
+	}
+}
+
+// TestRetentionBackground: a Log with a retention prunes by itself as
+// events are appended, logs what it pruned, and the chain verifies from
+// the checkpoint it leaves; Close stops the pruner.
+func TestRetentionBackground(t *testing.T) {
+	st := openStore(t)
+	var logs syncBuffer
+	l := audit.New(st, audit.WithRetention(20, 0), audit.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	for i := range 200 {
+		if _, err := l.Record(t.Context(), audit.KindInvocation, "tester", "", map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The pruner runs beside the appends: wait (bounded) for it to catch
+	// up with the last of them.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := st.AuditState(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Checkpoint != nil && s.Last.Seq-s.Checkpoint.Seq <= 21 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after 200 appends the chain still holds events %+v to %d, want at most 21 kept", s.Checkpoint, s.Last.Seq)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.Close()
+	res, err := l.Verify(t.Context())
+	if err != nil || !res.OK || res.Checkpoint == nil || res.FromSeq != res.Checkpoint.Seq+1 {
+		t.Fatalf("Verify after background prunes = %+v, %v", res, err)
+	}
+	if out := logs.String(); !strings.Contains(out, `msg="audit chain pruned"`) || !strings.Contains(out, "keep=\"the newest 20 events\"") {
+		t.Errorf("the pruner logged %q, want its prunes", out)
+	}
+}
+
+// TestPrunedKindReserved: only Prune records prunes.
+func TestPrunedKindReserved(t *testing.T) {
+	l := audit.New(openStore(t))
+	if _, err := l.Hook(chain.Event{Kind: audit.KindPruned}); err == nil {
+		t.Errorf("Hook accepted a %q event", audit.KindPruned)
+	}
+	if _, err := l.Append(t.Context(), chain.Event{Kind: audit.KindPruned, Data: json.RawMessage(`{"seq":1}`)}); err == nil {
+		t.Errorf("Append accepted a %q event", audit.KindPruned)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the pruner's logger writes to while the
+// test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

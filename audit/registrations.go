@@ -40,6 +40,10 @@ type RegistrationCheck struct {
 	// before the chain's first event: registered before this database kept
 	// an audit chain. They are not a failure.
 	Predating int64 `json:"predating,omitempty"`
+	// Pruned counts the versions without an event that were stored before
+	// the chain's checkpoint (at or before the last pruned event): their
+	// events were pruned by the retention. They are not a failure.
+	Pruned int64 `json:"pruned,omitempty"`
 }
 
 // String returns e.g. "registrations recorded: all 1223 stored versions
@@ -48,7 +52,7 @@ type RegistrationCheck struct {
 func (c *RegistrationCheck) String() string {
 	var b strings.Builder
 	if c.OK {
-		fmt.Fprintf(&b, "registrations recorded: all %s have their registration event", versions(c.Versions-c.Predating))
+		fmt.Fprintf(&b, "registrations recorded: all %s have their registration event", versions(c.Versions-c.Predating-c.Pruned))
 	} else {
 		fmt.Fprintf(&b, "registrations NOT recorded: %d of %s have no registration event (stored without their record, or their events were removed): %s",
 			c.Unrecorded, versions(c.Versions), strings.Join(c.Missing, ", "))
@@ -61,6 +65,12 @@ func (c *RegistrationCheck) String() string {
 		b.WriteString("; 1 stored version predates the audit chain (stored before its first event) and has none")
 	case c.Predating > 1:
 		fmt.Fprintf(&b, "; %d stored versions predate the audit chain (stored before its first event) and have none", c.Predating)
+	}
+	switch {
+	case c.Pruned == 1:
+		b.WriteString("; 1 stored version was registered before the checkpoint (its registration event was pruned)")
+	case c.Pruned > 1:
+		fmt.Fprintf(&b, "; %d stored versions were registered before the checkpoint (their registration events were pruned)", c.Pruned)
 	}
 	return b.String()
 }
@@ -80,8 +90,10 @@ func versions(n int64) string {
 // transaction (registry.Store.PutAudited), a version without one was stored
 // past the registry, or its event was removed — which the chain alone
 // cannot show when the newest events were cut off. Versions stored before
-// the chain's first event predate it and are counted apart; when the chain
-// is empty, every stored version counts as unrecorded.
+// the chain's first event predate it and are counted apart, as are, once
+// the chain was pruned, those stored before its checkpoint (whose events
+// may have been pruned); when the chain is empty, every stored version
+// counts as unrecorded.
 //
 // It streams: a page of versions at a time, with one query for the
 // "registered" events of the page; memory does not grow with the registry.
@@ -91,6 +103,11 @@ func (l *Log) CheckRegistrations(ctx context.Context, vs Versions) (*Registratio
 	if err != nil {
 		return nil, fmt.Errorf("check registrations: %w", err)
 	}
+	st, err := l.store.AuditState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check registrations: %w", err)
+	}
+	cp := st.Checkpoint
 	f := registry.ListFilter{AllVersions: true, Limit: versionsPage}
 	for {
 		page, err := vs.List(ctx, f)
@@ -109,7 +126,9 @@ func (l *Log) CheckRegistrations(ctx context.Context, vs Versions) (*Registratio
 			c.Versions++
 			switch {
 			case recorded[uris[i]+" "+r.Key.Version]:
-			case len(first) > 0 && r.RegisteredAt.Before(first[0].Time):
+			case cp != nil && !r.RegisteredAt.After(cp.Time):
+				c.Pruned++
+			case cp == nil && len(first) > 0 && r.RegisteredAt.Before(first[0].Time):
 				c.Predating++
 			default:
 				c.Unrecorded++

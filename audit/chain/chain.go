@@ -16,7 +16,8 @@ import (
 // PrevHash and Hash and checks the chain; a store only keeps events,
 // exactly as given.
 type Event struct {
-	// Seq numbers the events 1, 2, 3, … without gaps.
+	// Seq numbers the events 1, 2, 3, … without gaps; once the oldest
+	// were pruned, the chain starts at the one after the Checkpoint.
 	Seq int64 `json:"seq"`
 	// Time is when the event was appended, UTC. Stores keep microseconds
 	// and refuse a time with finer digits, which would not read back as
@@ -32,7 +33,8 @@ type Event struct {
 	// Data is the event's details, a JSON object in canonical form (RFC
 	// 8785), kept byte for byte.
 	Data json.RawMessage `json:"data"`
-	// PrevHash is the previous event's Hash (64 zeros for the first event);
+	// PrevHash is the previous event's Hash (64 zeros for event 1; the
+	// first event kept after a prune links to the Checkpoint's Hash);
 	// Hash covers this event's fields and PrevHash. Both are hex SHA-256.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`
@@ -87,6 +89,58 @@ type Store interface {
 	// outside of any database transaction. An error from fn stops the scan
 	// and is returned as it is.
 	ScanAudit(ctx context.Context, fn func(Event) error) error
+	// AuditState returns the chain's checkpoint and its last event, read
+	// together (one snapshot).
+	AuditState(ctx context.Context) (State, error)
+	// PruneAudit removes the oldest events, those after the checkpoint up to
+	// event upTo (at most MaxPruneBatch of them, and never past the last
+	// event), in one write transaction that holds the chain's lock as
+	// AppendAudit does: it makes the new checkpoint (Seq, Hash and Time of
+	// the last event it removes, Pruned), calls record with the chain's last
+	// event and that checkpoint, appends the event record returns (which
+	// records the cut in the chain, so the cut is tamper-evident) as
+	// AppendAudit would, deletes the events and stores the checkpoint, with
+	// At and Record from the appended event. It returns the new checkpoint,
+	// or nil when there is nothing to remove (upTo is at or before the
+	// checkpoint). It refuses, writing nothing, when an event in the range
+	// is missing. record may be called more than once and must not call
+	// the store; an error from it aborts the prune and is returned wrapped.
+	PruneAudit(ctx context.Context, upTo int64, record func(last *Event, cp Checkpoint) (Event, error)) (*Checkpoint, error)
+}
+
+// MaxPruneBatch bounds how many events one PruneAudit removes: one write
+// transaction deletes at most this many rows, so appenders on every replica
+// wait for the chain's lock no longer than for a bounded delete.
+const MaxPruneBatch = 10000
+
+// Checkpoint is where the chain was last cut by its retention: events 1 to
+// Seq were removed, and the first event kept links to Hash. Verify starts
+// from it instead of from the genesis hash. The cut is recorded in the
+// chain itself: event Record (of kind "pruned", appended after the events
+// kept, in the prune's transaction) holds Seq, Hash, Time and Pruned, so a
+// checkpoint that does not match its record, or whose record is gone, shows
+// as a broken chain.
+type Checkpoint struct {
+	// Seq is the last removed event's Seq: events 1..Seq are gone.
+	Seq int64 `json:"seq"`
+	// Hash is the last removed event's Hash: the PrevHash of event Seq+1.
+	Hash string `json:"hash"`
+	// Time is the last removed event's Time.
+	Time time.Time `json:"time"`
+	// Pruned is how many events the prune that made this checkpoint
+	// removed (from the previous checkpoint's Seq+1 to Seq).
+	Pruned int64 `json:"pruned"`
+	// At is when that prune ran: the Time of its record.
+	At time.Time `json:"at"`
+	// Record is the Seq of the event that records this checkpoint.
+	Record int64 `json:"record"`
+}
+
+// State is the chain's checkpoint (nil when no event was ever removed) and
+// its last event (nil when the chain is empty).
+type State struct {
+	Checkpoint *Checkpoint
+	Last       *Event
 }
 
 // Hook records a write in the audit chain inside the write's own

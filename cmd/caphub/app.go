@@ -116,6 +116,10 @@ func openService(ctx context.Context, c config, opts ...registry.Option) (*regis
 	if c.invocation.auditSync {
 		auditOpts = append(auditOpts, audit.WithSyncInvocations())
 	}
+	if r := c.auditRetention; !r.IsZero() {
+		c.log.Info("audit retention: pruning the audit chain in the background", "keep", r.String())
+		auditOpts = append(auditOpts, audit.WithRetention(r.MaxEvents, r.MaxAge))
+	}
 	log := audit.New(st, auditOpts...)
 	verifier, err := trustVerifier(c.trustedKeys)
 	if err != nil {

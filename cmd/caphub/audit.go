@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -23,13 +25,15 @@ func newAuditCmd() *cobra.Command {
 		Short: "List and verify the audit chain of the local database",
 		Long: `The audit chain records every registration, deprecation, policy decision, approval and
 invocation as an event whose hash covers the previous event's hash, so that altering, removing
-or reordering a stored event breaks the chain where it happened. These commands read the
-local database (--db, $CAPHUB_DB), not a server.`,
-		Example: "  caphub audit list --since 24h --kind invocation\n  caphub audit verify",
+or reordering a stored event breaks the chain where it happened. Its retention (caphub serve
+--audit-max-events, --audit-max-age, or caphub audit prune) removes the oldest events and
+leaves a checkpoint, recorded in the chain, from which the rest still verifies. These commands
+read the local database (--db, $CAPHUB_DB), not a server.`,
+		Example: "  caphub audit list --since 24h --kind invocation\n  caphub audit verify\n  caphub audit prune --max-age 90d",
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newAuditListCmd(), newAuditVerifyCmd())
+	cmd.AddCommand(newAuditListCmd(), newAuditVerifyCmd(), newAuditPruneCmd())
 	return cmd
 }
 
@@ -141,8 +145,14 @@ caphub, or its event was removed (which the chain alone cannot show when the new
 were cut off). Versions stored before the chain's first event predate the audit chain and are
 only counted. Both checks stream, a page at a time.
 
-It prints the event count and the head hash when the chain is intact, then the registration
-check. Exit 0 when both pass; exit 1 when the chain is broken (naming the first broken link)
+Once the chain was pruned, verify starts from its checkpoint: the first event kept must link
+to the last pruned one's hash, and the "pruned" event that recorded the cut must match the
+checkpoint; events deleted from the start without a checkpoint, or a forged checkpoint, break
+the chain. Versions registered before the checkpoint are counted apart (their events were
+pruned).
+
+It prints the event count, where it verified from and the head hash when the chain is intact,
+then the registration check. Exit 0 when both pass; exit 1 when the chain is broken (naming the first broken link)
 or when versions have no registration event (naming them). Keep the head hash elsewhere:
 removing the newest events leaves a shorter chain that still verifies, with another head.`,
 		Example: "  caphub audit verify\n  caphub audit verify --db postgres://caphub@db/caphub --format json",
@@ -219,14 +229,14 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // parseAgo reads a Go duration that may start with a number of days ("7d",
-// "1d12h").
+// "1d12h"), up to about 292 years (time.Duration's limit).
 func parseAgo(s string) (time.Duration, error) {
 	days, rest, ok := strings.Cut(s, "d")
 	if !ok {
 		return time.ParseDuration(s)
 	}
 	n, err := strconv.Atoi(days)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || int64(n) > math.MaxInt64/int64(24*time.Hour) {
 		return 0, fmt.Errorf("bad day count %q", days)
 	}
 	d := time.Duration(n) * 24 * time.Hour
@@ -235,7 +245,104 @@ func parseAgo(s string) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
+		if r > 0 && d > math.MaxInt64-r {
+			return 0, errors.New("the duration is too long")
+		}
 		d += r
 	}
 	return d, nil
+}
+
+// Environment variables of the audit retention (caphub serve, and the
+// defaults of caphub audit prune).
+const (
+	envAuditMaxEvents = "CAPHUB_AUDIT_MAX_EVENTS"
+	envAuditMaxAge    = "CAPHUB_AUDIT_MAX_AGE"
+)
+
+// addAuditRetentionFlags adds serve's audit retention flags.
+func addAuditRetentionFlags(cmd *cobra.Command) {
+	cmd.Flags().Int("audit-max-events", 0, "keep the newest N events of the audit chain and prune older ones in the background (a checkpoint keeps the chain verifiable); default $"+envAuditMaxEvents+", else 0: keep every event")
+	cmd.Flags().String("audit-max-age", "", "prune audit events older than DURATION (90m, 720h, 90d) in the background; default $"+envAuditMaxAge+", else keep every event")
+}
+
+// auditRetentionFrom reads a retention from the flags named events and age
+// (an int and a string), else the variables CAPHUB_AUDIT_MAX_EVENTS and
+// CAPHUB_AUDIT_MAX_AGE.
+func auditRetentionFrom(cmd *cobra.Command, events, age string) (audit.Retention, error) {
+	var r audit.Retention
+	n, err := intSetting(cmd, events, envAuditMaxEvents)
+	if err != nil {
+		return r, err
+	}
+	if n < 0 {
+		return r, &usageError{fmt.Errorf("--%s %d (or $%s): give a number of events to keep, or 0 to keep every event", events, n, envAuditMaxEvents)}
+	}
+	r.MaxEvents = int64(n)
+	if r.MaxAge, err = parseMaxAge(stringSetting(cmd, age, envAuditMaxAge)); err != nil {
+		return r, &usageError{fmt.Errorf("--%s (or $%s): %w", age, envAuditMaxAge, err)}
+	}
+	return r, nil
+}
+
+// parseMaxAge reads a maximum age: "" or 0 for none, else a positive
+// duration as parseAgo reads it (90m, 720h, 90d).
+func parseMaxAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	d, err := parseAgo(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not an age: give a duration such as 90m, 720h or 90d, or 0 to keep every event", s)
+	}
+	return d, nil
+}
+
+func newAuditPruneCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove the oldest audit events, leaving a checkpoint the rest verifies from",
+		Long: `prune removes the oldest events of the audit chain that the limits do not keep: beyond the
+newest --max-events, or older than --max-age (either or both; default $` + envAuditMaxEvents + ` and
+$` + envAuditMaxAge + `, the settings of caphub serve --audit-max-events and --audit-max-age, which
+prunes in the background). It works in transactions of at most 10,000 events, so a running
+server's appenders wait for one batch at most, and each one leaves a checkpoint (the last
+pruned event's seq, hash and time) and appends a "pruned" event recording it: caphub audit
+verify then starts from the checkpoint, and a forged one breaks the chain.
+
+It prunes only an intact chain: it first checks the checkpoint and every event it is about
+to remove, and refuses, removing nothing, when one is broken (run caphub audit verify).
+Exit 0 when it pruned, or found nothing to prune; 1 when it refused or failed.`,
+		Example: "  caphub audit prune --max-events 1000000\n  caphub audit prune --max-age 90d --format json\n  caphub audit prune --max-events 100000 --max-age 30d --db postgres://caphub@db/caphub",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := outputFormat(cmd)
+			if err != nil {
+				return err
+			}
+			keep, err := auditRetentionFrom(cmd, "max-events", "max-age")
+			if err != nil {
+				return err
+			}
+			if keep.IsZero() {
+				return &usageError{fmt.Errorf("give --max-events N, --max-age DURATION or both (or set $%s, $%s): without a limit there is nothing to prune", envAuditMaxEvents, envAuditMaxAge)}
+			}
+			return withAuditLog(cmd, func(l *audit.Log, _ registry.Store) error {
+				res, err := l.Prune(cmd.Context(), keep)
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return writeJSON(cmd.OutOrStdout(), res)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), res.String())
+				return nil
+			})
+		},
+	}
+	cmd.Flags().Int("max-events", 0, "keep the newest N events (the event recording the prune comes on top); default $"+envAuditMaxEvents)
+	cmd.Flags().String("max-age", "", "remove the events older than DURATION (90m, 720h, 90d); default $"+envAuditMaxAge)
+	addFormatFlag(cmd)
+	return cmd
 }

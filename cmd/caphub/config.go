@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/embed"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/internal/envflag"
@@ -50,6 +51,10 @@ type config struct {
 	serve      serveConfig
 	invocation invocationConfig
 	embed      embedConfig
+	// auditRetention is how much of the audit chain serve keeps:
+	// --audit-max-events and --audit-max-age, else $CAPHUB_AUDIT_MAX_EVENTS
+	// and $CAPHUB_AUDIT_MAX_AGE (zero: every event).
+	auditRetention audit.Retention
 }
 
 // embedConfig is the embedding provider of semantic search, read by serve
@@ -277,6 +282,11 @@ func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 	var err error
 	if c.serve, err = serveConfigFrom(cmd); err != nil {
 		return c, err
+	}
+	if hasFlag(cmd, "audit-max-events") {
+		if c.auditRetention, err = auditRetentionFrom(cmd, "audit-max-events", "audit-max-age"); err != nil {
+			return c, err
+		}
 	}
 	if hasFlag(cmd, "embed-url") {
 		if c.embed, err = embedConfigFrom(cmd); err != nil {

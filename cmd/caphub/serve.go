@@ -76,6 +76,7 @@ operator's settings: no API caller can change where texts are sent.`,
 	addSessionFlags(cmd)
 	addInvokeFlags(cmd)
 	addEmbedFlags(cmd)
+	addAuditRetentionFlags(cmd)
 	return cmd
 }
 

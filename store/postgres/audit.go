@@ -105,6 +105,11 @@ func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*chain.Event, error) 
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
 		return nil, fmt.Errorf("take the audit chain lock: %w", err)
 	}
+	return lastEvent(ctx, tx)
+}
+
+// lastEvent reads the chain's last event in tx (nil when it is empty).
+func lastEvent(ctx context.Context, tx pgx.Tx) (*chain.Event, error) {
 	e, err := scanAudit(tx.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -182,4 +187,108 @@ func scanAudit(row pgx.Row) (chain.Event, error) {
 	e.Time = e.Time.UTC()
 	e.Data = json.RawMessage(data)
 	return e, nil
+}
+
+// checkpointColumns are the columns readCheckpoint reads.
+const checkpointColumns = `seq, hash, time, pruned, at, record`
+
+// AuditState returns the checkpoint and the last event in one read-only
+// REPEATABLE READ transaction (one snapshot); see chain.Store.
+func (s *Store) AuditState(ctx context.Context) (chain.State, error) {
+	if err := s.checkOpen(); err != nil {
+		return chain.State{}, err
+	}
+	var st chain.State
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if st.Checkpoint, err = readCheckpoint(ctx, tx); err != nil {
+			return err
+		}
+		st.Last, err = lastEvent(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return chain.State{}, fmt.Errorf("read the audit chain's state in postgres %s: %w", s.where, err)
+	}
+	return st, nil
+}
+
+// readCheckpoint reads the chain's checkpoint in tx (nil when there is
+// none).
+func readCheckpoint(ctx context.Context, tx pgx.Tx) (*chain.Checkpoint, error) {
+	var cp chain.Checkpoint
+	err := tx.QueryRow(ctx, `SELECT `+checkpointColumns+` FROM audit_checkpoint WHERE id = 1`).
+		Scan(&cp.Seq, &cp.Hash, &cp.Time, &cp.Pruned, &cp.At, &cp.Record)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the audit checkpoint: %w", err)
+	}
+	cp.Time, cp.At = cp.Time.UTC(), cp.At.UTC()
+	return &cp, nil
+}
+
+// PruneAudit removes the oldest events up to upTo (a batch at most) and
+// records the cut, in one transaction that holds the chain's advisory lock,
+// so no append on any replica runs in between; see chain.Store.
+func (s *Store) PruneAudit(ctx context.Context, upTo int64, record func(last *chain.Event, cp chain.Checkpoint) (chain.Event, error)) (*chain.Checkpoint, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out *chain.Checkpoint
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = nil
+		last, err := s.lockAudit(ctx, tx)
+		if err != nil {
+			return err
+		}
+		prev, err := readCheckpoint(ctx, tx)
+		if err != nil {
+			return err
+		}
+		from, to, ok := write.PruneRange(prev, last, upTo)
+		if !ok {
+			return nil
+		}
+		cut, err := scanAudit(tx.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events WHERE seq = $1`, to))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return write.MissingCut(to)
+		}
+		if err != nil {
+			return fmt.Errorf("read audit event %d: %w", to, err)
+		}
+		cp := write.NewCheckpoint(cut, from)
+		ev, err := record(last, cp)
+		if err != nil {
+			return err
+		}
+		if err := write.CheckAuditEvent(ev, last); err != nil {
+			return fmt.Errorf("the record of the prune, event %d: %w", ev.Seq, err)
+		}
+		if _, err := tx.Exec(ctx, insertAuditSQL,
+			ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
+			return fmt.Errorf("append the record of the prune, event %d: %w", ev.Seq, err)
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM audit_events WHERE seq <= $1`, to)
+		if err != nil {
+			return fmt.Errorf("delete audit events %d to %d: %w", from, to, err)
+		}
+		if n := tag.RowsAffected(); n != cp.Pruned {
+			return write.PrunedCount(from, to, n, nil)
+		}
+		cp.At, cp.Record = ev.Time.UTC(), ev.Seq
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_checkpoint (id, `+checkpointColumns+`) VALUES (1, $1, $2, $3, $4, $5, $6)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time,
+				pruned = excluded.pruned, at = excluded.at, record = excluded.record`,
+			cp.Seq, cp.Hash, cp.Time, cp.Pruned, cp.At, cp.Record); err != nil {
+			return fmt.Errorf("store the audit checkpoint: %w", err)
+		}
+		out = &cp
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prune the audit chain in postgres %s: %w: nothing was pruned", s.where, err)
+	}
+	return out, nil
 }

@@ -396,3 +396,11 @@ func BenchmarkList(b *testing.B) {
 	s, _ := loadedStore(b)
 	storetest.BenchList(b, s)
 }
+
+func BenchmarkPrune(b *testing.B) {
+	storetest.BenchPrune(b, open(b, newSchema(b)))
+}
+
+func BenchmarkPruneAudit(b *testing.B) {
+	storetest.BenchPruneAudit(b, open(b, newSchema(b)))
+}

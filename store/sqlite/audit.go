@@ -180,3 +180,126 @@ func scanAudit(sc scanner) (chain.Event, error) {
 	e.Data = json.RawMessage(data)
 	return e, nil
 }
+
+// checkpointColumns are the columns scanCheckpoint reads.
+const checkpointColumns = `seq, hash, time, pruned, at, record`
+
+// AuditState returns the checkpoint and the last event in one read
+// transaction; see chain.Store.
+func (s *Store) AuditState(ctx context.Context) (chain.State, error) {
+	if err := s.checkOpen(); err != nil {
+		return chain.State{}, err
+	}
+	tx, err := s.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return chain.State{}, fmt.Errorf("read the audit chain's state in sqlite database %s: begin: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	var st chain.State
+	if st.Checkpoint, err = readCheckpoint(ctx, tx); err == nil {
+		st.Last, err = lastAudit(ctx, tx)
+	}
+	if err != nil {
+		return chain.State{}, fmt.Errorf("read the audit chain's state in sqlite database %s: %w", s.path, err)
+	}
+	return st, nil
+}
+
+// readCheckpoint reads the chain's checkpoint in tx (nil when there is
+// none).
+func readCheckpoint(ctx context.Context, tx *sql.Tx) (*chain.Checkpoint, error) {
+	var (
+		cp       chain.Checkpoint
+		when, at string
+	)
+	err := tx.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM audit_checkpoint WHERE id = 1`).
+		Scan(&cp.Seq, &cp.Hash, &when, &cp.Pruned, &at, &cp.Record)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the audit checkpoint: %w", err)
+	}
+	if cp.Time, err = parseTime(when); err == nil {
+		cp.At, err = parseTime(at)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode the audit checkpoint's times: %w: the database is damaged (run caphub audit verify)", err)
+	}
+	return &cp, nil
+}
+
+// PruneAudit removes the oldest events up to upTo (a batch at most) and
+// records the cut, in one BEGIN IMMEDIATE transaction on the single writer
+// connection, so no append runs in between; see chain.Store.
+func (s *Store) PruneAudit(ctx context.Context, upTo int64, record func(last *chain.Event, cp chain.Checkpoint) (chain.Event, error)) (*chain.Checkpoint, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("prune the audit chain in sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
+	}
+	defer tx.Rollback()
+	cp, err := s.pruneInTx(ctx, tx, upTo, record)
+	if err != nil || cp == nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("prune the audit chain in sqlite database %s: commit: %w: nothing was pruned", s.path, err)
+	}
+	return cp, nil
+}
+
+// pruneInTx is PruneAudit's transaction.
+func (s *Store) pruneInTx(ctx context.Context, tx *sql.Tx, upTo int64, record func(last *chain.Event, cp chain.Checkpoint) (chain.Event, error)) (*chain.Checkpoint, error) {
+	fail := func(err error) (*chain.Checkpoint, error) {
+		return nil, fmt.Errorf("prune the audit chain in sqlite database %s: %w: nothing was pruned", s.path, err)
+	}
+	prev, err := readCheckpoint(ctx, tx)
+	if err != nil {
+		return fail(err)
+	}
+	last, err := lastAudit(ctx, tx)
+	if err != nil {
+		return fail(err)
+	}
+	from, to, ok := write.PruneRange(prev, last, upTo)
+	if !ok {
+		return nil, nil
+	}
+	cut, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events WHERE seq = ?`, to))
+	if errors.Is(err, sql.ErrNoRows) {
+		return fail(write.MissingCut(to))
+	}
+	if err != nil {
+		return fail(fmt.Errorf("read audit event %d: %w", to, err))
+	}
+	cp := write.NewCheckpoint(cut, from)
+	ev, err := record(last, cp)
+	if err != nil {
+		return fail(err)
+	}
+	if err := write.CheckAuditEvent(ev, last); err != nil {
+		return fail(fmt.Errorf("the record of the prune, event %d: %w", ev.Seq, err))
+	}
+	if _, err := tx.ExecContext(ctx, insertAuditSQL,
+		ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
+		return fail(fmt.Errorf("append the record of the prune, event %d: %w", ev.Seq, err))
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE seq <= ?`, to)
+	if err != nil {
+		return fail(fmt.Errorf("delete audit events %d to %d: %w", from, to, err))
+	}
+	if n, err := res.RowsAffected(); err != nil || n != cp.Pruned {
+		return fail(write.PrunedCount(from, to, n, err))
+	}
+	cp.At, cp.Record = ev.Time.UTC(), ev.Seq
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_checkpoint (id, `+checkpointColumns+`) VALUES (1, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time,
+			pruned = excluded.pruned, at = excluded.at, record = excluded.record`,
+		cp.Seq, cp.Hash, formatTime(cp.Time), cp.Pruned, formatTime(cp.At), cp.Record); err != nil {
+		return fail(fmt.Errorf("store the audit checkpoint: %w", err))
+	}
+	return &cp, nil
+}

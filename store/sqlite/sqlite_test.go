@@ -329,3 +329,11 @@ func BenchmarkList(b *testing.B) {
 	s, _ := loadedStore(b)
 	storetest.BenchList(b, s)
 }
+
+func BenchmarkPrune(b *testing.B) {
+	storetest.BenchPrune(b, open(b, filepath.Join(b.TempDir(), "caphub.db")))
+}
+
+func BenchmarkPruneAudit(b *testing.B) {
+	storetest.BenchPruneAudit(b, open(b, filepath.Join(b.TempDir(), "caphub.db")))
+}

@@ -34,7 +34,10 @@ type AuditTarget struct {
 // audit's Log on top: appends, filters, paging, the tamper tests (rows
 // altered, removed and reordered with SQL, each reported by Verify as the
 // first broken link) and concurrent appenders, in one process and across
-// replicas. open must return a new target and arrange for its store to be
+// replicas; and the retention: Prune by count and by age, in batches, the
+// checkpoint and its record, Verify from them, the tampering a prune could
+// hide (events deleted at the start, a forged checkpoint) and prunes racing
+// appenders and each other. open must return a new target and arrange for its store to be
 // closed when the test ends (t.Cleanup).
 func RunAudit(t *testing.T, open func(t *testing.T) AuditTarget) {
 	tests := []struct {
@@ -55,6 +58,13 @@ func RunAudit(t *testing.T, open func(t *testing.T) AuditTarget) {
 		{"AuditTamperTruncated", testAuditTamperTruncated},
 		{"AuditConcurrent", testAuditConcurrent},
 		{"AuditReplicas", testAuditReplicas},
+		{"AuditPrune", testAuditPrune},
+		{"AuditPruneAge", testAuditPruneAge},
+		{"AuditPruneBatches", testAuditPruneBatches},
+		{"AuditPruneTamperAltered", testAuditPruneTamperAltered},
+		{"AuditPruneTamperStart", testAuditPruneTamperStart},
+		{"AuditPruneForgedCheckpoint", testAuditPruneForgedCheckpoint},
+		{"AuditPruneConcurrent", testAuditPruneConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })

@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -127,5 +130,64 @@ func BenchList(b *testing.B, s registry.Store) {
 			b.Fatal(err)
 		}
 		cursor = p.NextCursor
+	}
+}
+
+// BenchPrune measures how fast Prune removes events from s's audit chain:
+// each op appends a batch of chain.MaxPruneBatch invocation events of
+// about 0.5 KB (clock stopped), then prunes them all but the newest (one
+// PruneAudit transaction, checked first as Prune checks). It reports
+// events pruned per second; ns/op is the time one batch holds the chain's
+// lock and reads it beforehand.
+func BenchPrune(b *testing.B, s chain.Store) {
+	l := audit.New(s)
+	defer l.Close()
+	data := map[string]any{"uri": "ossa:everruns/add@1.0", "version": "1.0.0", "caller": "bench-agent", "binding": "native",
+		"attempts": []map[string]any{{"binding": "native", "attempt": 1, "duration_ms": 0.004}}, "duration_ms": 0.005,
+		"input": strings.Repeat("x", 300)}
+	var pruned int64
+	for b.Loop() {
+		b.StopTimer()
+		for range chain.MaxPruneBatch {
+			l.Enqueue(audit.KindInvocation, "bench-agent", "ossa:everruns/add@1.0", data)
+		}
+		if err := l.Flush(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := l.Prune(b.Context(), audit.Retention{MaxEvents: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pruned += res.Pruned
+	}
+	b.ReportMetric(float64(pruned)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchPruneAudit measures one PruneAudit transaction of
+// chain.MaxPruneBatch events alone (events appended with the clock
+// stopped): ns/op is how long a batch holds the chain's lock, which every
+// appender waits for.
+func BenchPruneAudit(b *testing.B, s chain.Store) {
+	l := audit.New(s)
+	defer l.Close()
+	data := map[string]any{"caller": "bench-agent", "input": strings.Repeat("x", 400)}
+	for b.Loop() {
+		b.StopTimer()
+		for range chain.MaxPruneBatch {
+			l.Enqueue(audit.KindInvocation, "bench-agent", "ossa:everruns/add@1.0", data)
+		}
+		if err := l.Flush(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cp, err := s.PruneAudit(b.Context(), 1<<62, func(last *chain.Event, cp chain.Checkpoint) (chain.Event, error) {
+			e := chain.Event{Seq: last.Seq + 1, Time: last.Time, Kind: "bench_cut", Data: []byte(`{}`), PrevHash: last.Hash}
+			e.Hash = audit.Hash(e)
+			return e, nil
+		})
+		if err != nil || cp == nil || cp.Pruned != chain.MaxPruneBatch {
+			b.Fatalf("PruneAudit = %+v, %v; want %d events pruned", cp, err, chain.MaxPruneBatch)
+		}
 	}
 }

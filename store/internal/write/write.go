@@ -322,3 +322,41 @@ func ApplyDeprecation(r *registry.Record, d registry.Deprecation, at time.Time) 
 	r.Definition.MigrationGuide = d.MigrationGuide
 	r.DeprecatedAt = &at
 }
+
+// PruneRange is the range of events a PruneAudit removes: from the one
+// after the checkpoint prev (nil: event 1) to upTo, but never past last,
+// the chain's last event, nor more than chain.MaxPruneBatch events. ok is
+// false when there is nothing to remove.
+func PruneRange(prev *chain.Checkpoint, last *chain.Event, upTo int64) (from, to int64, ok bool) {
+	from = 1
+	if prev != nil {
+		from = prev.Seq + 1
+	}
+	if last == nil {
+		return 0, 0, false
+	}
+	to = min(upTo, last.Seq, from+chain.MaxPruneBatch-1)
+	return from, to, to >= from
+}
+
+// NewCheckpoint is the checkpoint of a prune that removes events from to
+// cut.Seq: cut is the last of them.
+func NewCheckpoint(cut chain.Event, from int64) chain.Checkpoint {
+	return chain.Checkpoint{Seq: cut.Seq, Hash: cut.Hash, Time: cut.Time.UTC(), Pruned: cut.Seq - from + 1}
+}
+
+// MissingCut is PruneAudit's error when event to, the last one it would
+// remove, is not stored.
+func MissingCut(to int64) error {
+	return fmt.Errorf("audit event %d, the last to prune, is missing: the chain is broken; run caphub audit verify", to)
+}
+
+// PrunedCount is PruneAudit's error when deleting the events up to to
+// removed n rows instead of to-from+1 (or failed to say, err): events in
+// the range were missing, or rows before from were left.
+func PrunedCount(from, to, n int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("count the audit events deleted: %w", err)
+	}
+	return fmt.Errorf("deleting audit events up to %d removed %d rows, not the %d of events %d to %d: the chain is broken; run caphub audit verify", to, n, to-from+1, from, to)
+}
