@@ -311,6 +311,7 @@ func (f *Front) Close() error {
 	}
 	wg.Wait()
 	f.env.Sessions.Wait()
+	f.sdk.Close()
 	f.http.CloseIdleConnections()
 	return nil
 }
