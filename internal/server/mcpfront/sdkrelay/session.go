@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the relay carries logging, sampling, elicitation and roots (deprecated from protocol 2026-07-28) to clients that use them through the deprecation window.
+
 package sdkrelay
 
 import (
@@ -195,9 +197,7 @@ func clientCapabilities(c *mcp.ClientCapabilities) *mcp.ClientCapabilities {
 		return &mcp.ClientCapabilities{}
 	}
 	cp := *c
-	//lint:ignore SA1019 roots, deprecated from protocol 2026-07-28, are relayed to clients that use them through the deprecation window; Roots is what older clients fill
 	if cp.RootsV2 == nil && cp.Roots.ListChanged {
-		//lint:ignore SA1019 roots, deprecated from protocol 2026-07-28, are relayed through the deprecation window
 		cp.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
 	return &cp

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the relay carries logging, sampling, elicitation and roots (deprecated from protocol 2026-07-28) to clients that use them through the deprecation window.
+
 package sdkrelay
 
 import (
@@ -23,8 +25,6 @@ const sharedGrace = time.Minute
 // roots with list_changed), since clients that can come and go share it.
 // Each request is relayed to a client that declared it can answer; when
 // none can, the upstream gets an error.
-//
-//lint:ignore SA1019 sampling and roots, deprecated from protocol 2026-07-28, are relayed through the deprecation window
 var sharedCapabilities = &mcp.ClientCapabilities{
 	Sampling:    &mcp.SamplingCapabilities{},
 	Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
@@ -190,7 +190,7 @@ func (u *upstream) unsubscribe(uris []string) {
 func (s *session) sharedState(ctx context.Context, method string, params mcp.Params) (mcp.Result, error) {
 	u := s.up
 	switch p := params.(type) {
-	case *mcp.SetLoggingLevelParams: //lint:ignore SA1019 logging is relayed through the deprecation window
+	case *mcp.SetLoggingLevelParams:
 		if _, ok := levelRank[p.Level]; !ok {
 			break // the upstream says what is wrong
 		}

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the relay carries logging, sampling, elicitation and roots (deprecated from protocol 2026-07-28) to clients that use them through the deprecation window.
+
 package sdkrelay
 
 import (
@@ -200,7 +202,7 @@ func (u *upstream) routes(method string, params mcp.Params) []route {
 		return u.standaloneLocked(nil)
 	}
 	wants := func(*session) bool { return true }
-	if p, ok := params.(*mcp.LoggingMessageParams); ok && u.shared { //lint:ignore SA1019 log messages are relayed through the deprecation window
+	if p, ok := params.(*mcp.LoggingMessageParams); ok && u.shared {
 		wants = func(s *session) bool { return levelReaches(p.Level, s.level) }
 	}
 	for _, e := range u.inflight {
@@ -278,7 +280,7 @@ const maxElicits = 1024
 func canAnswer(c *mcp.ClientCapabilities, method string, params mcp.Params) bool {
 	switch method {
 	case methodCreateMessage:
-		return c.Sampling != nil //lint:ignore SA1019 sampling is relayed through the deprecation window
+		return c.Sampling != nil
 	case methodElicit:
 		if c.Elicitation == nil {
 			return false
@@ -289,7 +291,7 @@ func canAnswer(c *mcp.ClientCapabilities, method string, params mcp.Params) bool
 		// A client that names neither mode supports forms (2025-06-18).
 		return c.Elicitation.Form != nil || c.Elicitation.URL == nil
 	case methodListRoots:
-		return c.RootsV2 != nil //lint:ignore SA1019 roots are relayed through the deprecation window
+		return c.RootsV2 != nil
 	}
 	return true
 }
@@ -513,7 +515,6 @@ func (u *upstream) relayNow(req *jsonrpc.Request) bool {
 		}
 		params = p
 	case notifyMessage:
-		//lint:ignore SA1019 log messages, deprecated from protocol 2026-07-28, are relayed to clients that use them through the deprecation window
 		p := new(mcp.LoggingMessageParams)
 		if json.Unmarshal(req.Params, p) != nil {
 			return false
