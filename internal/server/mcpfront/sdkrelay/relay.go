@@ -3,6 +3,9 @@
 // and SSE handlers, whose receiving middleware relays every request and
 // notification through an SDK client session to the upstream (stdio, SSE,
 // or streamable HTTP), and the upstream's traffic back the mirror way.
+// An upstream serves one downstream session (per-client mode) or every
+// downstream session of its saved server (shared mode, shared.go), routing
+// what it sends to the session it belongs to (upstream.go).
 package sdkrelay
 
 import (
