@@ -50,6 +50,10 @@ type session struct {
 
 	last atomic.Int64 // when the client last sent a message (Unix nanoseconds)
 
+	// out delivers a shared upstream's notifications to the session (nil
+	// for an upstream of its own, which delivers them as it reads them).
+	out *outbox
+
 	// level is the logging level the client set, by which a shared
 	// upstream's log messages are filtered for it ("" until it sets one).
 	// Guarded by up.mu.
@@ -235,12 +239,18 @@ func (s *session) forward(ctx context.Context, method string, params mcp.Params)
 // its progress token made unique on a shared upstream).
 func (s *session) relayUp(ctx context.Context, method string, params mcp.Params) (mcp.Result, error) {
 	params = present(params)
-	if !strings.HasPrefix(method, notificationsPrefix) {
-		var done func()
-		params, done = s.up.track(ctx, s, method, params)
-		defer done()
+	if strings.HasPrefix(method, notificationsPrefix) {
+		return s.up.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up.cs, Params: params})
 	}
-	return s.up.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up.cs, Params: params})
+	params, done := s.up.track(ctx, s, method, params)
+	defer done()
+	res, err := s.up.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up.cs, Params: params})
+	if s.out != nil {
+		// The request's progress and log messages, read before its response,
+		// go out before it.
+		s.out.flush(ctx)
+	}
+	return res, err
 }
 
 // upstreamError returns the upstream's JSON-RPC error as it is, and says

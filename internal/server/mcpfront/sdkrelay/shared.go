@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
@@ -118,6 +119,7 @@ func (u *upstream) join(s *session) bool {
 	if u.closing {
 		return false
 	}
+	s.out = newOutbox()
 	if u.grace != nil {
 		u.grace.Stop()
 		u.grace = nil
@@ -262,4 +264,83 @@ func (rl *Relay) Close() {
 		u.close()
 	}
 	rl.wg.Wait()
+}
+
+// outbox delivers a shared upstream's notifications to one session, in
+// order, from a goroutine of its own: a client that does not read its
+// streams holds up only itself (its notifications are dropped once
+// outboxSize wait), never the upstream's other clients.
+type outbox struct {
+	ch   chan func()
+	done chan struct{}
+	once sync.Once
+}
+
+// outboxSize bounds the notifications waiting for one session.
+const outboxSize = 256
+
+// flushLimit bounds how long a response waits for the notifications
+// before it to go out.
+const flushLimit = 5 * time.Second
+
+func newOutbox() *outbox {
+	o := &outbox{ch: make(chan func(), outboxSize), done: make(chan struct{})}
+	go o.run()
+	return o
+}
+
+func (o *outbox) run() {
+	for {
+		select {
+		case f := <-o.ch:
+			f()
+		case <-o.done:
+			return
+		}
+	}
+}
+
+// enqueue queues a delivery, unless the outbox is full or stopped (false).
+func (o *outbox) enqueue(f func()) bool {
+	select {
+	case <-o.done:
+		return false
+	default:
+	}
+	select {
+	case o.ch <- f:
+		return true
+	default:
+		return false
+	}
+}
+
+// flush waits until what was queued before it went out (or ctx ends, or
+// flushLimit passes).
+func (o *outbox) flush(ctx context.Context) {
+	sent := make(chan struct{})
+	if !o.enqueue(func() { close(sent) }) {
+		return
+	}
+	timer := time.NewTimer(flushLimit)
+	defer timer.Stop()
+	select {
+	case <-sent:
+	case <-ctx.Done():
+	case <-o.done:
+	case <-timer.C:
+	}
+}
+
+// stop ends the outbox's goroutine; what is queued is dropped.
+func (o *outbox) stop() { o.once.Do(func() { close(o.done) }) }
+
+// stopped reports whether stop was called.
+func (o *outbox) stopped() bool {
+	select {
+	case <-o.done:
+		return true
+	default:
+		return false
+	}
 }

@@ -340,12 +340,24 @@ func (u *upstream) notify(upCtx context.Context, method string, params mcp.Param
 			restored.ProgressToken = rt.token
 			p = &restored
 		}
-		dctx, stop := downContext(upCtx, rt.ctx)
-		_, err := u.fr.sendDown(dctx, method, &mcp.ServerRequest[mcp.Params]{Session: rt.s.down, Params: p})
-		stop()
-		if err != nil {
-			u.rl.env.Log.Debug("mcpfront: notification not delivered", "server", u.fr.name, "method", method, "session", rt.s.down.ID(), "error", err)
+		if !u.shared {
+			u.deliver(upCtx, rt, method, p)
+			continue
 		}
+		// A notification cannot be cancelled: delivered later, it needs no
+		// context of the upstream's.
+		if !rt.s.out.enqueue(func() { u.deliver(context.Background(), rt, method, p) }) && !rt.s.out.stopped() {
+			u.rl.env.Log.Warn("mcpfront: a client of a shared upstream does not keep up: notification dropped", "server", u.fr.name, "method", method, "session", rt.s.down.ID())
+		}
+	}
+}
+
+// deliver sends an upstream notification downstream.
+func (u *upstream) deliver(upCtx context.Context, rt route, method string, params mcp.Params) {
+	dctx, stop := downContext(upCtx, rt.ctx)
+	defer stop()
+	if _, err := u.fr.sendDown(dctx, method, &mcp.ServerRequest[mcp.Params]{Session: rt.s.down, Params: params}); err != nil {
+		u.rl.env.Log.Debug("mcpfront: notification not delivered", "server", u.fr.name, "method", method, "session", rt.s.down.ID(), "error", err)
 	}
 }
 
@@ -389,6 +401,9 @@ func (u *upstream) leave(s *session) {
 	}
 	closing := u.closing
 	u.mu.Unlock()
+	if s.out != nil {
+		s.out.stop()
+	}
 	if !closing && len(orphaned) > 0 && u.rl.env.Ctx.Err() == nil {
 		u.unsubscribe(orphaned)
 	}
