@@ -105,12 +105,19 @@ func TestSharedOneUpstreamSession(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		peers = append(peers, connectPeer(t, e.frontURL+"/mcp/servers/shared", name, false))
 	}
+	// A client of the SSE endpoint shares it too.
+	sse := e.connect(t, "/mcp/servers/shared/sse", true)
+	if got, _ := callText(t, sse.cs, timeout(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "sse"}}); got != "echo: sse" {
+		t.Errorf("sse: echo = %q", got)
+	}
 	if n := e.up.sessions(); n != 1 {
-		t.Errorf("%d upstream sessions for 3 clients of a shared server, want 1", n)
+		t.Errorf("%d upstream sessions for 4 clients of a shared server, want 1", n)
 	}
-	if e.front.Sessions() != 3 {
-		t.Errorf("front sessions = %d, want 3", e.front.Sessions())
+	if e.front.Sessions() != 4 {
+		t.Errorf("front sessions = %d, want 4", e.front.Sessions())
 	}
+	_ = sse.cs.Close()
+	waitFor(t, "the SSE session to end", func() bool { return e.front.Sessions() == 3 })
 	for _, p := range peers {
 		init := p.cs.InitializeResult()
 		if init.ServerInfo == nil || init.ServerInfo.Name != "test-upstream" || init.Instructions != "upstream instructions" || init.Capabilities.Tools == nil {
@@ -120,8 +127,8 @@ func TestSharedOneUpstreamSession(t *testing.T) {
 			t.Errorf("%s: echo = %q", p.name, got)
 		}
 	}
-	if recs := e.hooks.records(); len(recs) != 3 || recs[0].URI != "mcp:shared/echo" {
-		t.Errorf("records = %+v, want 3 calls of mcp:shared/echo", recs)
+	if recs := e.hooks.records(); len(recs) != 4 || recs[0].URI != "mcp:shared/echo" {
+		t.Errorf("records = %+v, want 4 calls of mcp:shared/echo", recs)
 	}
 	// A per-client saved server of the same upstream still gets a session
 	// per client.
@@ -388,8 +395,8 @@ func pidOf(t *testing.T, p *peer) int {
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
-func TestSharedStdioLifecycle(t *testing.T) {
-	front, url := stdioShared(t, Options{IdleTimeout: 300 * time.Millisecond})
+func TestSharedStdioRestart(t *testing.T) {
+	front, url := stdioShared(t, Options{})
 	a, b := connectPeer(t, url, "a", false), connectPeer(t, url, "b", false)
 	pid := pidOf(t, a)
 	if got := pidOf(t, b); got != pid {
@@ -400,26 +407,35 @@ func TestSharedStdioLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the sessions of the dead upstream to end", func() bool { return front.Sessions() == 0 })
+	if _, err := a.cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "pid"}); err == nil {
+		t.Error("a session of the dead upstream still answers")
+	}
 	c := connectPeer(t, url, "c", false)
-	restarted := pidOf(t, c)
-	if restarted == pid {
+	if restarted := pidOf(t, c); restarted == pid {
 		t.Fatal("the same process after it died")
 	}
-	// The last client leaving ends the process after the grace (the idle
-	// timeout, here).
-	_ = c.cs.Close()
-	waitFor(t, "the shared process to end after its last client", func() bool { return !alive(restarted) })
-	// And Close ends a running one.
-	d := connectPeer(t, url, "d", false)
-	last := pidOf(t, d)
+	// Close ends the running one.
+	last := pidOf(t, c)
 	if err := front.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if alive(last) {
-		// KillGroup sent SIGKILL; the process may linger as a zombie for a
-		// moment until reaped.
-		waitFor(t, "the shared process to end with Close", func() bool { return !alive(last) })
+	waitFor(t, "the shared process to end with Close", func() bool { return !alive(last) })
+}
+
+func TestSharedStdioGrace(t *testing.T) {
+	// The grace is the idle timeout when that is shorter than a minute.
+	front, url := stdioShared(t, Options{IdleTimeout: 5 * time.Second})
+	a := connectPeer(t, url, "a", false)
+	pid := pidOf(t, a)
+	_ = a.cs.Close()
+	waitFor(t, "the session to end", func() bool { return front.Sessions() == 0 })
+	// A client within the grace finds the process running.
+	b := connectPeer(t, url, "b", false)
+	if got := pidOf(t, b); got != pid {
+		t.Errorf("a client during the grace got process %d, want the running %d", got, pid)
 	}
+	_ = b.cs.Close()
+	waitFor(t, "the shared process to end a grace after its last client", func() bool { return !alive(pid) })
 }
 
 func TestSharedConcurrentJoin(t *testing.T) {
