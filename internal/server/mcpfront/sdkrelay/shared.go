@@ -72,7 +72,12 @@ func (rl *Relay) joinShared(ctx context.Context, fr *front, srv *mcpconn.Server,
 		if slot.up.join(s) {
 			return slot.up, nil
 		}
-		// It ended meanwhile (and forgot itself): connect another.
+		// It is ending: connect another (it forgets itself only once ended).
+		rl.mu.Lock()
+		if rl.shared[fr.name] == slot {
+			delete(rl.shared, fr.name)
+		}
+		rl.mu.Unlock()
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the shared upstream session of the MCP server %q kept ending while clients joined it: see caphub's log", fr.name)}
 }
