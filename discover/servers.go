@@ -114,8 +114,9 @@ func (s *Servers) SaveServer(ctx context.Context, srv *mcpconn.Server) error {
 }
 
 // savedEvent is the Data of a "server_saved" event: how caphub connects
-// (the command and arguments it runs, or the URL it calls) and the names,
-// not the values, of the environment variables and headers it sets.
+// (the command and arguments it runs, or the URL it calls), the names, not
+// the values, of the environment variables and headers it sets, and its
+// session mode when one is set.
 func savedEvent(srv *mcpconn.Server) map[string]any {
 	d := map[string]any{"server": srv.Name, "transport": srv.Transport}
 	if srv.Command != "" {
@@ -132,6 +133,9 @@ func savedEvent(srv *mcpconn.Server) map[string]any {
 	}
 	if len(srv.Headers) > 0 {
 		d["headers"] = slices.Sorted(maps.Keys(srv.Headers))
+	}
+	if srv.Sessions != "" {
+		d["sessions"] = srv.Sessions
 	}
 	return d
 }

@@ -34,6 +34,19 @@ const (
 	TransportSSE   = "sse"  // the 2024-11-05 SSE transport only
 )
 
+// Session modes of a saved server: how the sessions of clients that caphub
+// fronts (at /mcp/servers/{name}) map to sessions with the server.
+const (
+	// SessionsPerClient (the default, also written "") gives each client
+	// session an upstream session of its own: for a stdio server, a process
+	// of its own. Clients are isolated from each other.
+	SessionsPerClient = "per-client"
+	// SessionsShared serves every client session with one upstream session
+	// (one process for a stdio server): cheap, but what the server keeps in
+	// its session is shared between the clients.
+	SessionsShared = "shared"
+)
+
 // Server is a saved MCP server connection.
 type Server struct {
 	Name      string            `json:"name" yaml:"name"`
@@ -44,6 +57,9 @@ type Server struct {
 	Dir       string            `json:"dir,omitempty" yaml:"dir,omitempty"`
 	URL       string            `json:"url,omitempty" yaml:"url,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"` // values may hold ${VAR} references
+	// Sessions is how fronted client sessions map to upstream sessions:
+	// SessionsPerClient (or "") or SessionsShared.
+	Sessions string `json:"sessions,omitempty" yaml:"sessions,omitempty"`
 	// Permits bound what connecting may do: the program started, the
 	// variables ${VAR} reads, the host reached. A server saved over the API
 	// gets the operator's lists (discover.Servers sets them); nil is the
@@ -74,6 +90,9 @@ func (s *Server) Validate() error {
 	default:
 		problems = append(problems, "give a command (stdio) or a url (streamable HTTP or SSE)")
 	}
+	if s.Sessions != "" && s.Sessions != SessionsPerClient && s.Sessions != SessionsShared {
+		problems = append(problems, fmt.Sprintf("sessions %q is not a session mode: use %s (each client its own upstream session; the default) or %s (one upstream session for every client)", s.Sessions, SessionsPerClient, SessionsShared))
+	}
 	problems = append(problems, secretProblems("env", s.Env)...)
 	problems = append(problems, secretProblems("header", s.Headers)...)
 	if len(problems) > 0 {
@@ -81,6 +100,10 @@ func (s *Server) Validate() error {
 	}
 	return nil
 }
+
+// Shared reports whether the server's upstream session is shared between
+// the client sessions caphub fronts (Sessions is SessionsShared).
+func (s *Server) Shared() bool { return s.Sessions == SessionsShared }
 
 // validateCommand checks a stdio server: its transport (stdio by default)
 // and a command that splits into a program and its arguments.

@@ -2,12 +2,14 @@ package mcpconn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/caphub/caphub/internal/allowlist"
 	"github.com/caphub/caphub/internal/permit"
+	"gopkg.in/yaml.v3"
 )
 
 func TestValidate(t *testing.T) {
@@ -28,6 +30,9 @@ func TestValidate(t *testing.T) {
 		{"literal bearer", Server{Name: "x", URL: "https://a", Headers: map[string]string{"Authorization": "Bearer abc123"}}, "does not store secrets"},
 		{"literal api key header", Server{Name: "x", URL: "https://a", Headers: map[string]string{"X-Api-Key": "k"}}, "X_API_KEY"},
 		{"wrong transport", Server{Name: "x", Command: "a", Transport: "http"}, "use stdio"},
+		{"shared", Server{Name: "x", Command: "a", Sessions: SessionsShared}, ""},
+		{"per-client", Server{Name: "x", URL: "https://a", Sessions: SessionsPerClient}, ""},
+		{"unknown session mode", Server{Name: "x", Command: "a", Sessions: "pooled"}, `sessions "pooled" is not a session mode: use per-client`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,5 +103,25 @@ func TestCommandEnvironmentIsMinimal(t *testing.T) {
 	}
 	if cmd.Args[0] != "sh" && !strings.HasSuffix(cmd.Args[0], "/sh") || cmd.Args[1] != "-c" || cmd.Args[2] != "echo {a}" {
 		t.Errorf("argv %q", cmd.Args)
+	}
+}
+
+// The session mode is saved as "sessions" in JSON and YAML (a discovery
+// configuration file), and left out when it is the default.
+func TestSessionsField(t *testing.T) {
+	var fromYAML Server
+	if err := yaml.Unmarshal([]byte("name: mem\ncommand: mcp-server-memory\nsessions: shared\n"), &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	if !fromYAML.Shared() || fromYAML.Validate() != nil {
+		t.Errorf("from YAML: %+v (shared %v, %v), want a valid shared server", fromYAML, fromYAML.Shared(), fromYAML.Validate())
+	}
+	b, err := json.Marshal(fromYAML)
+	if err != nil || !strings.Contains(string(b), `"sessions":"shared"`) {
+		t.Errorf("JSON = %s, %v; want sessions shared", b, err)
+	}
+	b, _ = json.Marshal(Server{Name: "x", Command: "a"})
+	if strings.Contains(string(b), "sessions") {
+		t.Errorf("JSON of a per-client server = %s: the default is left out", b)
 	}
 }

@@ -41,9 +41,14 @@ ${ENV_VAR} references (--env GITHUB_TOKEN='${GITHUB_TOKEN}', --header 'Authoriza
 Re-discovering a server registers a new version of each changed tool (a breaking change
 becomes a new major), leaves unchanged tools alone, and deprecates tools that vanished.
 With --config FILE, several servers are discovered in parallel
-(max_parallel_discoveries, default 5).`,
+(max_parallel_discoveries, default 5).
+
+caphub serve fronts a saved server at /mcp/servers/NAME. --sessions shared lets one
+upstream session (one process for --command) serve every client there, instead of one per
+client session: cheap, but the server's own state (a memory graph, roots) is then shared.`,
 		Example: `  caphub discover mcp everything --command "npx -y @modelcontextprotocol/server-everything"
   caphub discover mcp files --command npx --arg -y --arg @modelcontextprotocol/server-filesystem --arg /tmp
+  caphub discover mcp memory --command "npx -y @modelcontextprotocol/server-memory" --sessions shared
   caphub discover mcp remote --url https://mcp.example.com/mcp --header 'Authorization: Bearer ${MCP_TOKEN}'
   caphub discover mcp --config servers.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -106,6 +111,7 @@ With --config FILE, several servers are discovered in parallel
 	cmd.Flags().String("url", "", "URL of a streamable HTTP (or SSE) server")
 	cmd.Flags().Bool("sse", false, "use only the older SSE transport for --url")
 	cmd.Flags().StringArray("header", nil, "'Name: value' sent to --url; value may hold ${VAR} (repeatable)")
+	cmd.Flags().String("sessions", "", "how clients fronted at /mcp/servers/NAME share the server: per-client (default: each client session its own upstream session, for --command its own process) or shared (one upstream session, one process, for every client)")
 	cmd.Flags().String("config", "", "discover every server of a YAML/JSON configuration file")
 	cmd.Flags().Bool("no-register", false, "only list and plan; change nothing in the registry")
 	addFormatFlag(cmd)
@@ -140,6 +146,7 @@ func serverFromFlags(cmd *cobra.Command, name string) (*mcpconn.Server, error) {
 	if sse, _ := cmd.Flags().GetBool("sse"); sse {
 		srv.Transport = mcpconn.TransportSSE
 	}
+	srv.Sessions, _ = cmd.Flags().GetString("sessions")
 	envs, _ := cmd.Flags().GetStringArray("env")
 	for _, e := range envs {
 		k, v, err := mcpconn.ParseEnvFlag(e)
@@ -303,6 +310,9 @@ func newServerShowCmd() *cobra.Command {
 // listing.
 func printServer(w io.Writer, s *discover.SavedServer) {
 	fmt.Fprintf(w, "%s (%s): %s\n", s.Server.Name, s.Server.Transport, s.Server.Source())
+	if s.Server.Shared() {
+		fmt.Fprintln(w, "  sessions shared: one upstream session serves every fronted client")
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.Server.Env)) {
 		fmt.Fprintf(w, "  env %s=%s\n", k, s.Server.Env[k])
 	}

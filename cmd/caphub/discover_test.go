@@ -55,3 +55,42 @@ servers:
 		t.Errorf("re-import: exit %d\n%s", code, out)
 	}
 }
+
+// --sessions saves the server's session mode, locally and over the REST
+// API, and an unknown mode is refused with the modes that exist.
+func TestDiscoverServerSessions(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "remember", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer hs.Close()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "caphub.db")
+	if code, out, errOut := caphub(t, "discover", "mcp", "memory", "--url", hs.URL, "--sessions", "shared", "--db", db); code != 0 {
+		t.Fatalf("discover --sessions shared: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ := caphub(t, "server", "show", "memory", "--format", "json", "--db", db)
+	if code != 0 || !strings.Contains(out, `"sessions": "shared"`) {
+		t.Errorf("server show --format json: exit %d\n%s", code, out)
+	}
+	if code, out, _ := caphub(t, "server", "show", "memory", "--db", db); code != 0 || !strings.Contains(out, "sessions shared") {
+		t.Errorf("server show: exit %d\n%s", code, out)
+	}
+	code, out, errOut := caphub(t, "discover", "mcp", "memory", "--url", hs.URL, "--sessions", "pooled", "--db", db)
+	if code != exitUsage || !strings.Contains(errOut, `sessions "pooled" is not a session mode: use per-client`) || !strings.Contains(errOut, "or shared") {
+		t.Errorf("--sessions pooled: exit %d, want %d naming the modes\n%s%s", code, exitUsage, out, errOut)
+	}
+
+	if testing.Short() {
+		return
+	}
+	p := startServe(t, filepath.Join(dir, "served.db"), "--allow-host", strings.TrimPrefix(hs.URL, "http://"))
+	if code, out, errOut := caphub(t, "discover", "mcp", "memory", "--url", hs.URL, "--sessions", "shared", "--server", p.url); code != 0 {
+		t.Fatalf("discover --sessions shared --server: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = caphub(t, "server", "show", "memory", "--format", "json", "--server", p.url)
+	if code != 0 || !strings.Contains(out, `"sessions": "shared"`) {
+		t.Errorf("server show over the API: exit %d\n%s", code, out)
+	}
+}

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -46,7 +43,7 @@ func TestServeSIGTERMLeavesNoProcess(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server's roots/list did not arrive")
 	}
-	started := descendants(t, p.cmd.Process.Pid)
+	started := testpeers.Descendants(t, p.cmd.Process.Pid)
 	if len(started) < 3 {
 		t.Fatalf("caphub serve runs %d processes (%v), want at least the 3 stdio servers", len(started), started)
 	}
@@ -65,66 +62,13 @@ func TestServeSIGTERMLeavesNoProcess(t *testing.T) {
 		t.Fatalf("caphub serve did not stop within 5 s of SIGTERM\n%s", p.logs)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range started {
-		for alive(pid) {
+	for _, proc := range started {
+		for testpeers.Alive(proc.PID) {
 			if time.Now().After(deadline) {
-				t.Errorf("process %d (%s), started by caphub serve, is still alive after it stopped", pid, cmdline(pid))
+				t.Errorf("process %d (%s), started by caphub serve, is still alive after it stopped", proc.PID, proc.Cmdline)
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-}
-
-// descendants lists the live processes under pid (Linux /proc), or skips
-// where /proc is absent.
-func descendants(t *testing.T, pid int) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Skip("no /proc: cannot list processes here")
-	}
-	parent := map[int]int{}
-	for _, e := range entries {
-		var p int
-		if _, err := fmt.Sscan(e.Name(), &p); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces, so read after ')'.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		var ppid int
-		if len(f) > 1 && f[0] != "Z" {
-			fmt.Sscan(f[1], &ppid)
-			parent[p] = ppid
-		}
-	}
-	var out []int
-	for p := range parent {
-		for q := parent[p]; q > 1; q = parent[q] {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// alive reports whether pid is a live process (not a zombie).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(f) > 0 && f[0] != "Z"
-}
-
-func cmdline(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return strings.ReplaceAll(string(bytes.TrimRight(b, "\x00")), "\x00", " ")
 }

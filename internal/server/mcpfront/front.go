@@ -17,7 +17,8 @@
 //
 // # Two relays
 //
-// One downstream session maps to one upstream session, relayed one of two
+// One downstream session maps to one upstream session (or, for a server
+// saved with shared sessions, shares one: see below), relayed one of two
 // ways, each in a package of its own; the front dispatches each request to
 // one of them, and both share (package internal/relay) the policy and
 // record of tools/call, the one classification of a call's outcome, and
@@ -46,10 +47,11 @@
 // upstream connections are kept alive, so the latency it adds is about
 // what any HTTP proxy hop costs.
 //
-// The SDK relay (package sdkrelay) serves everything else: stdio servers, SSE servers (and
-// HTTP servers that turn out to speak only SSE: the HTTP relay hands over
-// when the upstream refuses its initialize POST with 400, 404 or 405), and
-// the SSE endpoint. The downstream side is an mcp.Server per saved name,
+// The SDK relay (package sdkrelay) serves everything else: stdio
+// servers, SSE servers (and HTTP servers that turn out to speak only SSE:
+// the HTTP relay hands over when the upstream refuses its initialize POST
+// with 400, 404 or 405), servers saved with shared sessions, and the SSE
+// endpoint. The downstream side is an mcp.Server per saved name,
 // served by the SDK's own streamable and SSE handlers; a receiving
 // middleware sees every request and notification with the request's
 // context (so whatever is sent with it lands on the request's stream), and
@@ -90,6 +92,48 @@
 // that follows them (the SDK would hand them to a goroutine that a response
 // can overtake).
 //
+// # Session modes
+//
+// A saved server's Sessions (mcpconn.Server) chooses how client sessions
+// map to upstream sessions. Per-client (the default) gives each client
+// session an upstream session of its own, for a stdio server a process of
+// its own: clients are isolated, the server keeps its state per client, and
+// each session costs a process (32 clients of npm server-everything: 32
+// processes, 2.2 GiB resident; shared: one, 74 MiB).
+// Shared serves every client session of the server with one upstream
+// session (one process), connected on the first client, connected again on
+// the next one after it died (its sessions end with it), and ended a grace
+// (a minute, or IdleTimeout when shorter) after the last client left, and
+// on Close. It is cheap, but whatever the server keeps in its session is
+// shared: server-memory's graph, server-filesystem's roots, subscriptions,
+// the log level. Choose it for servers that keep no client state, or whose
+// state the clients are meant to share.
+//
+// A shared upstream is relayed by the SDK relay, even over streamable
+// HTTP, which routes what the upstream sends to the client it belongs to.
+// The SDK client session maps request ids. Each request's progress token
+// is replaced upstream by one unique on the shared session, and progress
+// comes back to the request's client with its own token, of its own type.
+// A client's cancellation cancels its own upstream call only. Resource
+// subscriptions are counted: updates go to the clients that subscribed,
+// and a client's unsubscribe reaches the upstream when no other client
+// holds the subscription. list_changed notifications go to every client.
+// logging/setLevel sets the upstream's level to the most verbose any client
+// asked for, and each client gets the log messages of its own level. The
+// upstream is told its client can answer sampling, elicitation (form and
+// URL) and roots requests, since any client may come along: each such
+// request goes to the oldest call in flight that can cause it (tools/call,
+// prompts/get, resources/read, completion/complete) whose client declared
+// the capability, and with none in flight to the standalone stream of the
+// most recently active client that did; a request no client can answer
+// (or only calls of clients that cannot are in flight) is answered
+// upstream with an error. Nothing in MCP links such a request to the call
+// that caused it, so when calls of two clients overlap, the older call's
+// client is asked: the heuristic per-client sessions use within a session,
+// across clients. Each client's initialize is answered with the upstream's
+// capabilities, server info and instructions; the upstream negotiated the
+// newest protocol version once.
+//
 // # Bounds
 //
 // Sessions idle for Options.IdleTimeout (no request in flight) are closed:
@@ -98,8 +142,10 @@
 // and an error naming the limit; no session a client still uses is closed
 // to make room. Closing a session
 // ends its upstream session (DELETE for an HTTP upstream, the process group
-// for a stdio one); Close ends them all. A session of the SDK relay holds
-// two goroutines and, for a stdio server, a process; one of the HTTP relay
+// for a stdio one; a shared upstream ends after its grace); Close ends them
+// all. A session of the SDK relay holds two goroutines and, for a stdio
+// server, a process (one goroutine, when shared, and a shared upstream
+// one more and its process); one of the HTTP relay
 // holds nothing but its relayed requests. The HTTP relay reads request
 // bodies whole and refuses those over 4 MiB with 413.
 package mcpfront
@@ -360,6 +406,7 @@ func (f *Front) Close() error {
 	}
 	wg.Wait()
 	f.env.Sessions.Wait()
+	f.sdk.Close()
 	f.http.CloseIdleConnections()
 	return nil
 }

@@ -57,8 +57,9 @@ func (rl *Relay) Session(id string) *Session {
 // names no session: when it is an initialize and the server a streamable
 // HTTP server, the relay opens a session with it. It reports handled
 // false, having written nothing, when the SDK relay is to serve the
-// request: the saved server is not a streamable HTTP server, or the
-// request opens no session (the SDK relay then answers as a session-based
+// request: the saved server is not a streamable HTTP server, or one whose
+// upstream session is shared between clients (the SDK relay shares it), or
+// the request opens no session (the SDK relay then answers as a session-based
 // server does, e.g. to the sessionless server/discover); checked then says
 // whether the server was just found saved.
 func (rl *Relay) Open(w http.ResponseWriter, r *http.Request, name string) (handled, checked bool) {
@@ -81,7 +82,7 @@ func (rl *Relay) Open(w http.ResponseWriter, r *http.Request, name string) (hand
 		relay.WriteError(w, http.StatusInternalServerError, fmt.Sprintf("caphub could not connect to the MCP server %q: its saved connection is invalid: %v", name, err))
 		return true, true
 	}
-	if srv.Transport != mcpconn.TransportHTTP {
+	if srv.Transport != mcpconn.TransportHTTP || srv.Shared() {
 		return false, true
 	}
 	return rl.open(w, r, name, &srv, body, &msgs[0]), true

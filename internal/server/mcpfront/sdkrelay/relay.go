@@ -3,6 +3,9 @@
 // and SSE handlers, whose receiving middleware relays every request and
 // notification through an SDK client session to the upstream (stdio, SSE,
 // or streamable HTTP), and the upstream's traffic back the mirror way.
+// An upstream serves one downstream session (per-client mode) or every
+// downstream session of its saved server (shared mode, shared.go), routing
+// what it sends to the session it belongs to (upstream.go).
 package sdkrelay
 
 import (
@@ -10,6 +13,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,8 +23,15 @@ import (
 type Relay struct {
 	env *relay.Env
 
+	// grace is how long a shared upstream outlives its last session.
+	grace time.Duration
+
 	mu     sync.Mutex
 	fronts map[string]*front // by saved name, built on first use
+	shared map[string]*sharedSlot
+	live   map[*upstream]bool // the shared upstreams not ended
+	closed bool
+	wg     sync.WaitGroup // connections of shared upstreams and their watchers
 }
 
 // front is one saved server's downstream side: an mcp.Server whose
@@ -36,7 +47,11 @@ type front struct {
 
 // New returns the SDK relay of a front.
 func New(env *relay.Env) *Relay {
-	return &Relay{env: env, fronts: map[string]*front{}}
+	grace := sharedGrace
+	if env.IdleTimeout > 0 {
+		grace = min(grace, env.IdleTimeout)
+	}
+	return &Relay{env: env, grace: grace, fronts: map[string]*front{}, shared: map[string]*sharedSlot{}, live: map[*upstream]bool{}}
 }
 
 // Knows reports whether the relay serves the saved server name (it has

@@ -1,21 +1,19 @@
+//lint:file-ignore SA1019 the relay carries logging, sampling, elicitation and roots (deprecated from protocol 2026-07-28) to clients that use them through the deprecation window.
+
 package sdkrelay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
-	"github.com/caphub/caphub/mcpconn"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,24 +21,32 @@ import (
 // MCP method names the relay treats specially (and relay.MethodInitialize,
 // relay.MethodCallTool, relay.NotifyCancelled).
 const (
-	methodPing          = "ping"
-	notifyInitialized   = "notifications/initialized"
-	notifyProgress      = "notifications/progress"
-	notifyMessage       = "notifications/message"
-	notificationsPrefix = "notifications/"
+	methodPing                = "ping"
+	methodSetLevel            = "logging/setLevel"
+	methodSubscribe           = "resources/subscribe"
+	methodUnsubscribe         = "resources/unsubscribe"
+	methodCreateMessage       = "sampling/createMessage"
+	methodElicit              = "elicitation/create"
+	methodListRoots           = "roots/list"
+	notifyInitialized         = "notifications/initialized"
+	notifyProgress            = "notifications/progress"
+	notifyMessage             = "notifications/message"
+	notifyResourceUpdated     = "notifications/resources/updated"
+	notifyElicitationComplete = "notifications/elicitation/complete"
+	notificationsPrefix       = "notifications/"
 )
 
-// session is one downstream session and the upstream session it is relayed
-// to.
+// session is one downstream session and the upstream it is relayed to (its
+// own, or one it shares with other sessions).
 type session struct {
 	rl   *Relay
 	fr   *front
 	down *mcp.ServerSession
-	up   *mcp.ClientSession
-	cmd  *exec.Cmd // the started stdio server; nil over HTTP
-	// sendUp is the upstream client's own sending handler: it sends any
-	// server-bound method the SDK knows.
-	sendUp mcp.MethodHandler
+	up   *upstream
+	// caps are the client's capabilities, as it initialised (never nil): a
+	// shared upstream's requests go only to a client that declared it can
+	// answer them.
+	caps *mcp.ClientCapabilities
 
 	last atomic.Int64 // when the client last sent a message (Unix nanoseconds)
 	// ending is cancelled as the session starts to close: what is sent
@@ -48,21 +54,19 @@ type session struct {
 	// answer) gives up then, or closing either side would wait for it.
 	ending context.Context
 	end    context.CancelFunc
-	idle   *time.Timer
+	idle   *time.Timer  // set before the session is served
+	active atomic.Int32 // requests in flight, for the idle timeout
 
-	mu       sync.Mutex
-	inflight []*inflight // downstream requests being relayed, oldest first
+	// out delivers a shared upstream's notifications to the session (nil
+	// for an upstream of its own, which delivers them as it reads them).
+	out *outbox
+
+	// level is the logging level the client set, by which a shared
+	// upstream's log messages are filtered for it ("" until it sets one).
+	// Guarded by up.mu.
+	level mcp.LoggingLevel
 
 	closeOnce sync.Once
-}
-
-// inflight is a downstream request being relayed: upstream traffic that
-// belongs to it is sent with its context, which routes it to the request's
-// own response stream.
-type inflight struct {
-	ctx    context.Context
-	method string
-	token  string // the progress token's key; "" without one
 }
 
 // receive is the downstream server's receiving middleware: it relays every
@@ -88,8 +92,13 @@ func (rl *Relay) receive(ctx context.Context, fr *front, next mcp.MethodHandler,
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%s before the session was initialised: send initialize first", method)}
 	}
 	s.last.Store(time.Now().UnixNano())
-	if method == relay.MethodCallTool {
+	switch method {
+	case relay.MethodCallTool:
 		return s.callTool(ctx, req)
+	case methodSetLevel, methodSubscribe, methodUnsubscribe:
+		if s.up.shared {
+			return s.sharedState(ctx, method, present(req.GetParams()))
+		}
 	}
 	return s.forward(ctx, method, req.GetParams())
 }
@@ -100,9 +109,12 @@ func (rl *Relay) session(ss *mcp.ServerSession) *session {
 	return s
 }
 
-// initialize connects a new upstream session for a downstream session that
-// initialises, offering the client's protocol version and capabilities, and
-// answers with the upstream's capabilities, server info and instructions.
+// initialize relays a downstream session that initialises: for a server
+// saved with per-client sessions, it connects an upstream session of its
+// own, offering the client's protocol version and capabilities; for a
+// shared one, it joins the server's shared upstream (connected on the
+// first client). It answers with the upstream's capabilities, server info
+// and instructions.
 func (rl *Relay) initialize(ctx context.Context, fr *front, next mcp.MethodHandler, req mcp.Request) (mcp.Result, error) {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	params, _ := req.GetParams().(*mcp.InitializeParams)
@@ -112,64 +124,46 @@ func (rl *Relay) initialize(ctx context.Context, fr *front, next mcp.MethodHandl
 	if rl.session(ss) != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "duplicate initialize: the session is already initialised"}
 	}
-	s, err := rl.connect(ctx, fr, ss, params)
+	saved, err := rl.env.Servers.GetServer(ctx, fr.name)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	s := &session{rl: rl, fr: fr, down: ss, caps: params.Capabilities}
+	s.ending, s.end = context.WithCancel(context.Background())
+	if s.caps == nil {
+		s.caps = &mcp.ClientCapabilities{}
+	}
+	if saved.Server.Shared() {
+		s.up, err = rl.joinShared(ctx, fr, &saved.Server, s)
+	} else {
+		s.up, err = rl.connect(fr, &saved.Server, clientCapabilities(params.Capabilities), offeredVersion(params.ProtocolVersion), s)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out, err := s.initialized(ctx, next, req)
 	if err != nil {
-		s.closeUpstream()
+		s.up.leave(s)
 		return nil, err
 	}
 	s.last.Store(time.Now().UnixNano())
-	// Each side ending ends the other: two watchers per session, both gone
-	// once it is closed.
-	if err := rl.env.Sessions.Add(ss, s, s.closeWith(ss.Wait), s.closeWith(s.up.Wait)); err != nil {
-		s.closeUpstream()
+	// Each side ending ends the other: a watcher of the downstream session,
+	// and of an upstream of its own (a shared upstream has one watcher for
+	// all its sessions); all are gone once the session is closed.
+	watchers := []func(){s.closeWith(ss.Wait)}
+	if !s.up.shared {
+		watchers = append(watchers, s.closeWith(s.up.cs.Wait))
+	}
+	if err := rl.env.Sessions.Add(ss, s, watchers...); err != nil {
+		s.up.leave(s)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	if idle := rl.env.IdleTimeout; idle > 0 {
-		s.mu.Lock()
 		s.idle = time.AfterFunc(idle, s.checkIdle)
-		s.mu.Unlock()
 	}
-	rl.env.Log.Info("mcpfront: session relayed", "server", fr.name, "session", ss.ID(), "upstream_session", s.up.ID(),
-		"protocol_version", out.ProtocolVersion, "client", clientName(params))
+	rl.env.Log.Info("mcpfront: session relayed", "server", fr.name, "session", ss.ID(), "upstream_session", s.up.cs.ID(),
+		"shared", s.up.shared, "protocol_version", out.ProtocolVersion, "client", clientName(params))
 	return out, nil
-}
-
-// connect connects the upstream session of a downstream session that
-// initialises with params.
-func (rl *Relay) connect(ctx context.Context, fr *front, ss *mcp.ServerSession, params *mcp.InitializeParams) (*session, error) {
-	saved, err := rl.env.Servers.GetServer(ctx, fr.name)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
-	}
-	s := &session{rl: rl, fr: fr, down: ss}
-	s.ending, s.end = context.WithCancel(context.Background())
-	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: rl.env.Version}, &mcp.ClientOptions{
-		Logger:         rl.env.SDKLog,
-		Capabilities:   clientCapabilities(params.Capabilities),
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // relay results as they are
-	})
-	client.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		s.sendUp = next
-		return next
-	})
-	client.AddReceivingMiddleware(s.relayDown)
-	cs, cmd, err := mcpconn.ConnectClient(rl.env.Ctx, &saved.Server, client, &mcpconn.ConnectOptions{
-		Session:       &mcp.ClientSessionOptions{ProtocolVersion: offeredVersion(params.ProtocolVersion)},
-		WrapTransport: s.ordered,
-		StartTimeout:  rl.env.StartTimeout,
-		Spawner:       rl.env.Spawner,
-		Wait:          ctx, // the client's initialize
-	})
-	if err != nil {
-		rl.env.Log.Warn("mcpfront: upstream connection failed", "server", fr.name, "error", err)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("caphub could not connect to the MCP server %q: %v", fr.name, err)}
-	}
-	s.up, s.cmd = cs, cmd
-	return s, nil
 }
 
 // initialized initialises the downstream session's own state and returns
@@ -181,7 +175,7 @@ func (s *session) initialized(ctx context.Context, next mcp.MethodHandler, req m
 		return nil, err
 	}
 	downInit, _ := res.(*mcp.InitializeResult)
-	upInit := s.up.InitializeResult()
+	upInit := s.up.cs.InitializeResult()
 	if downInit == nil || upInit == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "initialize produced no result"}
 	}
@@ -211,16 +205,14 @@ func (s *session) closeWith(wait func() error) func() {
 }
 
 // clientCapabilities mirrors the downstream client's capabilities, so that
-// the upstream asks for sampling, elicitation and roots exactly when the
-// client can answer.
+// an upstream of its own asks for sampling, elicitation and roots exactly
+// when the client can answer.
 func clientCapabilities(c *mcp.ClientCapabilities) *mcp.ClientCapabilities {
 	if c == nil {
 		return &mcp.ClientCapabilities{}
 	}
 	cp := *c
-	//lint:ignore SA1019 roots, deprecated from protocol 2026-07-28, are relayed to clients that use them through the deprecation window; Roots is what older clients fill
 	if cp.RootsV2 == nil && cp.Roots.ListChanged {
-		//lint:ignore SA1019 roots, deprecated from protocol 2026-07-28, are relayed through the deprecation window
 		cp.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
 	return &cp
@@ -254,12 +246,24 @@ func (s *session) forward(ctx context.Context, method string, params mcp.Params)
 }
 
 // relayUp sends a downstream request or notification upstream through the
-// client's own sending handler, the request tracked while in flight.
+// client's own sending handler, the request tracked while in flight (with
+// its progress token made unique on a shared upstream).
 func (s *session) relayUp(ctx context.Context, method string, params mcp.Params) (mcp.Result, error) {
-	if !strings.HasPrefix(method, notificationsPrefix) {
-		defer s.track(ctx, method, params)()
+	params = present(params)
+	if strings.HasPrefix(method, notificationsPrefix) {
+		return s.up.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up.cs, Params: params})
 	}
-	return s.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up, Params: present(params)})
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	params, done := s.up.track(ctx, s, method, params)
+	defer done()
+	res, err := s.up.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up.cs, Params: params})
+	if s.out != nil {
+		// The request's progress and log messages, read before its response,
+		// go out before it.
+		s.out.flush(ctx)
+	}
+	return res, err
 }
 
 // upstreamError returns the upstream's JSON-RPC error as it is, and says
@@ -275,114 +279,17 @@ func (s *session) upstreamError(err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("MCP server %q: %v", s.fr.name, err)}
 }
 
-// track records a downstream request in flight until the returned function
-// is called.
-func (s *session) track(ctx context.Context, method string, params mcp.Params) func() {
-	e := &inflight{ctx: ctx, method: method, token: tokenKey(meta(params)["progressToken"])}
-	s.mu.Lock()
-	s.inflight = append(s.inflight, e)
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.inflight = slices.DeleteFunc(s.inflight, func(x *inflight) bool { return x == e })
-		s.mu.Unlock()
-	}
-}
-
-// causes lists the requests during which a server sends log messages and
-// requests of its own.
-var causes = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true, "completion/complete": true}
-
-// related returns the context of the downstream request an upstream message
-// belongs to, or nil when it belongs to none (it then goes to the session's
-// standalone stream).
-func (s *session) related(method string, params mcp.Params) context.Context {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case method == notifyProgress:
-		p, _ := params.(*mcp.ProgressNotificationParams)
-		if p == nil {
-			return nil
-		}
-		key := tokenKey(p.ProgressToken)
-		for _, e := range s.inflight {
-			if key != "" && e.token == key {
-				return e.ctx
-			}
-		}
-		return nil
-	case strings.HasSuffix(method, "/list_changed"), method == "notifications/resources/updated", method == "notifications/elicitation/complete":
-		return nil
-	}
-	for _, e := range s.inflight {
-		if causes[e.method] {
-			return e.ctx
-		}
-	}
-	return nil
-}
-
-// relayDown is the upstream client's receiving middleware: it relays every
-// request and notification of the upstream to the downstream session, with
-// the context of the downstream request it belongs to.
-func (s *session) relayDown(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case methodPing, relay.NotifyCancelled:
-			// caphub answers the upstream's pings itself; cancellation is done
-			// (the handler's context is cancelled, and the downstream request
-			// sent with it).
-			return next(ctx, method, req)
-		}
-		params := present(req.GetParams())
-		dctx, stop := s.downContext(ctx, s.related(method, params))
-		defer stop()
-		res, err := s.fr.sendDown(dctx, method, &mcp.ServerRequest[mcp.Params]{Session: s.down, Params: params})
-		if strings.HasPrefix(method, notificationsPrefix) {
-			if err != nil {
-				s.rl.env.Log.Debug("mcpfront: notification not delivered", "server", s.fr.name, "method", method, "error", err)
-			}
-			return nil, nil
-		}
-		if err != nil {
-			var wire *jsonrpc.Error
-			if errors.As(err, &wire) {
-				return nil, wire
-			}
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("caphub could not relay %s to its client: %v", method, err)}
-		}
-		return res, nil
-	}
-}
-
-// downContext is the context to send an upstream message downstream with:
-// the values of the related downstream request (which route it to that
-// request's stream), cancelled when the upstream's own request is.
-func (s *session) downContext(upCtx, related context.Context) (context.Context, func()) {
-	base := context.Background()
-	if related != nil {
-		base = context.WithoutCancel(related)
-	}
-	ctx, cancel := context.WithCancel(base)
-	stop := context.AfterFunc(upCtx, cancel)
-	stopEnding := context.AfterFunc(s.ending, cancel)
-	return ctx, func() {
-		stop()
-		stopEnding()
-		cancel()
-	}
-}
-
-// close ends both sides of the session (once).
+// close ends the session: it leaves its upstream (which ends an upstream
+// of its own, and a shared one after a grace once no session is left) and
+// closes the downstream session.
 func (s *session) close() {
+	s.rl.env.Sessions.Remove(s.down, s)
 	s.closeOnce.Do(func() {
 		s.end()
 		if s.idle != nil {
 			s.idle.Stop()
 		}
-		s.rl.env.Sessions.Remove(s.down, s)
-		s.closeUpstream()
+		s.up.leave(s)
 		_ = s.down.Close()
 		s.rl.env.Log.Info("mcpfront: session ended", "server", s.fr.name, "session", s.down.ID())
 	})
@@ -395,9 +302,7 @@ func (s *session) close() {
 func (s *session) checkIdle() {
 	idle := s.rl.env.IdleTimeout
 	since := time.Since(time.Unix(0, s.last.Load()))
-	s.mu.Lock()
-	busy := len(s.inflight) > 0
-	s.mu.Unlock()
+	busy := s.active.Load() > 0
 	if !busy && since >= idle {
 		s.rl.env.Log.Info("mcpfront: closing an idle session", "server", s.fr.name, "session", s.down.ID(), "idle_timeout", idle)
 		s.close()
@@ -407,11 +312,9 @@ func (s *session) checkIdle() {
 	if busy || wait <= 0 {
 		wait = idle
 	}
-	s.mu.Lock()
 	if s.ending.Err() == nil {
 		s.idle.Reset(wait)
 	}
-	s.mu.Unlock()
 }
 
 // The session as the front's table sees it.
@@ -419,17 +322,6 @@ func (s *session) checkIdle() {
 func (s *session) Server() string { return s.fr.name }
 func (s *session) ID() string     { return s.down.ID() }
 func (s *session) Close()         { s.close() }
-
-// closeUpstream closes the upstream session and kills the process group of
-// its stdio server.
-func (s *session) closeUpstream() {
-	if s.up != nil {
-		_ = s.up.Close()
-	}
-	if s.cmd != nil {
-		_ = mcpconn.KillGroup(s.cmd)
-	}
-}
 
 // present returns params, or an empty value of its type when it is a nil
 // pointer (the message had no params): the SDK would send a nil pointer as
@@ -456,108 +348,4 @@ func meta(p mcp.Params) map[string]any {
 		return nil
 	}
 	return p.GetMeta()
-}
-
-// tokenKey identifies a progress token (a string or a number) whatever Go
-// type it was decoded to; "" for no token.
-func tokenKey(t any) string {
-	switch v := t.(type) {
-	case nil:
-		return ""
-	case string:
-		return "s:" + v
-	case float64:
-		return "n:" + strconv.FormatFloat(v, 'f', -1, 64)
-	case float32:
-		return "n:" + strconv.FormatFloat(float64(v), 'f', -1, 64)
-	case int:
-		return "n:" + strconv.Itoa(v)
-	case int64:
-		return "n:" + strconv.FormatInt(v, 10)
-	case int32:
-		return "n:" + strconv.FormatInt(int64(v), 10)
-	case uint64:
-		return "n:" + strconv.FormatUint(v, 10)
-	case fmt.Stringer: // json.Number
-		return "n:" + v.String()
-	}
-	return fmt.Sprintf("%T:%v", t, t)
-}
-
-// ordered wraps a stdio upstream's transport so that its progress and log
-// notifications are relayed as soon as they are read, ahead of the response
-// that follows them. The SDK hands notifications to a handler goroutine but
-// responses straight to the waiting call, so without this a response could
-// reach the client before the last notifications of its request, which are
-// then lost with the request's stream. Other transports are left as they
-// are: the SDK's streamable HTTP client needs its own connection type (an
-// unexported interface of it tracks the session), which a wrapper would
-// hide.
-func (s *session) ordered(t mcp.Transport) mcp.Transport {
-	if _, ok := t.(*mcp.CommandTransport); !ok {
-		return t
-	}
-	return orderedTransport{Transport: t, s: s}
-}
-
-type orderedTransport struct {
-	mcp.Transport
-	s *session
-}
-
-func (t orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &orderedConn{Connection: c, s: t.s}, nil
-}
-
-type orderedConn struct {
-	mcp.Connection
-	s *session
-}
-
-// Read returns the upstream's next message, relaying the progress and log
-// notifications before it on the way.
-func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	for {
-		msg, err := c.Connection.Read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.s.relayNow(req) {
-			continue
-		}
-		return msg, nil
-	}
-}
-
-// relayNow relays a progress or log notification to the downstream session
-// and reports whether it did (other messages take the SDK's path).
-func (s *session) relayNow(req *jsonrpc.Request) bool {
-	var params mcp.Params
-	switch req.Method {
-	case notifyProgress:
-		p := new(mcp.ProgressNotificationParams)
-		if json.Unmarshal(req.Params, p) != nil {
-			return false
-		}
-		params = p
-	case notifyMessage:
-		//lint:ignore SA1019 log messages, deprecated from protocol 2026-07-28, are relayed to clients that use them through the deprecation window
-		p := new(mcp.LoggingMessageParams)
-		if json.Unmarshal(req.Params, p) != nil {
-			return false
-		}
-		params = p
-	default:
-		return false
-	}
-	ctx, stop := s.downContext(context.Background(), s.related(req.Method, params))
-	defer stop()
-	if _, err := s.fr.sendDown(ctx, req.Method, &mcp.ServerRequest[mcp.Params]{Session: s.down, Params: params}); err != nil {
-		s.rl.env.Log.Debug("mcpfront: notification not delivered", "server", s.fr.name, "method", req.Method, "error", err)
-	}
-	return true
 }
