@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 	if gitHub.dir != "" {
 		os.RemoveAll(gitHub.dir)
 	}
+	if goEverything.dir != "" {
+		os.RemoveAll(goEverything.dir)
+	}
 	os.Exit(code)
 }
 
