@@ -219,7 +219,11 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 	if err != nil {
 		return nil, err
 	}
-	params := &mcp.CallToolParams{Name: mb.Tool, Arguments: invoke.MapInput(call.Input, mb.Mapping)}
+	args := invoke.MapInput(call.Input, mb.Mapping)
+	if args == nil {
+		args = map[string]any{} // not null, which servers of the TypeScript SDK refuse
+	}
+	params := &mcp.CallToolParams{Name: mb.Tool, Arguments: args}
 	if f := invoke.ProgressFrom(ctx); f != nil {
 		r := &reporter{f: f}
 		token := "caphub-" + strconv.FormatUint(b.tokens.Add(1), 10)
@@ -363,6 +367,7 @@ func (b *Binding) callError(ctx context.Context, server string, cs *mcp.ClientSe
 				u.session = nil
 				b.failed(u, err)
 				u.retryAt = time.Time{} // reconnect on the next attempt
+				go cs.Close()           // and end this one, its process or its stream
 			}
 			u.mu.Unlock()
 		}
