@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,9 +47,9 @@ func BenchmarkToolsCall(b *testing.B) {
 // the same upstream: the Go SDK's everything-server (test_simple_text) as
 // a stdio server (the front's SDK relay) and as a streamable HTTP server
 // (the front's HTTP relay), each a process of its own, so that
-// cpu-µs/call is caphub's CPU (and the load generator's, plain HTTP
-// requests) and not the upstream's. 4 sessions call concurrently. Run it
-// with
+// cpu-µs/call is caphub's CPU and the clients', not the upstream's. 4
+// sessions call concurrently, with plain HTTP requests (client=http: the
+// figures are caphub's) or Go SDK clients (client=go-sdk). Run it with
 //
 //	go test ./internal/server/mcpgw -run '^$' -bench DiscoveredCall -benchtime 5000x
 func BenchmarkDiscoveredCall(b *testing.B) {
@@ -61,7 +62,7 @@ func BenchmarkDiscoveredCall(b *testing.B) {
 			{"front", d.frontURL(upstream), "test_simple_text"},
 			{"mcp", d.mcpURL, tool},
 		} {
-			b.Run("upstream="+upstream+"/endpoint="+ep.name, func(b *testing.B) {
+			b.Run("client=http/upstream="+upstream+"/endpoint="+ep.name, func(b *testing.B) {
 				client := benchClient(sessions)
 				calls := make([]caller, sessions)
 				for i := range calls {
@@ -69,7 +70,32 @@ func BenchmarkDiscoveredCall(b *testing.B) {
 				}
 				measureCalls(b, calls)
 			})
+			b.Run("client=go-sdk/upstream="+upstream+"/endpoint="+ep.name, func(b *testing.B) {
+				client := benchClient(sessions)
+				calls := make([]caller, sessions)
+				for i := range calls {
+					calls[i] = sdkCaller(b, client, ep.url, ep.tool, want)
+				}
+				measureCalls(b, calls)
+			})
 		}
+	}
+}
+
+// sdkCaller connects a Go SDK client (protocol 2025-11-25) to the
+// streamable HTTP endpoint url and returns a caller that calls tool without
+// arguments and checks that its text contains want.
+func sdkCaller(b *testing.B, client *http.Client, url, tool string, want []byte) caller {
+	cs := connect(b, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client, DisableStandaloneSSE: true}, "2025-11-25", nil)
+	return func(ctx context.Context) error {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		if err != nil {
+			return err
+		}
+		if res.IsError || !strings.Contains(text(res), string(want)) {
+			return fmt.Errorf("tools/call %s: %s", tool, text(res))
+		}
+		return nil
 	}
 }
 
