@@ -49,8 +49,25 @@ type Outcome struct {
 	// pipeline applies the binding's output mapping.
 	Output any
 	// Meta carries binding details worth reporting (HTTP status, exit code,
-	// MCP content blocks that are not the structured output, …).
+	// …).
 	Meta map[string]any
+	// Tool is the MCP tool result as it came, when the binding called an
+	// MCP tool; the pipeline hands it on in Result.Tool.
+	Tool *ToolResult
+}
+
+// ToolResult is an MCP tool's result as the upstream sent it, so that an
+// MCP endpoint can pass it on with nothing lost (images stay images,
+// resource links stay links), where Output is its JSON reading for every
+// other caller.
+type ToolResult struct {
+	// Content is the result's content blocks in the binding's own
+	// representation: []mcp.Content of the Go SDK for the mcp binding
+	// (this package does not depend on the SDK).
+	Content any
+	// Structured is the result's structuredContent, decoded as JSON (nil
+	// when there was none), before the binding's output mapping.
+	Structured any
 }
 
 // Binding executes capabilities through one kind of binding.

@@ -175,6 +175,9 @@ type Result struct {
 	Duration   time.Duration `json:"-"`
 	DurationMS float64       `json:"duration_ms"`
 	Warnings   []string      `json:"warnings,omitempty"`
+	// Tool is the MCP tool result as the binding got it, when the binding
+	// that ran called an MCP tool (see ToolResult); nil otherwise.
+	Tool *ToolResult `json:"-"`
 }
 
 // Invoke runs one capability for the caller ctx carries
@@ -398,7 +401,7 @@ func (p *Pipeline) finish(inv *invocation, kind string, out *Outcome) error {
 			inv.res.Warnings = append(inv.res.Warnings, msg)
 		}
 	}
-	inv.res.Output, inv.res.Binding, inv.res.Attempts = output, kind, inv.rec.Attempts
+	inv.res.Output, inv.res.Binding, inv.res.Attempts, inv.res.Tool = output, kind, inv.rec.Attempts, out.Tool
 	return nil
 }
 
@@ -567,15 +570,17 @@ func (p *Pipeline) compiled(r *registry.Resolution) *compiled {
 		return c.(*compiled)
 	}
 	c := &compiled{}
+	// An empty schema ({}) admits every value: it is left out rather than
+	// checked (tools discovered without an outputSchema declare {}).
 	d := r.Record.Definition
-	if d.Input != nil {
+	if len(d.Input) > 0 {
 		sch, issues := capability.CompileSchema(d.Input)
 		if len(issues) > 0 {
 			c.err = fmt.Errorf("input: %s", issues[0].Message)
 		}
 		c.input = sch
 	}
-	if d.Output != nil && c.err == nil {
+	if len(d.Output) > 0 && c.err == nil {
 		sch, issues := capability.CompileSchema(d.Output)
 		if len(issues) > 0 {
 			c.err = fmt.Errorf("output: %s", issues[0].Message)

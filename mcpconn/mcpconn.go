@@ -465,10 +465,21 @@ func (s *Server) httpClient() (*http.Client, error) {
 	}
 	hosts := s.permits().Hosts
 	return &http.Client{
-		Transport:     &headerTransport{base: http.DefaultTransport, headers: headers, host: hostOf(s.URL)},
+		Transport:     &headerTransport{base: upstreamTransport, headers: headers, host: hostOf(s.URL)},
 		CheckRedirect: allowlist.CheckRedirect(hosts, permit.HostFlag, ""),
 	}, nil
 }
+
+// upstreamTransport carries the requests of every HTTP session:
+// http.DefaultTransport keeping more idle connections per host, since a
+// pooled session makes concurrent calls (each a POST) while its standalone
+// stream holds a connection of its own; with the default two, concurrent
+// calls kept dialling new connections.
+var upstreamTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()
 
 func hostOf(raw string) string {
 	if u, err := url.Parse(raw); err == nil {

@@ -233,7 +233,6 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-
 var scenarioLineRE = regexp.MustCompile(`^\s*-\s+([a-z0-9][a-z0-9-]*)`)
 
 // listScenarios asks the suite for its server scenarios.

@@ -403,10 +403,10 @@ func (a *AgentGateways) toolHandler(id string, e *toolEntry) mcp.ToolHandler {
 		if err != nil {
 			return a.checks.errorResult(ctx, req, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured), nil
 		}
-		res, err := a.inv.Invoke(callContext(ctx, req, id, ""), invoke.Request{URI: e.uri, Input: args})
+		res, err := a.inv.Invoke(withProgress(callContext(ctx, req, id, ""), req), invoke.Request{URI: e.uri, Input: args})
 		if err != nil {
 			return a.checks.errorResult(ctx, req, e.uri, err, e.errStructured), nil
 		}
-		return successResult(res, res.Output, e.structured), nil
+		return capabilityResult(res, e.structured), nil
 	}
 }

@@ -78,12 +78,31 @@ func (g *Gateway) toolHandler(e *toolEntry) mcp.ToolHandler {
 		if err != nil {
 			return g.errorResult(ctx, req, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured), nil
 		}
-		res, err := g.inv.Invoke(callContext(ctx, req, "", ""), invoke.Request{URI: e.uri, Input: args})
+		res, err := g.inv.Invoke(withProgress(callContext(ctx, req, "", ""), req), invoke.Request{URI: e.uri, Input: args})
 		if err != nil {
 			return g.errorResult(ctx, req, e.uri, err, e.errStructured), nil
 		}
-		return successResult(res, res.Output, e.structured), nil
+		return capabilityResult(res, e.structured), nil
 	}
+}
+
+// withProgress returns ctx reporting the progress of the call's bindings
+// (an upstream MCP tool's notifications/progress) to the client, when its
+// tools/call carries a progress token: as notifications/progress with that
+// token, related to the request, so that they travel on its stream. The
+// SDK sends nothing once the request is answered.
+func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return ctx
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return ctx
+	}
+	ss := req.Session
+	return invoke.WithProgress(ctx, func(progress, total float64, message string) {
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
+	})
 }
 
 // decodeArguments reads tools/call arguments: a JSON object (absent or
@@ -112,6 +131,29 @@ func truncate(s string, n int) string {
 	return s
 }
 
+// capabilityResult is the tool result of a capability's successful call.
+// When an MCP tool ran (res.Tool), it is that tool's result as it came: its
+// content blocks (images, audio, resource links and embedded resources
+// with them) and, as structured content, the output (mapped and checked
+// against the capability's output schema) when structured, else the
+// tool's own structured content, if any. Otherwise it is successResult's.
+func capabilityResult(res *invoke.Result, structured bool) *mcp.CallToolResult {
+	var blocks []mcp.Content
+	if res.Tool != nil {
+		blocks, _ = res.Tool.Content.([]mcp.Content)
+	}
+	if blocks == nil {
+		return successResult(res, res.Output, structured)
+	}
+	out := &mcp.CallToolResult{Content: blocks, Meta: resultMeta(res)}
+	if _, isObject := res.Output.(map[string]any); structured && isObject {
+		out.StructuredContent = res.Output
+	} else if !structured && res.Tool.Structured != nil {
+		out.StructuredContent = res.Tool.Structured
+	}
+	return out
+}
+
 // successResult is a tool result carrying value: as JSON text, and as
 // structured content too when structured (an object output schema was
 // advertised) and value is a JSON object. The version and binding that ran
@@ -126,14 +168,21 @@ func successResult(res *invoke.Result, value any, structured bool) *mcp.CallTool
 	if _, isObject := value.(map[string]any); structured && isObject {
 		out.StructuredContent = json.RawMessage(b)
 	}
-	if res.URI != "" {
-		meta := mcp.Meta{MetaURI: res.URI, MetaVersion: res.Version, MetaBinding: res.Binding}
-		if len(res.Warnings) > 0 {
-			meta[MetaWarnings] = res.Warnings
-		}
-		out.Meta = meta
-	}
+	out.Meta = resultMeta(res)
 	return out
+}
+
+// resultMeta is the _meta of a call's result: the version and binding that
+// ran and any warnings (deprecation); nil for a result no capability made.
+func resultMeta(res *invoke.Result) mcp.Meta {
+	if res.URI == "" {
+		return nil
+	}
+	meta := mcp.Meta{MetaURI: res.URI, MetaVersion: res.Version, MetaBinding: res.Binding}
+	if len(res.Warnings) > 0 {
+		meta[MetaWarnings] = res.Warnings
+	}
+	return meta
 }
 
 // errorResult is the tool error for a failed call of uri: "CODE: message"

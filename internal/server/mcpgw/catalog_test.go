@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 	if gitHub.dir != "" {
 		os.RemoveAll(gitHub.dir)
 	}
+	if goEverything.dir != "" {
+		os.RemoveAll(goEverything.dir)
+	}
 	os.Exit(code)
 }
 
@@ -169,12 +172,33 @@ func (s *rpcSession) post(method string, params any) (rpcAnswer, http.Header) {
 	if resp.StatusCode != http.StatusOK {
 		s.t.Fatalf("%s: HTTP %s: %.500s", method, resp.Status, data)
 	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		data = lastEvent(data)
+	}
 	var a rpcAnswer
 	if err := json.Unmarshal(data, &a); err != nil {
 		s.t.Fatalf("%s: the answer is not JSON-RPC: %v: %.500s", method, err, data)
 	}
 	a.size = len(data)
 	return a, resp.Header
+}
+
+// lastEvent returns the data of the last event of an SSE stream (a request's
+// stream ends with its answer).
+func lastEvent(stream []byte) []byte {
+	var last []byte
+	for _, event := range bytes.Split(bytes.ReplaceAll(stream, []byte("\r\n"), []byte("\n")), []byte("\n\n")) {
+		var data [][]byte
+		for _, line := range bytes.Split(event, []byte("\n")) {
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(d, []byte(" ")))
+			}
+		}
+		if len(data) > 0 {
+			last = bytes.Join(data, []byte("\n"))
+		}
+	}
+	return last
 }
 
 // callTool calls a tool and decodes its structured content into out.

@@ -298,12 +298,12 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 		// and with the configured exceptions.
 		DisableLocalhostProtection: true,
 		SessionTimeout:             max(opts.IdleTimeout, 0),
-		// Answer calls with application/json rather than a one-event SSE
-		// stream: about a tenth less CPU per call, and nothing is lost,
-		// since the gateway sends no progress; notifications go to the
-		// session's GET stream.
-		JSONResponse: true,
-		Logger:       sdkLog,
+		// Answer requests with an SSE stream, not application/json: the
+		// progress of a call (an upstream MCP tool's, see withProgress)
+		// travels on its request's stream, where clients look for it; the
+		// SDK would send it to the session's GET stream, which clients need
+		// not open.
+		Logger: sdkLog,
 	})
 	g.sse = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{DisableLocalhostProtection: true})
 	g.ctx, g.cancel = context.WithCancel(context.Background())

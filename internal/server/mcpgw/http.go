@@ -20,8 +20,9 @@ import (
 //     which names the message endpoint (the same path with ?sessionid=…),
 //     where the client POSTs its messages;
 //   - any other path is the streamable HTTP transport (protocol 2025-03-26
-//     and later): POST for messages (answered with application/json), GET
-//     for the session's stream of notifications, DELETE to end a session.
+//     and later): POST for messages (answered with an SSE stream, which
+//     carries a call's progress ahead of its answer), GET for the
+//     session's stream of notifications, DELETE to end a session.
 //
 // Both refuse with 403 a request whose Host header is not a loopback name
 // or address (localhost, 127.0.0.1, [::1]) or one of Options.AllowedHosts,

@@ -175,13 +175,31 @@ type tsClientRun struct {
 	Instructions string   `json:"instructions"`
 	Tools        []string `json:"tools"`
 	Pages        []int    `json:"pages"`
-	Calls        []struct {
-		IsError           bool            `json:"isError"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		Content           []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	} `json:"calls"`
+	Calls        []tsCall `json:"calls"`
+}
+
+// tsCall is one call's result as testdata/tsclient.mjs printed it.
+type tsCall struct {
+	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	Content           []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Data     string `json:"data"`
+		MIMEType string `json:"mimeType"`
+		URI      string `json:"uri"`
+	} `json:"content"`
+	// Progress lists the progress notifications the call received, when it
+	// asked for them.
+	Progress []struct {
+		Progress float64 `json:"progress"`
+		Total    float64 `json:"total"`
+		Message  string  `json:"message"`
+	} `json:"progress"`
+	// Cancelled says the client cancelled the call (cancelOnProgress), with
+	// the error the SDK raised.
+	Cancelled bool   `json:"cancelled"`
+	Error     string `json:"error"`
 }
 
 // runTSClient drives url with the official TypeScript SDK's client (npm

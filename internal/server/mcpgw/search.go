@@ -381,7 +381,7 @@ func (g *Gateway) invokeCapability(ctx context.Context, req *mcp.CallToolRequest
 	if input == nil {
 		input = map[string]any{}
 	}
-	res, err := g.inv.Invoke(callContext(ctx, req, "", a.ApprovalID), invoke.Request{URI: a.URI, Input: input})
+	res, err := g.inv.Invoke(withProgress(callContext(ctx, req, "", a.ApprovalID), req), invoke.Request{URI: a.URI, Input: input})
 	if err != nil {
 		return g.errorResult(ctx, req, a.URI, err, true), nil
 	}

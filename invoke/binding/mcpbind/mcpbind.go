@@ -3,6 +3,14 @@
 // reused by every call; a stdio server is started once and supervised: when
 // it exits it is restarted with exponential backoff, and on Close its whole
 // process group is killed.
+//
+// A call hands on the tool's result as it came (invoke.Outcome.Tool: its
+// content blocks and structured content) beside its JSON reading (Output).
+// A call whose context asks for progress (invoke.WithProgress) carries a
+// progress token of the binding's own, unique on the pooled session, and
+// the upstream's notifications/progress for it are passed to the caller's
+// function; a call whose context ends is cancelled upstream
+// (notifications/cancelled), and the pooled session stays up.
 package mcpbind
 
 import (
@@ -12,8 +20,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caphub/caphub/capability"
@@ -48,6 +58,11 @@ type Binding struct {
 	mu        sync.Mutex
 	upstreams map[string]*upstream
 	closed    bool
+
+	// progress maps the progress tokens of calls in flight that asked for
+	// progress to their reporters; tokens counts the tokens made.
+	progress sync.Map // string → *reporter
+	tokens   atomic.Uint64
 }
 
 // New returns an MCP binding that reaches servers saved in servers.
@@ -125,7 +140,10 @@ func (b *Binding) start(ctx context.Context, u *upstream) (*mcp.ClientSession, e
 	}
 	u.config = saved.Server
 	u.starts++
-	cs, cmd, err := mcpconn.ConnectProcess(b.ctx, &u.config, b.opts.ClientVersion, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: b.opts.ClientVersion}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { b.report(req.Params) },
+	})
+	cs, cmd, err := mcpconn.ConnectClient(b.ctx, &u.config, client, &mcpconn.ConnectOptions{WrapTransport: b.ordered})
 	if err != nil {
 		b.failed(u, err)
 		return nil, &invoke.Error{Code: invoke.CodeUpstreamUnavailable, Retryable: true, Message: err.Error(), Cause: err}
@@ -202,15 +220,118 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 		return nil, err
 	}
 	args := invoke.MapInput(call.Input, mb.Mapping)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mb.Tool, Arguments: args})
+	if args == nil {
+		args = map[string]any{} // not null, which servers of the TypeScript SDK refuse
+	}
+	params := &mcp.CallToolParams{Name: mb.Tool, Arguments: args}
+	if f := invoke.ProgressFrom(ctx); f != nil {
+		r := &reporter{f: f}
+		token := "caphub-" + strconv.FormatUint(b.tokens.Add(1), 10)
+		b.progress.Store(token, r)
+		defer func() {
+			b.progress.Delete(token)
+			r.stop()
+		}()
+		params.SetProgressToken(token)
+	}
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
-		return nil, b.callError(mb.Server, cs, err)
+		return nil, b.callError(ctx, mb.Server, cs, err)
 	}
 	b.healthy(mb.Server)
 	if res.IsError {
 		return nil, toolError(res, mb.ErrorMapping)
 	}
-	return &invoke.Outcome{Output: output(res), Meta: map[string]any{"content": res.Content}}, nil
+	structured := plainJSON(res.StructuredContent)
+	return &invoke.Outcome{Output: output(res, structured), Tool: &invoke.ToolResult{Content: res.Content, Structured: structured}}, nil
+}
+
+// reporter passes a call's progress to the caller's function until the call
+// returns.
+type reporter struct {
+	mu      sync.Mutex
+	f       invoke.ProgressFunc
+	stopped bool
+}
+
+func (r *reporter) report(p *mcp.ProgressNotificationParams) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.stopped {
+		r.f(p.Progress, p.Total, p.Message)
+	}
+}
+
+// stop ends the reports: none is made once it returns.
+func (r *reporter) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+}
+
+// report passes an upstream's progress notification to the call whose token
+// it carries, if that call is still in flight, and reports whether there
+// was one.
+func (b *Binding) report(p *mcp.ProgressNotificationParams) bool {
+	token, ok := p.ProgressToken.(string)
+	if !ok {
+		return false
+	}
+	r, ok := b.progress.Load(token)
+	if ok {
+		r.(*reporter).report(p)
+	}
+	return ok
+}
+
+// ordered wraps a stdio upstream's transport so that its progress
+// notifications are reported as soon as they are read, ahead of the
+// response that follows them: the SDK hands notifications to a goroutine
+// of their own but responses straight to the waiting call, so the last
+// notifications of a call could otherwise come after it returned, and be
+// lost. The SDK's streamable HTTP client cannot be wrapped (it needs its
+// own connection type), so there progress takes the SDK's path.
+func (b *Binding) ordered(t mcp.Transport) mcp.Transport {
+	if _, ok := t.(*mcp.CommandTransport); !ok {
+		return t
+	}
+	return orderedTransport{Transport: t, b: b}
+}
+
+type orderedTransport struct {
+	mcp.Transport
+	b *Binding
+}
+
+func (t orderedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &orderedConn{Connection: c, b: t.b}, nil
+}
+
+type orderedConn struct {
+	mcp.Connection
+	b *Binding
+}
+
+// Read returns the upstream's next message, reporting the progress
+// notifications of calls in flight on the way.
+func (c *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/progress" {
+			p := new(mcp.ProgressNotificationParams)
+			if json.Unmarshal(req.Params, p) == nil && c.b.report(p) {
+				continue
+			}
+		}
+		return msg, nil
+	}
 }
 
 // healthy resets the failure count after a successful call.
@@ -223,14 +344,19 @@ func (b *Binding) healthy(name string) {
 }
 
 // callError classifies a failed tools/call: a JSON-RPC error is the
-// upstream refusing the call; a closed connection marks the session dead.
-func (b *Binding) callError(server string, cs *mcp.ClientSession, err error) error {
+// upstream refusing the call; a call whose context ended was cancelled
+// upstream, and its session lives on; a closed connection marks the
+// session dead.
+func (b *Binding) callError(ctx context.Context, server string, cs *mcp.ClientSession, err error) error {
 	var wire *jsonrpc.Error
 	if errors.As(err, &wire) {
 		return &invoke.Error{Code: invoke.CodeUpstreamError, Message: fmt.Sprintf("MCP server %q refused the call: %s (JSON-RPC %d)", server, wire.Message, wire.Code), Cause: err}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &invoke.Error{Code: invoke.CodeTimeout, Retryable: true, Message: "the MCP tool did not answer in time", Cause: err}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("the call to MCP server %q was cancelled: %w", server, err)
 	}
 	// Anything else is the transport failing (a closed connection, EOF
 	// from a crashed process): the session is dead; a retry reconnects.
@@ -241,6 +367,7 @@ func (b *Binding) callError(server string, cs *mcp.ClientSession, err error) err
 				u.session = nil
 				b.failed(u, err)
 				u.retryAt = time.Time{} // reconnect on the next attempt
+				go cs.Close()           // and end this one, its process or its stream
 			}
 			u.mu.Unlock()
 		}
@@ -249,11 +376,11 @@ func (b *Binding) callError(server string, cs *mcp.ClientSession, err error) err
 }
 
 // output is the tool result as JSON: the structured content when there is
-// one; else the text, parsed when it is a JSON object or array; else
-// {"text": …, "content": [...]}.
-func output(res *mcp.CallToolResult) any {
-	if res.StructuredContent != nil {
-		return normalize(res.StructuredContent)
+// one (structured, as plainJSON made it); else the text, parsed when it is
+// a JSON object or array; else {"text": …, "content": [...]}.
+func output(res *mcp.CallToolResult, structured any) any {
+	if structured != nil {
+		return structured
 	}
 	text, onlyText := joinText(res.Content)
 	if onlyText {
@@ -279,6 +406,19 @@ func joinText(content []mcp.Content) (string, bool) {
 		}
 	}
 	return strings.Join(parts, "\n"), only && len(parts) > 0
+}
+
+// plainJSON returns v normalised as capability.Normalize does: in place
+// when it is what decoding JSON makes (as the SDK decodes a result's
+// structuredContent), else through a JSON round trip.
+func plainJSON(v any) any {
+	switch v.(type) {
+	case nil:
+		return nil
+	case map[string]any, []any, string, float64, bool:
+		return capability.Normalize(v)
+	}
+	return normalize(v)
 }
 
 func normalize(v any) any {

@@ -154,3 +154,63 @@ func TestToolErrorsAndStructuredOutput(t *testing.T) {
 		t.Errorf("unsaved server: %v", err)
 	}
 }
+
+// server-everything over stdio: a result's content blocks come as they
+// came (the image an image), progress reaches the caller's function
+// before Invoke returns, and a cancelled call leaves the pooled session up.
+func TestEverythingContentProgressCancellation(t *testing.T) {
+	b := New(savedServers(t, everything(t)), Options{ClientVersion: "test"})
+	defer b.Close()
+	ctx := context.Background()
+
+	out, err := b.Invoke(ctx, call("everything", "get-tiny-image", nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, _ := out.Tool.Content.([]mcp.Content)
+	var img *mcp.ImageContent
+	for _, c := range blocks {
+		if i, ok := c.(*mcp.ImageContent); ok {
+			img = i
+		}
+	}
+	if len(blocks) != 3 || img == nil || img.MIMEType != "image/png" || !strings.HasPrefix(string(img.Data), "\x89PNG") {
+		t.Errorf("get-tiny-image content %#v", out.Tool.Content)
+	}
+	if out.Tool.Structured != nil {
+		t.Errorf("get-tiny-image structured content %v", out.Tool.Structured)
+	}
+
+	out, err = b.Invoke(ctx, call("everything", "get-structured-content", nil, map[string]any{"location": "Chicago"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := out.Output.(map[string]any); !ok || m["temperature"] != int64(36) || out.Tool.Structured == nil {
+		t.Errorf("get-structured-content: output %v, structured %v", out.Output, out.Tool.Structured)
+	}
+
+	type report struct {
+		progress, total float64
+	}
+	var reports []report
+	pctx := invoke.WithProgress(ctx, func(progress, total float64, _ string) { reports = append(reports, report{progress, total}) })
+	if _, err := b.Invoke(pctx, call("everything", "trigger-long-running-operation", nil, map[string]any{"duration": 0.3, "steps": 3})); err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 3 || reports[2] != (report{3, 3}) {
+		t.Errorf("progress reported by the time Invoke returned: %v, want 1, 2 and 3 of 3", reports)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancelled := invoke.WithProgress(cctx, func(float64, float64, string) { cancel() })
+	_, err = b.Invoke(cancelled, call("everything", "trigger-long-running-operation", nil, map[string]any{"duration": 30, "steps": 30}))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled call returned %v", err)
+	}
+	if st := b.Status()["everything"]; st["up"] != true || st["starts"] != 1 {
+		t.Errorf("after a cancelled call the pool is %v, want the one session up", st)
+	}
+	if _, err := b.Invoke(ctx, call("everything", "echo", nil, map[string]any{"message": "still here"})); err != nil {
+		t.Errorf("a call after the cancelled one: %v", err)
+	}
+}
