@@ -94,7 +94,13 @@ func full(w http.ResponseWriter, r *http.Request, server *mcp.Server, maxSession
 		return false
 	}
 	n := 0
-	for range server.Sessions() {
+	for ss := range server.Sessions() {
+		// A POST without a session id that is not an initialize (the Go SDK
+		// client's server/discover probe) makes a session that never
+		// initialises and is gone with its answer: not counted.
+		if ss.InitializeParams() == nil {
+			continue
+		}
 		if n++; n >= maxSessions {
 			http.Error(w, fmt.Sprintf("%s serves at most %d MCP sessions at once (caphub serve --mcp-max-sessions): end a session (DELETE it), or raise the limit; idle sessions end after --mcp-session-idle", what, maxSessions), http.StatusServiceUnavailable)
 			return true
