@@ -34,6 +34,19 @@ const (
 	TransportSSE   = "sse"  // the 2024-11-05 SSE transport only
 )
 
+// Session modes of a saved server: how the sessions of clients that caphub
+// fronts (at /mcp/servers/{name}) map to sessions with the server.
+const (
+	// SessionsPerClient (the default, also written "") gives each client
+	// session an upstream session of its own: for a stdio server, a process
+	// of its own. Clients are isolated from each other.
+	SessionsPerClient = "per-client"
+	// SessionsShared serves every client session with one upstream session
+	// (one process for a stdio server): cheap, but what the server keeps in
+	// its session is shared between the clients.
+	SessionsShared = "shared"
+)
+
 // Server is a saved MCP server connection.
 type Server struct {
 	Name      string            `json:"name" yaml:"name"`
@@ -44,6 +57,9 @@ type Server struct {
 	Dir       string            `json:"dir,omitempty" yaml:"dir,omitempty"`
 	URL       string            `json:"url,omitempty" yaml:"url,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"` // values may hold ${VAR} references
+	// Sessions is how fronted client sessions map to upstream sessions:
+	// SessionsPerClient (or "") or SessionsShared.
+	Sessions string `json:"sessions,omitempty" yaml:"sessions,omitempty"`
 	// Permits bound what connecting may do: the program started, the
 	// variables ${VAR} reads, the host reached. A server saved over the API
 	// gets the operator's lists (discover.Servers sets them); nil is the
@@ -73,6 +89,9 @@ func (s *Server) Validate() error {
 		problems = append(problems, s.validateURL()...)
 	default:
 		problems = append(problems, "give a command (stdio) or a url (streamable HTTP or SSE)")
+	}
+	if s.Sessions != "" && s.Sessions != SessionsPerClient && s.Sessions != SessionsShared {
+		problems = append(problems, fmt.Sprintf("sessions %q is not a session mode: use %s (each client its own upstream session; the default) or %s (one upstream session for every client)", s.Sessions, SessionsPerClient, SessionsShared))
 	}
 	problems = append(problems, secretProblems("env", s.Env)...)
 	problems = append(problems, secretProblems("header", s.Headers)...)
@@ -229,8 +248,11 @@ type Spawner struct{ slots chan struct{} }
 // NewSpawner returns a Spawner of n slots (at least 1).
 func NewSpawner(n int) *Spawner { return &Spawner{slots: make(chan struct{}, max(n, 1))} }
 
-// acquire waits for a slot until ctx ends, and returns its release.
-func (sp *Spawner) acquire(ctx context.Context) (func(), error) {
+// Acquire waits for a slot until ctx ends, and returns its release: a
+// caller that starts a stdio server itself (ExecCommand) holds a slot
+// until the server has answered initialize. A nil Spawner has a slot for
+// everyone.
+func (sp *Spawner) Acquire(ctx context.Context) (func(), error) {
 	if sp == nil {
 		return func() {}, nil
 	}
@@ -295,7 +317,7 @@ func ConnectClient(ctx context.Context, s *Server, client *mcp.Client, opts *Con
 		if wait == nil {
 			wait = ctx
 		}
-		release, err := opts.Spawner.acquire(wait)
+		release, err := opts.Spawner.Acquire(wait)
 		if err != nil {
 			return nil, nil, fmt.Errorf("start MCP server %q: %w", s.Name, err)
 		}
@@ -368,6 +390,21 @@ func connect(ctx context.Context, s *Server, client *mcp.Client, opts *ConnectOp
 		return cs, nil, nil
 	}
 	return nil, nil, fmt.Errorf("MCP server %q: unknown transport %q", s.Name, s.Transport)
+}
+
+// ExecCommand builds, without starting it, the process of a stdio server
+// whose saved connection is valid: as caphub starts it itself (see command),
+// for a caller that speaks MCP over its stdin and stdout itself (the
+// front's stdio relay). The caller sets its pipes, starts it, and kills its
+// group with KillGroup.
+func (s *Server) ExecCommand() (*exec.Cmd, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if s.Transport != TransportStdio {
+		return nil, fmt.Errorf("MCP server %q: transport %q starts no process: only stdio servers do", s.Name, s.Transport)
+	}
+	return s.command()
 }
 
 // command builds the child process: argv from the command template and

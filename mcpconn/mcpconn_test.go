@@ -28,6 +28,9 @@ func TestValidate(t *testing.T) {
 		{"literal bearer", Server{Name: "x", URL: "https://a", Headers: map[string]string{"Authorization": "Bearer abc123"}}, "does not store secrets"},
 		{"literal api key header", Server{Name: "x", URL: "https://a", Headers: map[string]string{"X-Api-Key": "k"}}, "X_API_KEY"},
 		{"wrong transport", Server{Name: "x", Command: "a", Transport: "http"}, "use stdio"},
+		{"shared", Server{Name: "x", Command: "a", Sessions: SessionsShared}, ""},
+		{"per-client", Server{Name: "x", Command: "a", Sessions: SessionsPerClient}, ""},
+		{"unknown session mode", Server{Name: "x", Command: "a", Sessions: "pooled"}, "use per-client"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,5 +101,29 @@ func TestCommandEnvironmentIsMinimal(t *testing.T) {
 	}
 	if cmd.Args[0] != "sh" && !strings.HasSuffix(cmd.Args[0], "/sh") || cmd.Args[1] != "-c" || cmd.Args[2] != "echo {a}" {
 		t.Errorf("argv %q", cmd.Args)
+	}
+}
+
+// ExecCommand applies the same checks as Connect: the saved connection's,
+// and the operator's permits.
+func TestExecCommand(t *testing.T) {
+	if _, err := (&Server{Name: "s", Command: "sh -c true", Permits: &permit.Permits{}}).ExecCommand(); !errors.Is(err, permit.ErrCommand) {
+		t.Errorf("a program the operator did not allow: %v", err)
+	}
+	if _, err := (&Server{Name: "u", URL: "http://127.0.0.1:2/mcp"}).ExecCommand(); err == nil || !strings.Contains(err.Error(), "only stdio servers") {
+		t.Errorf("an HTTP server: %v", err)
+	}
+	if _, err := (&Server{Name: "Bad Name", Command: "sh"}).ExecCommand(); err == nil {
+		t.Error("an invalid saved connection was accepted")
+	}
+	cmd, err := (&Server{Name: "s", Command: "sh -c 'exit 0'"}).ExecCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Process != nil || cmd.Args[1] != "-c" || cmd.Args[2] != "exit 0" {
+		t.Errorf("cmd = %q, started %v", cmd.Args, cmd.Process != nil)
+	}
+	if err := cmd.Run(); err != nil {
+		t.Errorf("run: %v", err)
 	}
 }
