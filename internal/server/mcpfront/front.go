@@ -122,6 +122,7 @@ import (
 	"github.com/caphub/caphub/internal/server/mcpfront/httprelay"
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
 	"github.com/caphub/caphub/internal/server/mcpfront/sdkrelay"
+	"github.com/caphub/caphub/internal/server/mcpfront/stdiorelay"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/mcpconn"
 )
@@ -200,10 +201,13 @@ type Front struct {
 	// cancel ends env.Ctx, to which upstream sessions are bound.
 	cancel context.CancelFunc
 
-	http *httprelay.Relay
-	sdk  *sdkrelay.Relay
-	// sdkRelayOnly turns the HTTP relay off (tests compare the two).
+	http  *httprelay.Relay
+	stdio *stdiorelay.Relay
+	sdk   *sdkrelay.Relay
+	// sdkRelayOnly turns the HTTP and stdio relays off, sdkStdio the stdio
+	// relay only (tests and benchmarks compare them).
 	sdkRelayOnly bool
+	sdkStdio     bool
 }
 
 // New returns a front over saved servers. hooks may be nil: every call is
@@ -245,6 +249,7 @@ func New(servers ServerSource, hooks Hooks, opts Options) *Front {
 		guard:  guard.New(guard.Options{AllowedHosts: opts.AllowedHosts, AllowedOrigins: opts.AllowedOrigins}),
 		cancel: cancel,
 		http:   httprelay.New(env),
+		stdio:  stdiorelay.New(env),
 		sdk:    sdkrelay.New(env),
 	}
 }
@@ -318,27 +323,41 @@ func opensSession(r *http.Request, sse bool) bool {
 }
 
 // serveStreamable dispatches a request on the streamable endpoint of a
-// saved server: to the HTTP relay when it belongs to one of its sessions
-// or opens one (a streamable HTTP server that accepts the relay's
-// initialize), else to the SDK relay.
+// saved server: to the HTTP or the stdio relay when it belongs to one of
+// their sessions or opens one (a streamable HTTP server that accepts the
+// relay's initialize, a stdio server), else to the SDK relay.
 func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request, name string) {
 	sid := r.Header.Get("Mcp-Session-Id")
-	switch s := f.http.Session(sid); {
-	case sid == "":
-	case f.env.Sessions.Closed():
-		relay.WriteError(w, http.StatusServiceUnavailable, relay.ShuttingDown)
-		return
-	case s != nil && s.Server() == name:
-		s.Serve(w, r)
-		return
-	case s != nil || !f.sdk.Knows(name):
-		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("session not found: %s has no session %q (it ended, or never existed): initialize a new one", r.URL.Path, sid))
-		return
+	if sid != "" {
+		if f.env.Sessions.Closed() {
+			relay.WriteError(w, http.StatusServiceUnavailable, relay.ShuttingDown)
+			return
+		}
+		s := f.env.Sessions.Get(sid)
+		switch s := s.(type) {
+		case *httprelay.Session:
+			if s.Server() == name {
+				s.Serve(w, r)
+				return
+			}
+		case *stdiorelay.Session:
+			if s.Server() == name {
+				s.Serve(w, r)
+				return
+			}
+		}
+		if s != nil || !f.sdk.Knows(name) {
+			relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("session not found: %s has no session %q (it ended, or never existed): initialize a new one", r.URL.Path, sid))
+			return
+		}
 	}
 	checked := false
 	if sid == "" && r.Method == http.MethodPost {
 		var handled bool
 		if handled, checked = f.http.Open(w, r, name); handled {
+			return
+		}
+		if !f.sdkStdio && f.stdio.Open(w, r, name) {
 			return
 		}
 	}
@@ -360,6 +379,7 @@ func (f *Front) Close() error {
 	}
 	wg.Wait()
 	f.env.Sessions.Wait()
+	f.stdio.Wait(5 * time.Second)
 	f.http.CloseIdleConnections()
 	return nil
 }
