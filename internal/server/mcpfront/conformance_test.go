@@ -109,7 +109,7 @@ func TestConformance(t *testing.T) {
 	frontURL := serveFront(t, New(servers, pipeline, Options{Version: "conformance", Log: testLog()}), nil)
 	targets := []struct{ name, url, title string }{
 		{"direct", directURL, "direct (everything-server, HTTP)"},
-		{"fronted", frontURL + "/mcp/servers/everything", "fronted, stdio upstream (SDK relay)"},
+		{"fronted", frontURL + "/mcp/servers/everything", "fronted, stdio upstream (stdio relay)"},
 		{"fronted-http", frontURL + "/mcp/servers/everything-http", "fronted, HTTP upstream (HTTP relay)"},
 	}
 
