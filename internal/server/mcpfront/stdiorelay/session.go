@@ -28,9 +28,10 @@ const (
 )
 
 // headerDelay is how long a POST's SSE headers wait for its first message,
-// to go out with it: a call answered at once then costs the client one
-// read, not two.
-const headerDelay = time.Millisecond
+// to go out with it: a call answered within it (most are, even under load)
+// then costs one write to the connection, not two. A call that sends
+// nothing for longer gets its headers alone.
+const headerDelay = 100 * time.Millisecond
 
 // Session is a client session of the stdio relay.
 type Session struct {
@@ -475,7 +476,13 @@ func (s *Session) streamSSE(w http.ResponseWriter, r *http.Request, st *stream, 
 		}
 	}
 	st.close()
-	flush()
+	// The last write is left to net/http, which sends it with the end of
+	// the response (and, when nothing was sent yet, with the headers and a
+	// Content-Length): one write to the connection per call.
+	if !wrote {
+		h["Content-Length"] = []string{strconv.Itoa(len(buf))}
+	}
+	_, _ = w.Write(buf)
 }
 
 // answerJSON answers a POST of a client that accepts only JSON: the
