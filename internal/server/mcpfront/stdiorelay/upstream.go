@@ -91,10 +91,10 @@ type call struct {
 	up       int64  // the upstream id
 	clientID []byte // the client's id, as it came
 	method   string
-	token    []byte     // the client's progress token, as it came; nil for none
-	st       *stream    // the stream of the POST that carries it
-	reply    chan item  // for the relay's own requests (no stream)
-	causing  bool       // it can cause log messages and server requests
+	token    []byte    // the client's progress token, as it came; nil for none
+	st       *stream   // the stream of the POST that carries it
+	reply    chan item // for the relay's own requests (no stream)
+	causing  bool      // it can cause log messages and server requests
 	ctx      context.Context
 	rec      *relay.Call // the tools/call to record; nil for none
 	done     atomic.Bool
