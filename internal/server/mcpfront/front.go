@@ -15,11 +15,12 @@
 // {name} is the saved server's name. A name that is not saved answers 404
 // with a message that says how to save one.
 //
-// # Two relays
+// # Three relays
 //
-// One downstream session maps to one upstream session, relayed one of two
-// ways, each in a package of its own; the front dispatches each request to
-// one of them, and both share (package internal/relay) the policy and
+// One downstream session maps to one upstream session (or, for a server
+// saved with sessions: shared, to a share of one), relayed one of three
+// ways, each in a package of its own; the front dispatches each request
+// to one of them, and all share (package internal/relay) the policy and
 // record of tools/call, the one classification of a call's outcome, and
 // the table of sessions that bounds them.
 //
@@ -46,7 +47,15 @@
 // upstream connections are kept alive, so the latency it adds is about
 // what any HTTP proxy hop costs.
 //
-// The SDK relay (package sdkrelay) serves everything else: stdio servers, SSE servers (and
+// The stdio relay (package stdiorelay) serves a saved stdio server on the
+// streamable endpoint at the JSON-RPC level, as the HTTP relay does for
+// HTTP: it writes out the server side of the streamable transport, speaks
+// newline-delimited JSON-RPC to the process it starts, and rewrites only
+// ids, progress tokens and cancellations, so results pass byte for byte.
+// Per client, each session has a process; shared, one process serves every
+// session of the saved server (see the package for its routing).
+//
+// The SDK relay (package sdkrelay) serves everything else: SSE servers (and
 // HTTP servers that turn out to speak only SSE: the HTTP relay hands over
 // when the upstream refuses its initialize POST with 400, 404 or 405), and
 // the SSE endpoint. The downstream side is an mcp.Server per saved name,
@@ -64,15 +73,15 @@
 // dropped), and each call crosses a second SDK streamable HTTP hop, which
 // costs 0.4 to 0.8 ms; the HTTP relay has none of these.
 //
-// Neither relay works below the SDK as a JSON-RPC relay between two SDK
-// connections would: the SDK's streamable transport routes a message to a
-// request's stream only through a context key its ServerSession sets
-// (unexported), so such a relay would send what the upstream sends during
-// a call to the standalone GET stream, which the spec reserves for
-// messages unrelated to a request and which a client may not open. The
-// HTTP relay sidesteps this by relaying streams, not messages.
+// A JSON-RPC relay between two SDK connections would not do: the SDK's
+// streamable transport routes a message to a request's stream only through
+// a context key its ServerSession sets (unexported), so such a relay would
+// send what the upstream sends during a call to the standalone GET stream,
+// which the spec reserves for messages unrelated to a request and which a
+// client may not open. The HTTP relay sidesteps this by relaying streams,
+// the stdio relay by writing the transport itself.
 //
-// Both relays are session-based: the sessionless 2026-07-28 protocol is
+// The relays are session-based: the sessionless 2026-07-28 protocol is
 // not offered. A POST without a session id that is not an initialize
 // (server/discover, say) is answered by the SDK relay as a session-based
 // server answers it, and clients fall back to initialize.
@@ -98,10 +107,12 @@
 // and an error naming the limit; no session a client still uses is closed
 // to make room. Closing a session
 // ends its upstream session (DELETE for an HTTP upstream, the process group
-// for a stdio one); Close ends them all. A session of the SDK relay holds
-// two goroutines and, for a stdio server, a process; one of the HTTP relay
-// holds nothing but its relayed requests. The HTTP relay reads request
-// bodies whole and refuses those over 4 MiB with 413.
+// for a stdio one; a shared process ends a grace after its last session);
+// Close ends them all. A session of the SDK relay holds two goroutines and,
+// for a stdio server, a process; one of the stdio relay holds its process
+// (three goroutines), or a share of one; one of the HTTP relay holds
+// nothing but its relayed requests. The HTTP and stdio relays read request
+// bodies whole and refuse those over 4 MiB with 413.
 package mcpfront
 
 import (
