@@ -292,3 +292,18 @@ func TestStdioTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioIdleAndLimits: a stdio session idle past IdleTimeout ends with
+// its process; a session beyond the per-server limit is refused with 503
+// naming it, before any process starts.
+func TestStdioIdleAndLimits(t *testing.T) {
+	e := stdioEnv(t, "", Options{IdleTimeout: 300 * time.Millisecond, MaxSessionsPerServer: 1})
+	c := e.connectAs(t, "ada", true)
+	pid := pidOf(t, c)
+	refused := initializeStatus(t, e.frontURL+"/mcp/servers/stdio")
+	if refused.status != http.StatusServiceUnavailable || !strings.Contains(refused.body, "at most 1 sessions") {
+		t.Errorf("a second session: %d %s, want 503 naming the limit", refused.status, refused.body)
+	}
+	waitFor(t, "the idle session to end", func() bool { return e.front.Sessions() == 0 })
+	waitFor(t, "its process to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+}
