@@ -252,8 +252,11 @@ type Spawner struct{ slots chan struct{} }
 // NewSpawner returns a Spawner of n slots (at least 1).
 func NewSpawner(n int) *Spawner { return &Spawner{slots: make(chan struct{}, max(n, 1))} }
 
-// acquire waits for a slot until ctx ends, and returns its release.
-func (sp *Spawner) acquire(ctx context.Context) (func(), error) {
+// Acquire waits for a slot until ctx ends, and returns its release: a
+// caller that starts a stdio server itself (ExecCommand) holds a slot
+// until the server has answered initialize. A nil Spawner has a slot for
+// everyone.
+func (sp *Spawner) Acquire(ctx context.Context) (func(), error) {
 	if sp == nil {
 		return func() {}, nil
 	}
@@ -318,7 +321,7 @@ func ConnectClient(ctx context.Context, s *Server, client *mcp.Client, opts *Con
 		if wait == nil {
 			wait = ctx
 		}
-		release, err := opts.Spawner.acquire(wait)
+		release, err := opts.Spawner.Acquire(wait)
 		if err != nil {
 			return nil, nil, fmt.Errorf("start MCP server %q: %w", s.Name, err)
 		}
@@ -391,6 +394,21 @@ func connect(ctx context.Context, s *Server, client *mcp.Client, opts *ConnectOp
 		return cs, nil, nil
 	}
 	return nil, nil, fmt.Errorf("MCP server %q: unknown transport %q", s.Name, s.Transport)
+}
+
+// ExecCommand builds, without starting it, the process of a stdio server
+// whose saved connection is valid: as caphub starts it itself (see command),
+// for a caller that speaks MCP over its stdin and stdout itself (the
+// front's stdio relay). The caller sets its pipes, starts it, and kills its
+// group with KillGroup.
+func (s *Server) ExecCommand() (*exec.Cmd, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if s.Transport != TransportStdio {
+		return nil, fmt.Errorf("MCP server %q: transport %q starts no process: only stdio servers do", s.Name, s.Transport)
+	}
+	return s.command()
 }
 
 // command builds the child process: argv from the command template and

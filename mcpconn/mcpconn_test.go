@@ -125,3 +125,27 @@ func TestSessionsField(t *testing.T) {
 		t.Errorf("JSON of a per-client server = %s: the default is left out", b)
 	}
 }
+
+// ExecCommand applies the same checks as Connect: the saved connection's,
+// and the operator's permits.
+func TestExecCommand(t *testing.T) {
+	if _, err := (&Server{Name: "s", Command: "sh -c true", Permits: &permit.Permits{}}).ExecCommand(); !errors.Is(err, permit.ErrCommand) {
+		t.Errorf("a program the operator did not allow: %v", err)
+	}
+	if _, err := (&Server{Name: "u", URL: "http://127.0.0.1:2/mcp"}).ExecCommand(); err == nil || !strings.Contains(err.Error(), "only stdio servers") {
+		t.Errorf("an HTTP server: %v", err)
+	}
+	if _, err := (&Server{Name: "Bad Name", Command: "sh"}).ExecCommand(); err == nil {
+		t.Error("an invalid saved connection was accepted")
+	}
+	cmd, err := (&Server{Name: "s", Command: "sh -c 'exit 0'"}).ExecCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Process != nil || cmd.Args[1] != "-c" || cmd.Args[2] != "exit 0" {
+		t.Errorf("cmd = %q, started %v", cmd.Args, cmd.Process != nil)
+	}
+	if err := cmd.Run(); err != nil {
+		t.Errorf("run: %v", err)
+	}
+}

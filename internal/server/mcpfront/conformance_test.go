@@ -141,8 +141,8 @@ func TestConformance(t *testing.T) {
 	frontURL := serveFront(t, New(servers, pipeline, Options{Version: "conformance", Log: testLog()}), nil) + "/mcp/servers/"
 	targets := []conformanceTarget{
 		{"direct", directURL, "Go everything-server, HTTP, direct", ""},
-		{"fronted", frontURL + "everything", "Go, stdio, per-client (SDK relay)", "direct"},
-		{"fronted-shared", frontURL + "everything-shared", "Go, stdio, shared", "direct"},
+		{"fronted", frontURL + "everything", "Go, stdio, per-client (stdio relay)", "direct"},
+		{"fronted-shared", frontURL + "everything-shared", "Go, stdio, shared (stdio relay)", "direct"},
 		{"fronted-http", frontURL + "everything-http", "Go, HTTP, per-client (HTTP relay)", "direct"},
 		{"fronted-http-shared", frontURL + "everything-http-shared", "Go, HTTP, shared (SDK relay)", "direct"},
 		{"npm-direct", npmDirectURL, "npm server-everything, HTTP, direct", ""},

@@ -15,12 +15,12 @@
 // {name} is the saved server's name. A name that is not saved answers 404
 // with a message that says how to save one.
 //
-// # Two relays
+// # Three relays
 //
 // One downstream session maps to one upstream session (or, for a server
-// saved with shared sessions, shares one: see below), relayed one of two
-// ways, each in a package of its own; the front dispatches each request to
-// one of them, and both share (package internal/relay) the policy and
+// saved with sessions: shared, to a share of one), relayed one of three
+// ways, each in a package of its own; the front dispatches each request
+// to one of them, and all share (package internal/relay) the policy and
 // record of tools/call, the one classification of a call's outcome, and
 // the table of sessions that bounds them.
 //
@@ -47,11 +47,18 @@
 // upstream connections are kept alive, so the latency it adds is about
 // what any HTTP proxy hop costs.
 //
-// The SDK relay (package sdkrelay) serves everything else: stdio
-// servers, SSE servers (and HTTP servers that turn out to speak only SSE:
-// the HTTP relay hands over when the upstream refuses its initialize POST
-// with 400, 404 or 405), servers saved with shared sessions, and the SSE
-// endpoint. The downstream side is an mcp.Server per saved name,
+// The stdio relay (package stdiorelay) serves a saved stdio server on the
+// streamable endpoint at the JSON-RPC level, as the HTTP relay does for
+// HTTP: it writes out the server side of the streamable transport, speaks
+// newline-delimited JSON-RPC to the process it starts, and rewrites only
+// ids, progress tokens and cancellations, so results pass byte for byte.
+// Per client, each session has a process; shared, one process serves every
+// session of the saved server (see the package for its routing).
+//
+// The SDK relay (package sdkrelay) serves everything else: SSE servers (and
+// HTTP servers that turn out to speak only SSE: the HTTP relay hands over
+// when the upstream refuses its initialize POST with 400, 404 or 405), HTTP
+// servers saved with shared sessions, and the SSE endpoint. The downstream side is an mcp.Server per saved name,
 // served by the SDK's own streamable and SSE handlers; a receiving
 // middleware sees every request and notification with the request's
 // context (so whatever is sent with it lands on the request's stream), and
@@ -66,15 +73,15 @@
 // dropped), and each call crosses a second SDK streamable HTTP hop, which
 // costs 0.4 to 0.8 ms; the HTTP relay has none of these.
 //
-// Neither relay works below the SDK as a JSON-RPC relay between two SDK
-// connections would: the SDK's streamable transport routes a message to a
-// request's stream only through a context key its ServerSession sets
-// (unexported), so such a relay would send what the upstream sends during
-// a call to the standalone GET stream, which the spec reserves for
-// messages unrelated to a request and which a client may not open. The
-// HTTP relay sidesteps this by relaying streams, not messages.
+// A JSON-RPC relay between two SDK connections would not do: the SDK's
+// streamable transport routes a message to a request's stream only through
+// a context key its ServerSession sets (unexported), so such a relay would
+// send what the upstream sends during a call to the standalone GET stream,
+// which the spec reserves for messages unrelated to a request and which a
+// client may not open. The HTTP relay sidesteps this by relaying streams,
+// the stdio relay by writing the transport itself.
 //
-// Both relays are session-based: the sessionless 2026-07-28 protocol is
+// The relays are session-based: the sessionless 2026-07-28 protocol is
 // not offered. A POST without a session id that is not an initialize
 // (server/discover, say) is answered by the SDK relay as a session-based
 // server answers it, and clients fall back to initialize.
@@ -142,12 +149,12 @@
 // and an error naming the limit; no session a client still uses is closed
 // to make room. Closing a session
 // ends its upstream session (DELETE for an HTTP upstream, the process group
-// for a stdio one; a shared upstream ends after its grace); Close ends them
-// all. A session of the SDK relay holds two goroutines and, for a stdio
-// server, a process (one goroutine, when shared, and a shared upstream
-// one more and its process); one of the HTTP relay
-// holds nothing but its relayed requests. The HTTP relay reads request
-// bodies whole and refuses those over 4 MiB with 413.
+// for a stdio one; a shared process ends a grace after its last session);
+// Close ends them all. A session of the SDK relay holds two goroutines and,
+// for a stdio server, a process; one of the stdio relay holds its process
+// (three goroutines), or a share of one; one of the HTTP relay holds
+// nothing but its relayed requests. The HTTP and stdio relays read request
+// bodies whole and refuse those over 4 MiB with 413.
 package mcpfront
 
 import (
@@ -168,6 +175,7 @@ import (
 	"github.com/caphub/caphub/internal/server/mcpfront/httprelay"
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
 	"github.com/caphub/caphub/internal/server/mcpfront/sdkrelay"
+	"github.com/caphub/caphub/internal/server/mcpfront/stdiorelay"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/mcpconn"
 )
@@ -246,10 +254,13 @@ type Front struct {
 	// cancel ends env.Ctx, to which upstream sessions are bound.
 	cancel context.CancelFunc
 
-	http *httprelay.Relay
-	sdk  *sdkrelay.Relay
-	// sdkRelayOnly turns the HTTP relay off (tests compare the two).
+	http  *httprelay.Relay
+	stdio *stdiorelay.Relay
+	sdk   *sdkrelay.Relay
+	// sdkRelayOnly turns the HTTP and stdio relays off, sdkStdio the stdio
+	// relay only (tests and benchmarks compare them).
 	sdkRelayOnly bool
+	sdkStdio     bool
 }
 
 // New returns a front over saved servers. hooks may be nil: every call is
@@ -291,6 +302,7 @@ func New(servers ServerSource, hooks Hooks, opts Options) *Front {
 		guard:  guard.New(guard.Options{AllowedHosts: opts.AllowedHosts, AllowedOrigins: opts.AllowedOrigins}),
 		cancel: cancel,
 		http:   httprelay.New(env),
+		stdio:  stdiorelay.New(env),
 		sdk:    sdkrelay.New(env),
 	}
 }
@@ -364,27 +376,41 @@ func opensSession(r *http.Request, sse bool) bool {
 }
 
 // serveStreamable dispatches a request on the streamable endpoint of a
-// saved server: to the HTTP relay when it belongs to one of its sessions
-// or opens one (a streamable HTTP server that accepts the relay's
-// initialize), else to the SDK relay.
+// saved server: to the HTTP or the stdio relay when it belongs to one of
+// their sessions or opens one (a streamable HTTP server that accepts the
+// relay's initialize, a stdio server), else to the SDK relay.
 func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request, name string) {
 	sid := r.Header.Get("Mcp-Session-Id")
-	switch s := f.http.Session(sid); {
-	case sid == "":
-	case f.env.Sessions.Closed():
-		relay.WriteError(w, http.StatusServiceUnavailable, relay.ShuttingDown)
-		return
-	case s != nil && s.Server() == name:
-		s.Serve(w, r)
-		return
-	case s != nil || !f.sdk.Knows(name):
-		relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("session not found: %s has no session %q (it ended, or never existed): initialize a new one", r.URL.Path, sid))
-		return
+	if sid != "" {
+		if f.env.Sessions.Closed() {
+			relay.WriteError(w, http.StatusServiceUnavailable, relay.ShuttingDown)
+			return
+		}
+		s := f.env.Sessions.Get(sid)
+		switch s := s.(type) {
+		case *httprelay.Session:
+			if s.Server() == name {
+				s.Serve(w, r)
+				return
+			}
+		case *stdiorelay.Session:
+			if s.Server() == name {
+				s.Serve(w, r)
+				return
+			}
+		}
+		if s != nil || !f.sdk.Knows(name) {
+			relay.WriteError(w, http.StatusNotFound, fmt.Sprintf("session not found: %s has no session %q (it ended, or never existed): initialize a new one", r.URL.Path, sid))
+			return
+		}
 	}
 	checked := false
 	if sid == "" && r.Method == http.MethodPost {
 		var handled bool
 		if handled, checked = f.http.Open(w, r, name); handled {
+			return
+		}
+		if !f.sdkStdio && f.stdio.Open(w, r, name) {
 			return
 		}
 	}
@@ -407,6 +433,7 @@ func (f *Front) Close() error {
 	wg.Wait()
 	f.env.Sessions.Wait()
 	f.sdk.Close()
+	f.stdio.Wait(5 * time.Second)
 	f.http.CloseIdleConnections()
 	return nil
 }

@@ -29,7 +29,9 @@ type npmUpstream struct {
 
 // npmFront saves the npm reference servers in a real store — server-memory,
 // server-filesystem and server-everything over stdio, and server-everything
-// over streamable HTTP — fronts them, and returns the front's URL.
+// over streamable HTTP; server-everything and server-memory over stdio
+// once more with shared sessions — fronts them, and returns the front's
+// URL.
 func npmFront(t *testing.T, opts Options) (string, *Front, []npmUpstream) {
 	t.Helper()
 	node := testpeers.Node22(t)
@@ -67,6 +69,8 @@ func npmFront(t *testing.T, opts Options) (string, *Front, []npmUpstream) {
 		{Name: "memory", Command: node, Args: []string{pkg("server-memory")}, Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}},
 		{Name: "filesystem", Command: node, Args: []string{pkg("server-filesystem"), root}},
 		{Name: "everything", Command: node, Args: []string{everything, "stdio"}},
+		{Name: "everything-shared", Command: node, Args: []string{everything, "stdio"}, Sessions: mcpconn.SessionsShared},
+		{Name: "memory-shared", Command: node, Args: []string{pkg("server-memory")}, Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}, Sessions: mcpconn.SessionsShared},
 		{Name: "everything-http", URL: "http://" + addr + "/mcp"},
 	} {
 		if err := servers.SaveServer(ctx, &s); err != nil {
@@ -75,6 +79,7 @@ func npmFront(t *testing.T, opts Options) (string, *Front, []npmUpstream) {
 	}
 	opts.Version, opts.Log = "npm-test", testLog()
 	front := New(servers, invoke.New(nil, nil, invoke.Options{}), opts)
+	front.stdio.Grace = 100 * time.Millisecond // shared processes end soon after their last session
 	url := serveFront(t, front, nil)
 	echo := map[string]any{"name": "echo", "arguments": map[string]any{"message": "through the front"}}
 	return url, front, []npmUpstream{
@@ -82,6 +87,8 @@ func npmFront(t *testing.T, opts Options) (string, *Front, []npmUpstream) {
 		{"filesystem", map[string]any{"name": "list_directory", "arguments": map[string]any{"path": root}}, "hello-from-the-front.txt"},
 		{"everything", echo, "through the front"},
 		{"everything-http", echo, "through the front"},
+		{"everything-shared", echo, "through the front"},
+		{"memory-shared", map[string]any{"name": "read_graph", "arguments": map[string]any{}}, "entities"},
 	}
 }
 
@@ -141,7 +148,8 @@ func TestNPMServersThroughTheFront(t *testing.T) {
 // succeed (each starts its own node process; the front bounds the starts
 // running together, and each child has a session of its own, so the
 // scheduler gives it its own share of the CPU), and 64 clients on one
-// streamable HTTP upstream all succeed. Ended sessions leave no process.
+// streamable HTTP upstream all succeed, and so do 32 clients of one shared
+// stdio process. Ended sessions leave no process.
 func TestManyClientsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 32 node processes: skipped in -short mode")
@@ -150,7 +158,7 @@ func TestManyClientsAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		up      npmUpstream
 		clients int
-	}{{ups[0], 32}, {ups[3], 64}} {
+	}{{ups[0], 32}, {ups[3], 64}, {ups[5], 32}} {
 		t.Run(fmt.Sprintf("%s/%d", tc.up.name, tc.clients), func(t *testing.T) {
 			errs := make(chan error, tc.clients)
 			start := make(chan struct{})
@@ -185,4 +193,40 @@ func TestManyClientsAtOnce(t *testing.T) {
 		})
 	}
 	waitFor(t, "every started server to exit", func() bool { return len(testpeers.Descendants(t, os.Getpid())) == 1 }) // the HTTP upstream
+}
+
+// TestDeleteWithUnansweredServerRequest: a client that declares roots but
+// never answers the server's roots/list (npm server-everything asks for
+// them right after initialize) can still end its session, and promptly:
+// DELETE once waited for that request until the server gave up a minute
+// later, and a shutdown overran with it.
+func TestDeleteWithUnansweredServerRequest(t *testing.T) {
+	url, front, ups := npmFront(t, Options{})
+	for _, up := range []npmUpstream{ups[2], ups[3], ups[4]} { // everything: stdio, HTTP, stdio shared
+		t.Run(up.name, func(t *testing.T) {
+			s := testpeers.RawSession{T: t, URL: url + "/mcp/servers/" + up.name}
+			got := s.Call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"roots": map[string]any{"listChanged": true}}, "clientInfo": map[string]any{"name": "mute", "version": "1"}})
+			if s.SID == "" || !strings.Contains(got, "serverInfo") {
+				t.Fatalf("initialize: %s", got)
+			}
+			// The client listens on the session's stream, where the server's
+			// roots/list arrives (350 ms after initialized), and never answers.
+			asked := make(chan struct{})
+			go s.Listen(asked, "roots/list")
+			s.Post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			select {
+			case <-asked:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the server's roots/list did not arrive on the session's stream")
+			}
+			done := make(chan struct{})
+			go func() { defer close(done); s.End() }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				t.Fatal("DELETE did not finish within 15 s")
+			}
+			waitFor(t, "the session to end", func() bool { return front.Sessions() == 0 })
+		})
+	}
 }

@@ -380,15 +380,19 @@ func stdioShared(t *testing.T, opts Options) (*Front, string) {
 	servers := savedServers{"stdio": {Name: "stdio", Command: exe, Env: map[string]string{upstreamEnv: "1"}, Sessions: mcpconn.SessionsShared}}
 	opts.Log = testLog()
 	front := New(servers, nil, opts)
+	// These tests are of the SDK relay's shared upstream (which serves
+	// shared HTTP servers); the stdio relay's own are in stdio_test.go.
+	front.sdkStdio = true
 	return front, serveFront(t, front, nil) + "/mcp/servers/stdio"
 }
 
-func pidOf(t *testing.T, p *peer) int {
+// upstreamPID asks the stdio upstream of a session for its process id.
+func upstreamPID(t *testing.T, cs *mcp.ClientSession) int {
 	t.Helper()
-	got, _ := callText(t, p.cs, timeout(t), &mcp.CallToolParams{Name: "pid"})
+	got, _ := callText(t, cs, timeout(t), &mcp.CallToolParams{Name: "pid"})
 	var pid int
 	if _, err := fmt.Sscan(got, &pid); err != nil || pid == os.Getpid() {
-		t.Fatalf("%s: pid = %q: want the stdio server's process id", p.name, got)
+		t.Fatalf("pid = %q: want the stdio server's process id", got)
 	}
 	return pid
 }
@@ -398,8 +402,8 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 func TestSharedStdioRestart(t *testing.T) {
 	front, url := stdioShared(t, Options{})
 	a, b := connectPeer(t, url, "a", false), connectPeer(t, url, "b", false)
-	pid := pidOf(t, a)
-	if got := pidOf(t, b); got != pid {
+	pid := upstreamPID(t, a.cs)
+	if got := upstreamPID(t, b.cs); got != pid {
 		t.Fatalf("two clients of a shared stdio server run two processes (%d, %d)", pid, got)
 	}
 	// The upstream dying ends its sessions; the next client starts another.
@@ -411,11 +415,11 @@ func TestSharedStdioRestart(t *testing.T) {
 		t.Error("a session of the dead upstream still answers")
 	}
 	c := connectPeer(t, url, "c", false)
-	if restarted := pidOf(t, c); restarted == pid {
+	if restarted := upstreamPID(t, c.cs); restarted == pid {
 		t.Fatal("the same process after it died")
 	}
 	// Close ends the running one.
-	last := pidOf(t, c)
+	last := upstreamPID(t, c.cs)
 	if err := front.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -426,12 +430,12 @@ func TestSharedStdioGrace(t *testing.T) {
 	// The grace is the idle timeout when that is shorter than a minute.
 	front, url := stdioShared(t, Options{IdleTimeout: 5 * time.Second})
 	a := connectPeer(t, url, "a", false)
-	pid := pidOf(t, a)
+	pid := upstreamPID(t, a.cs)
 	_ = a.cs.Close()
 	waitFor(t, "the session to end", func() bool { return front.Sessions() == 0 })
 	// A client within the grace finds the process running.
 	b := connectPeer(t, url, "b", false)
-	if got := pidOf(t, b); got != pid {
+	if got := upstreamPID(t, b.cs); got != pid {
 		t.Errorf("a client during the grace got process %d, want the running %d", got, pid)
 	}
 	_ = b.cs.Close()
@@ -446,7 +450,7 @@ func TestSharedConcurrentJoin(t *testing.T) {
 	for i := range pids {
 		wg.Go(func() {
 			p := connectPeer(t, url, fmt.Sprint("p", i), false)
-			pids[i] = pidOf(t, p)
+			pids[i] = upstreamPID(t, p.cs)
 		})
 	}
 	wg.Wait()

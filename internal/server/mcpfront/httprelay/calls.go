@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
+	"github.com/caphub/caphub/internal/server/mcpfront/internal/wire"
 	"github.com/caphub/caphub/invoke"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -18,7 +19,7 @@ import (
 // for: a tools/call, to record its outcome, or the initialize that opens
 // a session, to close the session if it fails.
 type pendingCall struct {
-	key  string          // idKey of the request's id
+	key  string          // wire.IDKey of the request's id
 	ctx  context.Context // the carrying request's (its values), for the hooks
 	call relay.Call      // the tools/call to record; Tool "" for initialize
 
@@ -30,20 +31,20 @@ type pendingCall struct {
 // authorize applies the policy to a tools/call. It returns the call to
 // watch for, or the front's own response: the refusal (a tool error, as
 // the SDK relay answers it), or an error for params without a tool name.
-func (s *Session) authorize(ctx context.Context, hdr http.Header, m *wireMsg) (*pendingCall, []byte) {
-	name, args, ok := callParams(m.params)
+func (s *Session) authorize(ctx context.Context, hdr http.Header, m *wire.Msg) (*pendingCall, []byte) {
+	name, args, ok := wire.CallParams(m.Params)
 	if !ok {
-		return nil, errorResponse(m.id, jsonrpc.CodeInvalidParams, "tools/call needs params with the name of the tool to call")
+		return nil, errorResponse(m.ID, jsonrpc.CodeInvalidParams, "tools/call needs params with the name of the tool to call")
 	}
 	var p struct {
 		Meta map[string]any `json:"_meta"`
 	}
-	_ = json.Unmarshal(m.params, &p) // parseBody checked it is JSON; a _meta that is not an object carries no approval
+	_ = json.Unmarshal(m.Params, &p) // wire.ParseBody checked it is JSON; a _meta that is not an object carries no approval
 	call, denied := s.rl.env.Authorize(relay.WithApproval(ctx, hdr, p.Meta), s.name, name, args)
 	if denied != "" {
-		return nil, resultResponse(m.id, relay.RefusedResult(denied))
+		return nil, resultResponse(m.ID, relay.RefusedResult(denied))
 	}
-	return &pendingCall{key: idKey(m.id), ctx: ctx, call: call}, nil
+	return &pendingCall{key: wire.IDKey(m.ID), ctx: ctx, call: call}, nil
 }
 
 // cancelled ends the pending call a client's notifications/cancelled
@@ -53,7 +54,7 @@ func (s *Session) cancelled(params json.RawMessage) {
 		return
 	}
 	var id []byte
-	eachMember(params, func(name, value []byte) bool {
+	wire.EachMember(params, func(name, value []byte) bool {
 		if string(name) == "requestId" {
 			id = value
 			return false
@@ -64,7 +65,7 @@ func (s *Session) cancelled(params json.RawMessage) {
 		return
 	}
 	s.mu.Lock()
-	pc := s.pending[idKey(id)]
+	pc := s.pending[wire.IDKey(id)]
 	s.mu.Unlock()
 	if pc != nil && pc.call.Tool != "" {
 		s.finish(pc, relay.Classify(s.name, relay.Outcome{Cancelled: true}))
@@ -94,13 +95,13 @@ func (s *Session) observe(data []byte) {
 	if s.npending.Load() == 0 {
 		return
 	}
-	eachMessage(data, func(msg []byte) bool {
-		id, result, rpcErr, ok := response(msg)
+	wire.EachMessage(data, func(msg []byte) bool {
+		id, result, rpcErr, ok := wire.Response(msg)
 		if !ok {
 			return true // a request or notification
 		}
 		s.mu.Lock()
-		pc := s.pending[idKey(id)]
+		pc := s.pending[wire.IDKey(id)]
 		s.mu.Unlock()
 		if pc != nil {
 			s.finish(pc, relay.Classify(s.name, outcome(pc, result, rpcErr)))
@@ -112,15 +113,15 @@ func (s *Session) observe(data []byte) {
 // outcome is what a call's response says of it: a JSON-RPC error, a tool
 // error (for a tools/call), or a success.
 func outcome(pc *pendingCall, result, rpcErr []byte) relay.Outcome {
-	if rpcErr != nil && !isNull(rpcErr) {
+	if rpcErr != nil && !wire.IsNull(rpcErr) {
 		var e jsonrpc.Error
 		_ = json.Unmarshal(rpcErr, &e)
 		return relay.Outcome{RPCError: &e}
 	}
-	if pc.call.Tool == "" || !isToolError(result) {
+	if pc.call.Tool == "" || !wire.IsToolError(result) {
 		return relay.Outcome{}
 	}
-	return relay.Outcome{ToolError: true, ToolText: toolErrorText(result)}
+	return relay.Outcome{ToolError: true, ToolText: wire.ToolErrorText(result)}
 }
 
 // settle ends the calls of a relayed request whose response did not pass

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
+	"github.com/caphub/caphub/internal/server/mcpfront/internal/wire"
 	"github.com/caphub/caphub/mcpconn"
 )
 
@@ -27,10 +27,6 @@ const (
 	headerProtocolVersion = "Mcp-Protocol-Version"
 	headerLastEventID     = "Last-Event-Id" // canonical form of Last-Event-ID
 )
-
-// maxBodyBytes bounds a request body the HTTP relay accepts: it reads each
-// body whole, to apply the policy to the tools/call requests in it.
-const maxBodyBytes = 4 << 20
 
 // Relay is the HTTP relay of a front. It is safe for concurrent use.
 type Relay struct {
@@ -63,13 +59,13 @@ func (rl *Relay) Session(id string) *Session {
 // server does, e.g. to the sessionless server/discover); checked then says
 // whether the server was just found saved.
 func (rl *Relay) Open(w http.ResponseWriter, r *http.Request, name string) (handled, checked bool) {
-	body, ok := readBody(w, r)
+	body, ok := wire.ReadBody(w, r)
 	if !ok {
 		return true, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body)) // for the SDK relay, if it serves the request
-	msgs, batch, err := parseBody(body)
-	if err != nil || batch || msgs[0].method != relay.MethodInitialize || !msgs[0].isCall() {
+	msgs, batch, err := wire.ParseBody(body)
+	if err != nil || batch || msgs[0].Method != relay.MethodInitialize || !msgs[0].IsCall() {
 		return false, false
 	}
 	saved, status, err := rl.env.SavedServer(r, name)
@@ -88,56 +84,12 @@ func (rl *Relay) Open(w http.ResponseWriter, r *http.Request, name string) (hand
 	return rl.open(w, r, name, &srv, body, &msgs[0]), true
 }
 
-// readBody reads a request body whole, up to maxBodyBytes; it answers the
-// request itself and returns false when it cannot.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, true
-	}
-	if r.ContentLength > maxBodyBytes {
-		writeTooLarge(w)
-		return nil, false
-	}
-	size := r.ContentLength
-	if size < 0 {
-		size = 512
-	}
-	// One byte more than announced, so that the read ends with io.EOF
-	// (which lifts the read deadline, see mcpfront's liftDeadlines) without
-	// growing.
-	body := make([]byte, 0, size+1)
-	rd := http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	for {
-		if len(body) == cap(body) {
-			body = append(body, 0)[:len(body)]
-		}
-		n, err := rd.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if err == io.EOF {
-			return body, true
-		}
-		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				writeTooLarge(w)
-			} else {
-				relay.WriteError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-			}
-			return nil, false
-		}
-	}
-}
-
-func writeTooLarge(w http.ResponseWriter) {
-	relay.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d MiB, the most caphub relays to an MCP server in one request: send smaller messages", maxBodyBytes>>20))
-}
-
 // open relays an initialize request to a streamable HTTP server and, when
 // the server accepts it, opens a session relayed at the HTTP level. It
 // returns false, having written nothing, when the server answers the POST
 // with 400, 404 or 405, as servers that speak only the SSE transport do:
 // the SDK relay then connects, trying SSE too.
-func (rl *Relay) open(w http.ResponseWriter, r *http.Request, name string, srv *mcpconn.Server, body []byte, init *wireMsg) bool {
+func (rl *Relay) open(w http.ResponseWriter, r *http.Request, name string, srv *mcpconn.Server, body []byte, init *wire.Msg) bool {
 	s, status, err := rl.newSession(name, srv)
 	if err != nil {
 		relay.WriteError(w, status, err.Error())
@@ -145,7 +97,7 @@ func (rl *Relay) open(w http.ResponseWriter, r *http.Request, name string, srv *
 	}
 	s.active.Add(1)
 	defer s.requestEnded()
-	pc := &pendingCall{key: idKey(init.id), ctx: r.Context()}
+	pc := &pendingCall{key: wire.IDKey(init.ID), ctx: r.Context()}
 	s.track([]*pendingCall{pc})
 
 	rctx, stop := s.requestContext(r)

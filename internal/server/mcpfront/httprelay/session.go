@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
+	"github.com/caphub/caphub/internal/server/mcpfront/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -76,11 +77,11 @@ func (s *Session) post(w http.ResponseWriter, r *http.Request) {
 	s.active.Add(1)
 	s.last.Store(time.Now().UnixNano())
 	defer s.requestEnded()
-	body, ok := readBody(w, r)
+	body, ok := wire.ReadBody(w, r)
 	if !ok {
 		return
 	}
-	msgs, batch, err := parseBody(body)
+	msgs, batch, err := wire.ParseBody(body)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Bad Request: "+err.Error())
 		return
@@ -110,20 +111,20 @@ func (s *Session) post(w http.ResponseWriter, r *http.Request) {
 // applies the policy to each tools/call and returns the calls to watch
 // for and the front's own answers (refused calls; answered marks their
 // messages), and ends the pending call a notifications/cancelled names.
-func (s *Session) screen(r *http.Request, msgs []wireMsg) (calls []*pendingCall, answers [][]byte, answered []bool) {
+func (s *Session) screen(r *http.Request, msgs []wire.Msg) (calls []*pendingCall, answers [][]byte, answered []bool) {
 	answered = make([]bool, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
 		switch {
-		case m.method == relay.MethodCallTool && m.isCall() && s.rl.env.Hooks != nil:
+		case m.Method == relay.MethodCallTool && m.IsCall() && s.rl.env.Hooks != nil:
 			pc, answer := s.authorize(r.Context(), r.Header, m)
 			if answer != nil {
 				answers, answered[i] = append(answers, answer), true
 				continue
 			}
 			calls = append(calls, pc)
-		case m.method == relay.NotifyCancelled:
-			s.cancelled(m.params)
+		case m.Method == relay.NotifyCancelled:
+			s.cancelled(m.Params)
 		}
 	}
 	return calls, answers, answered
@@ -140,11 +141,11 @@ func answersBody(answers [][]byte, batch bool) []byte {
 
 // forwardedBatch is what is forwarded of a batch some of whose messages
 // the front answered: the rest, as a batch.
-func forwardedBatch(msgs []wireMsg, answered []bool) []byte {
+func forwardedBatch(msgs []wire.Msg, answered []bool) []byte {
 	var forward []json.RawMessage
 	for i := range msgs {
 		if !answered[i] {
-			forward = append(forward, msgs[i].raw)
+			forward = append(forward, msgs[i].Raw)
 		}
 	}
 	return joinBatch(forward)
