@@ -682,7 +682,7 @@ func (hs *HTTPSession) Close() error {
 // notifications on the call's stream (its progress) go to notify, in
 // order, before CallTool returns. The result is decoded as the Go SDK's
 // client decodes it (see DecodeToolResult).
-func (hs *HTTPSession) CallTool(ctx context.Context, name string, args any, progressToken string, notify func(Notification)) (*mcp.CallToolResult, error) {
+func (hs *HTTPSession) CallTool(ctx context.Context, name string, args map[string]any, progressToken string, notify func(Notification)) (*mcp.CallToolResult, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -702,9 +702,9 @@ func (hs *HTTPSession) CallTool(ctx context.Context, name string, args any, prog
 }
 
 type callParams struct {
-	Meta      *progressMeta `json:"_meta,omitempty"`
-	Name      string        `json:"name"`
-	Arguments any           `json:"arguments"`
+	Meta      *progressMeta  `json:"_meta,omitempty"`
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
 }
 
 type progressMeta struct {

@@ -155,7 +155,8 @@ func (s httpSession) callTool(ctx context.Context, b *Binding, params *mcp.CallT
 			}
 		}
 	}
-	return s.hs.CallTool(ctx, params.Name, params.Arguments, token, notify)
+	args, _ := params.Arguments.(map[string]any)
+	return s.hs.CallTool(ctx, params.Name, args, token, notify)
 }
 
 func (s httpSession) Close() error { return s.hs.Close() }
