@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -51,20 +49,6 @@ func goEverythingHTTP(t *testing.T) string {
 	}
 	addr := testpeers.FreeAddr(t)
 	startProcess(t, exec.Command(bin, "-http", addr, "-stateless=false"), addr)
-	return "http://" + addr + "/mcp"
-}
-
-// npmEverythingHTTP runs npm server-everything over streamable HTTP (node
-// dist/index.js streamableHttp on PORT); it returns its URL.
-func npmEverythingHTTP(t *testing.T) string {
-	t.Helper()
-	node := testpeers.Node22(t)
-	pkg := testpeers.NPMPackage(t, "@modelcontextprotocol/server-everything")
-	addr := testpeers.FreeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(node, filepath.Join(pkg, "dist", "index.js"), "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	startProcess(t, cmd, addr)
 	return "http://" + addr + "/mcp"
 }
 
@@ -196,7 +180,7 @@ func TestHTTPSessionGoEverything(t *testing.T) {
 // resource links, annotations), progress in order, a session the server
 // ended (it answers 400 "No valid session ID") initialised anew.
 func TestHTTPSessionNPMEverything(t *testing.T) {
-	url := npmEverythingHTTP(t)
+	url := testpeers.EverythingHTTP(t, "streamableHttp")
 	hs, cs := dialBoth(t, url)
 	sameResult(t, hs, cs, "echo", map[string]any{"message": "hello"})
 	res := sameResult(t, hs, cs, "get-structured-content", map[string]any{"location": "Chicago"})

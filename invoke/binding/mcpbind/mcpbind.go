@@ -520,8 +520,9 @@ func toolError(res *mcp.CallToolResult, mapping map[string]string) error {
 	return &invoke.Error{Code: code, Message: text, Details: map[string]any{"content": normalize(res.Content)}}
 }
 
-// Status reports the pool: per server, whether a session is up, how many
-// times it was started, and the last error.
+// Status reports the pool: per server, whether a session is up, which
+// client holds it ("http": mcpconn's HTTPSession; "sdk": the Go SDK's),
+// how many times it was started, and the last error.
 func (b *Binding) Status() map[string]map[string]any {
 	b.mu.Lock()
 	ups := make([]*upstream, 0, len(b.upstreams))
@@ -533,6 +534,12 @@ func (b *Binding) Status() map[string]map[string]any {
 	for _, u := range ups {
 		u.mu.Lock()
 		st := map[string]any{"up": u.session != nil, "starts": u.starts, "failures": u.failures}
+		switch u.session.(type) {
+		case httpSession:
+			st["client"] = "http"
+		case sdkSession:
+			st["client"] = "sdk"
+		}
 		if u.lastErr != nil {
 			st["last_error"] = u.lastErr.Error()
 		}
