@@ -573,14 +573,21 @@ func readAnswer(body io.Reader, contentType string, limit int, each func(*messag
 
 // readSSE reads an SSE stream (see readAnswer).
 func readSSE(body io.Reader, limit int, each func(*message) (bool, error)) (lastID string, retry time.Duration, err error) {
+	bufs := sseBuffers.Get().(*sseBuffer)
+	defer func() {
+		if cap(bufs.line) <= 64<<10 && cap(bufs.data) <= 64<<10 {
+			sseBuffers.Put(bufs)
+		}
+	}()
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 4096), limit+64)
+	sc.Buffer(bufs.line[:0], limit+64)
 	sc.Split(scanLines)
 	var (
-		data  []byte
+		data  = bufs.data[:0]
 		event string
 		has   bool // the event has a data field
 	)
+	defer func() { bufs.data = data }()
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 { // dispatch
@@ -627,6 +634,12 @@ func readSSE(body io.Reader, limit int, each func(*message) (bool, error)) (last
 	}
 	return lastID, retry, nil
 }
+
+// sseBuffer is what readSSE reuses from one stream to the next: its line
+// buffer and its event data.
+type sseBuffer struct{ line, data []byte }
+
+var sseBuffers = sync.Pool{New: func() any { return &sseBuffer{line: make([]byte, 0, 4096)} }}
 
 // scanLines splits SSE lines, which end with CRLF, LF or CR.
 func scanLines(data []byte, atEOF bool) (int, []byte, error) {

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
@@ -449,7 +450,25 @@ func output(res *mcp.CallToolResult, structured any) any {
 			}
 		}
 	}
-	return map[string]any{"text": text, "content": normalize(res.Content)}
+	return map[string]any{"text": text, "content": contentJSON(res.Content)}
+}
+
+// contentJSON is normalize(content) without the JSON round trip when every
+// block is plain text (no _meta, no annotations, valid UTF-8), the common
+// case: each is {"type": "text", "text": …}, as the round trip makes it.
+func contentJSON(content []mcp.Content) any {
+	if content == nil {
+		return nil
+	}
+	out := make([]any, 0, len(content))
+	for _, c := range content {
+		t, ok := c.(*mcp.TextContent)
+		if !ok || len(t.Meta) > 0 || t.Annotations != nil || !utf8.ValidString(t.Text) {
+			return normalize(content)
+		}
+		out = append(out, map[string]any{"type": "text", "text": t.Text})
+	}
+	return out
 }
 
 func joinText(content []mcp.Content) (string, bool) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -228,5 +229,22 @@ func contentProgressCancellation(t *testing.T, srv *mcpconn.Server, client strin
 	}
 	if _, err := b.Invoke(ctx, call("everything", "echo", nil, map[string]any{"message": "still here"})); err != nil {
 		t.Errorf("a call after the cancelled one: %v", err)
+	}
+}
+
+// contentJSON reads content blocks as normalize's JSON round trip does.
+func TestContentJSON(t *testing.T) {
+	for _, content := range [][]mcp.Content{
+		nil,
+		{},
+		{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "<b> & \u2028"}},
+		{&mcp.TextContent{Text: "bad \xff utf-8"}},
+		{&mcp.TextContent{Text: "a", Meta: mcp.Meta{"k": 1}}},
+		{&mcp.TextContent{Text: "a", Annotations: &mcp.Annotations{Priority: 0.5}}},
+		{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{MIMEType: "image/png", Data: []byte{1, 2}}},
+	} {
+		if got, want := contentJSON(content), normalize(content); !reflect.DeepEqual(got, want) {
+			t.Errorf("contentJSON(%v) = %#v, want %#v", content, got, want)
+		}
 	}
 }
