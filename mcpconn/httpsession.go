@@ -95,8 +95,8 @@ var (
 // DialHTTP initialises an MCP session with a saved server whose transport
 // is streamable HTTP (TransportHTTP): initialize with caphub's client info
 // and HTTPProtocolVersion, notifications/initialized, then a ping, which
-// a server that speaks only the SSE transport fails. ctx bounds nothing
-// after DialHTTP returns.
+// a server that speaks only the SSE transport fails, all within the
+// options' StartTimeout. ctx bounds nothing after DialHTTP returns.
 func DialHTTP(ctx context.Context, s *Server, opts *HTTPOptions) (*HTTPSession, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -131,6 +131,8 @@ func DialHTTP(ctx context.Context, s *Server, opts *HTTPOptions) (*HTTPSession, 
 		hs.timeout = DefaultStartTimeout
 	}
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(ctx, hs.timeout)
+	defer cancel()
 	if err := hs.initialize(ctx); err != nil {
 		hs.cancel()
 		return nil, err

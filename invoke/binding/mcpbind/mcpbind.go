@@ -342,18 +342,20 @@ func (b *Binding) report(p *mcp.ProgressNotificationParams) bool {
 	return ok
 }
 
-// ordered wraps a stdio upstream's transport so that its progress
+// ordered wraps a stdio or SSE upstream's transport so that its progress
 // notifications are reported as soon as they are read, ahead of the
 // response that follows them: the SDK hands notifications to a goroutine
 // of their own but responses straight to the waiting call, so the last
 // notifications of a call could otherwise come after it returned, and be
 // lost. The SDK's streamable HTTP client cannot be wrapped (it needs its
-// own connection type), so there progress takes the SDK's path.
+// own connection type), so there progress takes the SDK's path; the
+// binding uses mcpconn.HTTPSession for such servers anyway.
 func (b *Binding) ordered(t mcp.Transport) mcp.Transport {
-	if _, ok := t.(*mcp.CommandTransport); !ok {
-		return t
+	switch t.(type) {
+	case *mcp.CommandTransport, *mcp.SSEClientTransport:
+		return orderedTransport{Transport: t, b: b}
 	}
-	return orderedTransport{Transport: t, b: b}
+	return t
 }
 
 type orderedTransport struct {
