@@ -54,12 +54,17 @@ func BenchmarkToolsCall(b *testing.B) {
 //	go test ./internal/server/mcpgw -run '^$' -bench DiscoveredCall -benchtime 5000x
 //
 // Measured on 2 shared cores (client=http, medians; the machine was loaded,
-// so ±15%): over stdio, /mcp costs 1.1–1.15× the front's SDK relay; over
-// streamable HTTP about 3× the HTTP relay, which passes bytes where /mcp
-// decodes and encodes every message twice through the SDK (a server and a
-// client). Most of what remains is the SDK's: each of its JSON decodings
-// allocates a 32 KiB buffer (about ten a call), and answering with an SSE
-// stream (for progress) rather than application/json costs about a tenth.
+// so ±15%): over stdio, /mcp costs 1.1–1.15× the front's SDK relay. Over
+// streamable HTTP it cost about 2.7× the HTTP relay (585 against 214
+// cpu-µs/call) while the mcp binding used the SDK's client; with
+// mcpconn.HTTPSession, which decodes only a message's envelope and the
+// result's blocks, about 2.35× (525 against 223; same runs, interleaved).
+// What remains is mostly the SDK's server side of /mcp: about six JSON
+// decodings a call, each allocating a 32 KiB buffer (over 85% of the bytes
+// allocated), and the garbage collection they cause (a fifth of the CPU);
+// caphub's own tool handler, pipeline and binding take about an eighth,
+// most of it the HTTP round trip to the upstream. /mcp with no upstream at
+// all (BenchmarkToolsCall) costs more than the front does.
 func BenchmarkDiscoveredCall(b *testing.B) {
 	d := newDiscovered(b, goEverythingStdio(b, "stdio"), goEverythingHTTP(b, "http"))
 	const sessions = 4

@@ -109,7 +109,7 @@ func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context
 // null means {}), numbers kept exact.
 func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if len(raw) == 0 || string(raw) == "null" || string(raw) == "{}" {
 		return map[string]any{}, nil
 	}
 	if raw[0] != '{' {

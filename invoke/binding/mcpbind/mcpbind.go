@@ -1,8 +1,10 @@
 // Package mcpbind is the MCP binding: it calls a tool on a saved upstream
-// MCP server through the Go SDK. Sessions are pooled, one per upstream, and
-// reused by every call; a stdio server is started once and supervised: when
-// it exits it is restarted with exponential backoff, and on Close its whole
-// process group is killed.
+// MCP server. Sessions are pooled, one per upstream, and reused by every
+// call; a stdio server is started once and supervised: when it exits it is
+// restarted with exponential backoff, and on Close its whole process group
+// is killed. A streamable HTTP server is reached through mcpconn's lean
+// HTTPSession (falling back to the Go SDK's client for a server it cannot
+// initialise); SSE and stdio servers through the Go SDK's client.
 //
 // A call hands on the tool's result as it came (invoke.Outcome.Tool: its
 // content blocks and structured content) beside its JSON reading (Output).
@@ -25,6 +27,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
@@ -91,7 +94,7 @@ type upstream struct {
 	name string
 
 	mu       sync.Mutex
-	session  *mcp.ClientSession
+	session  session
 	cmd      *exec.Cmd
 	config   mcpconn.Server
 	failures int       // consecutive crashes or failed starts
@@ -114,8 +117,53 @@ func (b *Binding) upstream(name string) (*upstream, error) {
 	return u, nil
 }
 
+// session is a pooled upstream session: the Go SDK's client session, or
+// mcpconn's HTTPSession for a streamable HTTP server.
+type session interface {
+	// callTool calls a tool; progress notifications on its way go to
+	// b.report before it returns.
+	callTool(ctx context.Context, b *Binding, params *mcp.CallToolParams, token string) (*mcp.CallToolResult, error)
+	Close() error
+}
+
+// sdkSession is a session of the Go SDK's client: its progress reaches
+// b.report through the client's handler (or the ordered transport).
+type sdkSession struct{ cs *mcp.ClientSession }
+
+func (s sdkSession) callTool(ctx context.Context, _ *Binding, params *mcp.CallToolParams, token string) (*mcp.CallToolResult, error) {
+	if token != "" {
+		params.SetProgressToken(token)
+	}
+	return s.cs.CallTool(ctx, params)
+}
+
+func (s sdkSession) Close() error { return s.cs.Close() }
+
+// httpSession is a streamable HTTP session of mcpconn: the progress
+// notifications on a call's stream are reported as they are read, before
+// the answer.
+type httpSession struct{ hs *mcpconn.HTTPSession }
+
+func (s httpSession) callTool(ctx context.Context, b *Binding, params *mcp.CallToolParams, token string) (*mcp.CallToolResult, error) {
+	var notify func(mcpconn.Notification)
+	if token != "" {
+		notify = func(n mcpconn.Notification) {
+			if n.Method != "notifications/progress" {
+				return
+			}
+			if p, err := mcpconn.DecodeProgress(n.Params); err == nil {
+				b.report(&mcp.ProgressNotificationParams{ProgressToken: p.ProgressToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
+		}
+	}
+	args, _ := params.Arguments.(map[string]any)
+	return s.hs.CallTool(ctx, params.Name, args, token, notify)
+}
+
+func (s httpSession) Close() error { return s.hs.Close() }
+
 // session returns the live session of a server, starting it when needed.
-func (b *Binding) session(ctx context.Context, name string) (*mcp.ClientSession, error) {
+func (b *Binding) session(ctx context.Context, name string) (session, error) {
 	u, err := b.upstream(name)
 	if err != nil {
 		return nil, err
@@ -132,14 +180,24 @@ func (b *Binding) session(ctx context.Context, name string) (*mcp.ClientSession,
 	return b.start(ctx, u)
 }
 
-// start connects u; the caller holds u.mu.
-func (b *Binding) start(ctx context.Context, u *upstream) (*mcp.ClientSession, error) {
+// start connects u; the caller holds u.mu. A streamable HTTP server gets
+// an HTTPSession when it can be initialised as one, else the Go SDK's
+// session (which falls back to SSE).
+func (b *Binding) start(ctx context.Context, u *upstream) (session, error) {
 	saved, err := b.servers.GetServer(ctx, u.name)
 	if err != nil {
 		return nil, &invoke.Error{Code: invoke.CodeNoBinding, Message: err.Error(), Cause: err}
 	}
 	u.config = saved.Server
 	u.starts++
+	if u.config.Transport == mcpconn.TransportHTTP {
+		hs, err := mcpconn.DialHTTP(b.ctx, &u.config, &mcpconn.HTTPOptions{ClientVersion: b.opts.ClientVersion})
+		if err == nil {
+			u.session, u.cmd, u.lastErr = httpSession{hs}, nil, nil
+			return u.session, nil
+		}
+		b.opts.Log.Debug("MCP server: streamable HTTP session failed, trying the SDK's client", "server", u.name, "err", err)
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: b.opts.ClientVersion}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { b.report(req.Params) },
 	})
@@ -148,9 +206,9 @@ func (b *Binding) start(ctx context.Context, u *upstream) (*mcp.ClientSession, e
 		b.failed(u, err)
 		return nil, &invoke.Error{Code: invoke.CodeUpstreamUnavailable, Retryable: true, Message: err.Error(), Cause: err}
 	}
-	u.session, u.cmd, u.lastErr = cs, cmd, nil
+	u.session, u.cmd, u.lastErr = sdkSession{cs}, cmd, nil
 	go b.supervise(u, cs, cmd)
-	return cs, nil
+	return u.session, nil
 }
 
 // failed records a crash or failed start and schedules the next start.
@@ -177,7 +235,7 @@ func (b *Binding) supervise(u *upstream, cs *mcp.ClientSession, cmd *exec.Cmd) {
 		return // the pool is closing
 	}
 	u.mu.Lock()
-	if u.session != cs {
+	if s, ok := u.session.(sdkSession); !ok || s.cs != cs {
 		u.mu.Unlock()
 		return
 	}
@@ -215,7 +273,7 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 	if mb == nil || mb.Server == "" || mb.Tool == "" {
 		return nil, invoke.Errorf(invoke.CodeNoBinding, false, "%s has no complete mcp binding (server and tool)", call.URI)
 	}
-	cs, err := b.session(ctx, mb.Server)
+	sess, err := b.session(ctx, mb.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -224,19 +282,19 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 		args = map[string]any{} // not null, which servers of the TypeScript SDK refuse
 	}
 	params := &mcp.CallToolParams{Name: mb.Tool, Arguments: args}
+	token := ""
 	if f := invoke.ProgressFrom(ctx); f != nil {
 		r := &reporter{f: f}
-		token := "caphub-" + strconv.FormatUint(b.tokens.Add(1), 10)
+		token = "caphub-" + strconv.FormatUint(b.tokens.Add(1), 10)
 		b.progress.Store(token, r)
 		defer func() {
 			b.progress.Delete(token)
 			r.stop()
 		}()
-		params.SetProgressToken(token)
 	}
-	res, err := cs.CallTool(ctx, params)
+	res, err := sess.callTool(ctx, b, params, token)
 	if err != nil {
-		return nil, b.callError(ctx, mb.Server, cs, err)
+		return nil, b.callError(ctx, mb.Server, sess, err)
 	}
 	b.healthy(mb.Server)
 	if res.IsError {
@@ -284,18 +342,20 @@ func (b *Binding) report(p *mcp.ProgressNotificationParams) bool {
 	return ok
 }
 
-// ordered wraps a stdio upstream's transport so that its progress
+// ordered wraps a stdio or SSE upstream's transport so that its progress
 // notifications are reported as soon as they are read, ahead of the
 // response that follows them: the SDK hands notifications to a goroutine
 // of their own but responses straight to the waiting call, so the last
 // notifications of a call could otherwise come after it returned, and be
 // lost. The SDK's streamable HTTP client cannot be wrapped (it needs its
-// own connection type), so there progress takes the SDK's path.
+// own connection type), so there progress takes the SDK's path; the
+// binding uses mcpconn.HTTPSession for such servers anyway.
 func (b *Binding) ordered(t mcp.Transport) mcp.Transport {
-	if _, ok := t.(*mcp.CommandTransport); !ok {
-		return t
+	switch t.(type) {
+	case *mcp.CommandTransport, *mcp.SSEClientTransport:
+		return orderedTransport{Transport: t, b: b}
 	}
-	return orderedTransport{Transport: t, b: b}
+	return t
 }
 
 type orderedTransport struct {
@@ -347,7 +407,7 @@ func (b *Binding) healthy(name string) {
 // upstream refusing the call; a call whose context ended was cancelled
 // upstream, and its session lives on; a closed connection marks the
 // session dead.
-func (b *Binding) callError(ctx context.Context, server string, cs *mcp.ClientSession, err error) error {
+func (b *Binding) callError(ctx context.Context, server string, sess session, err error) error {
 	var wire *jsonrpc.Error
 	if errors.As(err, &wire) {
 		return &invoke.Error{Code: invoke.CodeUpstreamError, Message: fmt.Sprintf("MCP server %q refused the call: %s (JSON-RPC %d)", server, wire.Message, wire.Code), Cause: err}
@@ -363,11 +423,11 @@ func (b *Binding) callError(ctx context.Context, server string, cs *mcp.ClientSe
 	{
 		if u, uerr := b.upstream(server); uerr == nil {
 			u.mu.Lock()
-			if u.session == cs {
+			if u.session == sess {
 				u.session = nil
 				b.failed(u, err)
 				u.retryAt = time.Time{} // reconnect on the next attempt
-				go cs.Close()           // and end this one, its process or its stream
+				go sess.Close()         // and end this one, its process or its stream
 			}
 			u.mu.Unlock()
 		}
@@ -392,7 +452,25 @@ func output(res *mcp.CallToolResult, structured any) any {
 			}
 		}
 	}
-	return map[string]any{"text": text, "content": normalize(res.Content)}
+	return map[string]any{"text": text, "content": contentJSON(res.Content)}
+}
+
+// contentJSON is normalize(content) without the JSON round trip when every
+// block is plain text (no _meta, no annotations, valid UTF-8), the common
+// case: each is {"type": "text", "text": …}, as the round trip makes it.
+func contentJSON(content []mcp.Content) any {
+	if content == nil {
+		return nil
+	}
+	out := make([]any, 0, len(content))
+	for _, c := range content {
+		t, ok := c.(*mcp.TextContent)
+		if !ok || len(t.Meta) > 0 || t.Annotations != nil || !utf8.ValidString(t.Text) {
+			return normalize(content)
+		}
+		out = append(out, map[string]any{"type": "text", "text": t.Text})
+	}
+	return out
 }
 
 func joinText(content []mcp.Content) (string, bool) {
@@ -463,8 +541,9 @@ func toolError(res *mcp.CallToolResult, mapping map[string]string) error {
 	return &invoke.Error{Code: code, Message: text, Details: map[string]any{"content": normalize(res.Content)}}
 }
 
-// Status reports the pool: per server, whether a session is up, how many
-// times it was started, and the last error.
+// Status reports the pool: per server, whether a session is up, which
+// client holds it ("http": mcpconn's HTTPSession; "sdk": the Go SDK's),
+// how many times it was started, and the last error.
 func (b *Binding) Status() map[string]map[string]any {
 	b.mu.Lock()
 	ups := make([]*upstream, 0, len(b.upstreams))
@@ -476,6 +555,12 @@ func (b *Binding) Status() map[string]map[string]any {
 	for _, u := range ups {
 		u.mu.Lock()
 		st := map[string]any{"up": u.session != nil, "starts": u.starts, "failures": u.failures}
+		switch u.session.(type) {
+		case httpSession:
+			st["client"] = "http"
+		case sdkSession:
+			st["client"] = "sdk"
+		}
 		if u.lastErr != nil {
 			st["last_error"] = u.lastErr.Error()
 		}

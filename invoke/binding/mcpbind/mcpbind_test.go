@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,11 +156,27 @@ func TestToolErrorsAndStructuredOutput(t *testing.T) {
 	}
 }
 
-// server-everything over stdio: a result's content blocks come as they
-// came (the image an image), progress reaches the caller's function
-// before Invoke returns, and a cancelled call leaves the pooled session up.
+// server-everything over stdio and over streamable HTTP: a result's
+// content blocks come as they came (the image an image), progress reaches
+// the caller's function before Invoke returns, and a cancelled call leaves
+// the pooled session up.
 func TestEverythingContentProgressCancellation(t *testing.T) {
-	b := New(savedServers(t, everything(t)), Options{ClientVersion: "test"})
+	t.Run("stdio", func(t *testing.T) { contentProgressCancellation(t, everything(t), "sdk") })
+	t.Run("http", func(t *testing.T) {
+		contentProgressCancellation(t, &mcpconn.Server{Name: "everything", URL: testpeers.EverythingHTTP(t, "streamableHttp")}, "http")
+	})
+	// An SSE-only server saved as streamable HTTP: the HTTP session fails
+	// to start, and the SDK's client falls back to SSE.
+	t.Run("sse-only", func(t *testing.T) {
+		contentProgressCancellation(t, &mcpconn.Server{Name: "everything", URL: testpeers.EverythingHTTP(t, "sse")}, "sdk")
+	})
+}
+
+// contentProgressCancellation runs the calls of
+// TestEverythingContentProgressCancellation on srv, through a session of
+// the client given (Status's "client").
+func contentProgressCancellation(t *testing.T, srv *mcpconn.Server, client string) {
+	b := New(savedServers(t, srv), Options{ClientVersion: "test"})
 	defer b.Close()
 	ctx := context.Background()
 
@@ -207,10 +224,27 @@ func TestEverythingContentProgressCancellation(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled call returned %v", err)
 	}
-	if st := b.Status()["everything"]; st["up"] != true || st["starts"] != 1 {
-		t.Errorf("after a cancelled call the pool is %v, want the one session up", st)
+	if st := b.Status()["everything"]; st["up"] != true || st["starts"] != 1 || st["client"] != client {
+		t.Errorf("after a cancelled call the pool is %v, want the one session up, of the %s client", st, client)
 	}
 	if _, err := b.Invoke(ctx, call("everything", "echo", nil, map[string]any{"message": "still here"})); err != nil {
 		t.Errorf("a call after the cancelled one: %v", err)
+	}
+}
+
+// contentJSON reads content blocks as normalize's JSON round trip does.
+func TestContentJSON(t *testing.T) {
+	for _, content := range [][]mcp.Content{
+		nil,
+		{},
+		{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "<b> & \u2028"}},
+		{&mcp.TextContent{Text: "bad \xff utf-8"}},
+		{&mcp.TextContent{Text: "a", Meta: mcp.Meta{"k": 1}}},
+		{&mcp.TextContent{Text: "a", Annotations: &mcp.Annotations{Priority: 0.5}}},
+		{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{MIMEType: "image/png", Data: []byte{1, 2}}},
+	} {
+		if got, want := contentJSON(content), normalize(content); !reflect.DeepEqual(got, want) {
+			t.Errorf("contentJSON(%v) = %#v, want %#v", content, got, want)
+		}
 	}
 }
