@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/store/internal/read"
@@ -18,99 +20,165 @@ var _ chain.Store = (*Store)(nil)
 // auditColumns are the columns scanAudit reads.
 const auditColumns = `seq, time, kind, actor, capability, data::text, prev_hash, hash`
 
-// AppendAudit appends one event to the audit chain; see
-// chain.Store. The transaction first takes the chain's advisory lock
-// (one per schema, released at commit), so appenders on every replica
-// queue: each reads the last event only once the previous append has
-// committed (in READ COMMITTED every statement sees what committed before
-// it), and none can insert a second event with the same seq. The primary
-// key on seq refuses a fork even if the lock were bypassed.
+// AppendAudit appends one event to the audit chain; see chain.Store. The
+// transaction first takes the chain's advisory lock (one per schema,
+// released at commit), so appenders on every replica queue: each reads the
+// last event only once the previous append has committed (in READ
+// COMMITTED every statement sees what committed before it), and none can
+// insert a second event with the same seq. The primary key on seq refuses
+// a fork even if the lock were bypassed.
 func (s *Store) AppendAudit(ctx context.Context, next func(last *chain.Event) (chain.Event, error)) (chain.Event, error) {
-	if err := s.checkOpen(); err != nil {
+	evs, err := s.appendAudit(ctx, "event", 1, func(last *chain.Event, _ int) (chain.Event, error) { return next(last) })
+	if err != nil {
 		return chain.Event{}, err
 	}
-	var ev chain.Event
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		last, err := s.lockAudit(ctx, tx)
-		if err != nil {
-			return err
-		}
-		ev, err = next(last)
-		if err != nil {
-			return err
-		}
-		if err := write.CheckAuditEvent(ev, last); err != nil {
-			return fmt.Errorf("event %d: %w", ev.Seq, err)
-		}
-		_, err = tx.Exec(ctx, insertAuditSQL,
-			ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
-		if err != nil {
-			return fmt.Errorf("insert event %d: %w", ev.Seq, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return chain.Event{}, fmt.Errorf("append audit event to postgres %s: %w: nothing was written", s.where, err)
-	}
-	ev.Time = ev.Time.UTC()
-	return ev, nil
+	return evs[0], nil
 }
 
-// AppendAuditBatch appends n events in one transaction; see
+// AppendAuditBatch appends n events in one such transaction; see
 // chain.Store.
 func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
+	return s.appendAudit(ctx, "events", n, next)
+}
+
+// appendAudit is AppendAudit and AppendAuditBatch, retried as inTx
+// retries a transaction. what is "event" or "events", for messages.
+func (s *Store) appendAudit(ctx context.Context, what string, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	var out []chain.Event
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		out = out[:0]
-		last, err := s.lockAudit(ctx, tx)
-		if err != nil {
-			return err
+	var (
+		out []chain.Event
+		err error
+	)
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		out, err = s.appendOnce(ctx, n, next)
+		if !retryable(err) || ctx.Err() != nil {
+			break
 		}
-		batch := &pgx.Batch{}
-		for i := 0; i < n; i++ {
-			ev, err := next(last, i)
-			if err != nil {
-				return err
-			}
-			if err := write.CheckAuditEvent(ev, last); err != nil {
-				return fmt.Errorf("event %d: %w", ev.Seq, err)
-			}
-			batch.Queue(insertAuditSQL,
-				ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
-			ev.Time = ev.Time.UTC()
-			out = append(out, ev)
-			last = &out[len(out)-1]
-		}
-		return tx.SendBatch(ctx, batch).Close()
-	})
+		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("append audit events to postgres %s: %w: nothing was written", s.where, err)
+		return nil, fmt.Errorf("append audit %s to postgres %s: %w: nothing was written", what, s.where, err)
 	}
 	return out, nil
 }
 
-// insertAuditSQL inserts one event.
-const insertAuditSQL = `INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
+// The statements of an append transaction. pgx prepares each once per
+// connection and keeps it in the connection's statement cache (the
+// default QueryExecModeCacheStatement), so no SQL is parsed again.
+const (
+	// beginAuditSQL begins an append: READ COMMITTED whatever the
+	// database's default, so that the read after the lock sees every
+	// append committed before the lock was granted.
+	beginAuditSQL = `BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE`
+	// lockAuditSQL takes the chain's advisory lock ($1: the schema).
+	lockAuditSQL = `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`
+	// lastAuditSQL reads the chain's last event (an index lookup).
+	lastAuditSQL = `SELECT ` + auditColumns + ` FROM audit_events ORDER BY seq DESC LIMIT 1`
+	// insertAuditSQL inserts one event.
+	insertAuditSQL = `INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
 	VALUES ($1, $2, $3, $4, $5, $6::text::json, $7, $8)`
+)
+
+// appendOnce is one append transaction in two round trips: BEGIN, the
+// lock and the read of the last event go in one pipeline (the server runs
+// them in order, each statement with a snapshot of its own, so the read
+// starts once the lock is held), then the inserts and COMMIT in another.
+// A failure rolls back; a connection left in a transaction is dropped by
+// the pool.
+func (s *Store) appendOnce(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) (out []chain.Event, err error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	defer func() {
+		if err != nil {
+			rollback(ctx, c.Conn())
+		}
+	}()
+	var last *chain.Event
+	b := &pgx.Batch{}
+	b.Queue(beginAuditSQL)
+	b.Queue(lockAuditSQL, s.schema)
+	b.Queue(lastAuditSQL).QueryRow(func(row pgx.Row) error {
+		var err error
+		last, err = lastEvent(row)
+		return err
+	})
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("take the audit chain lock and read the last event: %w", err)
+	}
+	out = make([]chain.Event, 0, n)
+	b = &pgx.Batch{}
+	for i := range n {
+		ev, err := next(last, i)
+		if err != nil {
+			return nil, err
+		}
+		if err := write.CheckAuditEvent(ev, last); err != nil {
+			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		queueInsert(b, ev)
+		ev.Time = ev.Time.UTC()
+		out = append(out, ev)
+		last = &out[len(out)-1]
+	}
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" {
+			return fmt.Errorf("commit: the server answered %q: the transaction was rolled back", tag.String())
+		}
+		return nil
+	})
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("insert the events and commit: %w", err)
+	}
+	return out, nil
+}
+
+// rollback ends the transaction a failed append left open on conn, so that
+// the connection can go back to the pool (which drops it if this fails
+// too). It runs even when ctx is done, for a few seconds at most.
+func rollback(ctx context.Context, conn *pgx.Conn) {
+	if conn.IsClosed() || conn.PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	conn.Exec(ctx, "ROLLBACK")
+}
+
+// queueInsert queues the insert of ev.
+func queueInsert(b *pgx.Batch, ev chain.Event) {
+	b.Queue(insertAuditSQL, ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
+}
 
 // lockAudit takes the chain's advisory lock in tx (one per schema, released
-// at commit) and reads the chain's last event (nil when it is empty). Once
-// it returns, no other transaction can append until tx ends: in READ
+// at commit) and reads the chain's last event (nil when it is empty), in
+// one round trip: the two statements go in one pipeline and run in order.
+// Once it returns, no other transaction can append until tx ends: in READ
 // COMMITTED the read sees every append committed before the lock was
 // granted.
 func (s *Store) lockAudit(ctx context.Context, tx pgx.Tx) (*chain.Event, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caphub_audit:' || $1, 0))`, s.schema); err != nil {
-		return nil, fmt.Errorf("take the audit chain lock: %w", err)
+	var last *chain.Event
+	b := &pgx.Batch{}
+	b.Queue(lockAuditSQL, s.schema)
+	b.Queue(lastAuditSQL).QueryRow(func(row pgx.Row) error {
+		var err error
+		last, err = lastEvent(row)
+		return err
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("take the audit chain lock and read the last event: %w", err)
 	}
-	return lastEvent(ctx, tx)
+	return last, nil
 }
 
-// lastEvent reads the chain's last event in tx (nil when it is empty).
-func lastEvent(ctx context.Context, tx pgx.Tx) (*chain.Event, error) {
-	e, err := scanAudit(tx.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
+// lastEvent reads the chain's last event from row, the result of
+// lastAuditSQL (nil when the chain is empty).
+func lastEvent(row pgx.Row) (*chain.Event, error) {
+	e, err := scanAudit(row)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil
@@ -139,7 +207,7 @@ func (s *Store) appendHook(ctx context.Context, tx pgx.Tx, hook *chain.Hook, kee
 	}
 	b := &pgx.Batch{}
 	for _, ev := range events {
-		b.Queue(insertAuditSQL, ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
+		queueInsert(b, ev)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("insert audit events: %w", err)
@@ -204,7 +272,7 @@ func (s *Store) AuditState(ctx context.Context) (chain.State, error) {
 		if st.Checkpoint, err = readCheckpoint(ctx, tx); err != nil {
 			return err
 		}
-		st.Last, err = lastEvent(ctx, tx)
+		st.Last, err = lastEvent(tx.QueryRow(ctx, lastAuditSQL))
 		return err
 	})
 	if err != nil {
