@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,14 +81,80 @@ const (
 	// insertAuditSQL inserts one event.
 	insertAuditSQL = `INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
 	VALUES ($1, $2, $3, $4, $5, $6::text::json, $7, $8)`
+	// insertAfterSQL inserts one event only if the chain's last event is
+	// the one it follows: event $1-1 with hash $7 (read as lastAuditSQL
+	// reads it, by the index, whatever plan the statement gets). Otherwise
+	// it inserts nothing (appendAfter).
+	insertAfterSQL = `INSERT INTO audit_events (seq, time, kind, actor, capability, data, prev_hash, hash)
+	SELECT $1::bigint, $2::timestamptz, $3::text, $4::text, $5::text, $6::text::json, $7::text, $8::text
+	WHERE ROW($1::bigint - 1, $7::text) = (SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1)`
 )
 
-// appendOnce is one append transaction in two round trips: BEGIN, the
-// lock and the read of the last event go in one pipeline (the server runs
-// them in order, each statement with a snapshot of its own, so the read
-// starts once the lock is held), then the inserts and COMMIT in another.
-// A failure rolls back; a connection left in a transaction is dropped by
-// the pool.
+// commitSQL ends an append's pipeline; checkCommit checks its answer.
+const commitSQL = `COMMIT`
+
+func checkCommit(tag pgconn.CommandTag) error {
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("commit: the server answered %q: the transaction was rolled back", tag.String())
+	}
+	return nil
+}
+
+// headCache keeps the chain's last event as this store's last append left
+// it, so that the next append can chain onto it in one round trip
+// (appendAfter) instead of reading it first. Another appender (a replica,
+// an audited write, a prune) makes it stale, which the next append finds
+// under the lock, and then it reads the last event as usual; after that,
+// the cache stays unused for a while (staleSkip appends), so that
+// replicas appending by turns do not pay the wasted round trip each time.
+type headCache struct {
+	mu   sync.Mutex
+	last *chain.Event // nil: none
+	skip int          // appends left to make without the cache
+}
+
+// staleSkip is how many appends after a stale head read the last event
+// instead of trying the cache.
+const staleSkip = 64
+
+// get returns the cached last event, or nil when there is none or it is
+// not to be used now.
+func (h *headCache) get() *chain.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.skip > 0 {
+		h.skip--
+		return nil
+	}
+	return h.last
+}
+
+// set caches e, just committed as the chain's last event, unless a later
+// one was cached meanwhile.
+func (h *headCache) set(e chain.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last == nil || e.Seq > h.last.Seq {
+		e.Data = bytes.Clone(e.Data)
+		h.last = &e
+	}
+}
+
+// stale forgets the cached event, found not to be the last one.
+func (h *headCache) stale() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last, h.skip = nil, staleSkip
+}
+
+// appendOnce is one append transaction. When this store knows the chain's
+// last event from its previous append, it is one round trip
+// (appendAfter); otherwise, or when that event is not the last any more,
+// two: BEGIN, the lock and the read of the last event go in one pipeline
+// (the server runs them in order, each statement with a snapshot of its
+// own, so the read starts once the lock is held), then the inserts and
+// COMMIT in another. A failure rolls back; a connection left in a
+// transaction is dropped by the pool.
 func (s *Store) appendOnce(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) (out []chain.Event, err error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -98,6 +166,13 @@ func (s *Store) appendOnce(ctx context.Context, n int, next func(last *chain.Eve
 			rollback(ctx, c.Conn())
 		}
 	}()
+	if head := s.head.get(); head != nil && n > 0 {
+		out, err := s.appendAfter(ctx, c.Conn(), head, n, next)
+		if err != nil || out != nil {
+			return out, err
+		}
+		s.head.stale()
+	}
 	var last *chain.Event
 	b := &pgx.Batch{}
 	b.Queue(beginAuditSQL)
@@ -125,16 +200,63 @@ func (s *Store) appendOnce(ctx context.Context, n int, next func(last *chain.Eve
 		out = append(out, ev)
 		last = &out[len(out)-1]
 	}
-	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
-		if tag.String() != "COMMIT" {
-			return fmt.Errorf("commit: the server answered %q: the transaction was rolled back", tag.String())
-		}
-		return nil
-	})
+	b.Queue(commitSQL).Exec(checkCommit)
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("insert the events and commit: %w", err)
 	}
+	if last != nil {
+		s.head.set(*last)
+	}
 	return out, nil
+}
+
+// appendAfter appends n events onto head, the chain's last event as this
+// store's previous append left it, in one round trip: BEGIN, the lock, the
+// inserts and COMMIT go in one pipeline, and each insert takes effect only
+// if the event it follows is then the chain's last (insertAfterSQL), which
+// checks head under the lock as reading it would. When head is not the
+// last event any more, the first insert, and so every one after it,
+// inserts nothing, the empty transaction commits, and appendAfter returns
+// no events and no error: the caller reads the last event instead. next is
+// then called again for every event, as in a retried transaction.
+func (s *Store) appendAfter(ctx context.Context, conn *pgx.Conn, head *chain.Event, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
+	b := &pgx.Batch{}
+	b.Queue(beginAuditSQL)
+	b.Queue(lockAuditSQL, s.schema)
+	out := make([]chain.Event, 0, n)
+	var inserted int64
+	last := head
+	for i := range n {
+		ev, err := next(last, i)
+		if err != nil {
+			return nil, err
+		}
+		if err := write.CheckAuditEvent(ev, last); err != nil {
+			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		b.Queue(insertAfterSQL, ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash).
+			Exec(func(tag pgconn.CommandTag) error {
+				inserted += tag.RowsAffected()
+				return nil
+			})
+		ev.Time = ev.Time.UTC()
+		out = append(out, ev)
+		last = &out[len(out)-1]
+	}
+	b.Queue(commitSQL).Exec(checkCommit)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("insert the events after event %d and commit: %w", head.Seq, err)
+	}
+	switch inserted {
+	case 0:
+		return nil, nil // head is not the last event: nothing was written
+	case int64(n):
+		s.head.set(*last)
+		return out, nil
+	}
+	// Each insert follows the one before it in the same transaction, so
+	// they insert all or none of the events.
+	return nil, fmt.Errorf("only %d of the %d events after event %d were inserted (a bug: report it); run caphub audit verify", inserted, n, head.Seq)
 }
 
 // rollback ends the transaction a failed append left open on conn, so that
