@@ -82,6 +82,9 @@ type Log struct {
 	log             *slog.Logger
 	now             func() time.Time
 	syncInvocations bool
+	// groupDelay is how long the writer waits for more enqueued events
+	// to share a commit (WithGroupCommitDelay).
+	groupDelay time.Duration
 
 	// retention is what the pruner keeps (WithRetention); zero: no pruner.
 	retention     Retention
@@ -96,6 +99,7 @@ type Log struct {
 
 	startOnce, closeOnce sync.Once
 	queue                chan *pending
+	urgent               chan struct{} // hurry: ends linger's wait
 	stop, stopped        chan struct{}
 }
 
@@ -114,9 +118,25 @@ func WithClock(now func() time.Time) Option { return func(g *Log) { g.now = now 
 // holds it, at the price of a commit's latency on every call.
 func WithSyncInvocations() Option { return func(g *Log) { g.syncInvocations = true } }
 
+// DefaultGroupCommitDelay is how long, by default, the writer holds
+// enqueued events back for more to share their commit; see
+// WithGroupCommitDelay.
+const DefaultGroupCommitDelay = 2 * time.Millisecond
+
+// WithGroupCommitDelay sets how long the writer, when only enqueued events
+// (Enqueue, RecordInvocation) are waiting, waits for more before it
+// commits them together (default DefaultGroupCommitDelay; 0 commits at
+// once). A commit costs far more than the events in it, and a client
+// calling in a loop enqueues one event at a time: without the delay each
+// would be a commit of its own. An Append, a Flush or Close ends the wait
+// at once; the delay only postpones when enqueued events reach the chain.
+func WithGroupCommitDelay(d time.Duration) Option {
+	return func(g *Log) { g.groupDelay = max(d, 0) }
+}
+
 // New returns the Log of a store's audit chain.
 func New(store chain.Store, opts ...Option) *Log {
-	l := &Log{store: store, log: slog.Default(), now: time.Now}
+	l := &Log{store: store, log: slog.Default(), now: time.Now, groupDelay: DefaultGroupCommitDelay}
 	for _, o := range opts {
 		o(l)
 	}
@@ -143,6 +163,7 @@ func (l *Log) Append(ctx context.Context, e chain.Event) (chain.Event, error) {
 	r := &pending{e: e, done: make(chan appended, 1)}
 	select {
 	case l.queue <- r:
+		l.hurry()
 	case <-ctx.Done():
 		return chain.Event{}, fmt.Errorf("%s event: %w", e.Kind, ctx.Err())
 	case <-l.stop:
@@ -229,6 +250,7 @@ func (l *Log) Flush(ctx context.Context) error {
 	r := &pending{flush: true, done: make(chan appended, 1)}
 	select {
 	case l.queue <- r:
+		l.hurry()
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-l.stop:
@@ -245,9 +267,10 @@ func (l *Log) Flush(ctx context.Context) error {
 // pending is an event waiting for the writer; appended is its outcome.
 type pending struct {
 	e     chain.Event
-	data  any  // enqueued: the value Data is encoded from, by the writer
-	flush bool // a Flush marker: no event, answered once what precedes it is committed
-	async bool // enqueued: nobody waits (done is nil), so the writer logs a failure itself
+	hash  *contentHash // the hash of e's content, made by the writer before it appends
+	data  any          // enqueued: the value Data is encoded from, by the writer
+	flush bool         // a Flush marker: no event, answered once what precedes it is committed
+	async bool         // enqueued: nobody waits (done is nil), so the writer logs a failure itself
 	done  chan appended
 }
 
@@ -262,14 +285,19 @@ const maxBatch = 1024
 // start runs the writer: it takes the waiting events and appends them in
 // one transaction (a group commit), so concurrent appenders share a commit
 // instead of queueing for one each. Appenders wait until their event is
-// committed; enqueued events are not waited for. When the log is closed,
-// the writer first writes everything still queued.
+// committed; enqueued events are not waited for, and when only they are
+// waiting the writer first gives others the group delay to join them
+// (linger). When the log is closed, the writer first writes everything
+// still queued.
 func (l *Log) start() {
 	l.queue = make(chan *pending, 4*maxBatch)
+	l.urgent = make(chan struct{}, 1)
 	l.stop = make(chan struct{})
 	l.stopped = make(chan struct{})
 	go func() {
 		defer close(l.stopped)
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
 		for {
 			var first *pending
 			stopping := false
@@ -291,6 +319,9 @@ func (l *Log) start() {
 					break drain
 				}
 			}
+			if !stopping && len(batch) > 0 && len(batch) < maxBatch && l.groupDelay > 0 && onlyEnqueued(batch) {
+				batch, stopping = l.linger(batch, timer)
+			}
 			if len(batch) > 0 {
 				l.write(batch)
 			}
@@ -299,6 +330,52 @@ func (l *Log) start() {
 			}
 		}
 	}()
+}
+
+// onlyEnqueued reports whether nobody waits for the batch: it holds only
+// enqueued events, no Append and no Flush.
+func onlyEnqueued(batch []*pending) bool {
+	for _, r := range batch {
+		if !r.async {
+			return false
+		}
+	}
+	return true
+}
+
+// linger waits out the group delay (timer) before the writer commits
+// batch, a batch of enqueued events only, and adds to it what arrived
+// meanwhile. The writer sleeps the while: events enqueued in the delay
+// do not wake it one by one. An Append or Flush ends the wait at once
+// (through urgent), and so does Close (stopping).
+func (l *Log) linger(batch []*pending, timer *time.Timer) (_ []*pending, stopping bool) {
+	timer.Reset(l.groupDelay)
+	select {
+	case <-timer.C:
+	case <-l.urgent:
+	case <-l.stop:
+		stopping = true
+	}
+	timer.Stop()
+	for len(batch) < maxBatch {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+		default:
+			return batch, stopping
+		}
+	}
+	return batch, stopping
+}
+
+// hurry ends the writer's group delay: someone waits for what is queued.
+// A signal left over from an append the writer took without a delay only
+// cuts a later delay short.
+func (l *Log) hurry() {
+	select {
+	case l.urgent <- struct{}{}:
+	default:
+	}
 }
 
 func (l *Log) write(all []*pending) {
@@ -318,6 +395,12 @@ func (l *Log) write(all []*pending) {
 			batch = append(batch, r)
 		}
 	}
+	// The hashes of the events' content, done before the append
+	// transaction takes the chain's lock: in it, only the part of each
+	// hash that depends on the last event is left.
+	for _, r := range batch {
+		r.hash = hashContent(r.e)
+	}
 	if len(batch) == 0 {
 		for _, m := range markers {
 			m.done <- appended{}
@@ -332,7 +415,7 @@ func (l *Log) write(all []*pending) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	evs, err := l.store.AppendAuditBatch(ctx, len(batch), func(last *chain.Event, i int) (chain.Event, error) {
-		return l.link(last, batch[i].e), nil
+		return l.link(last, batch[i].e, batch[i].hash), nil
 	})
 	if err == nil {
 		l.noteAppended(len(evs))
@@ -355,8 +438,9 @@ func (l *Log) write(all []*pending) {
 // Seq is the next number, PrevHash last's Hash, Time the current time in
 // microseconds (never earlier than last's), and Hash covers it all. Every
 // event of the chain, appended or committed with a change (Hook), is made
-// here.
-func (l *Log) link(last *chain.Event, e chain.Event) chain.Event {
+// here. content, when not nil, is the hash of e's content already done
+// (hashContent), which link finishes.
+func (l *Log) link(last *chain.Event, e chain.Event, content *contentHash) chain.Event {
 	next := chain.Event{Seq: 1, Time: l.now().UTC().Truncate(time.Microsecond), Kind: e.Kind, Actor: e.Actor,
 		Capability: e.Capability, Data: e.Data, PrevHash: GenesisHash}
 	if last != nil {
@@ -366,7 +450,11 @@ func (l *Log) link(last *chain.Event, e chain.Event) chain.Event {
 			next.Time = last.Time.UTC()
 		}
 	}
-	next.Hash = Hash(next)
+	if content != nil {
+		next.Hash = content.finish(next)
+	} else {
+		next.Hash = Hash(next)
+	}
 	return next
 }
 
@@ -375,7 +463,7 @@ func (l *Log) link(last *chain.Event, e chain.Event) chain.Event {
 func (l *Log) chain(last *chain.Event, events []chain.Event) ([]chain.Event, error) {
 	out := make([]chain.Event, len(events))
 	for i, e := range events {
-		out[i] = l.link(last, e)
+		out[i] = l.link(last, e, nil)
 		last = &out[i]
 	}
 	return out, nil

@@ -536,3 +536,99 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// countingStore is a real store that records how many events each of the
+// writer's transactions (AppendAuditBatch) appends.
+type countingStore struct {
+	*sqlite.Store
+	mu      sync.Mutex
+	batches []int
+}
+
+func (s *countingStore) AppendAuditBatch(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
+	s.mu.Lock()
+	s.batches = append(s.batches, n)
+	s.mu.Unlock()
+	return s.Store.AppendAuditBatch(ctx, n, next)
+}
+
+func (s *countingStore) commits() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.batches...)
+}
+
+// TestGroupCommit checks that enqueued events wait, within the group
+// delay, for others to share their commit, and that nothing that someone
+// waits for waits for the delay: a Flush, an Append and Close end it (the
+// delay here is an hour, so a wait that did not end would time the test
+// out).
+func TestGroupCommit(t *testing.T) {
+	data := map[string]any{"n": 1}
+	newLog := func(t *testing.T, delay time.Duration) (*countingStore, *audit.Log) {
+		st := &countingStore{Store: openStore(t)}
+		l := audit.New(st, audit.WithGroupCommitDelay(delay))
+		t.Cleanup(func() { l.Close() })
+		return st, l
+	}
+	count := func(t *testing.T, st chain.Store) int {
+		t.Helper()
+		events, err := st.ListAudit(t.Context(), chain.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(events)
+	}
+	t.Run("enqueued events share a commit", func(t *testing.T) {
+		st, l := newLog(t, time.Hour)
+		for range 10 {
+			l.Enqueue(audit.KindInvocation, "a", "u", data)
+		}
+		if err := l.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := st.commits(); len(got) != 1 || got[0] != 10 {
+			t.Errorf("commits = %v, want one of 10 events", got)
+		}
+	})
+	t.Run("an append does not wait", func(t *testing.T) {
+		st, l := newLog(t, time.Hour)
+		for range 3 {
+			l.Enqueue(audit.KindInvocation, "a", "u", data)
+		}
+		e, err := l.Record(t.Context(), audit.KindApproval, "a", "u", data)
+		if err != nil || e.Seq != 4 {
+			t.Fatalf("Record = %+v, %v; want event 4", e, err)
+		}
+		if got := st.commits(); len(got) != 1 || got[0] != 4 {
+			t.Errorf("commits = %v, want one of 4 events", got)
+		}
+	})
+	t.Run("close writes at once", func(t *testing.T) {
+		st, l := newLog(t, time.Hour)
+		for range 5 {
+			l.Enqueue(audit.KindInvocation, "a", "u", data)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, st); n != 5 {
+			t.Errorf("%d events after Close, want 5", n)
+		}
+	})
+	t.Run("no delay", func(t *testing.T) {
+		st, l := newLog(t, 0)
+		for range 2 {
+			l.Enqueue(audit.KindInvocation, "a", "u", data)
+			if err := l.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := st.commits(); len(got) != 2 || got[0] != 1 || got[1] != 1 {
+			t.Errorf("commits = %v, want two of one event", got)
+		}
+		if v, err := l.Verify(t.Context()); err != nil || !v.OK || v.Count != 2 {
+			t.Errorf("Verify = %v, %v; want 2 intact events", v, err)
+		}
+	})
+}

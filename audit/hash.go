@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -37,22 +38,35 @@ var GenesisHash = strings.Repeat("0", 64)
 func Preimage(e chain.Event) []byte {
 	var b bytes.Buffer
 	b.Grow(160 + len(e.Actor) + len(e.Capability) + len(e.Kind) + len(e.Data))
+	writeHead(&b, e)
+	writeTail(&b, e)
+	return b.Bytes()
+}
+
+// writeHead writes the members of an event's Preimage that precede
+// prev_hash: those of its content (actor, capability, data, kind), known
+// before the event is chained.
+func writeHead(b *bytes.Buffer, e chain.Event) {
 	b.WriteString(`{"actor":`)
-	writeString(&b, e.Actor)
+	writeString(b, e.Actor)
 	b.WriteString(`,"capability":`)
-	writeString(&b, e.Capability)
+	writeString(b, e.Capability)
 	b.WriteString(`,"data":`)
 	b.Write(e.Data)
 	b.WriteString(`,"kind":`)
-	writeString(&b, e.Kind)
+	writeString(b, e.Kind)
 	b.WriteString(`,"prev_hash":`)
-	writeString(&b, e.PrevHash)
+}
+
+// writeTail writes the rest of an event's Preimage: what chaining the
+// event sets (prev_hash, seq, time).
+func writeTail(b *bytes.Buffer, e chain.Event) {
+	writeString(b, e.PrevHash)
 	b.WriteString(`,"seq":`)
 	b.WriteString(strconv.FormatInt(e.Seq, 10))
 	b.WriteString(`,"time":`)
-	writeString(&b, e.Time.UTC().Format(time.RFC3339Nano))
+	writeString(b, e.Time.UTC().Format(time.RFC3339Nano))
 	b.WriteByte('}')
-	return b.Bytes()
 }
 
 // Hash returns the hex SHA-256 of the event's Preimage: what its Hash must
@@ -60,4 +74,56 @@ func Preimage(e chain.Event) []byte {
 func Hash(e chain.Event) string {
 	sum := sha256.Sum256(Preimage(e))
 	return hex.EncodeToString(sum[:])
+}
+
+// contentHash is an event's Hash half done: the SHA-256 state after the
+// head of its Preimage (its content), computed before the event is
+// chained, so that the append transaction, which holds the chain's lock,
+// hashes only the tail (prev_hash, seq, time).
+type contentHash struct {
+	h    hash.Cloner // nil where SHA-256 cannot be cloned (GOFIPS140=v1.0.0)
+	head []byte      // the head, when h is nil
+}
+
+// hashContent starts the Hash of e from its content.
+func hashContent(e chain.Event) *contentHash {
+	head := preimageHead(e)
+	if h, ok := sha256.New().(hash.Cloner); ok {
+		h.Write(head)
+		return &contentHash{h: h}
+	}
+	return &contentHash{head: head}
+}
+
+// preimageHead returns the head of e's Preimage (writeHead).
+func preimageHead(e chain.Event) []byte {
+	var b bytes.Buffer
+	b.Grow(64 + len(e.Actor) + len(e.Capability) + len(e.Kind) + len(e.Data))
+	writeHead(&b, e)
+	return b.Bytes()
+}
+
+// finish returns the Hash of e, whose content must be the one c was made
+// from: Hash(e), with only the tail left to hash. c can finish e again
+// (a retried transaction chains it anew).
+func (c *contentHash) finish(e chain.Event) string {
+	var h hash.Hash
+	if c.h != nil {
+		if cl, err := c.h.Clone(); err == nil {
+			h = cl
+		}
+	}
+	if h == nil {
+		if c.head == nil {
+			return Hash(e)
+		}
+		h = sha256.New()
+		h.Write(c.head)
+	}
+	var b bytes.Buffer
+	b.Grow(128)
+	writeTail(&b, e)
+	h.Write(b.Bytes())
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }

@@ -188,7 +188,7 @@ func (l *Log) Prune(ctx context.Context, r Retention) (*PruneResult, error) {
 			if err != nil {
 				return chain.Event{}, err
 			}
-			return l.link(last, chain.Event{Kind: KindPruned, Actor: pruneActor, Data: data}), nil
+			return l.link(last, chain.Event{Kind: KindPruned, Actor: pruneActor, Data: data}, nil), nil
 		})
 		if errors.Is(err, errPruneRaced) || err == nil && got == nil {
 			res.Raced = true

@@ -72,9 +72,14 @@ type Store interface {
 	// schema), it reads the last event (nil when the chain is empty), calls
 	// next with it, and inserts the event next returns, which must have Seq
 	// last.Seq+1 (1 for the first). So concurrent appenders, in one process
-	// or on several replicas, never fork the chain. next may be called more
-	// than once (when the transaction is retried) and must not call the
-	// store; an error from it aborts the append and is returned wrapped.
+	// or on several replicas, never fork the chain. A store may instead
+	// call next with the last event its own previous append left, and then
+	// check under the lock, in the same transaction, that it still is the
+	// last one (PostgreSQL, to save a round trip): when it is not, nothing
+	// is written and next is called again with the event read. next may be
+	// called more than once (that way, or when the transaction is retried)
+	// and must not call the store; an error from it aborts the append and
+	// is returned wrapped.
 	AppendAudit(ctx context.Context, next func(last *Event) (Event, error)) (Event, error)
 	// AppendAuditBatch appends n events in one such transaction (a group
 	// commit): next is called for i = 0..n-1, each time with the event

@@ -44,6 +44,8 @@ type Store struct {
 	listenMu sync.Mutex
 	listener *listener // nil until the first Watch, and after it failed
 
+	head headCache // the chain's last event as this store's last append left it
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 }

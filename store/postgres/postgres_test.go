@@ -404,3 +404,13 @@ func BenchmarkPrune(b *testing.B) {
 func BenchmarkPruneAudit(b *testing.B) {
 	storetest.BenchPruneAudit(b, open(b, newSchema(b)))
 }
+
+// BenchmarkAppendAudit appends audit events to a fresh schema in
+// transactions of 1, 8 and 64 events.
+func BenchmarkAppendAudit(b *testing.B) {
+	for _, n := range []int{1, 8, 64} {
+		b.Run("batch="+strconv.Itoa(n), func(b *testing.B) {
+			storetest.BenchAppendAudit(b, open(b, newSchema(b)), n)
+		})
+	}
+}

@@ -17,72 +17,54 @@ var _ chain.Store = (*Store)(nil)
 // auditColumns are the columns scanAudit reads.
 const auditColumns = `seq, time, kind, actor, capability, data, prev_hash, hash`
 
-// AppendAudit appends one event to the audit chain; see
-// chain.Store. The read of the last event and the insert run in one
-// BEGIN IMMEDIATE transaction on the single writer connection: writers in
-// this process queue for that connection, writers in other processes wait
-// for SQLite's write lock, so no two appends ever see the same last event.
+// AppendAudit appends one event to the audit chain; see chain.Store. The
+// read of the last event and the insert run in one BEGIN IMMEDIATE
+// transaction on the single writer connection: writers in this process
+// queue for that connection, writers in other processes wait for SQLite's
+// write lock, so no two appends ever see the same last event.
 func (s *Store) AppendAudit(ctx context.Context, next func(last *chain.Event) (chain.Event, error)) (chain.Event, error) {
-	if err := s.checkOpen(); err != nil {
+	evs, err := s.appendAudit(ctx, "event", 1, func(last *chain.Event, _ int) (chain.Event, error) { return next(last) })
+	if err != nil {
 		return chain.Event{}, err
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
-	}
-	defer tx.Rollback()
-	last, err := lastAudit(ctx, tx)
-	if err != nil {
-		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: %w", s.path, err)
-	}
-	ev, err := next(last)
-	if err != nil {
-		return chain.Event{}, fmt.Errorf("append audit event to sqlite database %s: %w: nothing was written", s.path, err)
-	}
-	if err := write.CheckAuditEvent(ev, last); err != nil {
-		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
-	}
-	if _, err := tx.ExecContext(ctx, insertAuditSQL,
-		ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
-		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return chain.Event{}, fmt.Errorf("append audit event %d to sqlite database %s: commit: %w: nothing was written", ev.Seq, s.path, err)
-	}
-	ev.Time = ev.Time.UTC()
-	return ev, nil
+	return evs[0], nil
 }
 
-// AppendAuditBatch appends n events in one transaction; see
+// AppendAuditBatch appends n events in one such transaction; see
 // chain.Store.
 func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
+	return s.appendAudit(ctx, "events", n, next)
+}
+
+// appendAudit is AppendAudit and AppendAuditBatch: one transaction that
+// reads the last event and inserts n events with the writer's prepared
+// statements (no SQL is parsed on this path). what is "event" or "events",
+// for messages.
+func (s *Store) appendAudit(ctx context.Context, what string, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("append audit events to sqlite database %s: begin: %w: check that no other program holds a lock on it", s.path, err)
+		return nil, fmt.Errorf("append audit %s to sqlite database %s: begin: %w: check that no other program holds a lock on it", what, s.path, err)
 	}
 	defer tx.Rollback()
-	last, err := lastAudit(ctx, tx)
+	st := s.auditStmts(ctx, tx)
+	defer st.close()
+	last, err := lastAudit(st.last.QueryRowContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("append audit events to sqlite database %s: %w", s.path, err)
+		return nil, fmt.Errorf("append audit %s to sqlite database %s: %w", what, s.path, err)
 	}
-	stmt, err := tx.PrepareContext(ctx, insertAuditSQL)
-	if err != nil {
-		return nil, fmt.Errorf("append audit events to sqlite database %s: %w", s.path, err)
-	}
-	defer stmt.Close()
 	out := make([]chain.Event, 0, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		ev, err := next(last, i)
 		if err != nil {
-			return nil, fmt.Errorf("append audit events to sqlite database %s: %w: nothing was written", s.path, err)
+			return nil, fmt.Errorf("append audit %s to sqlite database %s: %w: nothing was written", what, s.path, err)
 		}
 		if err := write.CheckAuditEvent(ev, last); err != nil {
 			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 		}
-		if _, err := stmt.ExecContext(ctx, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
+		if err := st.insertEvent(ctx, ev); err != nil {
 			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 		}
 		ev.Time = ev.Time.UTC()
@@ -90,19 +72,72 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *cha
 		last = &out[len(out)-1]
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("append audit events to sqlite database %s: commit: %w: nothing was written", s.path, err)
+		return nil, fmt.Errorf("append audit %s to sqlite database %s: commit: %w: nothing was written", what, s.path, err)
 	}
 	return out, nil
 }
 
-// insertAuditSQL inserts one event.
-const insertAuditSQL = `INSERT INTO audit_events (` + auditColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+// The statements of the append path, prepared once on the writer
+// connection (Open) and reused by every write transaction (auditStmts):
+// modernc.org/sqlite parses a statement's SQL on every call otherwise,
+// which cost more than the rest of a small append.
+const (
+	// lastAuditSQL reads the chain's last event: seq is the rowid, so it
+	// is one descent to the end of the table's b-tree.
+	lastAuditSQL = `SELECT ` + auditColumns + ` FROM audit_events ORDER BY seq DESC LIMIT 1`
+	// insertAuditSQL inserts one event.
+	insertAuditSQL = `INSERT INTO audit_events (` + auditColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+)
 
-// lastAudit reads the chain's last event in tx (nil when the chain is
-// empty). tx is a write transaction: BEGIN IMMEDIATE holds the database's
-// write lock, so no other writer can append before it commits.
-func lastAudit(ctx context.Context, tx *sql.Tx) (*chain.Event, error) {
-	e, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_events ORDER BY seq DESC LIMIT 1`))
+// preparedAudit holds the writer's prepared statements of the append
+// path.
+type preparedAudit struct {
+	last, insert *sql.Stmt
+}
+
+// prepareAudit prepares the append path's statements on the writer.
+func (s *Store) prepareAudit(ctx context.Context) error {
+	s.audit.close() // from an attempt of Open that failed after it
+	var err error
+	if s.audit.last, err = s.writer.PrepareContext(ctx, lastAuditSQL); err == nil {
+		s.audit.insert, err = s.writer.PrepareContext(ctx, insertAuditSQL)
+	}
+	if err != nil {
+		return fmt.Errorf("open sqlite database %s: prepare the audit chain's statements: %w", s.path, err)
+	}
+	return nil
+}
+
+// close closes the statements (those of a transaction, or the writer's
+// when the store closes).
+func (p *preparedAudit) close() {
+	for _, st := range []*sql.Stmt{p.last, p.insert} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	*p = preparedAudit{}
+}
+
+// auditStmts returns the writer's prepared statements bound to tx, a
+// transaction of the writer: database/sql hands tx the statement already
+// prepared on the writer's one connection. Close them before tx ends.
+func (s *Store) auditStmts(ctx context.Context, tx *sql.Tx) preparedAudit {
+	return preparedAudit{last: tx.StmtContext(ctx, s.audit.last), insert: tx.StmtContext(ctx, s.audit.insert)}
+}
+
+// insertEvent inserts ev.
+func (p preparedAudit) insertEvent(ctx context.Context, ev chain.Event) error {
+	_, err := p.insert.ExecContext(ctx, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
+	return err
+}
+
+// lastAudit reads the chain's last event from row, the result of
+// lastAuditSQL (nil when the chain is empty). In a write transaction
+// BEGIN IMMEDIATE holds the database's write lock, so no other writer can
+// append before it commits.
+func lastAudit(row *sql.Row) (*chain.Event, error) {
+	e, err := scanAudit(row)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
@@ -115,11 +150,13 @@ func lastAudit(ctx context.Context, tx *sql.Tx) (*chain.Event, error) {
 // appendHook appends, in the write transaction tx, the events of hook that
 // keep selects (nil: all), chained onto the chain's last event; see
 // registry.Store.
-func appendHook(ctx context.Context, tx *sql.Tx, hook *chain.Hook, keep func(i int) bool) error {
+func (s *Store) appendHook(ctx context.Context, tx *sql.Tx, hook *chain.Hook, keep func(i int) bool) error {
 	if !write.HookAppends(hook, keep) {
 		return nil
 	}
-	last, err := lastAudit(ctx, tx)
+	st := s.auditStmts(ctx, tx)
+	defer st.close()
+	last, err := lastAudit(st.last.QueryRowContext(ctx))
 	if err != nil {
 		return err
 	}
@@ -128,7 +165,7 @@ func appendHook(ctx context.Context, tx *sql.Tx, hook *chain.Hook, keep func(i i
 		return err
 	}
 	for _, ev := range events {
-		if _, err := tx.ExecContext(ctx, insertAuditSQL, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
+		if err := st.insertEvent(ctx, ev); err != nil {
 			return fmt.Errorf("insert audit event %d: %w", ev.Seq, err)
 		}
 	}
@@ -197,7 +234,7 @@ func (s *Store) AuditState(ctx context.Context) (chain.State, error) {
 	defer tx.Rollback()
 	var st chain.State
 	if st.Checkpoint, err = readCheckpoint(ctx, tx); err == nil {
-		st.Last, err = lastAudit(ctx, tx)
+		st.Last, err = lastAudit(tx.QueryRowContext(ctx, lastAuditSQL))
 	}
 	if err != nil {
 		return chain.State{}, fmt.Errorf("read the audit chain's state in sqlite database %s: %w", s.path, err)
@@ -260,7 +297,9 @@ func (s *Store) pruneInTx(ctx context.Context, tx *sql.Tx, upTo int64, record fu
 	if err != nil {
 		return fail(err)
 	}
-	last, err := lastAudit(ctx, tx)
+	st := s.auditStmts(ctx, tx)
+	defer st.close()
+	last, err := lastAudit(st.last.QueryRowContext(ctx))
 	if err != nil {
 		return fail(err)
 	}
@@ -283,8 +322,7 @@ func (s *Store) pruneInTx(ctx context.Context, tx *sql.Tx, upTo int64, record fu
 	if err := write.CheckAuditEvent(ev, last); err != nil {
 		return fail(fmt.Errorf("the record of the prune, event %d: %w", ev.Seq, err))
 	}
-	if _, err := tx.ExecContext(ctx, insertAuditSQL,
-		ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash); err != nil {
+	if err := st.insertEvent(ctx, ev); err != nil {
 		return fail(fmt.Errorf("append the record of the prune, event %d: %w", ev.Seq, err))
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE seq <= ?`, to)

@@ -156,7 +156,7 @@ func (s *Store) ApplyDocsAudited(ctx context.Context, ops []registry.DocOp, hook
 		}
 	}
 	if hook != nil {
-		if err := appendHook(ctx, tx, hook, nil); err != nil {
+		if err := s.appendHook(ctx, tx, hook, nil); err != nil {
 			return fmt.Errorf("apply %d document ops to sqlite database %s: %w: nothing was written", len(ops), s.path, err)
 		}
 	}

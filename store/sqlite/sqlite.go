@@ -44,6 +44,7 @@ type Store struct {
 	writer *sql.DB // one connection, BEGIN IMMEDIATE
 	reader *sql.DB // read-only connections; == writer for :memory:
 	hub    *hub
+	audit  preparedAudit // the append path's statements, on writer
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -116,8 +117,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		err := s.writer.PingContext(ctx)
 		if err != nil {
 			err = fmt.Errorf("open sqlite database %s: %w: check that the path is a writable SQLite file (or a new one in a writable directory)", path, err)
-		} else {
-			err = s.migrate(ctx)
+		} else if err = s.migrate(ctx); err == nil {
+			err = s.prepareAudit(ctx)
 		}
 		if err == nil {
 			return s, nil
@@ -159,6 +160,7 @@ func (s *Store) Close() error {
 		if s.hub != nil {
 			s.hub.detach(s)
 		}
+		s.audit.close()
 		var errs []error
 		if s.reader != nil && s.reader != s.writer {
 			errs = append(errs, s.reader.Close())

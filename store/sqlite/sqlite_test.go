@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -336,4 +337,14 @@ func BenchmarkPrune(b *testing.B) {
 
 func BenchmarkPruneAudit(b *testing.B) {
 	storetest.BenchPruneAudit(b, open(b, filepath.Join(b.TempDir(), "caphub.db")))
+}
+
+// BenchmarkAppendAudit appends audit events to a SQLite file (WAL, as
+// caphub serve runs it) in transactions of 1, 8 and 64 events.
+func BenchmarkAppendAudit(b *testing.B) {
+	for _, n := range []int{1, 8, 64} {
+		b.Run("batch="+strconv.Itoa(n), func(b *testing.B) {
+			storetest.BenchAppendAudit(b, open(b, filepath.Join(b.TempDir(), "caphub.db")), n)
+		})
+	}
 }

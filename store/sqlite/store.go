@@ -65,7 +65,7 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *ch
 		return nil, err
 	}
 	if hook != nil {
-		if err := appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created }); err != nil {
+		if err := s.appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created }); err != nil {
 			return nil, fmt.Errorf("put %d records into sqlite database %s: %w: nothing was written", len(recs), s.path, err)
 		}
 	}
@@ -300,7 +300,7 @@ func (s *Store) DeprecateAudited(ctx context.Context, ds []registry.Deprecation,
 		out[i], events[i] = r, registry.Event{Kind: registry.EventDeprecated, Key: k}
 	}
 	if hook != nil {
-		if err := appendHook(ctx, tx, hook, nil); err != nil {
+		if err := s.appendHook(ctx, tx, hook, nil); err != nil {
 			return nil, fmt.Errorf("deprecate %s in sqlite database %s: %w: nothing was written", ds[0].Key, s.path, err)
 		}
 	}

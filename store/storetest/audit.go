@@ -48,6 +48,7 @@ func RunAudit(t *testing.T, open func(t *testing.T) AuditTarget) {
 		{"AuditAppend", testAuditAppend},
 		{"AuditDataExact", testAuditDataExact},
 		{"AuditAppendContract", testAuditAppendContract},
+		{"AuditAppendAfterOthers", testAuditAppendAfterOthers},
 		{"AuditListFilters", testAuditListFilters},
 		{"AuditScanPages", testAuditScanPages},
 		{"AuditVerifyIntact", testAuditVerifyIntact},
@@ -309,6 +310,52 @@ func testAuditAppendSeesLast(t *testing.T, tg AuditTarget) {
 	})
 	if err != nil || second.Seq != 2 || seen == nil || seen.Seq != 1 || seen.Hash != "h1" || string(seen.Data) != "{}" || seen.Capability != "ossa:t/c@1.0" {
 		t.Fatalf("second AppendAudit = %+v, %v; next saw %+v, want event 1 as stored", second, err, seen)
+	}
+}
+
+// testAuditAppendAfterOthers checks that an append chains onto the
+// chain's last event as stored when it ends, even when someone else
+// changed the chain since this store's previous append (a store may keep
+// its last event, but must check it under the chain's lock): events
+// appended by a replica, the last event deleted, its hash rewritten. next
+// may be called with a stale last event first, but its last call must see
+// the real one, and the event appended must follow it.
+func testAuditAppendAfterOthers(t *testing.T, tg AuditTarget) {
+	ctx := t.Context()
+	appendOn := func(s chain.Store, wantSeq int64, wantPrev string) {
+		t.Helper()
+		var seen *chain.Event
+		e, err := s.AppendAudit(ctx, func(last *chain.Event) (chain.Event, error) {
+			seen = last
+			return contractEvent(last), nil
+		})
+		if err != nil || e.Seq != wantSeq || e.PrevHash != wantPrev {
+			t.Fatalf("AppendAudit = %+v, %v; want event %d after hash %s", e, err, wantSeq, wantPrev)
+		}
+		if wantSeq > 1 && (seen == nil || seen.Seq != wantSeq-1 || seen.Hash != wantPrev) {
+			t.Fatalf("AppendAudit of event %d: next was last called with %+v, want event %d with hash %s", wantSeq, seen, wantSeq-1, wantPrev)
+		}
+	}
+	appendOn(tg.Store, 1, audit.GenesisHash)
+	appendOn(tg.Store, 2, "h1")
+	next := int64(3)
+	if tg.Replica != nil {
+		other := tg.Replica(t)
+		appendOn(other, 3, "h2")
+		appendOn(other, 4, "h3")
+		appendOn(tg.Store, 5, "h4")
+		next = 6
+	}
+	if err := tg.Exec(ctx, fmt.Sprintf("DELETE FROM audit_events WHERE seq = %d", next-1)); err != nil {
+		t.Fatal(err)
+	}
+	appendOn(tg.Store, next-1, fmt.Sprintf("h%d", next-2))
+	if err := tg.Exec(ctx, fmt.Sprintf("UPDATE audit_events SET hash = 'rewritten' WHERE seq = %d", next-1)); err != nil {
+		t.Fatal(err)
+	}
+	appendOn(tg.Store, next, "rewritten")
+	if got := seqs(listAudit(t, tg.Store, chain.Filter{})); !slices.Equal(got, seqRange(1, next)) {
+		t.Errorf("the chain holds events %v, want 1..%d", got, next)
 	}
 }
 

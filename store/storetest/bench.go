@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
@@ -189,5 +190,48 @@ func BenchPruneAudit(b *testing.B, s chain.Store) {
 		if err != nil || cp == nil || cp.Pruned != chain.MaxPruneBatch {
 			b.Fatalf("PruneAudit = %+v, %v; want %d events pruned", cp, err, chain.MaxPruneBatch)
 		}
+	}
+}
+
+// benchEventData is the Data of BenchAppendAudit's events: about the size
+// of an invocation record.
+var benchEventData = []byte(`{"attempts":[{"attempt":1,"binding":"native","duration_ms":0.004}],"binding":"native","caller":"bench-agent",` +
+	`"code":"","duration_ms":0.005,"time":"2025-01-02T03:04:05.123456Z","uri":"ossa:everruns/add@1.0","version":"1.0.0"}`)
+
+// BenchAppendAudit measures AppendAuditBatch of batch events at a time
+// (batch 1 is an append on its own): each op is one transaction, its
+// events chained and hashed as audit.Log does. It reports events/s and the
+// CPU this process spends per event (cpu-µs/event: the client's side only;
+// a database server's own CPU is not in it).
+func BenchAppendAudit(b *testing.B, s chain.Store, batch int) {
+	ctx := b.Context()
+	link := func(last *chain.Event, _ int) (chain.Event, error) {
+		e := chain.Event{Seq: 1, Time: time.Now().UTC().Truncate(time.Microsecond), Kind: audit.KindInvocation,
+			Actor: "bench-agent", Capability: "ossa:everruns/add@1.0", Data: benchEventData, PrevHash: audit.GenesisHash}
+		if last != nil {
+			e.Seq, e.PrevHash = last.Seq+1, last.Hash
+			if last.Time.After(e.Time) {
+				e.Time = last.Time
+			}
+		}
+		e.Hash = audit.Hash(e)
+		return e, nil
+	}
+	// One transaction first, so that the timed ones all follow an event.
+	if _, err := s.AppendAuditBatch(ctx, 1, link); err != nil {
+		b.Fatal(err)
+	}
+	cpu0, cpuOK := cpuTime()
+	n := 0
+	for b.Loop() {
+		evs, err := s.AppendAuditBatch(ctx, batch, link)
+		if err != nil || len(evs) != batch {
+			b.Fatalf("AppendAuditBatch(%d) = %d events, %v", batch, len(evs), err)
+		}
+		n += batch
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+	if cpu1, ok := cpuTime(); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(n), "cpu-µs/event")
 	}
 }
