@@ -177,6 +177,14 @@ func (l *Log) Prune(ctx context.Context, r Retention) (*PruneResult, error) {
 		}
 		return res, err
 	}
+	return res, l.pruneBatches(ctx, res, from, target, ends)
+}
+
+// pruneBatches prunes the checked events after from up to target, in
+// batches of at most chain.MaxPruneBatch, each with its "pruned" record;
+// ends are the hashes checkRange read at each batch's end. It stops, with
+// res.Raced set, when another prune moved the checkpoint meanwhile.
+func (l *Log) pruneBatches(ctx context.Context, res *PruneResult, from, target int64, ends map[int64]string) error {
 	for from < target {
 		upTo := min(target, from+chain.MaxPruneBatch)
 		prev := from
@@ -192,10 +200,10 @@ func (l *Log) Prune(ctx context.Context, r Retention) (*PruneResult, error) {
 		})
 		if errors.Is(err, errPruneRaced) || err == nil && got == nil {
 			res.Raced = true
-			break
+			return nil
 		}
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Pruned += got.Pruned
 		res.Batches++
@@ -203,7 +211,7 @@ func (l *Log) Prune(ctx context.Context, r Retention) (*PruneResult, error) {
 		res.Kept = got.Record - got.Seq
 		from = got.Seq
 	}
-	return res, nil
+	return nil
 }
 
 // pruneTarget is the Seq of the last event r does not keep, as of last,

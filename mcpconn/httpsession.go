@@ -584,57 +584,79 @@ func readSSE(body io.Reader, limit int, each func(*message) (bool, error)) (last
 	sc := bufio.NewScanner(body)
 	sc.Buffer(bufs.line[:0], limit+64)
 	sc.Split(scanLines)
-	var (
-		data  = bufs.data[:0]
-		event string
-		has   bool // the event has a data field
-	)
-	defer func() { bufs.data = data }()
+	ev := sseEvent{data: bufs.data[:0], limit: limit}
+	defer func() { bufs.data = ev.data }()
 	for sc.Scan() {
 		line := sc.Bytes()
-		if len(line) == 0 { // dispatch
-			if has && (event == "" || event == "message") && len(bytes.TrimSpace(data)) > 0 {
-				m := new(message)
-				if err := decode(data, m); err != nil {
-					return lastID, retry, fmt.Errorf("unreadable event: %w", err)
-				}
-				if done, err := each(m); done || err != nil {
-					return lastID, retry, err
-				}
+		if len(line) != 0 {
+			if err := ev.field(line); err != nil {
+				return ev.lastID, ev.retry, err
 			}
-			data, event, has = data[:0], "", false
 			continue
 		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if has {
-				data = append(data, '\n')
-			}
-			if len(data)+len(value) > limit {
-				return lastID, retry, fmt.Errorf("an event is larger than %d bytes", limit)
-			}
-			data, has = append(data, value...), true
-		case "event":
-			event = string(value)
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				lastID = string(value)
-			}
-		case "retry":
-			if n, err := strconv.ParseUint(string(value), 10, 31); err == nil {
-				retry = time.Duration(n) * time.Millisecond
-			}
+		if done, err := ev.dispatch(each); done || err != nil {
+			return ev.lastID, ev.retry, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return lastID, retry, fmt.Errorf("an event line is longer than %d bytes", limit)
+			return ev.lastID, ev.retry, fmt.Errorf("an event line is longer than %d bytes", limit)
 		}
-		return lastID, retry, err
+		return ev.lastID, ev.retry, err
 	}
-	return lastID, retry, nil
+	return ev.lastID, ev.retry, nil
+}
+
+// sseEvent is the event an SSE stream is reading, and what the stream's
+// fields said so far (the last event id, the retry delay).
+type sseEvent struct {
+	data   []byte
+	event  string
+	has    bool // the event has a data field
+	limit  int
+	lastID string
+	retry  time.Duration
+}
+
+// field reads one field line of the event.
+func (ev *sseEvent) field(line []byte) error {
+	field, value, _ := bytes.Cut(line, []byte(":"))
+	value = bytes.TrimPrefix(value, []byte(" "))
+	switch string(field) {
+	case "data":
+		if ev.has {
+			ev.data = append(ev.data, '\n')
+		}
+		if len(ev.data)+len(value) > ev.limit {
+			return fmt.Errorf("an event is larger than %d bytes", ev.limit)
+		}
+		ev.data, ev.has = append(ev.data, value...), true
+	case "event":
+		ev.event = string(value)
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			ev.lastID = string(value)
+		}
+	case "retry":
+		if n, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+			ev.retry = time.Duration(n) * time.Millisecond
+		}
+	}
+	return nil
+}
+
+// dispatch hands a complete message event to each (and reports what each
+// said), then starts the next event.
+func (ev *sseEvent) dispatch(each func(*message) (bool, error)) (done bool, err error) {
+	if ev.has && (ev.event == "" || ev.event == "message") && len(bytes.TrimSpace(ev.data)) > 0 {
+		m := new(message)
+		if err := decode(ev.data, m); err != nil {
+			return false, fmt.Errorf("unreadable event: %w", err)
+		}
+		done, err = each(m)
+	}
+	ev.data, ev.event, ev.has = ev.data[:0], "", false
+	return done, err
 }
 
 // sseBuffer is what readSSE reuses from one stream to the next: its line

@@ -392,6 +392,38 @@ var (
 	noCache         = []string{"no-cache"}
 )
 
+// sseAnswer is the SSE stream answering one POST: events are gathered in
+// buf and written when nothing more is ready.
+type sseAnswer struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	buf   []byte
+	wrote bool // something was written (the headers went out)
+}
+
+// add appends what items carry and ends their calls; it returns how many
+// calls ended.
+func (a *sseAnswer) add(s *Session, items []item) (ended int) {
+	for _, it := range items {
+		if it.call != nil {
+			ended++
+			s.finished(it)
+		}
+		if it.data != nil {
+			a.buf = appendEvent(a.buf, it.data)
+		}
+	}
+	return ended
+}
+
+// flush writes what is gathered and reports whether the client still
+// reads.
+func (a *sseAnswer) flush() bool {
+	_, err := a.w.Write(a.buf)
+	a.buf, a.wrote = a.buf[:0], true
+	return err == nil && a.rc.Flush() == nil
+}
+
 // streamSSE answers a POST with an SSE stream: the relay's own answers,
 // then what the upstream sends for its calls as it comes, until each call
 // has its response.
@@ -400,24 +432,37 @@ func (s *Session) streamSSE(w http.ResponseWriter, r *http.Request, st *stream, 
 	h["Content-Type"] = textEventStream
 	h["Cache-Control"] = noCache
 	h[headerSessionID] = []string{s.id}
-	rc := http.NewResponseController(w)
 	bp := bufPool.Get().(*[]byte)
-	buf := (*bp)[:0]
+	a := &sseAnswer{w: w, rc: http.NewResponseController(w), buf: (*bp)[:0]}
 	defer func() {
-		if cap(buf) <= 64<<10 {
-			*bp = buf[:0]
+		if cap(a.buf) <= 64<<10 {
+			*bp = a.buf[:0]
 			bufPool.Put(bp)
 		}
 	}()
-	for _, a := range answers {
-		buf = appendEvent(buf, a)
+	for _, ans := range answers {
+		a.buf = appendEvent(a.buf, ans)
 	}
-	wrote := false
-	flush := func() bool {
-		_, err := w.Write(buf)
-		buf, wrote = buf[:0], true
-		return err == nil && rc.Flush() == nil
+	if !s.relayCalls(r, st, calls, a) {
+		return
 	}
+	st.close()
+	// The last write is left to net/http, which sends it with the end of
+	// the response (and, when nothing was sent yet, with the headers and a
+	// Content-Length): one write to the connection per call.
+	if !a.wrote {
+		h["Content-Length"] = []string{strconv.Itoa(len(a.buf))}
+	}
+	_, _ = w.Write(a.buf)
+}
+
+// relayCalls gathers into a what the upstream sends for calls until each
+// has its response, writing whenever nothing more is ready (and the
+// headers after headerDelay, so that a slow call's client sees the stream
+// open). It returns false when the answer ended early: the client went
+// away (the calls are abandoned) or the session ended (what was left is
+// written).
+func (s *Session) relayCalls(r *http.Request, st *stream, calls []*call, a *sseAnswer) bool {
 	remaining := len(calls)
 	var items []item
 	var timer *time.Timer
@@ -428,61 +473,38 @@ func (s *Session) streamSSE(w http.ResponseWriter, r *http.Request, st *stream, 
 		}
 	}()
 	for remaining > 0 {
-		items = st.take(items)
-		if len(items) == 0 {
-			if len(buf) > 0 && !flush() {
-				s.abandon(st, calls, "the client went away")
-				return
-			}
-			if !wrote && timer == nil {
-				timer = time.NewTimer(headerDelay)
-				timerC = timer.C
-			}
-			select {
-			case <-st.wake:
-			case <-timerC:
-				timerC = nil
-				if !wrote && !flush() {
-					s.abandon(st, calls, "the client went away")
-					return
-				}
-			case <-r.Context().Done():
-				s.abandon(st, calls, "the client went away")
-				return
-			case <-s.done:
-				for _, it := range st.close() {
-					if it.call != nil {
-						s.finished(it)
-					}
-					if it.data != nil {
-						buf = appendEvent(buf, it.data)
-					}
-				}
-				if len(buf) > 0 || !wrote {
-					flush()
-				}
-				return
-			}
+		if items = st.take(items); len(items) > 0 {
+			remaining -= a.add(s, items)
 			continue
 		}
-		for _, it := range items {
-			if it.call != nil {
-				remaining--
-				s.finished(it)
+		if len(a.buf) > 0 && !a.flush() {
+			s.abandon(st, calls, "the client went away")
+			return false
+		}
+		if !a.wrote && timer == nil {
+			timer = time.NewTimer(headerDelay)
+			timerC = timer.C
+		}
+		select {
+		case <-st.wake:
+		case <-timerC:
+			timerC = nil
+			if !a.wrote && !a.flush() {
+				s.abandon(st, calls, "the client went away")
+				return false
 			}
-			if it.data != nil {
-				buf = appendEvent(buf, it.data)
+		case <-r.Context().Done():
+			s.abandon(st, calls, "the client went away")
+			return false
+		case <-s.done:
+			a.add(s, st.close())
+			if len(a.buf) > 0 || !a.wrote {
+				a.flush()
 			}
+			return false
 		}
 	}
-	st.close()
-	// The last write is left to net/http, which sends it with the end of
-	// the response (and, when nothing was sent yet, with the headers and a
-	// Content-Length): one write to the connection per call.
-	if !wrote {
-		h["Content-Length"] = []string{strconv.Itoa(len(buf))}
-	}
-	_, _ = w.Write(buf)
+	return true
 }
 
 // answerJSON answers a POST of a client that accepts only JSON: the
@@ -633,42 +655,62 @@ func (s *Session) listen(w http.ResponseWriter, r *http.Request) {
 	if !checkVersion(w, r) {
 		return
 	}
-	st, end := newStream(), make(chan struct{})
-	s.mu.Lock()
-	if s.ended() {
-		s.mu.Unlock()
+	st, end, backlog, ok := s.attachGET()
+	if !ok {
 		relay.WriteError(w, http.StatusNotFound, "session not found: the session ended: initialize a new one")
 		return
 	}
-	if s.getEnd != nil {
-		close(s.getEnd)
-	}
-	s.get, s.getEnd = st, end
-	backlog := s.backlog
-	s.backlog, s.backlogN = nil, 0
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.get == st {
-			s.get, s.getEnd = nil, nil
-		}
-		var kept [][]byte
-		for _, it := range st.close() {
-			kept = append(kept, it.data)
-		}
-		s.backlog = append(kept, s.backlog...)
-		s.mu.Unlock()
-	}()
+	defer s.detachGET(st)
 	h := w.Header()
 	h["Content-Type"] = textEventStream
 	h["Cache-Control"] = noCache
 	h[headerSessionID] = []string{s.id}
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
 	var buf []byte
 	for _, d := range backlog {
 		buf = appendEvent(buf, d)
 	}
+	s.pumpGET(w, r, st, end, buf)
+}
+
+// attachGET makes st the session's standalone stream, ending the one
+// before (end is closed when a later GET replaces st), and returns what
+// waited for a stream; ok is false when the session ended.
+func (s *Session) attachGET() (st *stream, end chan struct{}, backlog [][]byte, ok bool) {
+	st, end = newStream(), make(chan struct{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended() {
+		return nil, nil, nil, false
+	}
+	if s.getEnd != nil {
+		close(s.getEnd)
+	}
+	s.get, s.getEnd = st, end
+	backlog = s.backlog
+	s.backlog, s.backlogN = nil, 0
+	return st, end, backlog, true
+}
+
+// detachGET ends st as the standalone stream, keeping what it did not
+// send for the next GET.
+func (s *Session) detachGET(st *stream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.get == st {
+		s.get, s.getEnd = nil, nil
+	}
+	var kept [][]byte
+	for _, it := range st.close() {
+		kept = append(kept, it.data)
+	}
+	s.backlog = append(kept, s.backlog...)
+}
+
+// pumpGET writes buf, then what comes on st, until the client goes away,
+// the session ends or a later GET replaces st (end).
+func (s *Session) pumpGET(w http.ResponseWriter, r *http.Request, st *stream, end chan struct{}, buf []byte) {
+	rc := http.NewResponseController(w)
 	var items []item
 	for {
 		if len(buf) > 0 || items == nil {
@@ -677,8 +719,7 @@ func (s *Session) listen(w http.ResponseWriter, r *http.Request) {
 			}
 			buf = buf[:0]
 		}
-		items = st.take(items)
-		if len(items) > 0 {
+		if items = st.take(items); len(items) > 0 {
 			for _, it := range items {
 				buf = appendEvent(buf, it.data)
 			}
