@@ -14,7 +14,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/wire"
@@ -95,8 +94,8 @@ func (rl *Relay) open(w http.ResponseWriter, r *http.Request, name string, srv *
 		relay.WriteError(w, status, err.Error())
 		return true
 	}
-	s.active.Add(1)
-	defer s.requestEnded()
+	s.idle.Begin()
+	defer s.idle.End()
 	pc := &pendingCall{key: wire.IDKey(init.ID), ctx: r.Context()}
 	s.track([]*pendingCall{pc})
 
@@ -151,27 +150,17 @@ func (rl *Relay) newSession(name string, srv *mcpconn.Server) (*Session, int, er
 		rl: rl, name: name, id: rand.Text(), url: u, headers: headers,
 		ctx: ctx, cancel: cancel, pending: map[string]*pendingCall{},
 	}
-	s.last.Store(time.Now().UnixNano())
+	s.idle.Touch()
 	return s, 0, nil
 }
 
 // register adds the session to the front's table, with its idle timer,
 // unless the front is closed or full (the error says which).
 func (s *Session) register() error {
-	s.last.Store(time.Now().UnixNano())
-	if idle := s.rl.env.IdleTimeout; idle > 0 {
-		s.mu.Lock()
-		s.timer = time.AfterFunc(idle, s.checkIdle)
-		s.mu.Unlock()
-	}
 	if err := s.rl.env.Sessions.Add(s.id, s); err != nil {
-		s.mu.Lock()
-		if s.timer != nil {
-			s.timer.Stop()
-		}
-		s.mu.Unlock()
 		return err
 	}
+	s.idle.Start(s.rl.env.IdleTimeout, s.expire)
 	return nil
 }
 

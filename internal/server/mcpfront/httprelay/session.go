@@ -30,11 +30,9 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	last   atomic.Int64 // when a request last came or ended (Unix nanoseconds)
-	active atomic.Int32 // POSTs being relayed: the session is not idle
+	idle relay.Idle // POSTs being relayed keep the session from idling
 
 	mu       sync.Mutex
-	timer    *time.Timer             // the idle timeout; nil without one
 	pending  map[string]*pendingCall // forwarded requests awaiting a response, by id key
 	npending atomic.Int32            // len(pending), read without the lock
 
@@ -63,8 +61,7 @@ func (s *Session) Serve(w http.ResponseWriter, r *http.Request) {
 		s.close(true)
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
-		relay.WriteError(w, http.StatusMethodNotAllowed, r.Method+" is not a method of the streamable HTTP transport: use POST, GET or DELETE")
+		relay.WriteBadMethod(w, r)
 	}
 }
 
@@ -74,9 +71,8 @@ func (s *Session) Serve(w http.ResponseWriter, r *http.Request) {
 // it comes, with the outcome of each forwarded call recorded when its
 // response passes.
 func (s *Session) post(w http.ResponseWriter, r *http.Request) {
-	s.active.Add(1)
-	s.last.Store(time.Now().UnixNano())
-	defer s.requestEnded()
+	s.idle.Begin()
+	defer s.idle.End()
 	body, ok := wire.ReadBody(w, r)
 	if !ok {
 		return
@@ -239,31 +235,10 @@ func (s *Session) requestContext(r *http.Request) (context.Context, func()) {
 	}
 }
 
-// requestEnded marks the end of a POST for the idle timeout.
-func (s *Session) requestEnded() {
-	s.last.Store(time.Now().UnixNano())
-	s.active.Add(-1)
-}
-
-// checkIdle closes the session once it has had no POST in flight for
-// IdleTimeout, and waits again otherwise.
-func (s *Session) checkIdle() {
-	idle := s.rl.env.IdleTimeout
-	since := time.Since(time.Unix(0, s.last.Load()))
-	if s.active.Load() == 0 && since >= idle {
-		s.rl.env.Log.Info("mcpfront: closing an idle session", "server", s.name, "session", s.id, "idle_timeout", idle)
-		s.close(true)
-		return
-	}
-	wait := idle - since
-	if s.active.Load() > 0 || wait <= 0 {
-		wait = idle
-	}
-	s.mu.Lock()
-	if s.timer != nil && s.ctx.Err() == nil {
-		s.timer.Reset(wait)
-	}
-	s.mu.Unlock()
+// expire closes the session, idle for IdleTimeout.
+func (s *Session) expire() {
+	s.rl.env.Log.Info("mcpfront: closing an idle session", "server", s.name, "session", s.id, "idle_timeout", s.rl.env.IdleTimeout)
+	s.close(true)
 }
 
 // close ends the session (once): its relayed requests end, its pending
@@ -272,10 +247,8 @@ func (s *Session) checkIdle() {
 func (s *Session) close(deleteUpstream bool) {
 	s.closeOnce.Do(func() {
 		s.rl.env.Sessions.Remove(s.id, s)
+		s.idle.Stop()
 		s.mu.Lock()
-		if s.timer != nil {
-			s.timer.Stop()
-		}
 		calls := make([]*pendingCall, 0, len(s.pending))
 		for _, pc := range s.pending {
 			calls = append(calls, pc)

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -48,14 +46,16 @@ type session struct {
 	// answer them.
 	caps *mcp.ClientCapabilities
 
-	last atomic.Int64 // when the client last sent a message (Unix nanoseconds)
 	// ending is cancelled as the session starts to close: what is sent
 	// downstream for the upstream (a roots/list the client may never
 	// answer) gives up then, or closing either side would wait for it.
 	ending context.Context
 	end    context.CancelFunc
-	idle   *time.Timer  // set before the session is served
-	active atomic.Int32 // requests in flight, for the idle timeout
+	// idle ends the session after IdleTimeout without a request in
+	// flight. (The SDK's own session timeout is off: it would close the
+	// downstream side first, which waits for anything sent downstream to
+	// be answered.)
+	idle relay.Idle
 
 	// out delivers a shared upstream's notifications to the session (nil
 	// for an upstream of its own, which delivers them as it reads them).
@@ -91,7 +91,7 @@ func (rl *Relay) receive(ctx context.Context, fr *front, next mcp.MethodHandler,
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%s before the session was initialised: send initialize first", method)}
 	}
-	s.last.Store(time.Now().UnixNano())
+	s.idle.Touch()
 	switch method {
 	case relay.MethodCallTool:
 		return s.callTool(ctx, req)
@@ -146,7 +146,6 @@ func (rl *Relay) initialize(ctx context.Context, fr *front, next mcp.MethodHandl
 		s.up.leave(s)
 		return nil, err
 	}
-	s.last.Store(time.Now().UnixNano())
 	// Each side ending ends the other: a watcher of the downstream session,
 	// and of an upstream of its own (a shared upstream has one watcher for
 	// all its sessions); all are gone once the session is closed.
@@ -158,9 +157,7 @@ func (rl *Relay) initialize(ctx context.Context, fr *front, next mcp.MethodHandl
 		s.up.leave(s)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	if idle := rl.env.IdleTimeout; idle > 0 {
-		s.idle = time.AfterFunc(idle, s.checkIdle)
-	}
+	s.idle.Start(rl.env.IdleTimeout, s.expire)
 	rl.env.Log.Info("mcpfront: session relayed", "server", fr.name, "session", ss.ID(), "upstream_session", s.up.cs.ID(),
 		"shared", s.up.shared, "protocol_version", out.ProtocolVersion, "client", clientName(params))
 	return out, nil
@@ -253,8 +250,8 @@ func (s *session) relayUp(ctx context.Context, method string, params mcp.Params)
 	if strings.HasPrefix(method, notificationsPrefix) {
 		return s.up.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up.cs, Params: params})
 	}
-	s.active.Add(1)
-	defer s.active.Add(-1)
+	s.idle.Begin()
+	defer s.idle.End()
 	params, done := s.up.track(ctx, s, method, params)
 	defer done()
 	res, err := s.up.sendUp(ctx, method, &mcp.ClientRequest[mcp.Params]{Session: s.up.cs, Params: params})
@@ -286,35 +283,17 @@ func (s *session) close() {
 	s.rl.env.Sessions.Remove(s.down, s)
 	s.closeOnce.Do(func() {
 		s.end()
-		if s.idle != nil {
-			s.idle.Stop()
-		}
+		s.idle.Stop()
 		s.up.leave(s)
 		_ = s.down.Close()
 		s.rl.env.Log.Info("mcpfront: session ended", "server", s.fr.name, "session", s.down.ID())
 	})
 }
 
-// checkIdle closes the session once it has had no request in flight for
-// IdleTimeout, and waits again otherwise. (The SDK's own session timeout
-// is off: it would close the downstream side first, which waits for
-// anything sent downstream to be answered.)
-func (s *session) checkIdle() {
-	idle := s.rl.env.IdleTimeout
-	since := time.Since(time.Unix(0, s.last.Load()))
-	busy := s.active.Load() > 0
-	if !busy && since >= idle {
-		s.rl.env.Log.Info("mcpfront: closing an idle session", "server", s.fr.name, "session", s.down.ID(), "idle_timeout", idle)
-		s.close()
-		return
-	}
-	wait := idle - since
-	if busy || wait <= 0 {
-		wait = idle
-	}
-	if s.ending.Err() == nil {
-		s.idle.Reset(wait)
-	}
+// expire closes the session, idle for IdleTimeout.
+func (s *session) expire() {
+	s.rl.env.Log.Info("mcpfront: closing an idle session", "server", s.fr.name, "session", s.down.ID(), "idle_timeout", s.rl.env.IdleTimeout)
+	s.close()
 }
 
 // The session as the front's table sees it.

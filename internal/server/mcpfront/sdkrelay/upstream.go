@@ -252,7 +252,7 @@ func (u *upstream) requestRoute(method string, params mcp.Params) (route, error)
 	}
 	if found.s == nil && !inFlight {
 		for _, s := range u.members {
-			if can(s) && (found.s == nil || s.last.Load() > found.s.last.Load()) {
+			if can(s) && (found.s == nil || s.idle.Last() > found.s.idle.Last()) {
 				found = route{s: s}
 			}
 		}

@@ -181,7 +181,7 @@ func (rl *Relay) newSession(name string, srv *mcpconn.Server, params []byte) *Se
 		done: make(chan struct{}), srvReqs: map[int64]*srvReq{},
 		caps: readCapabilities(params),
 	}
-	s.last.Store(time.Now().UnixNano())
+	s.idle.Touch()
 	return s
 }
 

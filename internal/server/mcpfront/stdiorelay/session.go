@@ -43,13 +43,11 @@ type Session struct {
 	up   atomic.Pointer[upstream]
 	done chan struct{} // closed when the session ends
 
-	last   atomic.Int64 // when a POST last came or ended (Unix nanoseconds)
-	active atomic.Int32 // POSTs being served: the session is not idle
+	idle relay.Idle // POSTs being served keep the session from idling
 
 	restartMu sync.Mutex // one restart of a dead shared process at a time
 
 	mu       sync.Mutex
-	timer    *time.Timer       // the idle timeout; nil without one
 	get      *stream           // the standalone stream a client listens on; nil when none
 	getEnd   chan struct{}     // ends the handler of get when another GET replaces it
 	backlog  [][]byte          // standalone messages waiting for a GET
@@ -110,21 +108,11 @@ func readCapabilities(params []byte) capabilities {
 // and answers the client's initialize with answer; at a limit it answers
 // 503 and returns false.
 func (s *Session) register(w http.ResponseWriter, answer []byte, acc accept) bool {
-	s.last.Store(time.Now().UnixNano())
-	if idle := s.rl.env.IdleTimeout; idle > 0 {
-		s.mu.Lock()
-		s.timer = time.AfterFunc(idle, s.checkIdle)
-		s.mu.Unlock()
-	}
 	if err := s.rl.env.Sessions.Add(s.id, s); err != nil {
-		s.mu.Lock()
-		if s.timer != nil {
-			s.timer.Stop()
-		}
-		s.mu.Unlock()
 		relay.WriteError(w, http.StatusServiceUnavailable, err.Error())
 		return false
 	}
+	s.idle.Start(s.rl.env.IdleTimeout, s.expire)
 	mode := mcpconn.SessionsPerClient
 	if u := s.up.Load(); u.shared {
 		mode = mcpconn.SessionsShared
@@ -145,8 +133,7 @@ func (s *Session) Serve(w http.ResponseWriter, r *http.Request) {
 		s.close()
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
-		relay.WriteError(w, http.StatusMethodNotAllowed, r.Method+" is not a method of the streamable HTTP transport: use POST, GET or DELETE")
+		relay.WriteBadMethod(w, r)
 	}
 }
 
@@ -155,9 +142,8 @@ func (s *Session) Serve(w http.ResponseWriter, r *http.Request) {
 // messages and responses come back on the POST's own stream; its
 // notifications and responses go upstream, answered with 202.
 func (s *Session) post(w http.ResponseWriter, r *http.Request) {
-	s.active.Add(1)
-	s.last.Store(time.Now().UnixNano())
-	defer s.requestEnded()
+	s.idle.Begin()
+	defer s.idle.End()
 	acc, ok := checkPost(w, r)
 	if !ok {
 		return
@@ -766,31 +752,10 @@ func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 
 var errSessionEnded = errors.New("the session ended")
 
-// requestEnded marks the end of a POST for the idle timeout.
-func (s *Session) requestEnded() {
-	s.last.Store(time.Now().UnixNano())
-	s.active.Add(-1)
-}
-
-// checkIdle closes the session once it has had no POST in flight for
-// IdleTimeout, and waits again otherwise.
-func (s *Session) checkIdle() {
-	idle := s.rl.env.IdleTimeout
-	since := time.Since(time.Unix(0, s.last.Load()))
-	if s.active.Load() == 0 && since >= idle {
-		s.rl.env.Log.Info("mcpfront: closing an idle session", "server", s.name, "session", s.id, "idle_timeout", idle)
-		s.close()
-		return
-	}
-	wait := idle - since
-	if s.active.Load() > 0 || wait <= 0 {
-		wait = idle
-	}
-	s.mu.Lock()
-	if s.timer != nil && !s.ended() {
-		s.timer.Reset(wait)
-	}
-	s.mu.Unlock()
+// expire closes the session, idle for IdleTimeout.
+func (s *Session) expire() {
+	s.rl.env.Log.Info("mcpfront: closing an idle session", "server", s.name, "session", s.id, "idle_timeout", s.rl.env.IdleTimeout)
+	s.close()
 }
 
 // close ends the session (once) without waiting for anything: its requests
@@ -800,10 +765,8 @@ func (s *Session) checkIdle() {
 func (s *Session) close() {
 	s.closeOnce.Do(func() {
 		s.rl.env.Sessions.Remove(s.id, s)
+		s.idle.Stop()
 		s.mu.Lock()
-		if s.timer != nil {
-			s.timer.Stop()
-		}
 		close(s.done)
 		s.backlog, s.backlogN = nil, 0
 		clear(s.srvReqs)

@@ -77,6 +77,13 @@ func (e *Env) SavedServer(r *http.Request, name string) (*discover.SavedServer, 
 	return saved, 0, nil
 }
 
+// WriteBadMethod answers a request whose method the streamable HTTP
+// transport does not have.
+func WriteBadMethod(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", "GET, POST, DELETE")
+	WriteError(w, http.StatusMethodNotAllowed, r.Method+" is not a method of the streamable HTTP transport: use POST, GET or DELETE")
+}
+
 // WriteError answers an HTTP request that reached no session with a
 // JSON-RPC error body, readable by MCP clients and people alike.
 func WriteError(w http.ResponseWriter, status int, msg string) {
