@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -20,37 +19,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// startProcess starts a server process listening on addr and waits until
-// it does; it is killed with the test.
-func startProcess(t *testing.T, cmd *exec.Cmd, addr string) {
-	t.Helper()
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	testpeers.WaitListening(t, addr, 20*time.Second, logs.String)
-}
-
-// goEverythingHTTP builds the Go SDK's conformance everything-server and
-// runs it over stateful streamable HTTP; it returns its URL.
-func goEverythingHTTP(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "everything-server")
-	build := exec.Command("go", "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
-	build.Dir = testpeers.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the Go SDK's everything-server: %v\n%s", err, out)
-	}
-	addr := testpeers.FreeAddr(t)
-	startProcess(t, exec.Command(bin, "-http", addr, "-stateless=false"), addr)
-	return "http://" + addr + "/mcp"
-}
 
 func dialBoth(t *testing.T, url string) (*HTTPSession, *mcp.ClientSession) {
 	t.Helper()
@@ -143,7 +111,7 @@ func forget(t *testing.T, url, sid string) {
 // tool error), progress in order before the answer, a session the server
 // ended initialised anew.
 func TestHTTPSessionGoEverything(t *testing.T) {
-	url := goEverythingHTTP(t)
+	url := testpeers.GoEverythingHTTP(t)
 	hs, cs := dialBoth(t, url)
 	if hs.ProtocolVersion() != HTTPProtocolVersion || hs.ServerInfo().Name != "mcp-conformance-test-server" {
 		t.Errorf("initialised %q with %+v", hs.ProtocolVersion(), hs.ServerInfo())
@@ -445,4 +413,10 @@ func FuzzReadAnswer(f *testing.F) {
 			return false, nil
 		})
 	})
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testpeers.RemoveBuilt()
+	os.Exit(code)
 }

@@ -163,3 +163,19 @@ func (p PanicT) Helper()                   {}
 func (p PanicT) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
 func (p PanicT) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 func (p PanicT) Errorf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+// PostInitialize POSTs an initialize to url outside any session and
+// returns the HTTP status and body, whatever they are (a refusal, say).
+func PostInitialize(t testing.TB, url string) (status int, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := rawClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

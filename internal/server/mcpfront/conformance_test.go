@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,9 +36,8 @@ import (
 // against a server must pass through the front in both modes.
 
 const (
-	conformancePkg   = "@modelcontextprotocol/conformance"
-	everythingServer = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
-	scenarioTimeout  = 60 * time.Second // one scenario, node start included
+	conformancePkg  = "@modelcontextprotocol/conformance"
+	scenarioTimeout = 60 * time.Second // one scenario, node start included
 )
 
 // conformanceTarget is an MCP endpoint the suite runs against: directly
@@ -82,16 +80,9 @@ func TestConformance(t *testing.T) {
 	}
 	suite := filepath.Join(testpeers.NPMPackage(t, conformancePkg), "dist", "index.js")
 	node := testpeers.Node22(t)
-	root := testpeers.RepoRoot(t)
 	dir := t.TempDir()
 
-	bin := filepath.Join(t.TempDir(), "everything-server")
-	// go test puts its toolchain's bin directory first on the test's PATH.
-	build := exec.Command("go", "build", "-o", bin, everythingServer)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the SDK's conformance everything-server (%s): %v\n%s\nIf go.sum lacks its dependencies, run in %s: GOFLAGS=-mod=mod go get %s@v1.8.0", everythingServer, err, out, root, everythingServer)
-	}
+	bin := testpeers.GoEverything(t)
 	scenarios := listScenarios(t, node, suite)
 	if re := os.Getenv("MCPFRONT_CONFORMANCE_ONLY"); re != "" {
 		only := regexp.MustCompile(re)
@@ -104,16 +95,16 @@ func TestConformance(t *testing.T) {
 	// Direct: the everything-servers over streamable HTTP, the Go one
 	// stateful (its default stateless mode cannot send server-to-client
 	// requests).
-	directURL := startEverythingHTTP(t, bin)
+	directURL := testpeers.GoEverythingHTTP(t)
 	npmIndex := filepath.Join(testpeers.NPMPackage(t, serverEverything), "dist", "index.js")
-	npmDirectURL := startNPMEverythingHTTP(t, node, npmIndex)
+	npmDirectURL := testpeers.EverythingHTTP(t, "streamableHttp")
 
 	// Fronted: the same servers saved in a real store as stdio upstreams, and
 	// other processes of them as streamable HTTP upstreams (their own, so
 	// that the direct runs do not share their sessions), each saved twice:
 	// per-client and shared.
-	httpUpstreamURL := startEverythingHTTP(t, bin)
-	npmUpstreamURL := startNPMEverythingHTTP(t, node, npmIndex)
+	httpUpstreamURL := testpeers.GoEverythingHTTP(t)
+	npmUpstreamURL := testpeers.EverythingHTTP(t, "streamableHttp")
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "caphub.db"))
 	if err != nil {
@@ -265,65 +256,6 @@ func conformanceVersion(t *testing.T, suite string) string {
 	var pkg struct{ Version string }
 	_ = json.Unmarshal(b, &pkg)
 	return conformancePkg + "@" + pkg.Version
-}
-
-// startEverythingHTTP runs the everything-server over stateful streamable
-// HTTP on a free loopback port and returns its URL.
-func startEverythingHTTP(t *testing.T, bin string) string {
-	t.Helper()
-	addr := freeLoopback(t)
-	return startListening(t, exec.Command(bin, "-http", addr, "-stateless=false"), addr) + "/mcp"
-}
-
-// freeLoopback returns a loopback address with a free port.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// startListening starts a server that listens on addr, waits until it
-// does, and returns http://addr; it is killed with the test.
-func startListening(t *testing.T, cmd *exec.Cmd, addr string) string {
-	t.Helper()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not listen on %s: %v\n%s", cmd.Path, addr, err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return "http://" + addr
-}
-
-// startNPMEverythingHTTP runs npm server-everything over streamable HTTP
-// (node dist/index.js streamableHttp, on PORT) on a free loopback port and
-// returns its URL.
-func startNPMEverythingHTTP(t *testing.T, node, index string) string {
-	t.Helper()
-	addr := freeLoopback(t)
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(node, index, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	return startListening(t, cmd, addr) + "/mcp"
 }
 
 // scenarioJob is a scenario to run against a target.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/testpeers"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
@@ -40,7 +41,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testpeers.RemoveBuilt()
+	os.Exit(code)
 }
 
 // savedServers is an in-memory ServerSource.
@@ -642,9 +645,9 @@ func TestSessionLimits(t *testing.T) {
 	e := newEnvWith(t, Options{MaxSessionsPerServer: 2})
 	a := e.connect(t, "/mcp/servers/up", false)
 	b := e.connect(t, "/mcp/servers/up", false)
-	refused := initializeStatus(t, e.frontURL+"/mcp/servers/up")
-	if refused.status != http.StatusServiceUnavailable || !strings.Contains(refused.body, "at most 2 sessions") || !strings.Contains(refused.body, "--front-max-sessions-per-server") {
-		t.Errorf("a third session: %d %s, want 503 naming the limit and its setting", refused.status, refused.body)
+	status, body := testpeers.PostInitialize(t, e.frontURL+"/mcp/servers/up")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "at most 2 sessions") || !strings.Contains(body, "--front-max-sessions-per-server") {
+		t.Errorf("a third session: %d %s, want 503 naming the limit and its setting", status, body)
 	}
 	for _, c := range []*client{a, b} {
 		if got, _ := callText(t, c.cs, timeout(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); got != "echo: x" {
@@ -662,30 +665,10 @@ func TestSessionLimits(t *testing.T) {
 
 	total := newEnvWith(t, Options{MaxSessions: 1})
 	total.connect(t, "/mcp/servers/up", false)
-	refused = initializeStatus(t, total.frontURL+"/mcp/servers/up")
-	if refused.status != http.StatusServiceUnavailable || !strings.Contains(refused.body, "--front-max-sessions)") {
-		t.Errorf("past the total limit: %d %s, want 503 naming --front-max-sessions", refused.status, refused.body)
+	status, body = testpeers.PostInitialize(t, total.frontURL+"/mcp/servers/up")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "--front-max-sessions)") {
+		t.Errorf("past the total limit: %d %s, want 503 naming --front-max-sessions", status, body)
 	}
-}
-
-type httpAnswer struct {
-	status int
-	body   string
-}
-
-// initializeStatus POSTs an initialize and returns the HTTP answer.
-func initializeStatus(t *testing.T, url string) httpAnswer {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return httpAnswer{resp.StatusCode, string(b)}
 }
 
 // TestLongCallsOutliveServerTimeouts checks that the front lifts the HTTP

@@ -1,11 +1,9 @@
 package mcpfront
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,19 +42,7 @@ func npmFront(t *testing.T, opts Options) (string, *Front, []npmUpstream) {
 		t.Fatal(err)
 	}
 
-	addr := testpeers.FreeAddr(t)
-	var logs bytes.Buffer
-	httpUp := exec.Command(node, everything, "streamableHttp")
-	httpUp.Env = append(os.Environ(), "PORT="+addr[strings.LastIndex(addr, ":")+1:])
-	httpUp.Stdout, httpUp.Stderr = &logs, &logs
-	if err := httpUp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = httpUp.Process.Kill()
-		_ = httpUp.Wait()
-	})
-	testpeers.WaitListening(t, addr, 30*time.Second, logs.String)
+	httpURL := testpeers.EverythingHTTP(t, "streamableHttp")
 
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "caphub.db"))
@@ -71,7 +57,7 @@ func npmFront(t *testing.T, opts Options) (string, *Front, []npmUpstream) {
 		{Name: "everything", Command: node, Args: []string{everything, "stdio"}},
 		{Name: "everything-shared", Command: node, Args: []string{everything, "stdio"}, Sessions: mcpconn.SessionsShared},
 		{Name: "memory-shared", Command: node, Args: []string{pkg("server-memory")}, Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}, Sessions: mcpconn.SessionsShared},
-		{Name: "everything-http", URL: "http://" + addr + "/mcp"},
+		{Name: "everything-http", URL: httpURL},
 	} {
 		if err := servers.SaveServer(ctx, &s); err != nil {
 			t.Fatal(err)

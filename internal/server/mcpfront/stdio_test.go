@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caphub/caphub/internal/testpeers"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -290,9 +291,9 @@ func TestStdioIdleAndLimits(t *testing.T) {
 	e := stdioEnv(t, "", Options{IdleTimeout: 300 * time.Millisecond, MaxSessionsPerServer: 1})
 	c := e.connectAs(t, "ada", true)
 	pid := upstreamPID(t, c.cs)
-	refused := initializeStatus(t, e.frontURL+"/mcp/servers/stdio")
-	if refused.status != http.StatusServiceUnavailable || !strings.Contains(refused.body, "at most 1 sessions") {
-		t.Errorf("a second session: %d %s, want 503 naming the limit", refused.status, refused.body)
+	status, body := testpeers.PostInitialize(t, e.frontURL+"/mcp/servers/stdio")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "at most 1 sessions") {
+		t.Errorf("a second session: %d %s, want 503 naming the limit", status, body)
 	}
 	waitFor(t, "the idle session to end", func() bool { return e.front.Sessions() == 0 })
 	waitFor(t, "its process to exit", func() bool { return syscall.Kill(pid, 0) != nil })

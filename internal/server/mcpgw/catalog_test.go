@@ -47,9 +47,7 @@ func TestMain(m *testing.M) {
 	if gitHub.dir != "" {
 		os.RemoveAll(gitHub.dir)
 	}
-	if goEverything.dir != "" {
-		os.RemoveAll(goEverything.dir)
-	}
+	testpeers.RemoveBuilt()
 	os.Exit(code)
 }
 

@@ -2,31 +2,15 @@ package mcpgw_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/caphub/caphub/internal/testpeers"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// initialize POSTs an initialize to url and returns the HTTP status and
-// body.
-func initialize(t *testing.T, url string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // TestSessionLimit: /mcp refuses a session beyond MaxSessions with 503 and
 // an error naming the limit and its flag; the open sessions go on, and one
@@ -35,7 +19,7 @@ func TestSessionLimit(t *testing.T) {
 	f := newFixture(t, mcpgw.Options{MaxSessions: 2})
 	a := connect(t, &mcp.StreamableClientTransport{Endpoint: f.mcpURL}, "", nil)
 	b := connect(t, &mcp.StreamableClientTransport{Endpoint: f.mcpURL}, "", nil)
-	status, body := initialize(t, f.mcpURL)
+	status, body := testpeers.PostInitialize(t, f.mcpURL)
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "at most 2 MCP sessions") || !strings.Contains(body, "--mcp-max-sessions") {
 		t.Errorf("a third session: %d %s, want 503 naming the limit and its flag", status, body)
 	}
@@ -48,7 +32,7 @@ func TestSessionLimit(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() bool { s, _ := initialize(t, f.mcpURL); return s == http.StatusOK }, func() {
+	eventually(t, func() bool { s, _ := testpeers.PostInitialize(t, f.mcpURL); return s == http.StatusOK }, func() {
 		t.Error("no room for a session after one ended")
 	})
 }
@@ -64,7 +48,7 @@ func TestIdleSessionsExpire(t *testing.T) {
 	}
 	// At the limit of one session, a new one is refused until the idle one
 	// expires.
-	eventually(t, func() bool { s, _ := initialize(t, f.mcpURL); return s == http.StatusOK }, func() {
+	eventually(t, func() bool { s, _ := testpeers.PostInitialize(t, f.mcpURL); return s == http.StatusOK }, func() {
 		t.Error("the idle session was never closed")
 	})
 	if _, err := cs.ListTools(context.Background(), nil); err == nil {

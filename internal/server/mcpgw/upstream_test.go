@@ -1,18 +1,12 @@
 package mcpgw_test
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
@@ -109,39 +103,10 @@ func serverEverything(t testing.TB) *mcpconn.Server {
 	return &mcpconn.Server{Name: "everything", Command: node + " " + filepath.Join(pkg, "dist", "index.js"), Args: []string{"stdio"}}
 }
 
-// goEverythingPkg is the Go SDK's conformance everything-server.
-const goEverythingPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
-
-var goEverything struct {
-	once sync.Once
-	dir  string
-	err  error
-	out  []byte
-}
-
-// goEverythingBinary builds the Go SDK's everything-server once per test
-// binary (go build caches it; TestMain removes it) and returns its path, or fails.
-func goEverythingBinary(t testing.TB) string {
-	t.Helper()
-	goEverything.once.Do(func() {
-		goEverything.dir, goEverything.err = os.MkdirTemp("", "caphub-mcpgw-everything")
-		if goEverything.err != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(goEverything.dir, "everything-server"), goEverythingPkg)
-		cmd.Dir = testpeers.RepoRoot(t)
-		goEverything.out, goEverything.err = cmd.CombinedOutput()
-	})
-	if goEverything.err != nil {
-		t.Fatalf("build %s: %v\n%s", goEverythingPkg, goEverything.err, goEverything.out)
-	}
-	return filepath.Join(goEverything.dir, "everything-server")
-}
-
 // goEverythingStdio is the Go SDK's everything-server saved as a stdio
 // server named name.
 func goEverythingStdio(t testing.TB, name string) *mcpconn.Server {
-	return &mcpconn.Server{Name: name, Command: goEverythingBinary(t)}
+	return &mcpconn.Server{Name: name, Command: testpeers.GoEverything(t)}
 }
 
 // goEverythingHTTP starts the Go SDK's everything-server as a stateful
@@ -149,34 +114,5 @@ func goEverythingStdio(t testing.TB, name string) *mcpconn.Server {
 // name.
 func goEverythingHTTP(t testing.TB, name string) *mcpconn.Server {
 	t.Helper()
-	bin := goEverythingBinary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "-http", addr, "-stateless=false")
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the everything-server did not listen on %s: %v\n%s", addr, err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return &mcpconn.Server{Name: name, Transport: mcpconn.TransportHTTP, URL: "http://" + addr + "/mcp"}
+	return &mcpconn.Server{Name: name, Transport: mcpconn.TransportHTTP, URL: testpeers.GoEverythingHTTP(t)}
 }
