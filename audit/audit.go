@@ -66,6 +66,10 @@ const (
 	KindAgentDeleted   = "agent_deleted"   // an agent was deleted
 	KindServerSaved    = "server_saved"    // an MCP server connection was saved or replaced
 	KindServerDeleted  = "server_deleted"  // a saved MCP server was removed
+	KindTokenCreated   = "token_created"   // an API token was created (its secret is never recorded)
+	KindTokenRevoked   = "token_revoked"   // an API token was revoked
+	KindPolicySet      = "policy_set"      // an agent's policy was created or replaced
+	KindPolicyDeleted  = "policy_deleted"  // an agent's policy was removed
 	// KindPruned records a cut of the chain by its retention (Prune): its
 	// Data is the checkpoint the cut left. Only Prune appends it.
 	KindPruned = "pruned"

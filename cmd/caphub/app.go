@@ -70,14 +70,17 @@ func openStore(ctx context.Context, db string) (registry.Store, error) {
 	return sqlite.Open(ctx, db)
 }
 
-// openTokens opens the token store of the local database (caphub token);
-// the caller closes the returned store.
+// openTokens opens the token store of the local database (caphub token),
+// its changes recorded in the database's audit chain; the caller calls the
+// returned close.
 func openTokens(ctx context.Context, c config) (*auth.Tokens, func() error, error) {
 	st, err := openStore(ctx, c.db)
 	if err != nil {
 		return nil, nil, err
 	}
-	return auth.New(st), st.Close, nil
+	log := audit.New(st)
+	closeAll := func() error { log.Close(); return st.Close() }
+	return auth.New(st, log), closeAll, nil
 }
 
 // openAuditLog opens the local database and its audit chain (caphub
@@ -100,7 +103,7 @@ func openGovernance(ctx context.Context, c config) (*policy.Policies, *policy.Ap
 	}
 	log := audit.New(st)
 	closeAll := func() { log.Close(); st.Close() }
-	return policy.NewPolicies(st), policy.NewApprovals(st, log, nil, 0), closeAll, nil
+	return policy.NewPolicies(st, log), policy.NewApprovals(st, log, nil, 0), closeAll, nil
 }
 
 // openService is the app's first stage: the local database, its audit
@@ -258,7 +261,7 @@ func (a *app) addInvocation(ctx context.Context, c config) error {
 	bindings := a.bindings(c)
 	a.governance = policy.NewEngine(a.store, policy.Options{Tiers: policy.ResolverTiers(a.svc), Audit: a.audit, ApprovalRequired: inv.humanApproval, Log: c.log})
 	a.agents = agent.NewAgents(a.store, a.svc, agent.WithRecorder(a.audit))
-	a.tokens = auth.New(a.store)
+	a.tokens = auth.New(a.store, a.audit)
 	a.pipeline = invoke.New(a.svc, bindings, invoke.Options{
 		Policy:    a.governance,
 		Recorder:  recorders{logRecorder{c.log}, a.audit},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/governance/policy"
+	"github.com/caphub/caphub/identity"
 	"github.com/spf13/cobra"
 )
 
@@ -35,6 +36,7 @@ func withGovernance(cmd *cobra.Command, fn func(*policy.Policies, *policy.Approv
 		return err
 	}
 	defer closeAll()
+	cmd.SetContext(identity.With(cmd.Context(), identity.Caller{Actor: localActor()}))
 	return fn(policies, approvals)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/agent"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/auth"
 	"github.com/spf13/cobra"
 )
@@ -45,6 +46,7 @@ func localTokens(cmd *cobra.Command) (*auth.Tokens, func() error, error) {
 	if cfg.serverFlag != "" {
 		return nil, nil, &usageError{errors.New("caphub token works on the local database only (--db): run it on the server's machine, tokens cannot be managed over the API")}
 	}
+	cmd.SetContext(identity.With(cmd.Context(), identity.Caller{Actor: localActor()}))
 	return openTokens(cmd.Context(), cfg)
 }
 

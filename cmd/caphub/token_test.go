@@ -51,7 +51,7 @@ func TestTokenCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := auth.New(st).Authenticate(context.Background(), secret)
+	tok, err := auth.New(st, nil).Authenticate(context.Background(), secret)
 	_ = st.Close()
 	if err != nil || tok.Name != "ci-bot" || !tok.Has(auth.ScopeInvoke) || tok.Has(auth.ScopePublish) {
 		t.Fatalf("Authenticate = %+v, %v", tok, err)
@@ -69,10 +69,15 @@ func TestTokenCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = auth.New(st).Authenticate(context.Background(), secret)
+	_, err = auth.New(st, nil).Authenticate(context.Background(), secret)
 	_ = st.Close()
 	if !errors.Is(err, auth.ErrRevoked) {
 		t.Fatalf("after revoke: %v, want ErrRevoked", err)
+	}
+	// Both changes are in the audit chain, by the local user, without the secret.
+	code, out, _ = caphub(t, "audit", "list", "--db", db, "--format", "json")
+	if code != 0 || !strings.Contains(out, `"token_created"`) || !strings.Contains(out, `"token_revoked"`) || !strings.Contains(out, `"local`) || strings.Contains(out, secret) {
+		t.Fatalf("audit list after create and revoke: exit %d\n%s", code, out)
 	}
 
 	// JSON create carries the secret once.

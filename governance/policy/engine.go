@@ -76,7 +76,7 @@ func NewEngine(docs registry.DocStore, opts Options) *Engine {
 	if opts.MaxPendingApprovals == 0 {
 		opts.MaxPendingApprovals = DefaultMaxPendingApprovals
 	}
-	return &Engine{policies: NewPolicies(docs), approvals: NewApprovals(docs, opts.Audit, opts.Now, opts.ApprovalTTL), opts: opts}
+	return &Engine{policies: NewPolicies(docs, opts.Audit), approvals: NewApprovals(docs, opts.Audit, opts.Now, opts.ApprovalTTL), opts: opts}
 }
 
 // Policies returns the stored policies the engine enforces.

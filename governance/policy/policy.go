@@ -30,7 +30,9 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/agent"
+	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/governance/sign"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -97,6 +99,10 @@ type Policies struct {
 	// apply within cacheTTL.
 	mu    sync.Mutex
 	cache map[string]cachedPolicy
+	// recorder audits changes; nil records nothing.
+	recorder registry.ChangeRecorder
+	// changing serialises Delete's existence check with its write.
+	changing sync.Mutex
 }
 
 type cachedPolicy struct {
@@ -107,9 +113,15 @@ type cachedPolicy struct {
 // cacheTTL bounds how stale an effective policy may be.
 const cacheTTL = time.Second
 
-// NewPolicies returns the policies kept in docs.
-func NewPolicies(docs registry.DocStore) *Policies {
-	return &Policies{docs: docs, cache: map[string]cachedPolicy{}}
+// NewPolicies returns the policies kept in docs. With a log, every Put and
+// Delete commits with its audit event (audit.KindPolicySet,
+// audit.KindPolicyDeleted) in one transaction.
+func NewPolicies(docs registry.DocStore, log *audit.Log) *Policies {
+	s := &Policies{docs: docs, cache: map[string]cachedPolicy{}}
+	if log != nil { // a nil *audit.Log must not become a non-nil recorder
+		s.recorder = log
+	}
+	return s
 }
 
 func (s *Policies) forget() {
@@ -128,7 +140,8 @@ func (s *Policies) Put(ctx context.Context, p Policy) error {
 	if err != nil {
 		return err
 	}
-	if err := s.docs.PutDoc(ctx, policyKind, p.Agent, b); err != nil {
+	ops := []registry.DocOp{{Kind: policyKind, Key: p.Agent, Value: b}}
+	if err := registry.ApplyDocsRecorded(ctx, s.docs, s.recorder, ops, audit.KindPolicySet, identity.From(ctx).Actor, "", map[string]any{"agent": p.Agent, "policy": p}); err != nil {
 		return fmt.Errorf("store the policy of agent %q: %w", p.Agent, err)
 	}
 	return nil
@@ -191,7 +204,18 @@ func (s *Policies) effective(ctx context.Context, caller string) (*Policy, error
 // Delete removes the policy of agentID; ErrNotFound when there is none.
 func (s *Policies) Delete(ctx context.Context, agentID string) error {
 	defer s.forget()
-	return s.docs.DeleteDoc(ctx, policyKind, agentID)
+	if s.recorder == nil {
+		return s.docs.DeleteDoc(ctx, policyKind, agentID)
+	}
+	// ApplyDocs deletes a missing document silently, so existence is
+	// checked first, under the lock against this process's writers.
+	s.changing.Lock()
+	defer s.changing.Unlock()
+	if _, err := s.docs.GetDoc(ctx, policyKind, agentID); err != nil {
+		return err
+	}
+	ops := []registry.DocOp{{Kind: policyKind, Key: agentID, Delete: true}}
+	return registry.ApplyDocsRecorded(ctx, s.docs, s.recorder, ops, audit.KindPolicyDeleted, identity.From(ctx).Actor, "", map[string]any{"agent": agentID})
 }
 
 // grants reports whether a grant list covers want: exactly, by "*", or by

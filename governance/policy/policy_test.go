@@ -418,3 +418,33 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Errorf("bogus status: %v", err)
 	}
 }
+
+// TestPolicyChangesAudited checks that setting and deleting a policy each
+// commit an audit event naming the agent and the actor, and that the chain
+// still verifies.
+func TestPolicyChangesAudited(t *testing.T) {
+	e := newEnv(t, policy.Options{})
+	ctx := identity.With(context.Background(), identity.Caller{Actor: "local:ops"})
+	p := policy.Policy{Agent: "scanner", GrantedPermissions: []string{"network.http"}}
+	if err := e.engine.Policies().Put(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.engine.Policies().Delete(ctx, "scanner"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.engine.Policies().Delete(ctx, "scanner"); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("deleting a missing policy: %v, want ErrNotFound", err)
+	}
+	for _, kind := range []string{audit.KindPolicySet, audit.KindPolicyDeleted} {
+		evs, err := e.audit.List(ctx, chain.Filter{Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Actor != "local:ops" || !strings.Contains(string(evs[0].Data), `"agent":"scanner"`) {
+			t.Fatalf("%s events = %+v, want one by local:ops about agent scanner", kind, evs)
+		}
+	}
+	if v, err := e.audit.Verify(ctx); err != nil || !v.OK {
+		t.Fatalf("chain does not verify: %+v, %v", v, err)
+	}
+}

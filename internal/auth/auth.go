@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -107,13 +109,17 @@ type stored struct {
 // Tokens creates, lists, revokes and checks tokens in a document store.
 type Tokens struct {
 	docs     registry.DocStore
+	recorder registry.ChangeRecorder // nil: changes are not audited
 	now      func() time.Time
 	sessions *sessions // what outlives a request, by token
 }
 
-// New returns the tokens kept in docs.
-func New(docs registry.DocStore) *Tokens {
-	return &Tokens{docs: docs, now: time.Now, sessions: newSessions()}
+// New returns the tokens kept in docs. With a recorder, every creation and
+// revocation commits with its audit event (audit.KindTokenCreated,
+// audit.KindTokenRevoked) in one transaction; the secret and its hash are
+// never recorded.
+func New(docs registry.DocStore, recorder registry.ChangeRecorder) *Tokens {
+	return &Tokens{docs: docs, recorder: recorder, now: time.Now, sessions: newSessions()}
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
@@ -202,7 +208,7 @@ func (t *Tokens) CreateForAgent(ctx context.Context, name string, scopes []Scope
 		exp := now.Add(ttl).Truncate(time.Second)
 		rec.ExpiresAt = &exp
 	}
-	if err := t.put(ctx, rec); err != nil {
+	if err := t.put(ctx, rec, audit.KindTokenCreated); err != nil {
 		return nil, "", err
 	}
 	tok := rec.Token
@@ -254,7 +260,7 @@ func (t *Tokens) Revoke(ctx context.Context, id string) (*Token, error) {
 	if s.RevokedAt == nil {
 		now := t.now().UTC().Truncate(time.Second)
 		s.RevokedAt = &now
-		if err := t.put(ctx, s); err != nil {
+		if err := t.put(ctx, s, audit.KindTokenRevoked); err != nil {
 			return nil, err
 		}
 	}
@@ -329,12 +335,22 @@ func (t *Tokens) get(ctx context.Context, id string) (stored, error) {
 	return s, nil
 }
 
-func (t *Tokens) put(ctx context.Context, s stored) error {
+// put saves s, with an audit event of kind (by the caller in ctx) that
+// names the token and its scopes, never its secret or hash.
+func (t *Tokens) put(ctx context.Context, s stored, kind string) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	if err := t.docs.PutDoc(ctx, DocKind, s.ID, b); err != nil {
+	event := map[string]any{"token": s.ID, "name": s.Name, "scopes": s.Scopes}
+	if s.Agent != "" {
+		event["agent"] = s.Agent
+	}
+	if s.ExpiresAt != nil {
+		event["expires_at"] = s.ExpiresAt
+	}
+	ops := []registry.DocOp{{Kind: DocKind, Key: s.ID, Value: b}}
+	if err := registry.ApplyDocsRecorded(ctx, t.docs, t.recorder, ops, kind, identity.From(ctx).Actor, "", event); err != nil {
 		return fmt.Errorf("save token %s: %w", s.ID, err)
 	}
 	return nil

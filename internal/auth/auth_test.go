@@ -2,12 +2,16 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
+	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
 )
@@ -26,7 +30,7 @@ var _ registry.DocStore = (*sqlite.Store)(nil)
 
 func TestCreateAuthenticate(t *testing.T) {
 	ctx := context.Background()
-	toks := New(openStore(t))
+	toks := New(openStore(t), nil)
 	if ok, err := toks.Exist(ctx); err != nil || ok {
 		t.Fatalf("Exist on empty store = %v, %v; want false", ok, err)
 	}
@@ -95,7 +99,7 @@ func openDoc(ctx context.Context, toks *Tokens, id string) ([]byte, error) {
 
 func TestExpireRevoke(t *testing.T) {
 	ctx := context.Background()
-	toks := New(openStore(t))
+	toks := New(openStore(t), nil)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	toks.now = func() time.Time { return now }
 	tok, secret, err := toks.Create(ctx, "short", []Scope{ScopeAdmin}, time.Hour)
@@ -195,5 +199,44 @@ func TestParseScope(t *testing.T) {
 		if !admin.Has(s) {
 			t.Errorf("admin lacks %s", s)
 		}
+	}
+}
+
+// TestTokenChangesAudited checks that creating and revoking a token each
+// commit an audit event by the caller, naming the token and its scopes but
+// never its secret or hash.
+func TestTokenChangesAudited(t *testing.T) {
+	st := openStore(t)
+	log := audit.New(st)
+	t.Cleanup(func() { log.Close() })
+	ctx := identity.With(context.Background(), identity.Caller{Actor: "local:ops"})
+	toks := New(st, log)
+	tok, secret, err := toks.Create(ctx, "ci-bot", []Scope{ScopeRead}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toks.Revoke(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	var hash string
+	if d, err := openDoc(ctx, toks, tok.ID); err == nil {
+		var s stored
+		_ = json.Unmarshal(d, &s)
+		hash = s.Hash
+	}
+	for _, kind := range []string{audit.KindTokenCreated, audit.KindTokenRevoked} {
+		evs, err := log.List(ctx, chain.Filter{Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Actor != "local:ops" || !strings.Contains(string(evs[0].Data), `"token":"`+tok.ID+`"`) || !strings.Contains(string(evs[0].Data), `"scopes":["read"]`) {
+			t.Fatalf("%s events = %+v, want one by local:ops naming token %s and its scopes", kind, evs, tok.ID)
+		}
+		if strings.Contains(string(evs[0].Data), secret[len(Prefix)+len(tok.ID)+1:]) || hash == "" || strings.Contains(string(evs[0].Data), hash) {
+			t.Fatalf("%s event holds the secret or its hash: %s", kind, evs[0].Data)
+		}
+	}
+	if v, err := log.Verify(ctx); err != nil || !v.OK {
+		t.Fatalf("chain does not verify: %+v, %v", v, err)
 	}
 }

@@ -176,7 +176,7 @@ type fixture struct {
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	srv, st := restServer(t)
-	toks := auth.New(st)
+	toks := auth.New(st, nil)
 	f := fixture{secrets: map[string]string{}}
 	for _, s := range auth.Scopes {
 		_, secret, err := toks.Create(context.Background(), "only-"+string(s), []auth.Scope{s}, 0)
@@ -274,7 +274,7 @@ func TestMiddleware401(t *testing.T) {
 
 func TestMiddlewareActor(t *testing.T) {
 	_, st := restServer(t)
-	toks := auth.New(st)
+	toks := auth.New(st, nil)
 	ctx := context.Background()
 	_, bot, err := toks.Create(ctx, "ci-bot", []auth.Scope{auth.ScopeRead, auth.ScopeInvoke}, 0)
 	if err != nil {
