@@ -190,8 +190,8 @@ func (c *composer) apply(ac AgentCapability) (*AppliedCapability, error) {
 	}
 	d := res.Record.Definition
 	applied := &AppliedCapability{CapabilityID: ac.CapabilityID, Position: ac.Position, URI: res.URI, Version: res.Version, Title: d.Title,
-		Bundle: isBundle(&d), SystemPromptAddition: strings.TrimSpace(d.SystemPromptAddition), Tools: []string{}}
-	if applied.Bundle && d.Stability == capability.StabilityExperimental {
+		Bundle: d.IsBundle(), SystemPromptAddition: strings.TrimSpace(d.SystemPromptAddition), Tools: []string{}}
+	if d.ComingSoon() {
 		c.problem(ac.CapabilityID, ac.Position, ProblemUnavailable,
 			"%s (%s %s, position %d) is an experimental bundle, \"coming soon\" in everruns terms: it is not ready to give an agent tools; remove it from the agent's capabilities",
 			ac.CapabilityID, res.URI, res.Version, ac.Position)
@@ -223,7 +223,7 @@ func (c *composer) addBundleTool(toolURI string, ac AgentCapability) (string, er
 		return "", err
 	}
 	td := tres.Record.Definition
-	if isBundle(&td) {
+	if td.IsBundle() {
 		c.problem(toolURI, ac.Position, ProblemNested,
 			"bundle %s (position %d) lists %s among its tools, which is itself a bundle: bundles of bundles are not applied; enable %s on the agent directly",
 			ac.CapabilityID, ac.Position, tres.URI, tres.URI)
@@ -233,17 +233,6 @@ func (c *composer) addBundleTool(toolURI string, ac AgentCapability) (string, er
 		return name, nil
 	}
 	return "", nil
-}
-
-// isBundle reports whether d is a bundle in everruns' sense, a capability
-// that equips an agent rather than being called: it lists the capabilities
-// it provides (Tools), or carries everruns display metadata (an icon or a
-// category, which only everruns capabilities have; this is what makes the
-// everruns noop, with neither tools nor prompt, a bundle that gives
-// nothing). Any other capability is a unit capability, given to an agent as
-// one tool.
-func isBundle(d *capability.Definition) bool {
-	return len(d.Tools) > 0 || d.Display != nil && (d.Display.Icon != "" || d.Display.Category != "")
 }
 
 // composer holds the state of one Compose.

@@ -31,9 +31,14 @@ var deviceBindings = []string{"intent", "service", "broadcast", "deeplink"}
 
 // invocable reports whether caphub can run a definition: it declares at
 // least one binding that is neither a device-only Agent OS handler nor an
-// "x-" extension. That leaves out bundles without a binding (everruns
-// capabilities that only list tools) and Agent OS device capabilities.
+// "x-" extension, and is not "coming soon" (capability.ComingSoon). That
+// leaves out bundles without a binding (everruns capabilities that only
+// list tools), bundles that always fail COMING_SOON and Agent OS device
+// capabilities.
 func invocable(d *capability.Definition) bool {
+	if d.ComingSoon() {
+		return false
+	}
 	for _, kind := range d.Bindings.Types() {
 		if slices.Contains(deviceBindings, kind) || strings.HasPrefix(kind, "x-") {
 			continue
