@@ -197,6 +197,13 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "caphub ") {
 		t.Errorf("exit %d %q", code, out)
 	}
+	// --version and -v are the same answer, as users try them first.
+	for _, flag := range []string{"--version", "-v"} {
+		code, got, errOut := caphub(t, flag)
+		if code != 0 || got != out {
+			t.Errorf("caphub %s: exit %d %q (stderr %q), want %q as caphub version prints", flag, code, got, errOut, out)
+		}
+	}
 }
 
 func TestEveryCommandHasHelpWithExample(t *testing.T) {

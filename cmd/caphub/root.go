@@ -33,7 +33,9 @@ per-agent policy, and serves them to agents over REST and MCP.`,
 		Example:       "  caphub serve\n  caphub capability validate ./my-capability.yaml\n  caphub invoke ossa:everruns/add@1.0 --input '{\"a\": 2, \"b\": 3}'",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 	}
+	root.SetVersionTemplate("caphub {{.Version}}\n") // as caphub version prints it
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	addRegistryFlags(root)
 	root.AddCommand(newCapabilityCmd(), newDiscoverCmd(), newServerCmd(), newImportCmd(), newExportCmd(), newInvokeCmd(), newAgentCmd(), newAuditCmd(), newApprovalCmd(), newPolicyCmd(), newKeyCmd(), newTokenCmd(), newServeCmd(), newMCPCmd(), newVersionCmd())
