@@ -350,6 +350,9 @@ type message struct {
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *jsonrpc.Error  `json:"error"`
+	// raw is the message as read, valid only until the reader's callback
+	// returns (its buffer is reused): for relaying it unchanged.
+	raw []byte
 }
 
 func (m *message) isResponse() bool { return m.Method == "" && len(m.ID) > 0 }
@@ -565,6 +568,7 @@ func readAnswer(body io.Reader, contentType string, limit int, each func(*messag
 		if err := decode(data, m); err != nil {
 			return "", 0, fmt.Errorf("unreadable JSON answer: %w", err)
 		}
+		m.raw = data
 		_, err = each(m)
 		return "", 0, err
 	case "text/event-stream":
@@ -653,6 +657,7 @@ func (ev *sseEvent) dispatch(each func(*message) (bool, error)) (done bool, err 
 		if err := decode(ev.data, m); err != nil {
 			return false, fmt.Errorf("unreadable event: %w", err)
 		}
+		m.raw = ev.data
 		done, err = each(m)
 	}
 	ev.data, ev.event, ev.has = ev.data[:0], "", false

@@ -2,16 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newMCPCmd() *cobra.Command {
@@ -26,8 +32,14 @@ are three tools: find_capabilities (compact summaries), describe_capability (one
 capability's full schemas) and invoke_capability (--mcp-large-catalog refuse answers
 tools/list with an error instead). Calls run through the invocation pipeline, as caphub
 invoke does.
+
+With --server URL (or $CAPHUB_SERVER) it serves no database of its own: it bridges the
+client to that caphub server's /mcp (--agent ID: its /mcp/agents/ID), sending
+$CAPHUB_TOKEN as the bearer token, so the server's catalog, policies and audit apply. The
+flags that shape a local catalog (--db, --tool-mode, the allow-lists…) are refused with it.
 Stdout carries the protocol: logs go to stderr.`,
 		Example: "  caphub mcp\n  caphub mcp --db /var/lib/caphub/caphub.db --tool-mode search\n" +
+			"  CAPHUB_TOKEN=chp_… caphub mcp --server https://caphub.internal:8750 --agent security-scanner\n" +
 			`  {"mcpServers": {"caphub": {"command": "caphub", "args": ["mcp", "--db", "/path/caphub.db"]}}}`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -37,12 +49,50 @@ Stdout carries the protocol: logs go to stderr.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cfg.server != "" {
+				return runMCPBridge(ctx, cmd, cfg.server, cfg.log)
+			}
+			if hasFlag(cmd, "agent") && flagString(cmd, "agent") != "" {
+				return &usageError{errors.New("--agent names an agent of a caphub server: give --server URL too (a local caphub mcp serves the whole catalog)")}
+			}
 			return runMCP(ctx, cfg, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	addToolModeFlag(cmd)
 	addInvokeFlags(cmd)
+	cmd.Flags().String("agent", "", "with --server, serve that agent's tools (/mcp/agents/ID) instead of the whole catalog")
 	return cmd
+}
+
+// runMCPBridge relays the stdio client to the /mcp endpoint of the caphub
+// server at server (mcpconn.Bridge), refusing the flags that would only
+// shape a local catalog, which the server's own settings replace.
+func runMCPBridge(ctx context.Context, cmd *cobra.Command, server string, log *slog.Logger) error {
+	var local []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name != "server" && f.Name != "agent" && f.Name != "timeout" {
+			local = append(local, "--"+f.Name)
+		}
+	})
+	if len(local) > 0 {
+		return &usageError{fmt.Errorf("caphub mcp --server bridges to the server's /mcp, whose own settings apply: %s would be ignored, so leave them out (or drop --server to serve a local database)", strings.Join(local, ", "))}
+	}
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &usageError{fmt.Errorf("--server %q must be an absolute http(s) URL of a caphub server, e.g. http://127.0.0.1:8750", server)}
+	}
+	endpoint := strings.TrimRight(server, "/") + "/mcp"
+	if agent := flagString(cmd, "agent"); agent != "" {
+		endpoint += "/agents/" + url.PathEscape(agent)
+	}
+	header := http.Header{}
+	// The token authenticates to a server that enforces API tokens; it is
+	// sent only as a header, never logged.
+	if tok := strings.TrimSpace(os.Getenv("CAPHUB_TOKEN")); tok != "" {
+		header.Set("Authorization", "Bearer "+tok)
+	}
+	log.Info("caphub mcp: bridging stdio to a caphub server", "endpoint", endpoint, "token", header.Get("Authorization") != "")
+	return mcpconn.Bridge(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), endpoint, mcpconn.BridgeOptions{Header: header, Log: log})
 }
 
 // runMCP serves the app as one MCP server on in and out until ctx ends

@@ -74,9 +74,11 @@ type TSClientRun struct {
 	Calls        []json.RawMessage `json:"calls"`
 }
 
-// TSClient drives an MCP server at url (streamable HTTP) with the official
-// TypeScript SDK's client (npm @modelcontextprotocol/sdk): it lists every
-// tool and makes the calls given as {"name": …, "arguments": {…}}.
+// TSClient drives an MCP server at url (streamable HTTP; or a command it
+// starts and speaks to over stdio, given as `stdio:` and a JSON array of the
+// command and its arguments) with the official TypeScript SDK's client (npm
+// @modelcontextprotocol/sdk): it lists every tool and makes the calls given
+// as {"name": …, "arguments": {…}}.
 func TSClient(t testing.TB, url string, calls ...map[string]any) TSClientRun {
 	t.Helper()
 	NPMPackage(t, "@modelcontextprotocol/sdk")

@@ -3,6 +3,9 @@
 //
 //   node tsclient.mjs NODE_MODULES URL [CALL_JSON...]
 //
+// URL may instead be stdio:["command", "arg", ...]: the client then starts
+// that command and speaks to it over stdio, passing it this environment.
+//
 // It connects, lists every tool (following nextCursor), makes each call
 // ({"name": ..., "arguments": {...}}) and prints one JSON object: the
 // server's instructions, the tools' names, each page's size and each
@@ -22,7 +25,13 @@ const { Client } = await load("client/index.js");
 const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
 
 const client = new Client({ name: "caphub-tsclient-test", version: "1.0.0" });
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+if (url.startsWith("stdio:")) {
+  const [command, ...args] = JSON.parse(url.slice("stdio:".length));
+  const { StdioClientTransport } = await load("client/stdio.js");
+  await client.connect(new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "inherit" }));
+} else {
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+}
 const out = { instructions: client.getInstructions() ?? "", tools: [], pages: [], calls: [] };
 let cursor;
 do {
