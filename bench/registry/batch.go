@@ -15,7 +15,6 @@ import (
 
 	"github.com/caphub/caphub/bench/internal/load"
 	"github.com/caphub/caphub/capability"
-	"github.com/caphub/caphub/registry"
 )
 
 // maxReply bounds a reply the batch reads (the items of 60k results).
@@ -62,10 +61,6 @@ func (b *bench) measureBatch(t *target) error {
 	if err != nil {
 		return err
 	}
-	before, err := countVersions(b.ctx, t.store)
-	if err != nil {
-		return err
-	}
 	srv, err := b.serve(t, "serve-"+strings.ToLower(t.name)+"-batch")
 	if err != nil {
 		return err
@@ -75,7 +70,7 @@ func (b *bench) measureBatch(t *target) error {
 	peak := stop()
 	mem, _ := load.ReadMemory(srv.PID())
 	srv.Stop()
-	after, err := countVersions(b.ctx, t.store)
+	committed, err := stored(b.ctx, t.store, defs)
 	if err != nil {
 		return err
 	}
@@ -83,15 +78,9 @@ func (b *bench) measureBatch(t *target) error {
 	b.tab.add(label+": request size", kBytes, t.col, 0, stat{value: float64(len(doc))})
 	b.tab.add(label+": wall time", kDuration, t.col, 0, stat{value: float64(out.wall)})
 	b.tab.add(label+": the client got the whole reply", kText, t.col, 0, stat{text: out.detail})
-	b.tab.add(label+": versions committed", kCount, t.col, 0, stat{value: float64(after - before)})
+	b.tab.add(label+": versions committed", kCount, t.col, 0, stat{value: float64(committed)})
 	b.tab.add(label+": server peak RSS (VmHWM)", kBytes, t.col, 0, stat{value: float64(max(mem.HWM, peak))})
 	return nil
-}
-
-// countVersions counts every stored version.
-func countVersions(ctx context.Context, st registry.Store) (int, error) {
-	p, err := st.List(ctx, registry.ListFilter{AllVersions: true, Limit: 1})
-	return p.Total, err
 }
 
 // postBatch posts doc and reads the reply, following a 202's Location
