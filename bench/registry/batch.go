@@ -66,7 +66,12 @@ func (b *bench) measureBatch(t *target) error {
 		return err
 	}
 	stop := load.SampleRSS(srv.PID(), rssInterval)
+	start := time.Now()
 	out := postBatch(srv.Base, doc, n, b.cfg.batchTimeout)
+	// A server that gave up answering may still be working on the batch
+	// (and commit it): wait until it is idle before counting.
+	idle := load.WaitIdle(srv.PID(), 2*time.Second, start.Add(b.cfg.batchTimeout))
+	busy := time.Since(start)
 	peak := stop()
 	mem, _ := load.ReadMemory(srv.PID())
 	srv.Stop()
@@ -78,6 +83,13 @@ func (b *bench) measureBatch(t *target) error {
 	b.tab.add(label+": request size", kBytes, t.col, 0, stat{value: float64(len(doc))})
 	b.tab.add(label+": wall time", kDuration, t.col, 0, stat{value: float64(out.wall)})
 	b.tab.add(label+": the client got the whole reply", kText, t.col, 0, stat{text: out.detail})
+	if !out.complete {
+		work := fmt.Sprintf("idle %s after the POST", busy.Round(time.Second))
+		if !idle {
+			work = fmt.Sprintf("still busy %s after the POST (-batch-timeout)", busy.Round(time.Second))
+		}
+		b.tab.add(label+": the server's work", kText, t.col, 0, stat{text: work})
+	}
 	b.tab.add(label+": versions committed", kCount, t.col, 0, stat{value: float64(committed)})
 	b.tab.add(label+": server peak RSS (VmHWM)", kBytes, t.col, 0, stat{value: float64(max(mem.HWM, peak))})
 	return nil

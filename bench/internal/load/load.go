@@ -175,6 +175,50 @@ func ReadMemory(pid int) (Memory, error) {
 	return m, nil
 }
 
+// CPUTime is the CPU time pid has used (utime+stime from /proc/PID/stat,
+// counted by the kernel in ticks of 10 ms).
+func CPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields after it.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, errors.New("/proc/" + strconv.Itoa(pid) + "/stat: too few fields")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("/proc/" + strconv.Itoa(pid) + "/stat: utime or stime is not a number")
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// WaitIdle waits until pid uses no CPU for quiet (checked every 250 ms),
+// at most until deadline, and reports whether it became idle.
+func WaitIdle(pid int, quiet time.Duration, deadline time.Time) bool {
+	last, err := CPUTime(pid)
+	if err != nil {
+		return false
+	}
+	since := time.Now()
+	for time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		cpu, err := CPUTime(pid)
+		if err != nil {
+			return false
+		}
+		if cpu != last {
+			last, since = cpu, time.Now()
+		} else if time.Since(since) >= quiet {
+			return true
+		}
+	}
+	return false
+}
+
 // SampleRSS reads pid's VmRSS every interval until the returned stop is
 // called, which returns the largest VmRSS seen (bytes; 0 when none could
 // be read).
