@@ -212,3 +212,17 @@ func TestPeerEntries(t *testing.T) {
 		t.Error("a missing field expanded")
 	}
 }
+
+func TestFormats(t *testing.T) {
+	for got, want := range map[string]string{
+		count(0): "0", count(60000): "60,000", count(math.NaN()): "—",
+		num(37.04): "37.0", num(1234567): "1,234,567",
+		size(840): "840 B", size(16.7 * (1 << 20)): "16.7 MiB",
+		dur(float64(280 * time.Microsecond)): "0.280 ms", dur(float64(60040 * time.Millisecond)): "60.04 s",
+		mdCell("a\n  b | c"): `a b \| c`,
+	} {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}

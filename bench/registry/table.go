@@ -183,7 +183,7 @@ func (rw *row) cell(c col) string {
 	case kDuration:
 		return dur(ss.median(mValue))
 	case kCount:
-		return num(ss.median(mValue))
+		return count(ss.median(mValue))
 	default:
 		for i := len(ss) - 1; i >= 0; i-- {
 			if ss[i] != nil {
@@ -248,13 +248,19 @@ func mdCell(s string) string {
 	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", "\\|")
 }
 
-// num formats x with thousands separators, — for NaN.
+// num formats a rate: one decimal below 100, else whole with thousands
+// separators; — for NaN.
 func num(x float64) string {
+	if !math.IsNaN(x) && x < 100 {
+		return fmt.Sprintf("%.1f", x)
+	}
+	return count(x)
+}
+
+// count formats x whole, with thousands separators; — for NaN.
+func count(x float64) string {
 	if math.IsNaN(x) {
 		return "—"
-	}
-	if x < 100 {
-		return fmt.Sprintf("%.1f", x)
 	}
 	s := fmt.Sprintf("%.0f", x)
 	for i := len(s) - 3; i > 0; i -= 3 {
