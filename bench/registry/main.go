@@ -1,218 +1,164 @@
 // Command registry is the registry's load benchmark (issue: registry at
-// scale). It loads N synthetic capabilities (storetest.Synthetic: varied text
-// over 50 domains) through registry.Service into a fresh SQLite file and,
-// when a PostgreSQL URL is given, a fresh PostgreSQL schema, then measures:
+// scale), side by side with the official MCP Registry. It loads N synthetic
+// capabilities (storetest.Synthetic: varied text over 50 domains) through
+// registry.Service into a fresh SQLite file and, with -postgres, a fresh
+// PostgreSQL schema (ANALYZE after the load), starts the real `caphub
+// serve` (built here) on each, and measures in interleaved rounds (SQLite,
+// PostgreSQL, reference; again…), reporting medians over rounds and
+// ratios taken within a round, since the machine is shared and noisy:
 //
-//   - register throughput (batches through the service: validation,
-//     inference, version rules, store);
-//   - resolve latency p50/p99 over random URIs;
-//   - search latency p50/p95 over random one- and two-word queries and
-//     phrases: the Service's search index and the store's own search,
-//     alternating, and the time the index takes to build;
-//   - with -http, `caphub serve` (the real binary, built here) on the SQLite
-//     file: GET /registry/capabilities/{domain}/{name}@{version} from C
-//     concurrent clients on loopback for a fixed time, throughput and p99, and
-//     the server's RSS (VmRSS and peak VmHWM).
+//   - get: GET one version over HTTP at 1 and -clients clients, the answer's
+//     size, and the server's RSS under that load and after;
+//   - resolve: Service.Resolve of random URIs;
+//   - list: the first page (service and HTTP) and a deep page by cursor;
+//   - search: Service.Search over the search index, and the store's own;
+//   - write: concurrent registrations (new capabilities and new versions of
+//     loaded ones), at service level and over HTTP;
+//   - replicas (PostgreSQL): registrations on one `caphub serve` replica
+//     alone, then while a second replica on the same schema serves
+//     invocations (POST /v1/invoke of ossa:everruns/noop, each audited);
+//   - batch: one -batch-defs definition registration over HTTP (once per
+//     store, after the rounds): wall time, whether the reply was whole, the
+//     server's peak RSS.
 //
-// Run: go run ./bench/registry -n 100000 -http
-// (PostgreSQL too: add -postgres postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
+// The reference, with -postgres: the official MCP Registry's PostgreSQL
+// schema, loaded with the same N entries in a schema of its own, and its
+// list, search, get and publish queries replayed with pgx (mcpreg.go).
+// With -peer-url, a running registry's HTTP API (e.g. the official one's
+// in-memory build) is measured beside caphub's GET and list.
+//
+// Run: go run ./bench/registry [-n 100000] [-postgres URL] [-rounds 3] [-duration 5s]
+// Quick: go run ./bench/registry -n 10000 -duration 3s -only get,list
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
-	"math/rand"
-	"net/http"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
+	"os/signal"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
-
-	"github.com/caphub/caphub/bench/internal/load"
-	"github.com/caphub/caphub/capability"
-	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/postgres"
-	"github.com/caphub/caphub/store/sqlite"
-	"github.com/caphub/caphub/store/storetest"
-	"github.com/jackc/pgx/v5"
 )
 
+// measurements names what -only can pick, in the order a round runs them.
+var measurements = []string{"get", "resolve", "list", "search", "write", "replicas", "batch"}
+
+// config is what the flags say.
+type config struct {
+	n, rounds, clients, loadBatch, pageSize  int
+	batchDefs, invokeClients, peerIDs        int
+	peerPID                                  int
+	duration, batchTimeout                   time.Duration
+	pgURL, sqlitePath, pgSchema              string
+	peerURL, peerList, peerGet, peerListPage string
+	only                                     map[string]bool
+	keep                                     bool
+	// progress receives what the harness is doing (stderr; a test's log).
+	progress *log.Logger
+}
+
+// wants reports whether measurement m runs.
+func (c *config) wants(m string) bool { return c.only[m] }
+
+func parseFlags(args []string, progress io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("registry", flag.ContinueOnError)
+	fs.SetOutput(progress)
+	c := &config{progress: log.New(progress, "", log.Ltime)}
+	fs.IntVar(&c.n, "n", 100000, "capabilities to load")
+	fs.IntVar(&c.rounds, "rounds", 3, "interleaved rounds (each measures every target once)")
+	fs.DurationVar(&c.duration, "duration", 5*time.Second, "how long each measurement of one target runs")
+	fs.IntVar(&c.clients, "clients", 32, "concurrent clients of the concurrent measurements (GET and registrations also run at 1)")
+	fs.IntVar(&c.loadBatch, "load-batch", 1000, "definitions per registration batch when loading")
+	fs.IntVar(&c.pageSize, "page", 100, "page size of the list measurements (caphub's default page)")
+	fs.IntVar(&c.batchDefs, "batch-defs", 60000, "definitions in the one-request batch registration")
+	fs.DurationVar(&c.batchTimeout, "batch-timeout", 10*time.Minute, "how long the batch's client waits for the reply (and a job's end)")
+	fs.IntVar(&c.invokeClients, "invoke-clients", 8, "clients invoking on the second replica (replicas)")
+	fs.StringVar(&c.pgURL, "postgres", os.Getenv("CAPHUB_TEST_POSTGRES"), "PostgreSQL URL (default $CAPHUB_TEST_POSTGRES; empty: SQLite only, and no reference)")
+	fs.StringVar(&c.sqlitePath, "sqlite", "", "SQLite file to use and keep; loading is skipped when it already holds N capabilities (repeated runs)")
+	fs.StringVar(&c.pgSchema, "pg-schema", "", "PostgreSQL schema to use and keep (loading skipped when it holds N capabilities); default a fresh one, dropped at the end")
+	fs.StringVar(&c.peerURL, "peer-url", "", "base URL of a running HTTP registry to GET beside caphub, e.g. the official MCP Registry's in-memory build at http://127.0.0.1:8080")
+	fs.StringVar(&c.peerList, "peer-list", "/v0/servers?limit=100", "the peer's list path, read (following metadata.next_cursor) for the entries to GET")
+	fs.StringVar(&c.peerGet, "peer-get", "/v0/servers/{id}", "the peer's GET path; {field} is a listed entry's string field (id, name, version, … also from _meta's official id and a nested server)")
+	fs.StringVar(&c.peerListPage, "peer-list-page", "/v0/servers?limit={limit}", "the peer's first-page list path for the list measurement ({limit}: -page)")
+	fs.IntVar(&c.peerIDs, "peer-ids", 1000, "at most this many listed peer entries to GET")
+	fs.IntVar(&c.peerPID, "peer-pid", 0, "the peer's process id, to read its RSS (optional)")
+	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory and PostgreSQL schemas")
+	only := fs.String("only", strings.Join(measurements, ","), "measurements to run, comma-separated: "+strings.Join(measurements, ", "))
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: every setting is a flag (-h lists them)", fs.Arg(0))
+	}
+	if err := c.parseOnly(*only); err != nil {
+		return nil, err
+	}
+	return c, c.check()
+}
+
+// parseOnly reads -only.
+func (c *config) parseOnly(only string) error {
+	c.only = map[string]bool{}
+	for _, m := range strings.Split(only, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		if !slices.Contains(measurements, m) {
+			return fmt.Errorf("-only %q: unknown measurement %q; choose from %s", only, m, strings.Join(measurements, ", "))
+		}
+		c.only[m] = true
+	}
+	if len(c.only) == 0 {
+		return fmt.Errorf("-only %q names no measurement; choose from %s", only, strings.Join(measurements, ", "))
+	}
+	return nil
+}
+
+// check refuses settings the harness cannot run with.
+func (c *config) check() error {
+	switch {
+	case c.n < 10:
+		return fmt.Errorf("-n %d: load at least 10 capabilities", c.n)
+	case c.rounds < 1 || c.clients < 1 || c.loadBatch < 1 || c.pageSize < 1 || c.invokeClients < 1 || c.peerIDs < 1:
+		return fmt.Errorf("-rounds, -clients, -load-batch, -page, -invoke-clients and -peer-ids must be at least 1")
+	case c.duration <= 0:
+		return fmt.Errorf("-duration %s: give a positive time, e.g. 3s", c.duration)
+	case c.batchDefs < 1 && c.wants("batch"):
+		return fmt.Errorf("-batch-defs %d: give at least 1 definition, or leave batch out of -only", c.batchDefs)
+	}
+	return nil
+}
+
 func main() {
-	n := flag.Int("n", 100000, "capabilities to load")
-	batch := flag.Int("batch", 1000, "definitions per registration batch")
-	resolves := flag.Int("resolves", 20000, "resolve calls to time")
-	searches := flag.Int("searches", 2000, "search calls to time")
-	pgURL := flag.String("postgres", os.Getenv("CAPHUB_TEST_POSTGRES"), "PostgreSQL URL (empty: SQLite only)")
-	doHTTP := flag.Bool("http", false, "also measure `caphub serve` over HTTP with concurrent clients")
-	clients := flag.Int("clients", 32, "concurrent HTTP clients")
-	duration := flag.Duration("duration", 10*time.Second, "HTTP load duration")
-	reuse := flag.String("sqlite", "", "SQLite file to use; when it already holds the capabilities, loading is skipped (for repeated runs)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measured queries")
-	pgSchema := flag.String("pg-schema", "", "PostgreSQL schema to use and keep (loading is skipped when it holds the capabilities); default: a fresh one, dropped at the end")
-	flag.Parse()
-
-	ctx := context.Background()
-	defs := storetest.Synthetic(*n, 1)
-	dir, err := os.MkdirTemp("", "caphub-bench")
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return
+		}
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	b, err := setup(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	dbPath := filepath.Join(dir, "caphub.db")
-	if *reuse != "" {
-		dbPath = *reuse
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		profileFile = f
-	}
-
-	st, err := sqlite.Open(ctx, dbPath)
+	// The servers started must not outlive an interrupted run.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		cfg.progress.Print("interrupted: stopping the servers started and dropping the schemas")
+		b.close()
+		os.Exit(1)
+	}()
+	err = b.run(os.Stdout)
+	b.close()
 	if err != nil {
 		log.Fatal(err)
-	}
-	fmt.Printf("## SQLite, %d capabilities\n\n", *n)
-	run(ctx, st, defs, *batch, *resolves, *searches)
-	st.Close()
-
-	if *pgURL != "" {
-		schema := fmt.Sprintf("caphub_bench_%d", time.Now().UnixNano())
-		conn, err := pgx.Connect(ctx, *pgURL)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if *pgSchema != "" {
-			schema = *pgSchema
-			if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
-				log.Fatal(err)
-			}
-		} else {
-			if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-				log.Fatal(err)
-			}
-			defer conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		}
-		sep := "?"
-		if strings.Contains(*pgURL, "?") {
-			sep = "&"
-		}
-		pst, err := postgres.Open(ctx, *pgURL+sep+"search_path="+schema)
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Printf("\n## PostgreSQL, %d capabilities\n\n", *n)
-		run(ctx, pst, defs, *batch, *resolves, *searches)
-		pst.Close()
-	}
-
-	if *doHTTP {
-		fmt.Printf("\n## caphub serve (SQLite), GET one version, %d clients, %s\n\n", *clients, *duration)
-		httpLoad(defs, dbPath, *clients, *duration)
-	}
-}
-
-// profileFile receives a CPU profile of the queries, when asked for.
-var profileFile *os.File
-
-func run(ctx context.Context, st registry.Store, defs []capability.Definition, batch, resolves, searches int) {
-	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	fmt.Printf("| measure | value |\n|---|---|\n")
-	if p, err := st.List(ctx, registry.ListFilter{AllVersions: true, Limit: 1}); err == nil && p.Total >= len(defs) {
-		fmt.Printf("| register | (already loaded: %d) |\n", p.Total)
-	} else {
-		start := time.Now()
-		for i := 0; i < len(defs); i += batch {
-			end := min(i+batch, len(defs))
-			if _, err := svc.RegisterBatch(ctx, defs[i:end]); err != nil {
-				log.Fatalf("register batch at %d: %v", i, err)
-			}
-		}
-		took := time.Since(start)
-		fmt.Printf("| register (batches of %d) | %.0f capabilities/s (%s for %d) |\n", batch, float64(len(defs))/took.Seconds(), took.Round(time.Millisecond), len(defs))
-	}
-	if profileFile != nil {
-		pprof.StartCPUProfile(profileFile)
-		defer pprof.StopCPUProfile()
-	}
-
-	r := rand.New(rand.NewSource(2))
-	lat := make([]time.Duration, 0, resolves)
-	for i := 0; i < resolves; i++ {
-		d := defs[r.Intn(len(defs))]
-		u := capability.MustParseURI(d.URI)
-		t0 := time.Now()
-		_, err := svc.Resolve(ctx, u.String())
-		lat = append(lat, time.Since(t0))
-		if err != nil && !strings.Contains(err.Error(), "compatible") {
-			log.Fatalf("resolve %s: %v", d.URI, err)
-		}
-	}
-	fmt.Printf("| resolve p50 / p99 | %s / %s |\n", load.Pct(lat, 50), load.Pct(lat, 99))
-
-	searchBoth(ctx, st, r, searches)
-}
-
-// searchBoth times the Service's search (package search's index) and the
-// store's own full-text search on the same queries, in alternating rounds:
-// one- and two-word queries and phrases as agents write them.
-func searchBoth(ctx context.Context, st registry.Store, r *rand.Rand, searches int) {
-	start := time.Now()
-	svc := registry.NewService(st, registry.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), registry.WithSearchIndex(true), registry.WithCache())
-	if _, err := svc.Search(ctx, registry.SearchQuery{Text: "warm up"}); err != nil {
-		log.Fatalf("search index: %v", err)
-	}
-	fmt.Printf("| search index built (Service start to first answer) | %s |\n", time.Since(start).Round(time.Millisecond))
-	words := []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
-	phrases := []string{"open a new ticket for a customer", "who am I", "send a message to the team", "list the invoices of last month", "scan my repository for vulnerabilities"}
-	var idx, own []time.Duration
-	for i := 0; i < searches; i++ {
-		q := words[r.Intn(len(words))]
-		switch r.Intn(3) {
-		case 0:
-			q += " " + words[r.Intn(len(words))]
-		case 1:
-			q = phrases[r.Intn(len(phrases))]
-		}
-		sq := registry.SearchQuery{Text: q, Filter: registry.ListFilter{Limit: 10}}
-		t0 := time.Now()
-		if _, err := svc.Search(ctx, sq); err != nil {
-			log.Fatalf("search %q: %v", q, err)
-		}
-		idx = append(idx, time.Since(t0))
-		t0 = time.Now()
-		if _, err := st.Search(ctx, sq); err != nil {
-			log.Fatalf("store search %q: %v", q, err)
-		}
-		own = append(own, time.Since(t0))
-	}
-	fmt.Printf("| search (10 results) p50 / p95, search index | %s / %s |\n", load.Pct(idx, 50), load.Pct(idx, 95))
-	fmt.Printf("| search (10 results) p50 / p95, the store's own full-text search | %s / %s |\n", load.Pct(own, 50), load.Pct(own, 95))
-}
-
-func httpLoad(defs []capability.Definition, dbPath string, clients int, duration time.Duration) {
-	base, srv, stop := load.Serve(filepath.Dir(dbPath), dbPath)
-	defer stop()
-	rands := make([]*rand.Rand, clients)
-	for c := range rands {
-		rands[c] = rand.New(rand.NewSource(int64(c)))
-	}
-	load.Run(clients, duration, func(hc *http.Client, c int) (*http.Response, error) {
-		d := defs[rands[c].Intn(len(defs))]
-		return hc.Get(base + "/registry/capabilities/" + d.Domain + "/" + d.Name + "@" + d.Version)
-	}).Print()
-	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", srv.Process.Pid))
-	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "VmRSS") || strings.HasPrefix(line, "VmHWM") {
-			f := strings.Fields(line)
-			fmt.Printf("| server %s | %s %s |\n", strings.TrimSuffix(f[0], ":"), f[1], f[2])
-		}
 	}
 }
