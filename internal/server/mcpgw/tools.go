@@ -25,14 +25,16 @@ const (
 	MetaApproval = "dev.caphub/approval"
 )
 
-// deviceBindings are the Agent OS handler kinds (kept in Bindings.Extra):
-// they run on a device, not on a server, so caphub cannot invoke them.
-var deviceBindings = []string{"intent", "service", "broadcast", "deeplink"}
+// deviceBindings are the binding kinds (kept in Bindings.Extra) caphub
+// keeps but cannot invoke: the Agent OS handlers run on a device, not on a
+// server, and rtfs (format/rtfs) is CCOS code caphub does not evaluate.
+var deviceBindings = []string{"intent", "service", "broadcast", "deeplink", "rtfs"}
 
 // invocable reports whether caphub can run a definition: it declares at
-// least one binding that is neither a device-only Agent OS handler nor an
-// "x-" extension. That leaves out bundles without a binding (everruns
-// capabilities that only list tools) and Agent OS device capabilities.
+// least one binding that is neither one of deviceBindings nor an "x-"
+// extension. That leaves out bundles without a binding (everruns
+// capabilities that only list tools), Agent OS device capabilities and
+// CCOS capabilities implemented in RTFS.
 func invocable(d *capability.Definition) bool {
 	for _, kind := range d.Bindings.Types() {
 		if slices.Contains(deviceBindings, kind) || strings.HasPrefix(kind, "x-") {
