@@ -13,7 +13,7 @@ import (
 
 // base is an operation's API address. When url is "" the address cannot
 // be known from the document: the operation still imports, with a binding
-// that tells at invocation what to configure (see unknownBase).
+// that tells at invocation what to configure (see extraBaseUnknown).
 type base struct {
 	url string
 	// server is the server URL as written (variables filled), path the
@@ -233,8 +233,7 @@ func (im *importer) swaggerBase(o *operation) base {
 		host = im.location.Host
 	}
 	if host == "" {
-		return base{server: "host: (none), basePath: " + basePath, path: strings.TrimRight(basePath, "/"),
-			why: "the document has no host and " + im.locationWhy}
+		return base{server: basePath, path: strings.TrimRight(basePath, "/"), why: "the document has no host and " + im.locationWhy}
 	}
 	return checkedBase(scheme+"://"+host+basePath, scheme+"://"+host+basePath)
 }
