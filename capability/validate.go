@@ -426,7 +426,7 @@ func (v *validator) checkMapping(path string, mapping map[string]string) {
 	}
 }
 
-var httpMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
+var httpMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true, "TRACE": true}
 var authTypes = map[string]bool{"api_key": true, "bearer": true, "basic": true, "oauth2": true, "none": true}
 
 func (v *validator) bindings() {
@@ -480,7 +480,7 @@ func (v *validator) mcpBinding(m *MCPBinding, hasInput bool) {
 // name input fields, and its auth.
 func (v *validator) httpBinding(h *HTTPBinding) {
 	if !httpMethods[strings.ToUpper(h.Method)] {
-		v.errorf("bindings.http.method", RuleCaphub, "%q is not an HTTP method: use GET, POST, PUT, PATCH or DELETE", h.Method)
+		v.errorf("bindings.http.method", RuleCaphub, "%q is not an HTTP method: use GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS or TRACE", h.Method)
 	}
 	if h.URL == "" {
 		v.errorf("bindings.http.url", RuleCaphub, "missing: give the endpoint's absolute http(s) URL")

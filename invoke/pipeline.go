@@ -327,7 +327,7 @@ func (p *Pipeline) runBindings(ctx context.Context, inv *invocation) error {
 		}
 		b, ok := p.bindings[kind]
 		if !ok {
-			lastErr = unavailable(kind)
+			lastErr = unavailable(kind, inv.rec.URI)
 			inv.rec.Attempts = append(inv.rec.Attempts, Attempt{Binding: kind, Error: lastErr})
 			continue
 		}
@@ -344,8 +344,17 @@ func (p *Pipeline) runBindings(ctx context.Context, inv *invocation) error {
 	return inv.failure(lastErr, tried)
 }
 
+// bindingRTFS is the binding kind of a CCOS capability implemented in RTFS
+// (format/rtfs): its code is kept in metadata.rtfs.implementation, and
+// caphub does not evaluate RTFS.
+const bindingRTFS = "rtfs"
+
 // unavailable is the error of a declared binding caphub cannot run here.
-func unavailable(kind string) *Error {
+func unavailable(kind, uri string) *Error {
+	if kind == bindingRTFS {
+		return &Error{Code: CodeNotExecutable, Binding: kind, Message: fmt.Sprintf("%s is implemented in RTFS (its metadata.rtfs.implementation) and caphub does not evaluate RTFS: "+
+			"bind it to what caphub runs (an http, mcp, cli or native binding) in a new version or in the calling agent's capability_bindings, or run it in a CCOS runtime", uri)}
+	}
 	if !isKnownKind(kind) {
 		return &Error{Code: CodeNotExecutable, Binding: kind, Message: fmt.Sprintf("the %s binding runs on a device (an Agent OS handler), not on a server", kind)}
 	}

@@ -35,8 +35,10 @@ binding:
   auth     apiKey, http bearer/basic, oauth2 from the security schemes; the secret is
            read at call time from an environment variable such as PETSTORE_API_KEY
 
-The API's address comes from the spec's servers (or host and basePath); when it is
-relative and the spec is a file, give it with --base-url.
+The API's address comes from the spec's servers (or host and basePath), https preferred;
+a relative one resolves against the spec's URL, or for a file against its info.x-origin
+(as the APIs.guru directory records it). When it cannot be known, the operations import
+with a warning and refuse every call until it is given: re-import with --base-url.
 
 Operations that cannot be imported are listed with file:line:column and the others are
 registered; the command then exits with status 1.`,
@@ -79,7 +81,7 @@ registered; the command then exits with status 1.`,
 		},
 	}
 	cmd.Flags().String("domain", "", "domain of every capability, [a-z][a-z0-9-]* (default: from the spec's info.title)")
-	cmd.Flags().String("base-url", "", "the API's address, replacing the spec's servers (needed when they are relative and the spec is a file)")
+	cmd.Flags().String("base-url", "", "the API's address, replacing the spec's servers (needed when they are relative and the spec's location is unknown)")
 	cmd.Flags().String("set-version", "", "register every capability at this version (MAJOR.MINOR.PATCH) instead of the one from info.version")
 	return longServerWork(cmd)
 }

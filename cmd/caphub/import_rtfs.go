@@ -34,7 +34,8 @@ CCOS capabilities/ tree, for instance); a FILE is read whatever its name.
 The capability id gives the URI: an MCP tool (an :mcp metadata map, :provider "MCP" or an
 id starting with "mcp.") becomes mcp:<server>/<tool>@MAJOR.MINOR with an mcp binding;
 anything else ossa:<domain>/<name>@MAJOR.MINOR from "<domain>.<name>", with an http binding
-when its :openapi metadata has a base_url. Both the hierarchical :metadata layout and the
+when its :openapi metadata has a base_url, else the rtfs binding when its only body is an
+RTFS :implementation (kept, not evaluated: invoking it says what to bind instead). Both the hierarchical :metadata layout and the
 old flat one are read; the RTFS :implementation and every other key are kept in the
 definition's metadata.rtfs, so that "caphub export rtfs" writes them back unchanged.
 

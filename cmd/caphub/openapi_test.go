@@ -45,10 +45,19 @@ func TestImportOpenAPICommand(t *testing.T) {
 		t.Errorf("import broken: exit %d\n%s", code, out)
 	}
 
-	// A relative server needs --base-url; warnings go to stderr.
-	code, out, _ = cli("import", "openapi", openapiTestdata+"weather31.json")
-	if code != 1 || !strings.Contains(out, "0 imported, 1 failed") || !strings.Contains(out, "pass --base-url") {
-		t.Errorf("import without --base-url: exit %d\n%s", code, out)
+	// A relative server in a file: the operation imports, a warning on
+	// stderr says to pass --base-url, and invoking it sends nothing and
+	// says what to configure.
+	code, out, errOut = cli("import", "openapi", openapiTestdata+"weather31.json")
+	if code != 0 || !strings.Contains(out, "1 imported, 0 failed") ||
+		!strings.Contains(errOut, `warning: the API's address is unknown: server URL "/api"`) || !strings.Contains(errOut, "pass --base-url") {
+		t.Errorf("import without --base-url: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli("invoke", "ossa:weather-3-1/get_forecast@2.0", "--input", `{"city": "Oslo"}`)
+	if code == 0 || !strings.Contains(out+errOut, "NO_BINDING") ||
+		!strings.Contains(out+errOut, `ossa:weather-3-1/get_forecast@2.0 has no API address, so no request was sent: its OpenAPI server URL \"/api\" could not give one`) ||
+		!strings.Contains(out+errOut, "caphub import openapi SPEC --base-url https://<api-host>/api --set-version <a new version>") {
+		t.Errorf("invoke with an unknown base: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = cli("import", "openapi", openapiTestdata+"weather31.json", "--base-url", "https://weather.example", "--domain", "weather")
 	if code != 0 || !strings.Contains(out, "1 imported, 0 failed") || !strings.Contains(errOut, "warning: webhooks ignored (1)") {

@@ -24,9 +24,9 @@
 //
 // # Rules
 //
-// Operations. Each get, put, post, delete, options, head and patch of each
-// path (paths in sorted order, methods in that order) is one capability;
-// trace and anything the binding cannot express is a failure. Path items
+// Operations. Each get, put, post, delete, options, head, patch and trace
+// of each path (paths in sorted order, methods in that order) is one
+// capability; anything the binding cannot express is a failure. Path items
 // may be $refs; path-level parameters apply to every operation, which may
 // override them by name and location. Webhooks (3.1) and callbacks are
 // ignored, with a warning for webhooks.
@@ -85,23 +85,35 @@
 // headers map each header parameter to its {field} and Content-Type to the
 // body's content type; body_template stays empty. Extra["x-parameters"]
 // maps every field to its location and original name, and
-// Extra["x-body"] says which fields make the body. The base
-// URL is Options.BaseURL, else (3.x) the first server of the operation,
-// path item or document (default "/"), server variables replaced by their
-// default (else their first enum value; neither is a failure), a relative
-// URL resolved against the document's URL when it was fetched from one and
-// a failure asking for --base-url otherwise; else (2.0) scheme://host
-// basePath, scheme https when listed, else the first listed, else the
-// document URL's, else https, host defaulting to the document URL's.
+// Extra["x-body"] says which fields make the body. The base URL is
+// Options.BaseURL, else (3.x) one of the servers of the operation, else of
+// its path item, else of the document (default "/"): the first that gives
+// an https URL, else the first that gives an http one. A server's
+// variables take their default (else their first enum value); a relative
+// URL resolves against the document's location, which is its URL when it
+// was fetched, else its info.x-origin (the APIs.guru directory's record of
+// where it was fetched), never a file host such as raw.githubusercontent.com;
+// a scheme-relative one (//host/base) takes https, and one that starts with
+// a host name and no scheme is read as https with a warning. In 2.0 it is
+// scheme://host basePath, scheme https when listed, else http when listed,
+// else the document location's, else https, host defaulting to the
+// document location's. When no base can be known the operation still
+// imports: its url starts with https://base-url-unknown.invalid, its
+// Extra["x-base-url-unknown"] says why, httpbind refuses every call saying
+// to pass --base-url, and the document gets one warning per unknown server.
 //
 // Auth. The operation's security, else the document's (an empty list means
 // none), is a list of alternatives: the first with a supported scheme is
 // used, and within it the first supported scheme by name. apiKey in a
 // header or the query → api_key with that location and parameter name;
 // http bearer → bearer, oauth2 and openIdConnect → oauth2, http basic (2.0
-// basic) → basic, all in the Authorization header. Unsupported schemes
-// (apiKey in a cookie, mutualTLS, other http schemes) are warned about and
-// skipped. The secret is never read nor stored: auth.env names the
+// basic) → basic, all in the Authorization header; an alternative whose
+// schemes are all supported is preferred. Schemes caphub cannot apply
+// (apiKey in a cookie, mutualTLS, other http schemes, AWS signatures that
+// API Gateway exports mark with x-amazon-apigateway-authtype) are never
+// stored as another kind: an operation left needing one gets no auth and
+// metadata.openapi.auth_unsupported naming it, and one warning per scheme
+// names the operations. The secret is never read nor stored: auth.env names the
 // environment variable that holds it, <DOMAIN>_API_KEY (api_key),
 // <DOMAIN>_TOKEN (bearer and oauth2: an access token), <DOMAIN>_CREDENTIALS
 // (basic: "user:password"), with <DOMAIN> the domain in upper case and "-"
@@ -148,17 +160,18 @@
 // named $ref. Numbers are in the model's canonical form (whole numbers as
 // int64).
 //
-// Everything else. title is the summary's first line (else the
-// operationId); description the description, else the summary;
+// Everything else. title is the summary's first line, else the
+// operationId (else the method and path) in words (reposCreateFork → Repos
+// create fork, see humanTitle); description the description, else the summary;
 // documentation_url the operation's externalDocs.url, else the document's;
 // deprecated: true makes the capability deprecated with a migration guide
 // pointing at the API's documentation; tags become keywords; permissions
 // are [network.http] and effects [network_request] plus auth_required with
 // auth (as CCOS writes them); domains and categories are inferred with
-// ApplyInference(domain). metadata.openapi holds base_url,
+// ApplyInference(domain). metadata.openapi holds base_url (when known),
 // endpoint_method, endpoint_path, api_version, openapi_version,
 // operation_id, auth_type, auth_location, auth_param_name,
-// request_content_type and response_content_type; provenance is
+// auth_unsupported, request_content_type and response_content_type; provenance is
 // {method: api_introspection, source_url, created_at (RFC 3339),
 // capability_type: specialized_http_api, introspector_version}, the values
 // of the CCOS seed for capabilities read from an HTTP API's description.

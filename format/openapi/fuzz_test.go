@@ -33,6 +33,9 @@ func FuzzImportOpenAPI(f *testing.F) {
 		"openapi: 3.0.0\nservers: [{url: 'https://x'}]\npaths: {/a: {get: {}}, /a: {post: {}}}\n",
 		"{\"openapi\": \"3.0.0\", \"info\": {\"title\": \"\xff\\ud800\"}, \"paths\": {}}",
 		refBomb(22),
+		"openapi: 3.0.0\ninfo: {x-origin: [{format: openapi, url: 'https://h.x/a/b.json'}]}\nservers: [{url: '../v1/'}, {url: '//h.y'}, {url: ','}, {url: 'h.z:8/p'}]\npaths: {/a: {trace: {parameters: [{in: query, name: ''}, {in: header}]}}}\n",
+		"openapi: 3.0.0\nservers: [{url: '/api/{v}'}]\ncomponents: {securitySchemes: {s: {type: apiKey, in: header, name: Authorization, x-amazon-apigateway-authtype: awsSigv4}, m: {type: mutualTLS}}}\nsecurity: [{s: [], m: []}, {m: []}]\npaths: {/a: {get: {}}}\n",
+		"swagger: '2.0'\nbasePath: '/b a/%'\nschemes: [wss]\npaths: {/a: {get: {operationId: getHTTPThing}}}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -62,7 +62,9 @@ type Options struct {
 	Domain string
 	// BaseURL replaces the spec's server URL (OpenAPI 3 servers, Swagger 2
 	// schemes/host/basePath); needed when that URL is relative and the
-	// document was read from a file.
+	// document's location is not known (read from a file without
+	// info.x-origin): without it those operations import with a binding
+	// that refuses every call (see the package doc).
 	BaseURL string
 	// Version, when set, is the version of every capability (a full
 	// MAJOR.MINOR.PATCH) instead of the one derived from info.version:
@@ -96,7 +98,8 @@ type Result struct {
 	// Domain is the domain the capabilities were given.
 	Domain string
 	// Warnings are things that were skipped or guessed, for the user to
-	// check (webhooks ignored, an unsupported security scheme).
+	// check (webhooks ignored, a security scheme caphub cannot apply, an
+	// unknown base URL, a parameter without a name), each given once.
 	Warnings []string
 }
 
@@ -108,7 +111,8 @@ var methods = []string{"get", "put", "post", "delete", "options", "head", "patch
 // Import reads an OpenAPI 3.0, 3.1 or Swagger 2.0 document (YAML or JSON)
 // and returns one capability definition per operation. source names the
 // document (a file path or URL) in provenance and failures; when it is an
-// http(s) URL, relative server URLs are resolved against it.
+// http(s) URL, relative server URLs are resolved against it (for a file,
+// against its info.x-origin when it has one).
 //
 // An operation that cannot be imported becomes a Failure and the import goes
 // on. Import returns an error only when the options are invalid, when ctx
@@ -206,21 +210,31 @@ func orDefault(s, def string) string {
 }
 
 type importer struct {
-	source    string
-	sourceURL *url.URL // when source is an http(s) URL
-	doc       *document
-	root      map[string]any
-	version   specVersion
-	conv      *converter
-	opts      Options
-	domain    string
-	semver    string
-	uriVer    string
-	created   string
-	schemes   map[string]map[string]any // supported security schemes by name
-	envs      map[string]string         // security scheme name → env variable
-	res       *Result
-	maxNodes  int
+	source string
+	// location is where the document was served from (documentLocation),
+	// nil when unknown, and locationWhy then says why.
+	location    *url.URL
+	locationWhy string
+	doc         *document
+	root        map[string]any
+	version     specVersion
+	conv        *converter
+	opts        Options
+	domain      string
+	semver      string
+	uriVer      string
+	created     string
+	schemes     map[string]map[string]any // supported security schemes by name
+	envs        map[string]string         // security scheme name → env variable
+	// unsupported describes the security schemes caphub cannot apply, by
+	// name; needs lists, by scheme, the operations left needing one.
+	unsupported map[string]string
+	needs       map[string][]string
+	res         *Result
+	maxNodes    int
+	// warned holds the warnings given, so each is given once.
+	warned       map[string]bool
+	unknownBases []*unknownBase
 }
 
 // workBudget bounds the schema and data nodes an import converts: one
@@ -239,11 +253,7 @@ func newImporter(source string, doc *document, v specVersion, size int, opts Opt
 		opts:    opts,
 		res:     &Result{},
 	}
-	if isHTTPURL(source) {
-		if u, err := url.Parse(source); err == nil {
-			im.sourceURL = u
-		}
-	}
+	im.location, im.locationWhy = documentLocation(source, doc.root)
 	info, _ := doc.root["info"].(map[string]any)
 	im.res.Title = scalarText(info["title"])
 	im.res.Version = scalarText(info["version"])
@@ -311,6 +321,8 @@ func (im *importer) run(ctx context.Context) (*Result, error) {
 		}
 		im.res.Definitions = append(im.res.Definitions, d)
 	}
+	im.warnUnknownBases()
+	im.warnUnsupported()
 	return im.res, nil
 }
 
@@ -370,8 +382,17 @@ func (im *importer) fail(o *operation, reason string) {
 	im.res.Failures = append(im.res.Failures, f)
 }
 
+// warnf adds a warning to the result, once: an identical one is dropped.
 func (im *importer) warnf(format string, args ...any) {
-	im.res.Warnings = append(im.res.Warnings, fmt.Sprintf(format, args...))
+	w := fmt.Sprintf(format, args...)
+	if im.warned[w] {
+		return
+	}
+	if im.warned == nil {
+		im.warned = map[string]bool{}
+	}
+	im.warned[w] = true
+	im.res.Warnings = append(im.res.Warnings, w)
 }
 
 // assignNames gives every operation a unique capability name: its
@@ -429,7 +450,7 @@ type field struct {
 func (im *importer) build(o *operation) (capability.Definition, error) {
 	method := strings.ToUpper(o.method)
 	if !validMethod[method] {
-		return capability.Definition{}, fmt.Errorf("method %s is not supported by caphub's http binding (GET, PUT, POST, DELETE, OPTIONS, HEAD, PATCH)", method)
+		return capability.Definition{}, fmt.Errorf("method %s is not supported by caphub's http binding (GET, PUT, POST, DELETE, OPTIONS, HEAD, PATCH, TRACE)", method)
 	}
 	auth, authMeta := im.auth(o)
 	params, bodyParams, err := im.parameters(o, auth)
@@ -606,22 +627,77 @@ func (im *importer) checkSize(input, output map[string]any, total int) error {
 }
 
 // binding returns the operation's http binding (method and URL, the path
-// variables renamed to their fields) and its base URL.
+// variables renamed to their fields) and its base URL, "" when that is
+// unknown: the URL then starts with unknownOrigin and the binding's
+// extraBaseUnknown says why (httpbind refuses it with what to configure).
 func (im *importer) binding(o *operation, method string, pathFields map[string]string) (*capability.HTTPBinding, string, error) {
-	base, err := im.baseURL(o)
-	if err != nil {
-		return nil, "", err
-	}
+	b := im.baseURL(o)
 	if !strings.HasPrefix(o.path, "/") {
 		return nil, "", fmt.Errorf("the path %q does not start with \"/\": write it as /%s", o.path, o.path)
 	}
 	urlPath := pathParamRE.ReplaceAllStringFunc(o.path, func(m string) string {
 		return "{" + pathFields[m[1:len(m)-1]] + "}"
 	})
-	if _, err := checkBase(pathParamRE.ReplaceAllString(base+urlPath, "x")); err != nil {
-		return nil, "", fmt.Errorf("the path %q does not make a valid URL with %s: fix the path", o.path, base)
+	prefix := b.url
+	if prefix == "" {
+		b.path = cleanBasePath(b.path)
+		prefix = unknownOrigin + b.path
 	}
-	return &capability.HTTPBinding{Method: method, URL: base + urlPath, Extra: map[string]any{}}, base, nil
+	if _, err := checkBase(pathParamRE.ReplaceAllString(prefix+urlPath, "x")); err != nil {
+		return nil, "", fmt.Errorf("the path %q does not make a valid URL with %s: fix the path", o.path, prefix)
+	}
+	hb := &capability.HTTPBinding{Method: method, URL: prefix + urlPath, Extra: map[string]any{}}
+	switch {
+	case b.url == "":
+		hb.Extra[extraBaseUnknown] = map[string]any{"server": b.server, "path": b.path, "reason": b.why}
+		im.noteUnknownBase(b)
+	case b.guess != "":
+		im.warnf("%s", b.guess)
+	}
+	return hb, b.url, nil
+}
+
+// cleanBasePath makes the path of an unknown base one that can follow a
+// host: "" or "/segments" without a trailing "/", with only characters a
+// URL path may hold as they are.
+func cleanBasePath(p string) string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return ""
+	}
+	return "/" + (&url.URL{Path: p}).EscapedPath()
+}
+
+// unknownBase counts the operations imported with one unknown base, for
+// the document's one warning about it.
+type unknownBase struct {
+	b     base
+	count int
+}
+
+// noteUnknownBase counts an operation whose base is unknown.
+func (im *importer) noteUnknownBase(b base) {
+	key := b.server + "\x00" + b.why
+	for _, u := range im.unknownBases {
+		if u.b.server+"\x00"+u.b.why == key {
+			u.count++
+			return
+		}
+	}
+	im.unknownBases = append(im.unknownBases, &unknownBase{b: b, count: 1})
+}
+
+// warnUnknownBases gives one warning per unknown base: which server, why,
+// how many operations, and what to pass.
+func (im *importer) warnUnknownBases() {
+	for _, u := range im.unknownBases {
+		ops := "1 operation was"
+		if u.count != 1 {
+			ops = fmt.Sprintf("%d operations were", u.count)
+		}
+		im.warnf("the API's address is unknown: server URL %q (%s); %s imported with an http binding that fails until the address is given: pass --base-url (Options.BaseURL) with the API's address, e.g. https://api.example.com%s",
+			u.b.server, u.b.why, ops, u.b.path)
+	}
 }
 
 // definition assembles the operation's definition (without metadata).
@@ -634,7 +710,7 @@ func (im *importer) definition(o *operation, input, output map[string]any, errs 
 		Name:        o.name,
 		Domain:      im.domain,
 		Version:     im.semver,
-		Title:       orDefault(firstLine(summary), str(op["operationId"])),
+		Title:       orDefault(firstLine(summary), orDefault(humanTitle(str(op["operationId"])), humanTitle(o.method+" "+o.path))),
 		Description: orDefault(description, orDefault(summary, strings.ToUpper(o.method)+" "+o.path)),
 		Stability:   capability.StabilityStable,
 		Input:       capability.CloneValue(input).(map[string]any),
@@ -667,11 +743,13 @@ func (im *importer) definition(o *operation, input, output map[string]any, errs 
 // request content type.
 func (im *importer) metadata(o *operation, base, method, respCT string) map[string]any {
 	meta := map[string]any{
-		"base_url":        base,
 		"endpoint_method": method,
 		"endpoint_path":   o.path,
 		"api_version":     im.res.Version,
 		"openapi_version": im.res.SpecVersion,
+	}
+	if base != "" {
+		meta["base_url"] = base
 	}
 	if id := str(o.op["operationId"]); id != "" {
 		meta["operation_id"] = id
@@ -682,7 +760,7 @@ func (im *importer) metadata(o *operation, base, method, respCT string) map[stri
 	return meta
 }
 
-var validMethod = map[string]bool{"GET": true, "PUT": true, "POST": true, "DELETE": true, "OPTIONS": true, "HEAD": true, "PATCH": true}
+var validMethod = map[string]bool{"GET": true, "PUT": true, "POST": true, "DELETE": true, "OPTIONS": true, "HEAD": true, "PATCH": true, "TRACE": true}
 
 // pathParamRE finds the {name} variables of a path template.
 var pathParamRE = regexp.MustCompile(`\{([^{}/]+)\}`)

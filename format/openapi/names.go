@@ -5,9 +5,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/format/internal/naming"
+	"github.com/caphub/caphub/search"
 )
 
 // identRE is the grammar of a binding placeholder ({field}); an input field
@@ -214,4 +217,34 @@ func semverOf(s string) string {
 		return "1.0.0"
 	}
 	return v.Full()
+}
+
+// humanTitle turns an operationId (or "method path") into a title: its
+// words as the search index splits identifiers (search.Words:
+// reposCreateFork → repos create fork, issues/create → issues create), the
+// first capitalised, the others in lower case except acronyms, which keep
+// their capitals as written (getHTTPServer → Get HTTP server). It returns
+// "" when s holds no word.
+func humanTitle(s string) string {
+	words := search.Words(s)
+	if len(words) == 0 {
+		return ""
+	}
+	lower := strings.ToLower(s)
+	sameLen := len(lower) == len(s) // lower-casing kept every byte offset
+	pos := 0
+	for i, w := range words {
+		if sameLen {
+			if at := strings.Index(lower[pos:], w); at >= 0 {
+				start := pos + at
+				if orig := s[start : start+len(w)]; len(w) > 1 && orig == strings.ToUpper(orig) && orig != w {
+					words[i] = orig
+				}
+				pos = start + len(w)
+			}
+		}
+	}
+	r, size := utf8.DecodeRuneInString(words[0])
+	words[0] = string(unicode.ToUpper(r)) + words[0][size:]
+	return strings.Join(words, " ")
 }

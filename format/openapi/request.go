@@ -72,7 +72,9 @@ type declaredParameter struct {
 
 // declaredParameters returns the path item's parameters and then the
 // operation's, one of them replacing a path-level one with the same name
-// and location (header names compared case-insensitively).
+// and location (header names compared case-insensitively). A parameter
+// whose name is empty or missing is skipped with a warning: nothing can be
+// sent for it (some specs hold placeholders such as {"in": "query", "name": ""}).
 func (im *importer) declaredParameters(o *operation) ([]declaredParameter, error) {
 	var list []declaredParameter
 	index := map[[2]string]int{}
@@ -92,6 +94,10 @@ func (im *importer) declaredParameters(o *operation) ([]declaredParameter, error
 			if err != nil {
 				return nil, err
 			}
+			if key[1] == "" {
+				im.warnf("%s %s: %s (in %s) has no name and was skipped: a parameter needs a name to be sent", strings.ToUpper(o.method), o.path, e.where, orDefault(key[0], "missing"))
+				continue
+			}
 			if j, dup := index[key]; dup {
 				list[j] = e
 				continue
@@ -104,15 +110,16 @@ func (im *importer) declaredParameters(o *operation) ([]declaredParameter, error
 }
 
 // declaredParameter resolves one parameter and returns it with its key
-// (location and name, a header's name lower-cased).
+// (location and name, a header's name lower-cased); a named parameter
+// without in is an error.
 func (im *importer) declaredParameter(raw any, where string) (declaredParameter, [2]string, error) {
 	p, err := im.conv.resolve(raw, where)
 	if err != nil {
 		return declaredParameter{}, [2]string{}, fmt.Errorf("%s: %w", where, err)
 	}
 	name, in := str(p["name"]), str(p["in"])
-	if name == "" || in == "" {
-		return declaredParameter{}, [2]string{}, fmt.Errorf("%s has no name or no in: every parameter needs both", where)
+	if in == "" && name != "" {
+		return declaredParameter{}, [2]string{}, fmt.Errorf("%s (%s) has no in: say where the parameter goes (path, query, header or cookie)", where, name)
 	}
 	key := [2]string{in, name}
 	if in == "header" {

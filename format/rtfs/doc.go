@@ -47,7 +47,10 @@
 // ("demo.hello" → ossa:demo/hello@1.0). An :openapi metadata map with
 // :base_url gives it an http binding: :endpoint_method (default GET) on
 // :base_url + :endpoint_path, with auth from :auth_type, :auth_location,
-// :auth_param_name and :auth_env_var.
+// :auth_param_name and :auth_env_var. Without one, a capability with an
+// :implementation gets the rtfs binding (RTFSBinding): its body is RTFS
+// code, which caphub keeps but does not evaluate, so invoking it is
+// refused with what to bind it to instead.
 //
 // caphub's own :uri and :bindings keys, when present, override what the
 // rule derives (WriteCapability writes them only when the rule would not

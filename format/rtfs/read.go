@@ -636,7 +636,8 @@ func (b *builder) hoistHierarchy(st *defState) error {
 func (b *builder) identity(st *defState) error {
 	d := &st.d
 	d.Version = st.version
-	id, err := deriveIdentity(b.id, st.rtfsNS["provider"], st.meta, st.version)
+	_, hasImpl := st.rtfsNS[keyImpl]
+	id, err := deriveIdentity(b.id, st.rtfsNS["provider"], st.meta, st.version, hasImpl)
 	switch {
 	case st.uri != "":
 		u, perr := capability.ParseURI(st.uri)
@@ -919,8 +920,9 @@ func bareName(v any) string {
 	return strings.TrimPrefix(str(v), ":")
 }
 
-// deriveIdentity applies the id → URI rule (see the package comment above).
-func deriveIdentity(id string, provider any, meta map[string]any, version string) (identity, error) {
+// deriveIdentity applies the id → URI rule (see the package comment
+// above); hasImpl says whether the form has an :implementation.
+func deriveIdentity(id string, provider any, meta map[string]any, version string, hasImpl bool) (identity, error) {
 	ver, err := capability.ParseVersion(version)
 	if err != nil {
 		return identity{}, err
@@ -934,7 +936,7 @@ func deriveIdentity(id string, provider any, meta map[string]any, version string
 	if mcpMeta != nil || provType == "mcp" || strings.HasPrefix(id, "mcp.") {
 		return mcpIdentity(id, mcpMeta, provMap, ver)
 	}
-	return ossaIdentity(id, meta, ver)
+	return ossaIdentity(id, meta, ver, hasImpl)
 }
 
 // mcpIdentity is the identity of an MCP tool: its tool and server from the
@@ -974,8 +976,9 @@ func serverOf(rest, tool string) string {
 }
 
 // ossaIdentity is the identity of any other capability: the id split at
-// its last dot, with an http binding when :openapi metadata has a base URL.
-func ossaIdentity(id string, meta map[string]any, ver capability.Version) (identity, error) {
+// its last dot, with an http binding when :openapi metadata has a base URL,
+// else the rtfs binding (RTFSBinding) when it has an :implementation.
+func ossaIdentity(id string, meta map[string]any, ver capability.Version, hasImpl bool) (identity, error) {
 	i := strings.LastIndex(id, ".")
 	if i <= 0 || i == len(id)-1 {
 		return identity{}, fmt.Errorf("capability id %q has no domain: write it as <domain>.<name>, e.g. demo.hello, or add :uri \"ossa:<domain>/<name>@1.0\"", id)
@@ -986,8 +989,21 @@ func ossaIdentity(id string, meta map[string]any, ver capability.Version) (ident
 	}
 	uri := capability.SchemeOSSA + ":" + domain + "/" + name + "@" + ver.Short()
 	oa, _ := meta[nsOpenAPI].(map[string]any)
-	return identity{uri: uri, domain: domain, name: name, bindings: capability.Bindings{HTTP: openAPIBinding(oa)}}, nil
+	bindings := capability.Bindings{HTTP: openAPIBinding(oa)}
+	if bindings.HTTP == nil && hasImpl {
+		bindings.Extra = map[string]any{RTFSBinding: map[string]any{"implementation": "metadata." + nsRTFS + "." + keyImpl}}
+	}
+	return identity{uri: uri, domain: domain, name: name, bindings: bindings}, nil
 }
+
+// RTFSBinding is the binding kind (a key of Bindings.Extra) of a
+// capability whose only body is its RTFS :implementation, kept verbatim in
+// Metadata["rtfs"]["implementation"]: {"implementation":
+// "metadata.rtfs.implementation"}. caphub keeps it and does not evaluate
+// RTFS, so such a capability registers (capability.Validate warns of the
+// unknown kind) and invoking it is NOT_EXECUTABLE, saying what to bind it
+// to.
+const RTFSBinding = "rtfs"
 
 // openAPIBinding is the http binding :openapi metadata describes, nil
 // without a base URL.

@@ -81,9 +81,10 @@ func TestCorpusReads(t *testing.T) {
 		// CCOS wrote the tool's description with unescaped quotes.
 		"brace-map/mcp/github/pull_request_review_write.rtfs": {1, 0},
 	}
-	// Validation errors the sources cannot avoid: demo.hello has only RTFS
-	// code, no binding caphub can execute.
-	wantErrors := map[string][]string{"ossa:demo/hello@1.0": {"bindings"}}
+	// No validation errors: demo.hello, whose only body is RTFS code, has
+	// the rtfs binding (caphub keeps it, validation warns, invoking it is
+	// refused).
+	wantErrors := map[string][]string{}
 
 	if len(files) != 52 {
 		t.Errorf("%d .rtfs files in corpus/ccos, want 52 (50 brace-map, module, paired)", len(files))
@@ -201,8 +202,17 @@ func TestCorpusFlatAndOpenAPI(t *testing.T) {
 	files := readCorpus(t)
 
 	hello := corpusDef(t, files, "brace-map/generated/demo.hello/capability.rtfs", "ossa:demo/hello@1.0")
-	if hello.Title != "Hello Capability" || !hello.Bindings.Empty() {
-		t.Errorf("demo.hello: title %q bindings %v", hello.Title, hello.Bindings.Types())
+	// Its only body is RTFS code: the rtfs binding points at it.
+	if hello.Title != "Hello Capability" || !reflect.DeepEqual(hello.Bindings, capability.Bindings{Extra: map[string]any{
+		RTFSBinding: map[string]any{"implementation": "metadata.rtfs.implementation"}}}) {
+		t.Errorf("demo.hello: title %q bindings %+v", hello.Title, hello.Bindings)
+	}
+	warned := false
+	for _, iss := range capability.Validate(&hello) {
+		warned = warned || (iss.Path == "bindings.rtfs" && iss.Severity == capability.SeverityWarning)
+	}
+	if !warned {
+		t.Errorf("demo.hello: no warning about the rtfs binding: %v", capability.Validate(&hello))
 	}
 	// The flat layout (:source_url, :discovery_method, :capability_type) is migrated.
 	if p := hello.Provenance; p == nil || p.Method != "manual" || p.SourceURL != "ccos://examples" || p.CapabilityType != "utility" {

@@ -129,7 +129,8 @@ func (w *capWriter) formID() error {
 	} else if w.id == "" {
 		return w.fail("%q is not a valid capability URI, so no RTFS id can be made for it", w.d.URI)
 	}
-	w.derived, w.derr = deriveIdentity(w.id, w.rtfsNS["provider"], w.meta, w.d.Version)
+	_, hasImpl := w.rtfsNS[keyImpl]
+	w.derived, w.derr = deriveIdentity(w.id, w.rtfsNS["provider"], w.meta, w.d.Version, hasImpl)
 	return nil
 }
 

@@ -486,7 +486,10 @@ func TestInvocableOnly(t *testing.T) {
 		Description: "Bundle with an extension binding only.", Input: capability.Schema{"type": "object"}, Output: capability.Schema{},
 		Tools:    []string{"ossa:everruns/add@1.0"},
 		Bindings: capability.Bindings{Extra: map[string]any{"x-ui": map[string]any{"panel": "calc"}}}}
-	if _, err := f.svc.RegisterBatch(ctx, []capability.Definition{device, ext}); err != nil {
+	rtfs := capability.Definition{URI: "ossa:gwrtfs/hello@1.0", Name: "hello", Domain: "gwrtfs", Version: "1.0.0",
+		Description: "CCOS capability implemented in RTFS.", Input: capability.Schema{"type": "object"}, Output: capability.Schema{},
+		Bindings: capability.Bindings{Extra: map[string]any{"rtfs": map[string]any{"implementation": "metadata.rtfs.implementation"}}}}
+	if _, err := f.svc.RegisterBatch(ctx, []capability.Definition{device, ext, rtfs}); err != nil {
 		t.Fatal(err)
 	}
 	// A bundle without any binding cannot be registered through the
@@ -501,7 +504,7 @@ func TestInvocableOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := f.gw.Tools()
-	for _, n := range []string{"gwdevice_send_text", "gwext_bundle", "gwbare_bundle"} {
+	for _, n := range []string{"gwdevice_send_text", "gwext_bundle", "gwbare_bundle", "gwrtfs_hello"} {
 		if _, ok := tools[n]; ok {
 			t.Errorf("%s is listed, but caphub cannot invoke it", n)
 		}

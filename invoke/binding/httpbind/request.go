@@ -56,7 +56,7 @@ type location struct {
 }
 
 // bodylessMethods send unconsumed fields in the query by default.
-var bodylessMethods = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodDelete: true, http.MethodOptions: true}
+var bodylessMethods = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodDelete: true, http.MethodOptions: true, http.MethodTrace: true}
 
 // build fills the binding's templates with input and places the remaining
 // fields, producing the request to send (not yet authenticated: see auth).
@@ -130,7 +130,7 @@ func newRequestBuilder(hb *capability.HTTPBinding, input map[string]any) (*reque
 		method = http.MethodGet
 	}
 	if !isToken(method) {
-		return nil, fmt.Errorf("http binding: method %q is not an HTTP method: set bindings.http.method to GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS", hb.Method)
+		return nil, fmt.Errorf("http binding: method %q is not an HTTP method: set bindings.http.method to GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS or TRACE", hb.Method)
 	}
 	locs, err := parseLocations(hb.Extra[ExtraParameters])
 	if err != nil {
