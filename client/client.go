@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,15 +48,20 @@ type Option func(*Client)
 // making it (see GaveUpError).
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
 
+// WithToken authenticates the client to a server that enforces API tokens
+// (caphub token create): the token is sent only as a bearer header, never
+// logged. Empty sends none.
+func WithToken(token string) Option {
+	return func(c *Client) { c.token = strings.TrimSpace(token) }
+}
+
 // New returns a client of the server at baseURL (e.g. http://127.0.0.1:8750).
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server URL %q must be an absolute http(s) URL, e.g. http://127.0.0.1:8750", baseURL)
 	}
-	// $CAPHUB_TOKEN authenticates to a server that enforces API tokens
-	// (caphub token create); it is sent only as a header, never logged.
-	c := &Client{base: strings.TrimRight(baseURL, "/"), timeout: DefaultTimeout, token: strings.TrimSpace(os.Getenv("CAPHUB_TOKEN"))}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(c)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -38,6 +39,9 @@ type config struct {
 	// serverFlag is --server alone ($CAPHUB_SERVER not consulted): caphub
 	// token refuses only the flag.
 	serverFlag string
+	// token is the API token sent to server: the file --token-file, else
+	// the file $CAPHUB_TOKEN_FILE, else $CAPHUB_TOKEN. Never logged.
+	token string
 	// timeout is how long a command waits for each answer of server:
 	// --timeout when given (0: no limit), else the command's default.
 	timeout time.Duration
@@ -271,6 +275,10 @@ func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 		timeout:    serverTimeout(cmd),
 		log:        slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 	}
+	var err error
+	if c.token, err = tokenSetting(cmd); err != nil {
+		return c, err
+	}
 	c.db = stringSetting(cmd, "db", "CAPHUB_DB")
 	c.dbGiven = c.db != ""
 	if !c.dbGiven {
@@ -279,7 +287,6 @@ func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 	if v := os.Getenv(envTrustedKeys); v != "" {
 		c.trustedKeys = filepath.SplitList(v)
 	}
-	var err error
 	if c.serve, err = serveConfigFrom(cmd); err != nil {
 		return c, err
 	}
@@ -299,6 +306,46 @@ func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 		c.invocation, err = invocationConfigFrom(cmd)
 	}
 	return c, err
+}
+
+// maxTokenFile bounds a token file: a caphub token is under 100 bytes.
+const maxTokenFile = 4 << 10
+
+// tokenSetting is the API token for --server: the content of --token-file
+// (else $CAPHUB_TOKEN_FILE), else $CAPHUB_TOKEN. A token file must be a
+// small regular file that neither its group nor others can read, as ssh asks
+// of a key, since MCP clients start caphub with a config that names it.
+func tokenSetting(cmd *cobra.Command) (string, error) {
+	path := stringSetting(cmd, "token-file", "CAPHUB_TOKEN_FILE")
+	if path == "" {
+		return strings.TrimSpace(os.Getenv("CAPHUB_TOKEN")), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", &usageError{fmt.Errorf("token file: %w (write a token there with: caphub token create NAME --scope invoke > %s; chmod 600 %s)", err, path, path)}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	switch {
+	case !st.Mode().IsRegular():
+		return "", &usageError{fmt.Errorf("token file %s is not a regular file", path)}
+	case st.Mode().Perm()&0o077 != 0:
+		return "", &usageError{fmt.Errorf("token file %s can be read by others (mode %04o): chmod 600 %s", path, st.Mode().Perm(), path)}
+	case st.Size() > maxTokenFile:
+		return "", &usageError{fmt.Errorf("token file %s holds %d bytes, more than a token (%d at most): name the file of one token", path, st.Size(), maxTokenFile)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return "", &usageError{fmt.Errorf("token file %s must hold one token on one line", path)}
+	}
+	return tok, nil
 }
 
 // serveConfigFrom reads the settings of serve and mcp, checking --addr

@@ -26,6 +26,7 @@ const defaultDB = "./caphub.db"
 func addRegistryFlags(root *cobra.Command) {
 	root.PersistentFlags().String("db", "", "database: a SQLite file path or a postgres:// URL (default $CAPHUB_DB, else "+defaultDB+")")
 	root.PersistentFlags().String("server", "", "use a running caphub server at this URL instead of a local database (default $CAPHUB_SERVER)")
+	root.PersistentFlags().String("token-file", "", "with --server, a file holding the API token to send (readable by its owner alone); default $CAPHUB_TOKEN_FILE, else the token in $CAPHUB_TOKEN")
 	root.PersistentFlags().Duration("timeout", 0, fmt.Sprintf("with --server, how long to wait for each answer; 0 waits as long as the server works (default 10m for imports and capability register, 1m otherwise). When caphub gives up on a change it exits %d: the server may still complete it",
 		exitGaveUp))
 }
@@ -82,7 +83,7 @@ func serverTimeout(cmd *cobra.Command) time.Duration {
 // (--server, $CAPHUB_SERVER) or the local database.
 func openRegistry(ctx context.Context, cfg config, opts ...registry.Option) (registry.API, error) {
 	if cfg.server != "" {
-		return client.New(cfg.server, client.WithTimeout(cfg.timeout))
+		return client.New(cfg.server, client.WithTimeout(cfg.timeout), client.WithToken(cfg.token))
 	}
 	svc, _, err := openService(ctx, cfg, opts...)
 	if err != nil {
