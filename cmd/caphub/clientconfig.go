@@ -81,8 +81,9 @@ func clientNames() []string {
 
 func newClientCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "client",
-		Short: "Configure MCP clients to use caphub",
+		Use:     "client",
+		Short:   "Configure MCP clients to use caphub",
+		Example: "  caphub client config claude-desktop\n  caphub client config cursor --server http://127.0.0.1:8750 --write",
 	}
 	cmd.AddCommand(newClientConfigCmd())
 	return cmd

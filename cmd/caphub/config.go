@@ -27,8 +27,8 @@ import (
 // CAPHUB_* variable, which wins over the default. A command reads only the
 // settings whose flags it has.
 type config struct {
-	// db is the database: --db, else $CAPHUB_DB, else defaultDB (a SQLite
-	// file path or a postgres:// URL).
+	// db is the database: --db, else $CAPHUB_DB, else defaultDBPath (a
+	// SQLite file path or a postgres:// URL).
 	db string
 	// dbGiven reports whether --db or $CAPHUB_DB named the database (db is
 	// not the default).
@@ -282,7 +282,12 @@ func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 	c.db = stringSetting(cmd, "db", "CAPHUB_DB")
 	c.dbGiven = c.db != ""
 	if !c.dbGiven {
-		c.db = defaultDB
+		if c.db, err = defaultDBPath(); err != nil {
+			return c, err
+		}
+		if st, err := os.Stat(defaultDBName); err == nil && st.Mode().IsRegular() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "caphub: ./%s here is not the default database any more (that is %s): pass --db ./%s to use it\n", defaultDBName, c.db, defaultDBName)
+		}
 	}
 	if v := os.Getenv(envTrustedKeys); v != "" {
 		c.trustedKeys = filepath.SplitList(v)
