@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/caphub/caphub/internal/server/rest"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -362,4 +363,18 @@ func (r logRecorder) RecordInvocation(ctx context.Context, rec invoke.Record) {
 	}
 	r.log.Log(ctx, level, "invocation", "uri", rec.URI, "version", rec.Version, "caller", rec.Caller, "binding", rec.Binding,
 		"attempts", len(rec.Attempts), "duration_ms", rec.DurationMS, "code", rec.Code)
+}
+
+// readyChecks are serve's /readyz conditions beyond the store answering:
+// every schema migration applied, and the audit writer committing (a Flush
+// returns once everything queued before it is in the chain).
+func (a *app) readyChecks() []rest.ReadyCheck {
+	var checks []rest.ReadyCheck
+	if st, ok := a.store.(interface{ Ready(context.Context) error }); ok {
+		checks = append(checks, rest.ReadyCheck{Name: "migrations", Describe: "the database lacks a schema migration of this caphub, or does not answer", Check: st.Ready})
+	}
+	if a.audit != nil {
+		checks = append(checks, rest.ReadyCheck{Name: "audit", Describe: "the audit writer does not commit", Check: a.audit.Flush})
+	}
+	return checks
 }

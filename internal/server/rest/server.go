@@ -47,6 +47,7 @@ type Server struct {
 	log        *slog.Logger
 	version    string
 	budget     time.Duration // time budget of a request; 0: none
+	ready      []ReadyCheck  // /readyz, beside the store's answer
 }
 
 // Option configures a Server.
@@ -143,6 +144,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/v1/capabilities", scope: auth.ScopeRead, summary: "Capabilities in the everruns shape, a page at a time", params: pageParams, handler: s.everrunsList, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
 		{method: "GET", path: "/v1/capabilities/{id...}", scope: auth.ScopeRead, summary: "One capability in the everruns shape (id: URI or unique name)", params: []param{{name: "id", in: "path", required: true, desc: "URI or name"}}, handler: s.everrunsGet, responses: map[int]string{200: "capability", 404: "not found"}},
 		{method: "GET", path: "/healthz", scope: auth.Public, summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
+		{method: "GET", path: "/readyz", scope: auth.Public, summary: "Readiness: the store answers with every migration applied, and the audit writer commits", handler: s.readyz, responses: map[int]string{200: "ready: every check ok", 503: "not ready: the checks that fail"}},
 		{method: "GET", path: "/openapi.json", scope: auth.Public, summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
 	routes = append(routes, s.serverRoutes()...)
