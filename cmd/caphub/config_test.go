@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/caphub/caphub/internal/fallback"
-	"github.com/spf13/cobra"
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/spf13/cobra"
 )
 
 // mcpConfig reads the config of `caphub mcp args...`.

@@ -453,7 +453,5 @@ func redactURL(s string) string {
 	return u.String()
 }
 
-
 // configFlagHelp is --config's help.
 var configFlagHelp = "configuration file: a YAML mapping of setting keys (caphub config show lists them) to values, under flags and CAPHUB_ variables; default $" + envConfigFile + ", else none"
-
