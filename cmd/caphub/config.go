@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,6 +111,50 @@ type serveConfig struct {
 	allowedOrigins []string
 	// sessions bounds the MCP sessions of serve's gateways.
 	sessions sessionSettings
+	// rateLimit bounds how fast each token and each agent may call.
+	rateLimit rateLimitSettings
+}
+
+// rateLimitSettings are serve's rate limits: requests per second per API
+// token (--rate-limit-token) and per agent (--rate-limit-agent), with
+// bursts of --rate-limit-burst; 0 is no limit.
+type rateLimitSettings struct {
+	token, agent float64
+	burst        int
+}
+
+// addRateLimitFlags adds serve's rate-limit flags.
+func addRateLimitFlags(cmd *cobra.Command) {
+	cmd.Flags().Float64("rate-limit-token", 0, "requests per second one API token may send (token bucket; over it: 429 with Retry-After); default $CAPHUB_RATE_LIMIT_TOKEN, else 0: no limit")
+	cmd.Flags().Float64("rate-limit-agent", 0, "requests per second one agent may send, whatever its token (X-Caphub-Agent, /mcp/agents/{id} or the token's agent); default $CAPHUB_RATE_LIMIT_AGENT, else 0: no limit")
+	cmd.Flags().Int("rate-limit-burst", 20, "requests a token or agent may send at once above its rate; default $CAPHUB_RATE_LIMIT_BURST, else")
+}
+
+// rateLimitFrom reads the rate limits of serve.
+func rateLimitFrom(cmd *cobra.Command) (rateLimitSettings, error) {
+	var r rateLimitSettings
+	var err error
+	for _, f := range []struct {
+		dst       *float64
+		name, env string
+	}{{&r.token, "rate-limit-token", "CAPHUB_RATE_LIMIT_TOKEN"}, {&r.agent, "rate-limit-agent", "CAPHUB_RATE_LIMIT_AGENT"}} {
+		*f.dst, _ = cmd.Flags().GetFloat64(f.name)
+		if v, where := settingValue(cmd, f.env); strings.TrimSpace(v) != "" && !cmd.Flags().Changed(f.name) {
+			if *f.dst, err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+				return r, &usageError{fmt.Errorf("%s=%q is not a number of requests per second (it sets --%s)", where, v, f.name)}
+			}
+		}
+		if *f.dst < 0 || math.IsNaN(*f.dst) || math.IsInf(*f.dst, 0) {
+			return r, &usageError{fmt.Errorf("--%s %v: give requests per second, or 0 for no limit", f.name, *f.dst)}
+		}
+	}
+	if r.burst, err = intSetting(cmd, "rate-limit-burst", "CAPHUB_RATE_LIMIT_BURST"); err != nil {
+		return r, err
+	}
+	if r.burst < 1 {
+		return r, &usageError{fmt.Errorf("--rate-limit-burst %d: at least 1 request", r.burst)}
+	}
+	return r, nil
 }
 
 // sessionSettings bound the MCP sessions of serve: /mcp's and the agents'
@@ -377,6 +422,12 @@ func serveConfigFrom(cmd *cobra.Command) (serveConfig, error) {
 		}
 	}
 	s.requestTimeout, _ = cmd.Flags().GetDuration("request-timeout")
+	if hasFlag(cmd, "rate-limit-token") {
+		var err error
+		if s.rateLimit, err = rateLimitFrom(cmd); err != nil {
+			return s, err
+		}
+	}
 	if hasFlag(cmd, "mcp-session-idle") {
 		var err error
 		if s.sessions, err = sessionSettingsFrom(cmd); err != nil {

@@ -29,6 +29,7 @@ const (
 	kindBool                 // true or false
 	kindInt                  // a whole number
 	kindDuration             // a Go duration (90s, 10m)
+	kindFloat                // a number
 )
 
 // setting is one of caphub's settings: its key in the configuration file
@@ -74,6 +75,9 @@ var settings = []setting{
 	{key: "front-max-sessions-per-server", env: "CAPHUB_FRONT_MAX_SESSIONS_PER_SERVER", flag: true, kind: kindInt, doc: "serve: most front sessions per saved server (0: no limit)"},
 	{key: "front-start-concurrency", env: "CAPHUB_FRONT_START_CONCURRENCY", flag: true, kind: kindInt, doc: "serve: stdio servers started at once"},
 	{key: "front-start-timeout", env: "CAPHUB_FRONT_START_TIMEOUT", flag: true, kind: kindDuration, doc: "serve: how long a stdio server may take to start"},
+	{key: "rate-limit-token", env: "CAPHUB_RATE_LIMIT_TOKEN", flag: true, kind: kindFloat, doc: "serve: requests per second per API token (0: no limit)"},
+	{key: "rate-limit-agent", env: "CAPHUB_RATE_LIMIT_AGENT", flag: true, kind: kindFloat, doc: "serve: requests per second per agent (0: no limit)"},
+	{key: "rate-limit-burst", env: "CAPHUB_RATE_LIMIT_BURST", flag: true, kind: kindInt, doc: "serve: requests at once above the rate"},
 	{key: "allow-host", env: "CAPHUB_ALLOW_HOSTS", flag: true, kind: kindList, doc: "hosts an http binding may reach"},
 	{key: "allow-grpc-target", env: "CAPHUB_ALLOW_GRPC_TARGETS", flag: true, kind: kindList, doc: "host:port a grpc binding may reach"},
 	{key: "allow-command", env: "CAPHUB_ALLOW_COMMANDS", flag: true, kind: kindList, doc: "programs a cli binding or an API-saved MCP server may run"},
@@ -269,6 +273,11 @@ func settingFromNode(s setting, v *yaml.Node) (fileValue, error) {
 		_, err = strconv.Atoi(v.Value)
 		if err != nil {
 			err = errors.New("give a whole number")
+		}
+	case kindFloat:
+		_, err = strconv.ParseFloat(v.Value, 64)
+		if err != nil {
+			err = errors.New("give a number")
 		}
 	case kindDuration:
 		_, err = time.ParseDuration(v.Value)
