@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -317,7 +316,7 @@ func (c *Client) Get(ctx context.Context, scheme, domain, name, version string) 
 	}
 	rec := recordOf(d)
 	rec.TrustTier = hdr.Get(registry.TrustTierHeader)
-	rec.Digest, _ = strconv.Unquote(hdr.Get("ETag"))
+	rec.Digest = hdr.Get(registry.DigestHeader)
 	return rec, nil
 }
 

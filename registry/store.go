@@ -362,6 +362,12 @@ func isNumeric(s string) bool {
 // untrusted; absent for a version registered before tiers existed).
 const TrustTierHeader = "Caphub-Trust-Tier"
 
+// DigestHeader is the HTTP header in which caphub serve answers a GET of
+// one version with its Record.Digest (the ETag names the answer's bytes,
+// which a deprecation changes; the digest names the registered content,
+// which never changes).
+const DigestHeader = "Caphub-Digest"
+
 // RawRecord is one version as Store.GetRaw returns it.
 type RawRecord struct {
 	Definition []byte // the stored JSON

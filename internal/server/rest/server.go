@@ -91,6 +91,9 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 // middleware), else by the agent the request names (X-Caphub-Agent), else
 // by the remote address.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveCached(w, r) {
+		return
+	}
 	s.withinBudget(w, withCaller(r), s.mux)
 }
 
@@ -292,23 +295,24 @@ func (s *Server) getCapability(w http.ResponseWriter, r *http.Request) error {
 				if err != nil {
 					return err
 				}
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("ETag", strconv.Quote(raw.Digest))
-				setTier(w, raw.TrustTier)
-				_, _ = w.Write(raw.Definition)
+				writeVersion(w, r, raw)
 				return nil
 			}
+			// MAJOR or MAJOR.MINOR: the highest version of it, served as
+			// a full version is.
 			rec, err := s.svc.Get(r.Context(), scheme, domain, name, version)
+			if err == nil {
+				var raw *registry.CachedVersion
+				raw, _, err = s.svc.GetRaw(r.Context(), scheme, domain, name, rec.Key.Version)
+				if err == nil {
+					writeVersion(w, r, raw)
+					return nil
+				}
+			}
 			if errors.Is(err, registry.ErrNotFound) {
 				continue
 			}
-			if err != nil {
-				return err
-			}
-			w.Header().Set("ETag", strconv.Quote(rec.Digest))
-			setTier(w, rec.TrustTier)
-			writeJSON(w, http.StatusOK, rec.Definition, s.log)
-			return nil
+			return err
 		}
 		versions, err := s.svc.Versions(r.Context(), scheme, domain, name)
 		if err != nil {
