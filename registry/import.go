@@ -69,12 +69,23 @@ func (p *ImportProgress) Add(res []RegisterResult, failures int) {
 // is returned only when the import could not go on (the store failed, ctx
 // ended); the chunks before it are registered.
 func (s *Service) Import(ctx context.Context, defs []capability.Definition, progress func(ImportProgress)) (ImportResult, error) {
+	return ImportEach(ctx, s, defs, progress)
+}
+
+// BatchRegisterer registers a batch of definitions all or nothing:
+// *Service, and client.Client against a server.
+type BatchRegisterer interface {
+	RegisterBatch(ctx context.Context, defs []capability.Definition) ([]RegisterResult, error)
+}
+
+// ImportEach is Service.Import through any BatchRegisterer.
+func ImportEach(ctx context.Context, reg BatchRegisterer, defs []capability.Definition, progress func(ImportProgress)) (ImportResult, error) {
 	var out ImportResult
 	p := ImportProgress{Total: len(defs)}
 	start := time.Now()
 	for len(defs) > 0 {
 		n := min(len(defs), ImportChunk)
-		res, failures, err := s.RegisterEach(ctx, defs[:n])
+		res, failures, err := RegisterEach(ctx, reg, defs[:n])
 		if err != nil {
 			return out, err
 		}
@@ -98,10 +109,10 @@ func (s *Service) Import(ctx context.Context, defs []capability.Definition, prog
 // A store names one conflict at a time; when there is one, the others are
 // found by halving: the rest is registered again as two halves, so that k
 // conflicts among n definitions cost about k·log(n) attempts, not k·n.
-func (s *Service) RegisterEach(ctx context.Context, defs []capability.Definition) ([]RegisterResult, []capability.ImportFailure, error) {
+func RegisterEach(ctx context.Context, reg BatchRegisterer, defs []capability.Definition) ([]RegisterResult, []capability.ImportFailure, error) {
 	var failures []capability.ImportFailure
 	for len(defs) > 0 {
-		res, err := s.RegisterBatch(ctx, defs)
+		res, err := reg.RegisterBatch(ctx, defs)
 		var be *BatchError
 		var ce *ConflictError
 		switch {
@@ -131,11 +142,11 @@ func (s *Service) RegisterEach(ctx context.Context, defs []capability.Definition
 			}
 			rest := append(append([]capability.Definition(nil), defs[:at]...), defs[at+1:]...)
 			half := len(rest) / 2
-			r1, f1, err := s.RegisterEach(ctx, rest[:half])
+			r1, f1, err := RegisterEach(ctx, reg, rest[:half])
 			if err != nil {
 				return nil, failures, err
 			}
-			r2, f2, err := s.RegisterEach(ctx, rest[half:])
+			r2, f2, err := RegisterEach(ctx, reg, rest[half:])
 			if err != nil {
 				return nil, failures, err
 			}

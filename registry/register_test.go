@@ -68,7 +68,7 @@ func TestRegisterEachConflicts(t *testing.T) {
 	if _, err := svc.RegisterBatch(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	res, failures, err := svc.RegisterEach(ctx, defs)
+	res, failures, err := registry.RegisterEach(ctx, svc, defs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func (m *Manager) run(ctx context.Context, j *job, src Source, cleanup func()) {
 		failures := unreadable
 		for len(defs) > 0 {
 			n := min(len(defs), registry.ImportChunk)
-			r, f, err := m.svc.RegisterEach(ctx, defs[:n])
+			r, f, err := registry.RegisterEach(ctx, m.svc, defs[:n])
 			if err != nil {
 				return err
 			}
