@@ -77,4 +77,3 @@ func (c *Client) Import(ctx context.Context, defs []capability.Definition, progr
 	}
 	return out, nil
 }
-
