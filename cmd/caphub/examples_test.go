@@ -67,9 +67,9 @@ func TestExamplesTour(t *testing.T) {
 		t.Errorf("register scan-1.1.yaml: exit %d, want 1 and a refusal:\n%s%s", code, out, errOut)
 	}
 
-	code, out, errOut = caphub(t, "capability", "search", "--db", db, "describe a go package")
-	if code != 0 || !strings.Contains(out, "ossa:code/describe_package@1.0") {
-		t.Errorf("search: exit %d, want describe_package among the hits:\n%s%s", code, out, errOut)
+	code, out, errOut = caphub(t, "capability", "search", "--db", db, "which go files need formatting")
+	if lines := strings.Split(out, "\n"); code != 0 || len(lines) < 2 || !strings.HasPrefix(lines[1], "ossa:code/check_format@1.0 ") {
+		t.Errorf("search: exit %d, want check_format first:\n%s%s", code, out, errOut)
 	}
 
 	if _, err := exec.LookPath("go"); err != nil {
