@@ -1,11 +1,14 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"sync"
 	"time"
+
+	"github.com/caphub/caphub/capability"
 )
 
 // versionCache keeps in memory what the hot read paths serve, per
@@ -42,7 +45,8 @@ type cacheEntry struct {
 	key         string
 	versions    []Record // ascending; valid when hasVersions
 	hasVersions bool
-	raw         map[string]*CachedVersion // by full version
+	raw         map[string]*CachedVersion  // by full version
+	decoded     map[string]*decodedVersion // by full version
 	records     int
 	bytes       int64
 	prev, next  *cacheEntry
@@ -63,6 +67,14 @@ type CachedVersion struct {
 func NewCachedVersion(raw RawRecord) *CachedVersion {
 	sum := sha256.Sum256(raw.Definition)
 	return &CachedVersion{RawRecord: raw, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+}
+
+// decodedVersion is one version's definition decoded from the JSON it
+// was decoded from: a list row whose stored JSON is the same bytes takes
+// the decoded definition instead of decoding it again.
+type decodedVersion struct {
+	json []byte
+	def  capability.Definition
 }
 
 // CacheLimits bound the cache (see WithCacheLimits).
@@ -220,6 +232,45 @@ func (c *versionCache) putRaw(key, version string, v *CachedVersion, gen uint64)
 	c.grow(e, 1, int64(len(v.Definition)+len(key)+len(version)+rawOverhead))
 }
 
+// getDecoded returns the decoded definition of one version when it was
+// decoded from the same JSON.
+func (c *versionCache) getDecoded(key, version string, json []byte) (capability.Definition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching {
+		return capability.Definition{}, false
+	}
+	e, ok := c.entries[key]
+	if !ok {
+		return capability.Definition{}, false
+	}
+	d, ok := e.decoded[version]
+	if !ok || !bytes.Equal(d.json, json) {
+		return capability.Definition{}, false
+	}
+	c.touch(e)
+	return d.def, true
+}
+
+// putDecoded caches one version's definition decoded from json. Being
+// checked against the JSON when read, it needs no generation.
+func (c *versionCache) putDecoded(key, version string, json []byte, def capability.Definition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching {
+		return
+	}
+	e := c.entry(key)
+	if e.decoded == nil {
+		e.decoded = map[string]*decodedVersion{}
+	}
+	if old, ok := e.decoded[version]; ok {
+		c.grow(e, -1, -int64(len(old.json)+decodedRecordBytes))
+	}
+	e.decoded[version] = &decodedVersion{json: json, def: def}
+	c.grow(e, 1, int64(len(json)+decodedRecordBytes))
+}
+
 func (c *versionCache) invalidate(key string) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
@@ -275,6 +326,26 @@ func (s *Service) cachedVersions(ctx context.Context, scheme, domain, name strin
 	}
 	s.cache.put(key, v, gen)
 	return v, nil
+}
+
+// decodeListed decodes a listed version, taking the definition from the
+// cache when it was decoded from the same JSON. The definition may be
+// shared: callers must not modify it.
+func (s *Service) decodeListed(raw RawRecord) (Record, error) {
+	if !s.cacheActive {
+		return raw.Decode()
+	}
+	key := cacheKey(raw.Key.Scheme, raw.Key.Domain, raw.Key.Name)
+	def, ok := s.cache.getDecoded(key, raw.Key.Version, raw.Definition)
+	if ok {
+		return Record{Key: raw.Key, Definition: def, Digest: raw.Digest, TrustTier: raw.TrustTier, RegisteredAt: raw.RegisteredAt, DeprecatedAt: raw.DeprecatedAt}, nil
+	}
+	rec, err := raw.Decode()
+	if err != nil {
+		return Record{}, err
+	}
+	s.cache.putDecoded(key, raw.Key.Version, raw.Definition, rec.Definition)
+	return rec, nil
 }
 
 // CachedRaw returns one version's stored JSON from memory only, without

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
@@ -99,4 +100,34 @@ func noneMatch(header, etag string) bool {
 		header = header[end+2:]
 	}
 	return false
+}
+
+// writeRawPage answers a page of a list as ListResponse encodes it, each
+// item the stored JSON of its version written as it is (as a GET of it
+// answers), without decoding and encoding the definitions again.
+func writeRawPage(w http.ResponseWriter, p registry.RawPage) {
+	n := 64 + len(p.NextCursor)
+	for _, r := range p.Items {
+		n += len(r.Definition) + 1
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, `{"items":[`...)
+	for i, r := range p.Items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, r.Definition...)
+	}
+	buf = append(buf, ']')
+	if p.Total >= 0 {
+		buf = append(buf, `,"total":`...)
+		buf = strconv.AppendInt(buf, int64(p.Total), 10)
+	}
+	if p.NextCursor != "" {
+		buf = append(buf, `,"next_cursor":`...)
+		buf = strconv.AppendQuote(buf, p.NextCursor)
+	}
+	buf = append(buf, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf)
 }

@@ -3,9 +3,11 @@ package rest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -244,3 +246,70 @@ type discardWriter struct{ h http.Header }
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(int)             {}
+
+// A list writes each version's stored JSON as it is: the bytes a GET of
+// the version answers, and what the Service's List decodes.
+func TestListWritesStoredJSON(t *testing.T) {
+	srv, svc, other := cachedServer(t)
+	if _, err := other.Register(t.Context(), fastDef("1.1.0")); err != nil {
+		t.Fatal(err)
+	}
+	a := get(srv, "/registry/capabilities?all_versions=true&total=true")
+	if a.Code != http.StatusOK || a.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("list = %d %s", a.Code, a.Body)
+	}
+	var page struct {
+		Items      []json.RawMessage `json:"items"`
+		Total      int               `json:"total"`
+		NextCursor *string           `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(a.Body.Bytes(), &page); err != nil {
+		t.Fatalf("list answer: %v\n%s", err, a.Body)
+	}
+	if len(page.Items) != 2 || page.Total != 2 || page.NextCursor != nil {
+		t.Fatalf("list = %d items, total %d, cursor %v; want 2, 2, none", len(page.Items), page.Total, page.NextCursor)
+	}
+	want, err := svc.List(t.Context(), registry.ListFilter{AllVersions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{"1.0.0", "1.1.0"} {
+		g := get(srv, "/registry/capabilities/fast/thing@"+v)
+		if !bytes.Equal(page.Items[i], g.Body.Bytes()) {
+			t.Errorf("list item %d =\n%s\nGET @%s =\n%s", i, page.Items[i], v, g.Body)
+		}
+		var d capability.Definition
+		if err := json.Unmarshal(page.Items[i], &d); err != nil || !reflect.DeepEqual(d, want.Items[i].Definition) {
+			t.Errorf("list item %d decodes to %+v (%v); Service.List gave %+v", i, d, err, want.Items[i].Definition)
+		}
+	}
+	// Paged: the cursor is a JSON string, and the Link header continues.
+	a = get(srv, "/registry/capabilities?all_versions=true&limit=1")
+	page.NextCursor = nil
+	if err := json.Unmarshal(a.Body.Bytes(), &page); err != nil || page.NextCursor == nil || len(page.Items) != 1 || a.Header().Get("Link") == "" {
+		t.Fatalf("first page of 1: %v %s", err, a.Body)
+	}
+}
+
+// The Service's List takes a version's decoded definition from the cache
+// when its stored JSON is the same, and decodes it again when it changed.
+func TestListDecodesThroughCache(t *testing.T) {
+	_, svc, other := cachedServer(t)
+	ctx := t.Context()
+	waitFor(t, "the cache's watch", func() bool {
+		p, err := svc.List(ctx, registry.ListFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := svc.List(ctx, registry.ListFilter{})
+		// Shared once cached: the same Input map.
+		return len(p.Items) == 1 && len(q.Items) == 1 && reflect.ValueOf(p.Items[0].Definition.Input).Pointer() == reflect.ValueOf(q.Items[0].Definition.Input).Pointer()
+	})
+	if _, err := other.Deprecate(ctx, "ossa", "fast", "thing", "1.0.0", registry.DeprecateRequest{MigrationGuide: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.List(ctx, registry.ListFilter{})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Definition.Stability != capability.StabilityDeprecated {
+		t.Fatalf("List right after another store's deprecation = %+v, %v; want it deprecated", p.Items, err)
+	}
+}

@@ -269,12 +269,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.List(r.Context(), f)
+	p, err := s.svc.ListRaw(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	setNextLink(w, r, p.NextCursor)
-	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	writeRawPage(w, p)
 	return nil
 }
 
@@ -284,12 +284,12 @@ func (s *Server) listDomain(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f.Domain = r.PathValue("domain")
-	p, err := s.svc.List(r.Context(), f)
+	p, err := s.svc.ListRaw(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	setNextLink(w, r, p.NextCursor)
-	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	writeRawPage(w, p)
 	return nil
 }
 
