@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/auth"
+	"github.com/caphub/caphub/internal/server/guard"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
 )
@@ -312,4 +314,47 @@ func TestListDecodesThroughCache(t *testing.T) {
 	if err != nil || len(p.Items) != 1 || p.Items[0].Definition.Stability != capability.StabilityDeprecated {
 		t.Fatalf("List right after another store's deprecation = %+v, %v; want it deprecated", p.Items, err)
 	}
+}
+
+// BenchmarkGetVersionHTTP measures a cached GET of one version over a
+// loopback HTTP connection behind the request guard, as caphub serve
+// answers it (client and server in this process).
+func BenchmarkGetVersionHTTP(b *testing.B) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "caphub.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := registry.NewService(st, registry.WithCache())
+	defer svc.Close()
+	if _, err := svc.Register(context.Background(), fastDef("1.0.0")); err != nil {
+		b.Fatal(err)
+	}
+	api := New(svc, nil)
+	srv := httptest.NewServer(guard.New(guard.Options{AcceptsYAML: api.AcceptsYAML}).Handler(api))
+	defer srv.Close()
+	url := srv.URL + "/registry/capabilities/fast/thing@1.0.0"
+	for range 1000 {
+		if _, ok := svc.CachedRaw("ossa", "fast", "thing", "1.0.0"); ok {
+			break
+		}
+		get(api, "/registry/capabilities/fast/thing@1.0.0")
+		time.Sleep(time.Millisecond)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	hc := &http.Client{Transport: tr}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := hc.Get(url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
 }
