@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -45,7 +47,7 @@ type cacheEntry struct {
 	key         string
 	versions    []Record // ascending; valid when hasVersions
 	hasVersions bool
-	raw         map[string]*CachedVersion  // by full version
+	raw         map[string]*CachedVersion  // by full version; nil: known not to be stored
 	decoded     map[string]*decodedVersion // by full version
 	records     int
 	bytes       int64
@@ -214,7 +216,9 @@ func (c *versionCache) getRaw(key, version string) (*CachedVersion, uint64, bool
 	return v, c.gen, ok
 }
 
-// putRaw caches one version's JSON read from the store at gen.
+// putRaw caches one version's JSON read from the store at gen; nil
+// records that the store holds no such version (a registration's event
+// drops it with the capability's entry).
 func (c *versionCache) putRaw(key, version string, v *CachedVersion, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -229,7 +233,11 @@ func (c *versionCache) putRaw(key, version string, v *CachedVersion, gen uint64)
 		e.raw = map[string]*CachedVersion{}
 	}
 	e.raw[version] = v
-	c.grow(e, 1, int64(len(v.Definition)+len(key)+len(version)+rawOverhead))
+	size := int64(len(key) + len(version) + rawOverhead)
+	if v != nil {
+		size += int64(len(v.Definition))
+	}
+	c.grow(e, 1, size)
 }
 
 // getDecoded returns the decoded definition of one version when it was
@@ -359,7 +367,19 @@ func (s *Service) CachedRaw(scheme, domain, name, version string) (*CachedVersio
 		return nil, false
 	}
 	v, _, ok := s.cache.getRaw(cacheKey(scheme, domain, name), version)
-	return v, ok
+	return v, ok && v != nil
+}
+
+// CachedAbsent reports whether the cache knows, without reading the
+// store, that the store holds no such version (a GetRaw found none since
+// the capability last changed): a GET without a scheme then looks for it
+// under the next scheme.
+func (s *Service) CachedAbsent(scheme, domain, name, version string) bool {
+	if !s.cacheActive {
+		return false
+	}
+	v, _, ok := s.cache.getRaw(cacheKey(scheme, domain, name), version)
+	return ok && v == nil
 }
 
 // cachedRaw returns one full version's stored JSON from the cache or the
@@ -367,10 +387,16 @@ func (s *Service) CachedRaw(scheme, domain, name, version string) (*CachedVersio
 func (s *Service) cachedRaw(ctx context.Context, k Key) (*CachedVersion, error) {
 	key := cacheKey(k.Scheme, k.Domain, k.Name)
 	v, gen, ok := s.cache.getRaw(key, k.Version)
-	if ok {
+	switch {
+	case ok && v == nil:
+		return nil, fmt.Errorf("capability %s: %w", k, ErrNotFound)
+	case ok:
 		return v, nil
 	}
 	raw, err := s.store.GetRaw(ctx, k)
+	if errors.Is(err, ErrNotFound) && s.cacheActive {
+		s.cache.putRaw(key, k.Version, nil, gen)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -42,13 +42,20 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request) bool {
 	if !ok || name == "" || version == "" {
 		return false
 	}
-	scheme := capability.SchemeOSSA // as getCapability: ossa first, then mcp
+	scheme := ""
 	if r.URL.RawQuery != "" {
-		if sc := r.URL.Query().Get("scheme"); sc != "" {
-			scheme = sc
+		scheme = r.URL.Query().Get("scheme")
+	}
+	var v *registry.CachedVersion
+	if scheme != "" {
+		v, ok = s.svc.CachedRaw(scheme, domain, name, version)
+	} else {
+		// As getCapability: ossa first, then mcp when ossa has none.
+		v, ok = s.svc.CachedRaw(capability.SchemeOSSA, domain, name, version)
+		if !ok && s.svc.CachedAbsent(capability.SchemeOSSA, domain, name, version) {
+			v, ok = s.svc.CachedRaw(capability.SchemeMCP, domain, name, version)
 		}
 	}
-	v, ok := s.svc.CachedRaw(scheme, domain, name, version)
 	if !ok {
 		return false
 	}

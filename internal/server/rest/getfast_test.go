@@ -358,3 +358,33 @@ func BenchmarkGetVersionHTTP(b *testing.B) {
 		}
 	})
 }
+
+// An mcp: capability asked for without a scheme (ossa first, then mcp) is
+// served from the cache too once ossa is known to have no such version.
+func TestCachedGetOfMCPCapability(t *testing.T) {
+	srv, svc, other := cachedServer(t)
+	m := capability.Definition{URI: "mcp:tools/echo@1.0", Name: "echo", Domain: "tools", Version: "1.0.0",
+		Input: capability.Schema{"type": "object"}, Output: capability.Schema{"type": "object"},
+		Bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: "tools", Tool: "echo"}}}
+	if _, err := other.Register(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	const path = "/registry/capabilities/tools/echo@1.0.0"
+	waitFor(t, "the cache's watch", func() bool {
+		if a := get(srv, path); a.Code != http.StatusOK {
+			t.Fatalf("GET = %d %s", a.Code, a.Body)
+		}
+		return svc.CachedAbsent("ossa", "tools", "echo", "1.0.0")
+	})
+	want := get(srv, path+"?scheme=mcp")
+	if _, ok := svc.CachedRaw("mcp", "tools", "echo", "1.0.0"); !ok {
+		t.Fatal("the mcp version is not cached")
+	}
+	// Served by the fast path (ossa known absent, mcp cached): the same
+	// answer as with the scheme.
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	rec := httptest.NewRecorder()
+	if !srv.serveCached(rec, req) || !bytes.Equal(rec.Body.Bytes(), want.Body.Bytes()) || rec.Header().Get("ETag") != want.Header().Get("ETag") {
+		t.Errorf("fast path of the mcp capability without a scheme: %d %s; want %s", rec.Code, rec.Body, want.Body)
+	}
+}
