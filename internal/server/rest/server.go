@@ -48,6 +48,7 @@ type Server struct {
 	version    string
 	budget     time.Duration // time budget of a request; 0: none
 	ready      []ReadyCheck  // /readyz, beside the store's answer
+	admin      adminParts    // /v1/policies, /v1/tokens, /v1/audit (admin.go)
 }
 
 // Option configures a Server.
@@ -154,6 +155,7 @@ func (s *Server) routeTable() []route {
 	}
 	routes = append(routes, s.agentRoutes(agents)...)
 	routes = append(routes, s.approvalRoutes(s.approvals)...)
+	routes = append(routes, s.adminRoutes()...)
 	return append(routes, s.invokeRoutes()...)
 }
 
