@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,7 +13,6 @@ import (
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/internal/auth"
-	"gopkg.in/yaml.v3"
 )
 
 // The administration endpoints of a server: policies, API tokens, the
@@ -207,23 +205,22 @@ func (c *Client) Agents() *Agents { return &Agents{c} }
 func agentPath(id string) string { return "/v1/agents/" + url.PathEscape(id) }
 
 // ApplyManifest creates or replaces the agent id from its OSSA manifest,
-// YAML or JSON as read from its file (publish; admin when it gives a
+// sent as read from its file, YAML or JSON (publish; admin when it gives a
 // capability a cli binding). The server checks it: a refusal is a
-// *ProblemError listing the issues.
+// *ProblemError whose issues give lines and columns in the manifest.
 func (a *Agents) ApplyManifest(ctx context.Context, id string, manifest []byte) (*agent.Agent, error) {
-	var tree any
-	if err := yaml.Unmarshal(manifest, &tree); err != nil {
-		return nil, fmt.Errorf("agent manifest of %s is not YAML or JSON: %w", id, err)
-	}
-	body, err := json.Marshal(tree)
-	if err != nil {
-		return nil, fmt.Errorf("agent manifest of %s cannot be sent as JSON (a mapping with keys that are not strings?): %w", id, err)
-	}
 	var ag agent.Agent
-	if _, err := a.c.do(ctx, http.MethodPut, agentPath(id), json.RawMessage(body), &ag); err != nil {
+	if _, err := a.c.do(ctx, http.MethodPut, agentPath(id), rawBody{contentType: "application/yaml", data: manifest}, &ag); err != nil {
 		return nil, err
 	}
 	return &ag, nil
+}
+
+// rawBody is a request body sent as it is, with its content type (a
+// document read from a file), rather than encoded as JSON.
+type rawBody struct {
+	contentType string
+	data        []byte
 }
 
 // Get returns an agent.

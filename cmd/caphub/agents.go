@@ -86,7 +86,7 @@ Exit status: 0 when applied (warnings are printed to stderr), 1 when refused.`,
 				return err
 			}
 			return withAgents(cmd, func(agents agentStore) error {
-				ag, issues, err := agents.apply(cmd.Context(), m, data)
+				ag, issues, err := agents.apply(cmd.Context(), m, args[0], data)
 				var me *agent.ManifestError
 				if errors.As(err, &me) {
 					printIssues(cmd.ErrOrStderr(), me.Issues)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,9 +91,9 @@ func (a localAudit) Verify(ctx context.Context) (*audit.VerifyResult, error) {
 // they do locally: *agent.ManifestError from apply, *agent.ConfigError from
 // Config and compose.
 type agentStore interface {
-	// apply applies the manifest m, read from data (its file's bytes), and
-	// returns the agent with the warnings it has.
-	apply(ctx context.Context, m *agent.Manifest, data []byte) (*agent.Agent, []capability.Issue, error)
+	// apply applies the manifest m, read from the file path holding data,
+	// and returns the agent with the warnings it has.
+	apply(ctx context.Context, m *agent.Manifest, path string, data []byte) (*agent.Agent, []capability.Issue, error)
 	Get(ctx context.Context, id string) (*agent.Agent, error)
 	List(ctx context.Context) ([]*agent.Agent, error)
 	Delete(ctx context.Context, id string) error
@@ -104,7 +105,7 @@ type agentStore interface {
 
 type localAgents struct{ *agent.Agents }
 
-func (a localAgents) apply(ctx context.Context, m *agent.Manifest, _ []byte) (*agent.Agent, []capability.Issue, error) {
+func (a localAgents) apply(ctx context.Context, m *agent.Manifest, _ string, _ []byte) (*agent.Agent, []capability.Issue, error) {
 	return a.Apply(ctx, m)
 }
 
@@ -114,11 +115,19 @@ func (a localAgents) compose(ctx context.Context, ag *agent.Agent) (*agent.Agent
 
 type remoteAgents struct{ *client.Agents }
 
-func (a remoteAgents) apply(ctx context.Context, m *agent.Manifest, data []byte) (*agent.Agent, []capability.Issue, error) {
+// apply sends the file as it is, so that the lines and columns of the
+// server's issues are the file's; they are named by its path.
+func (a remoteAgents) apply(ctx context.Context, m *agent.Manifest, path string, data []byte) (*agent.Agent, []capability.Issue, error) {
 	ag, err := a.ApplyManifest(ctx, m.Metadata.Name, data)
 	var pe *client.ProblemError
 	if errors.As(err, &pe) && pe.Status == http.StatusUnprocessableEntity && len(pe.Issues) > 0 {
-		return nil, nil, &agent.ManifestError{Agent: m.Metadata.Name, Issues: pe.Issues}
+		issues := slices.Clone(pe.Issues)
+		for i := range issues {
+			if issues[i].File != "" {
+				issues[i].File = path
+			}
+		}
+		return nil, nil, &agent.ManifestError{File: path, Agent: m.Metadata.Name, Issues: issues}
 	}
 	return ag, nil, err
 }
