@@ -235,4 +235,3 @@ func TestApprovalCommandsRemote(t *testing.T) {
 		t.Errorf("approval deny of an unknown approval: exit %d\n%s", code, errOut)
 	}
 }
-
