@@ -287,3 +287,20 @@ func TestAuditRoutes(t *testing.T) {
 
 // chainFilter selects the events of a kind ("" every one).
 func chainFilter(kind string) chain.Filter { return chain.Filter{Kind: kind} }
+
+func FuzzAuditFilter(f *testing.F) {
+	f.Add("kind=invocation&actor=token:x&since=2026-01-01T00:00:00Z&until=2026-02-01T00:00:00.5Z&limit=10")
+	f.Add("cursor=YXVkaXQAMTI&after_seq=3")
+	f.Add("cursor=YXVkaXQALTE&limit=0")
+	f.Fuzz(func(t *testing.T, query string) {
+		r := httptest.NewRequest("GET", "/v1/audit", nil)
+		r.URL.RawQuery = query
+		flt, err := auditFilterFrom(r)
+		if err != nil {
+			return
+		}
+		if flt.Limit < 1 || flt.Limit > MaxPageSize || flt.AfterSeq < 0 {
+			t.Fatalf("query %q passed as limit %d, after_seq %d", query, flt.Limit, flt.AfterSeq)
+		}
+	})
+}
