@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/identity"
 )
@@ -246,15 +247,17 @@ func (s *Service) storeBatch(ctx context.Context, items []*batchItem) ([]Registe
 
 // put stores recs, with the recorder's "registered" events in the same
 // transaction when there is a recorder (out describes recs, one to one).
+// Concurrent registrations share transactions (see groupCommit).
 func (s *Service) put(ctx context.Context, recs []Record, out []RegisterResult) ([]PutResult, error) {
-	if s.recorder == nil {
-		return s.store.Put(ctx, recs)
+	var hook *chain.Hook
+	if s.recorder != nil {
+		var err error
+		hook, err = s.recorder.RegisteredHook(identity.From(ctx).Actor, out)
+		if err != nil {
+			return nil, fmt.Errorf("record the registration: %w: nothing was registered", err)
+		}
 	}
-	hook, err := s.recorder.RegisteredHook(identity.From(ctx).Actor, out)
-	if err != nil {
-		return nil, fmt.Errorf("record the registration: %w: nothing was registered", err)
-	}
-	return s.store.PutAudited(ctx, recs, hook)
+	return s.groupPut(ctx, recs, hook)
 }
 
 // inferenceSource is what domain inference starts from: for an mcp: URI the

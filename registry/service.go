@@ -24,6 +24,7 @@ type Service struct {
 	stopWatch   context.CancelFunc
 	cacheActive bool
 	recorder    ChangeRecorder
+	group       groupCommit
 	verify      func(context.Context, *capability.Definition) (string, error)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caphub/caphub/internal/fallback"
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/spf13/cobra"
 )
 
 // mcpConfig reads the config of `caphub mcp args...`.
@@ -100,7 +101,7 @@ func TestMissingCapabilityFlags(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Setenv(fallback.EnvEnabled, c.enabled)
 			t.Setenv(fallback.EnvAuto, c.auto)
-			e, a, err := missingCapabilityFlags()
+			e, a, err := missingCapabilityFlags(&cobra.Command{})
 			if (err != nil) != c.err || e != c.wantE || a != c.wantA {
 				t.Errorf("%q %q: got %v %v %v", c.enabled, c.auto, e, a, err)
 			}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/ratelimit"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -77,6 +80,7 @@ operator's settings: no API caller can change where texts are sent.`,
 	addInvokeFlags(cmd)
 	addEmbedFlags(cmd)
 	addAuditRetentionFlags(cmd)
+	addRateLimitFlags(cmd)
 	return cmd
 }
 
@@ -107,9 +111,9 @@ func runServe(ctx context.Context, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", sc.addr, err)
 	}
-	var handler http.Handler = h.mux
+	var handler http.Handler = rateLimited(sc.rateLimit, a.metrics.RateLimited, h.mux)
 	if enforce {
-		handler = tokens.Middleware(h.mux.ScopeOf, h.mux)
+		handler = tokens.Middleware(h.mux.ScopeOf, handler)
 		// A revoked or expired token's open streams end within
 		// tokenRecheck.
 		go tokens.Supervise(ctx, tokenRecheck, func(id string, n int) {
@@ -222,4 +226,32 @@ func isLoopback(addr string) (bool, error) {
 		return false, fmt.Errorf("--addr %q: %v (write host:port, e.g. %s)", addr, err, defaultAddr)
 	}
 	return allowlist.IsLoopback(host), nil
+}
+
+// rateLimited bounds how fast each API token and each agent may call
+// (ratelimit), inside authentication so that a token's limit is keyed by
+// the token it proved. The agent is the one a request names (the
+// X-Caphub-Agent header, /mcp/agents/{id}) or its token is bound to.
+func rateLimited(rl rateLimitSettings, limited func(kind string), next http.Handler) http.Handler {
+	return ratelimit.Middleware([]ratelimit.Rule{
+		{Kind: "token", Limiter: ratelimit.New(rl.token, rl.burst), Key: func(r *http.Request) string {
+			if tok, ok := auth.FromContext(r.Context()); ok {
+				return tok.ID
+			}
+			return ""
+		}},
+		{Kind: "agent", Limiter: ratelimit.New(rl.agent, rl.burst), Key: func(r *http.Request) string {
+			if id, ok := strings.CutPrefix(r.URL.Path, "/mcp/agents/"); ok {
+				id, _, _ = strings.Cut(id, "/")
+				return id
+			}
+			if a := r.Header.Get(identity.Header); a != "" {
+				return a
+			}
+			if tok, ok := auth.FromContext(r.Context()); ok {
+				return tok.Agent
+			}
+			return ""
+		}},
+	}, limited, next)
 }

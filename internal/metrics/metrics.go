@@ -23,6 +23,7 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	limited  *prometheus.CounterVec
 
 	mu     sync.Mutex
 	custom map[string]customMetric // agent-recorded metrics by name
@@ -47,7 +48,10 @@ func New() *Metrics {
 		Name: "caphub_invocation_duration_seconds", Help: "Invocation latency by binding used.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	}, []string{"binding"})
-	m.reg.MustRegister(m.calls, m.errors, m.duration, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "caphub_rate_limited_total", Help: "Requests answered 429 by the rate limit they exceeded (token or agent).",
+	}, []string{"limit"})
+	m.reg.MustRegister(m.calls, m.errors, m.duration, m.limited, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -65,6 +69,9 @@ func (m *Metrics) ObserveInvocation(binding, code string, d time.Duration) {
 	m.calls.WithLabelValues(binding, outcome).Inc()
 	m.duration.WithLabelValues(binding).Observe(d.Seconds())
 }
+
+// RateLimited counts one request refused by the rate limit kind.
+func (m *Metrics) RateLimited(kind string) { m.limited.WithLabelValues(kind).Inc() }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
