@@ -208,9 +208,30 @@ func (s *Service) Versions(ctx context.Context, scheme, domain, name string) ([]
 	return s.store.Versions(ctx, scheme, domain, name)
 }
 
-// List returns the capabilities matching f.
+// List returns the capabilities matching f. With the cache (WithCache),
+// a version whose stored JSON was decoded before is not decoded again: its
+// definition is shared, and callers must not modify it.
 func (s *Service) List(ctx context.Context, f ListFilter) (Page, error) {
-	return s.store.List(ctx, f)
+	if !s.cacheActive {
+		return s.store.List(ctx, f)
+	}
+	raw, err := s.store.ListRaw(ctx, f)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Total: raw.Total, NextCursor: raw.NextCursor, Items: make([]Record, len(raw.Items))}
+	for i, r := range raw.Items {
+		if page.Items[i], err = s.decodeListed(r); err != nil {
+			return Page{}, err
+		}
+	}
+	return page, nil
+}
+
+// ListRaw returns the capabilities matching f with their stored JSON, not
+// decoded (the REST API writes it as it is).
+func (s *Service) ListRaw(ctx context.Context, f ListFilter) (RawPage, error) {
+	return s.store.ListRaw(ctx, f)
 }
 
 // Search ranks the capabilities matching q.

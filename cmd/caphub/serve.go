@@ -159,7 +159,8 @@ func newServeHandler(a *app, cfg config) *serveHandler {
 		MaxListBytes: sc.mcp.maxListBytes,
 		MaxSessions:  gwOpts.MaxSessions, IdleTimeout: gwOpts.IdleTimeout,
 	})
-	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout), rest.WithReadiness(a.readyChecks()...))
+	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout), rest.WithReadiness(a.readyChecks()...),
+		rest.WithPolicies(a.governance.Policies()), rest.WithTokens(a.tokens), rest.WithAudit(a.audit))
 	h.mux = serveRoutes(h.api, h.gw.Handler(), h.agentGW.Handler(), h.front.Handler())
 	return h
 }
