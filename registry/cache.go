@@ -27,6 +27,7 @@ import (
 // watch is established the cache is bypassed, so a reader never sees a
 // change later than the notification of it.
 type versionCache struct {
+	stats   cacheStats
 	mu      sync.Mutex
 	entries map[string]*cacheEntry
 	lru     cacheEntry // sentinel of the recency ring: lru.next is the most recent
@@ -178,9 +179,11 @@ func (c *versionCache) get(key string) ([]Record, uint64, bool) {
 	}
 	e, ok := c.entries[key]
 	if !ok || !e.hasVersions {
+		c.stats.count(false)
 		return nil, c.gen, false
 	}
 	c.touch(e)
+	c.stats.count(true)
 	return e.versions, c.gen, true
 }
 
@@ -207,12 +210,14 @@ func (c *versionCache) getRaw(key, version string) (*CachedVersion, uint64, bool
 	}
 	e, ok := c.entries[key]
 	if !ok {
+		c.stats.count(false)
 		return nil, c.gen, false
 	}
 	v, ok := e.raw[version]
 	if ok {
 		c.touch(e)
 	}
+	c.stats.count(ok)
 	return v, c.gen, ok
 }
 

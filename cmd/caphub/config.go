@@ -49,6 +49,9 @@ type config struct {
 	trustedKeys []string
 	// log is where the app logs (stderr, at the command's level).
 	log *slog.Logger
+	// auditCommits observes the audit writer's commits (metrics); not a
+	// setting.
+	auditCommits func(events int, d time.Duration, err error)
 
 	serve      serveConfig
 	invocation invocationConfig

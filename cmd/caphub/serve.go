@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/metrics"
 	"github.com/caphub/caphub/internal/ratelimit"
 	"log/slog"
 	"net"
@@ -123,7 +124,7 @@ func runServe(ctx context.Context, cfg config) error {
 	}
 	// The guard comes first: a request a web page forged is refused
 	// before anything reads it.
-	handler = guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler)
+	handler = a.metrics.Instrument(guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler))
 	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "mcp_max_tools", sc.mcp.maxTools, "mcp_large_catalog", sc.mcp.largeCatalog, "auth", enforce, "db", cfg.db, "version", buildVersion())
 	return serveUntilDone(ctx, cfg.log, newHTTPServer(handler, h), ln)
 }
@@ -153,6 +154,7 @@ func newServeHandler(a *app, cfg config) *serveHandler {
 	frontOpts.Version, frontOpts.Log = buildVersion(), cfg.log
 	frontOpts.AllowedHosts, frontOpts.AllowedOrigins = hosts, origins
 	h.front = mcpfront.New(a.servers, a.pipeline, frontOpts)
+	a.metrics.Watch(metrics.Sources{Sessions: h.front.SessionsByServer, Spawns: h.front.Spawns})
 	h.agentGW = mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
 		Version: buildVersion(), Log: cfg.log,
 		AllowedHosts: hosts, AllowedOrigins: origins,
