@@ -79,7 +79,6 @@ var routeScopes = map[string]string{
 	"GET /v1/agents/{id}/config":                            "read",
 	"POST /v1/invoke":                                       "invoke",
 	"GET /metrics":                                          "read",
-	"GET /readyz":                                           "",
 	"GET /v1/policies":                                      "read",
 	"GET /v1/policies/{agent}":                              "read",
 	"PUT /v1/policies/{agent}":                              "admin",
