@@ -163,8 +163,11 @@ pruned).
 It prints the event count, where it verified from and the head hash when the chain is intact,
 then the registration check. Exit 0 when both pass; exit 1 when the chain is broken (naming the first broken link)
 or when versions have no registration event (naming them). Keep the head hash elsewhere:
-removing the newest events leaves a shorter chain that still verifies, with another head.`,
-		Example: "  caphub audit verify\n  caphub audit verify --db postgres://caphub@db/caphub --format json",
+removing the newest events leaves a shorter chain that still verifies, with another head.
+
+With --server it verifies a running caphub's chain and database where they are (GET
+/v1/audit/verify, a token with the admin scope) and prints the same.`,
+		Example: "  caphub audit verify\n  caphub audit verify --db postgres://caphub@db/caphub --format json\n  caphub audit verify --server https://caphub.example.com --token-file ~/.caphub-admin-token",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := outputFormat(cmd)
