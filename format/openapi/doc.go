@@ -147,7 +147,7 @@
 // are named first, in sorted order). Recursive schemas stay recursive; a
 // loop of bare $refs (A → B → A) accepts any value, with a $comment. The
 // components one schema carries are bounded by Options.MaxSharedBytes of
-// JSON (64 KiB by default): they are added nearest first (those the
+// JSON (16 KiB by default): they are added nearest first (those the
 // schema references, then those they reference, …, by name within each
 // step) while they fit; one that does not is in $defs as a stub, {"type":
 // <its type>, "$comment": "caphub: not expanded …"}, which accepts every
