@@ -56,7 +56,7 @@ type result struct {
 	defBytes, schemaBytes int64
 	elapsed               time.Duration
 	cpu                   time.Duration // the process's CPU time meanwhile (the spec's own with -workers 1)
-	reason                string // why not full: the first failure, the error, the panic
+	reason                string        // why not full: the first failure, the error, the panic
 	panicked              bool
 }
 
