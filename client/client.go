@@ -200,7 +200,10 @@ func problemOf(status int, data []byte) *ProblemError {
 // body and headers; any status >= 400 becomes a *ProblemError.
 func (c *Client) send(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, http.Header, error) {
 	var rd io.Reader
-	if body != nil {
+	contentType := "application/json"
+	if rb, ok := body.(rawBody); ok {
+		rd, contentType = bytes.NewReader(rb.data), rb.contentType
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, nil, nil, err
@@ -215,7 +218,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, hdr ht
 		req.Header[k] = v
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.token != "" {

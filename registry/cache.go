@@ -27,6 +27,7 @@ import (
 // watch is established the cache is bypassed, so a reader never sees a
 // change later than the notification of it.
 type versionCache struct {
+	stats   cacheStats
 	mu      sync.Mutex
 	entries map[string]*cacheEntry
 	lru     cacheEntry // sentinel of the recency ring: lru.next is the most recent
@@ -179,9 +180,11 @@ func (c *versionCache) get(key string) ([]Record, uint64, bool) {
 	}
 	e, ok := c.entries[key]
 	if !ok || !e.hasVersions {
+		c.stats.count(false)
 		return nil, c.gen, false
 	}
 	c.touch(e)
+	c.stats.count(true)
 	return e.versions, c.gen, true
 }
 
@@ -208,12 +211,14 @@ func (c *versionCache) getRaw(key, version string) (*CachedVersion, uint64, bool
 	}
 	e, ok := c.entries[key]
 	if !ok {
+		c.stats.count(false)
 		return nil, c.gen, false
 	}
 	v, ok := e.raw[version]
 	if ok {
 		c.touch(e)
 	}
+	c.stats.count(ok)
 	return v, c.gen, ok
 }
 

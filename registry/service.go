@@ -24,7 +24,9 @@ type Service struct {
 	stopWatch   context.CancelFunc
 	cacheActive bool
 	recorder    ChangeRecorder
+	group       groupCommit
 	verify      func(context.Context, *capability.Definition) (string, error)
+	observer    Observer
 }
 
 // Option configures a Service.

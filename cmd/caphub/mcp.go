@@ -55,6 +55,11 @@ Stdout carries the protocol: logs go to stderr.`,
 			if hasFlag(cmd, "agent") && flagString(cmd, "agent") != "" {
 				return &usageError{errors.New("--agent names an agent of a caphub server: give --server URL too (a local caphub mcp serves the whole catalog)")}
 			}
+			if !cfg.dbGiven {
+				// An MCP client shows its servers' stderr in its logs: say
+				// which registry this is.
+				fmt.Fprintf(cmd.ErrOrStderr(), "caphub mcp: serving the default database %s (--db names another)\n", cfg.db)
+			}
 			return runMCP(ctx, cfg, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}

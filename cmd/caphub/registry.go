@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/user"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,12 +22,53 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// defaultDB is the local database used when neither --db nor CAPHUB_DB is set.
-const defaultDB = "./caphub.db"
+// defaultDBName is the file of the default database, in the user's data
+// directory (defaultDBPath).
+const defaultDBName = "caphub.db"
+
+// defaultDBHelp names the default database for --help.
+const defaultDBHelp = "caphub/" + defaultDBName + " in the user's data directory ($XDG_DATA_HOME, ~/.local/share, ~/Library/Application Support or %LocalAppData%)"
+
+// defaultDBPath is the local database used when neither --db nor
+// $CAPHUB_DB names one: caphub/caphub.db in the user's data directory, so
+// that an MCP client starting caphub mcp in a directory of its choosing, or
+// a user in another directory, finds the same registry instead of an empty
+// one in the working directory (the store makes the directory on first
+// use).
+func defaultDBPath() (string, error) {
+	dir, err := userDataDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user's data directory for the default database: %w (name a database with --db or $CAPHUB_DB)", err)
+	}
+	return filepath.Join(dir, "caphub", defaultDBName), nil
+}
+
+// userDataDir is where the platform keeps a user's application data:
+// $XDG_DATA_HOME or ~/.local/share on Unix, ~/Library/Application Support
+// on macOS, %LocalAppData% on Windows.
+func userDataDir() (string, error) {
+	switch runtime.GOOS {
+	case "windows":
+		if d := os.Getenv("LocalAppData"); d != "" {
+			return d, nil
+		}
+		return "", errors.New("%LocalAppData% is not set")
+	case "darwin", "ios":
+		return os.UserConfigDir() // ~/Library/Application Support
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "share"), nil
+}
 
 // addRegistryFlags adds the flags every registry command accepts.
 func addRegistryFlags(root *cobra.Command) {
-	root.PersistentFlags().String("db", "", "database: a SQLite file path or a postgres:// URL (default $CAPHUB_DB, else "+defaultDB+")")
+	root.PersistentFlags().String("db", "", "database: a SQLite file path or a postgres:// URL (default $CAPHUB_DB, else "+defaultDBHelp+")")
 	root.PersistentFlags().String("server", "", "use a running caphub server at this URL instead of a local database (default $CAPHUB_SERVER)")
 	root.PersistentFlags().String("token-file", "", "with --server, a file holding the API token to send (readable by its owner alone); default $CAPHUB_TOKEN_FILE, else the token in $CAPHUB_TOKEN")
 	root.PersistentFlags().Duration("timeout", 0, fmt.Sprintf("with --server, how long to wait for each answer; 0 waits as long as the server works (default 10m for imports and capability register, 1m otherwise). When caphub gives up on a change it exits %d: the server may still complete it",

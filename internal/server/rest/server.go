@@ -27,6 +27,7 @@ import (
 	"github.com/caphub/caphub/internal/auth"
 	"github.com/caphub/caphub/internal/permit"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/registry/jobs"
 )
 
 // MaxBodySize bounds a request body (a registration of many definitions fits).
@@ -41,12 +42,15 @@ type Server struct {
 	agents    *agent.Agents     // /v1/agents; from the store's documents when not given
 	metrics   http.Handler      // GET /metrics when set
 	permits   *permit.Permits   // what servers saved over the API may do
+	jobs      *jobs.Manager     // registration jobs (/registry/jobs)
 	mux       *auth.Routes
 	// yamlRoutes matches the routes whose body may be YAML (AcceptsYAML).
 	yamlRoutes *http.ServeMux
 	log        *slog.Logger
 	version    string
 	budget     time.Duration // time budget of a request; 0: none
+	ready      []ReadyCheck  // /readyz, beside the store's answer
+	admin      adminParts    // /v1/policies, /v1/tokens, /v1/audit (admin.go)
 }
 
 // Option configures a Server.
@@ -74,7 +78,7 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{svc: svc, mux: auth.NewRoutes(), log: log, version: "dev", budget: DefaultRequestTimeout}
+	s := &Server{svc: svc, mux: auth.NewRoutes(), log: log, version: "dev", budget: DefaultRequestTimeout, jobs: jobs.New(svc, log)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -151,8 +155,8 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/registry/capabilities", scope: auth.ScopeRead, summary: "List capabilities (highest version of each unless all_versions), a page at a time", params: listParams, handler: s.list, responses: map[int]string{200: "items, next_cursor, and total when asked (total=true)", 400: pageRefused}},
 		{method: "GET", path: "/registry/capabilities/{domain}", scope: auth.ScopeRead, summary: "List the capabilities of a domain, a page at a time", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items, next_cursor, and total when asked (total=true)", 400: pageRefused}},
 		{method: "GET", path: "/registry/capabilities/{domain}/{name}", scope: auth.ScopeRead, summary: "The versions of a capability (ascending, a page at a time), or with name@version one version", params: append(append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), pageParams...), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 400: pageRefused, 404: "not found"}},
-		{method: "POST", path: "/registry/capabilities", scope: auth.ScopePublish, summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml)", body: "OSSA capability document", yaml: true, handler: s.register,
-			responses: map[int]string{201: "registered", 200: "identical content already registered", 409: "version registered with other content, or the MCP tool name is another capability's (tool-name-taken)", 422: "invalid definition or version bump too small"}},
+		{method: "POST", path: "/registry/capabilities", scope: auth.ScopePublish, summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml), all or nothing; a body over 4 MiB is registered as a job instead (202, as POST /registry/jobs)", body: "OSSA capability document", yaml: true, handler: s.register,
+			responses: map[int]string{201: "registered", 200: "identical content already registered", 202: "a large body: registered as a job; Location is its status URL", 409: "version registered with other content, or the MCP tool name is another capability's (tool-name-taken)", 422: "invalid definition or version bump too small"}},
 		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", scope: auth.ScopePublish, summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
 		{method: "POST", path: "/registry/negotiate", scope: auth.ScopeRead, summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
 		{method: "GET", path: "/registry/resolve", scope: auth.ScopeRead, summary: "Resolve a URI to the version it names", params: []param{{name: "uri", in: "query", required: true, desc: "capability URI"}}, handler: s.resolve, responses: map[int]string{200: "resolution", 404: "not found", 410: "sunset"}},
@@ -162,8 +166,10 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/v1/capabilities", scope: auth.ScopeRead, summary: "Capabilities in the everruns shape, a page at a time", params: append(append([]param{}, pageParams...), totalParam), handler: s.everrunsList, responses: map[int]string{200: "items, next_cursor, and total when asked (total=true)", 400: pageRefused}},
 		{method: "GET", path: "/v1/capabilities/{id...}", scope: auth.ScopeRead, summary: "One capability in the everruns shape (id: URI or unique name)", params: []param{{name: "id", in: "path", required: true, desc: "URI or name"}}, handler: s.everrunsGet, responses: map[int]string{200: "capability", 404: "not found"}},
 		{method: "GET", path: "/healthz", scope: auth.Public, summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
+		{method: "GET", path: "/readyz", scope: auth.Public, summary: "Readiness: the store answers with every migration applied, and the audit writer commits", handler: s.readyz, responses: map[int]string{200: "ready: every check ok", 503: "not ready: the checks that fail"}},
 		{method: "GET", path: "/openapi.json", scope: auth.Public, summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
+	routes = append(routes, s.jobRoutes()...)
 	routes = append(routes, s.serverRoutes()...)
 	agents := s.agents
 	if agents == nil {
@@ -171,6 +177,7 @@ func (s *Server) routeTable() []route {
 	}
 	routes = append(routes, s.agentRoutes(agents)...)
 	routes = append(routes, s.approvalRoutes(s.approvals)...)
+	routes = append(routes, s.adminRoutes()...)
 	return append(routes, s.invokeRoutes()...)
 }
 
@@ -366,6 +373,11 @@ func readDefinitions(r *http.Request) ([]capability.Definition, error) {
 	if err != nil {
 		return nil, badRequest(fmt.Sprintf("cannot read the request body (at most %d bytes): %v", MaxBodySize, err))
 	}
+	return readDefinitionsFrom(r, body)
+}
+
+// readDefinitionsFrom decodes body, the whole body of r.
+func readDefinitionsFrom(r *http.Request, body []byte) ([]capability.Definition, error) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	name := "request body"
 	switch ct {
@@ -397,7 +409,16 @@ type registerResponse struct {
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
-	defs, err := readDefinitions(r)
+	head, isJob, err := s.registerLarge(w, r)
+	if isJob || err != nil {
+		return err
+	}
+	var defs []capability.Definition
+	if head != nil {
+		defs, err = readDefinitionsFrom(r, head)
+	} else {
+		defs, err = readDefinitions(r)
+	}
 	if err != nil {
 		return err
 	}
