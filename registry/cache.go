@@ -95,9 +95,10 @@ type CacheLimits struct {
 var DefaultCacheLimits = CacheLimits{Versions: 150_000, Bytes: 96 << 20}
 
 // decodedRecordBytes is what one decoded Record of a version list is
-// counted as: its size in memory is not known without walking it, and a
-// typical definition with its schemas decodes to a few kilobytes.
-const decodedRecordBytes = 4 << 10
+// counted as: its size in memory is not known without walking it; a
+// synthetic definition of 840 bytes of JSON (storetest.Synthetic) holds
+// about 3,000 bytes once decoded.
+const decodedRecordBytes = 3 << 10
 
 // rawOverhead is what a raw version costs beside its JSON: the entry, the
 // map slot, the digest, tier and ETag strings.

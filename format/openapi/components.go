@@ -249,7 +249,7 @@ func (c *converter) refsIn(v any, fn func(*component)) {
 // component.
 //
 // The components are added nearest first (those s references, then those
-// they reference, …; by name within each step) while their JSON fits in
+// they reference, …; the smallest first within each step) while their JSON fits in
 // budget bytes (no bound when budget is 0 or less); a component that does
 // not fit is in $defs as its stub, {"type": <its type, if it has one>,
 // "$comment": stubComment}, which accepts every value the
@@ -268,13 +268,22 @@ func (c *converter) withDefs(s map[string]any, budget int) (map[string]any, int,
 	defs := map[string]any{}
 	size, used := 1, 0
 	for len(step) > 0 {
-		sortComponents(step)
-		var next []*component
 		for _, comp := range step {
 			c.convertComponent(comp)
 			if comp.err != nil {
 				return nil, 0, comp.err
 			}
+		}
+		// The smallest first: as many whole components as the budget
+		// holds (enumerations, small objects), the large ones as stubs.
+		slices.SortFunc(step, func(a, b *component) int {
+			if a.bytes != b.bytes {
+				return a.bytes - b.bytes
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		var next []*component
+		for _, comp := range step {
 			if budget > 0 && used+comp.bytes > budget {
 				defs[comp.name] = comp.stub
 				size = addSize(size, len(comp.stub)*2+1)

@@ -147,9 +147,9 @@
 // are named first, in sorted order). Recursive schemas stay recursive; a
 // loop of bare $refs (A → B → A) accepts any value, with a $comment. The
 // components one schema carries are bounded by Options.MaxSharedBytes of
-// JSON (64 KiB by default): they are added nearest first (those the
-// schema references, then those they reference, …, by name within each
-// step) while they fit; one that does not is in $defs as a stub, {"type":
+// JSON (16 KiB by default): they are added nearest first (those the
+// schema references, then those they reference, …, the smallest first
+// within each step) while they fit; one that does not is in $defs as a stub, {"type":
 // <its type>, "$comment": "caphub: not expanded …"}, which accepts every
 // value the component accepts, and what it references is not added for it
 // (Microsoft Graph's user reaches nearly all of Graph's 2,600 schemas). An

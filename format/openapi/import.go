@@ -85,7 +85,7 @@ type Options struct {
 }
 
 // DefaultMaxSharedBytes is the default of Options.MaxSharedBytes.
-const DefaultMaxSharedBytes = 64 << 10
+const DefaultMaxSharedBytes = 16 << 10
 
 // Result is what an import produced.
 type Result struct {
