@@ -13,6 +13,7 @@ import (
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/tracing"
 )
 
 // RegisterResult reports one registration.
@@ -80,7 +81,10 @@ func (s *Service) Register(ctx context.Context, d capability.Definition) (Regist
 // need refuses it with a *BreakingChangeError — and stored. Re-registering a
 // version with identical content is a no-op; with other content it is a
 // conflict. Any refusal refuses the whole batch (*BatchError).
-func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) ([]RegisterResult, error) {
+func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) (_ []RegisterResult, err error) {
+	ctx, span := tracing.Start(ctx, "registry register", tracing.Internal)
+	span.SetInt("caphub.definitions", len(defs))
+	defer func() { span.End(err) }()
 	items := make([]*batchItem, len(defs))
 	var failures []BatchFailure
 	for i := range defs {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/internal/tracing"
 )
 
 // Resolution is a resolved URI.
@@ -22,7 +23,10 @@ type Resolution struct {
 // highest stable one (else the highest). Versions past their sunset never
 // resolve (a *SunsetError names the replacement); deprecated ones resolve
 // with a warning.
-func (s *Service) Resolve(ctx context.Context, uri string) (Resolution, error) {
+func (s *Service) Resolve(ctx context.Context, uri string) (_ Resolution, err error) {
+	ctx, span := tracing.Start(ctx, "registry resolve", tracing.Internal)
+	span.SetString("caphub.capability.uri", uri)
+	defer func() { span.End(err) }()
 	u, err := capability.ParseURI(uri)
 	if err != nil {
 		return Resolution{}, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -207,12 +211,16 @@ func (s *Service) Versions(ctx context.Context, scheme, domain, name string) ([]
 }
 
 // List returns the capabilities matching f.
-func (s *Service) List(ctx context.Context, f ListFilter) (Page, error) {
+func (s *Service) List(ctx context.Context, f ListFilter) (_ Page, err error) {
+	ctx, span := tracing.Start(ctx, "registry list", tracing.Internal)
+	defer func() { span.End(err) }()
 	return s.store.List(ctx, f)
 }
 
 // Search ranks the capabilities matching q.
-func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
+func (s *Service) Search(ctx context.Context, q SearchQuery) (_ Page, err error) {
+	ctx, span := tracing.Start(ctx, "registry search", tracing.Internal)
+	defer func() { span.End(err) }()
 	if page, ok, err := s.searchIndexed(ctx, q); ok || err != nil {
 		return page, err
 	}

@@ -86,25 +86,6 @@ func StartClient(req *http.Request, what string) (end func(*http.Response, error
 
 func noEnd(*http.Response, error) {}
 
-// InjectTransport is an http.RoundTripper that writes the trace context of
-// each request's context into its headers (for clients caphub does not
-// build the requests of: the MCP SDK's).
-type InjectTransport struct{ Base http.RoundTripper }
-
-// RoundTrip writes the trace context and sends the request; the request
-// is copied first when there is one to write.
-func (t InjectTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if trace.SpanContextFromContext(r.Context()).IsValid() {
-		r = r.Clone(r.Context())
-		Inject(r.Context(), r.Header)
-	}
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return base.RoundTrip(r)
-}
-
 // statusWriter notes the status code of a response; Flush and Unwrap let
 // streams (SSE) and http.ResponseController reach the writer beneath.
 type statusWriter struct {

@@ -132,6 +132,17 @@ func Start(ctx context.Context, name string, kind Kind) (context.Context, Span) 
 	return ctx, Span{s}
 }
 
+// StartFor is Start of a span named "name target" (binding http,
+// tools/call search), the name made only when tracing is on.
+func StartFor(ctx context.Context, name, target string, kind Kind) (context.Context, Span) {
+	t := tracer.Load()
+	if t == nil {
+		return ctx, Span{}
+	}
+	ctx, s := (*t).Start(ctx, name+" "+target, trace.WithSpanKind(kind.otel()))
+	return ctx, Span{s}
+}
+
 // Recording reports whether the span records what is set on it: false when
 // tracing is off or the sampler dropped the trace.
 func (s Span) Recording() bool { return s.s != nil && s.s.IsRecording() }
