@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -317,7 +316,7 @@ func (c *Client) Get(ctx context.Context, scheme, domain, name, version string) 
 	}
 	rec := recordOf(d)
 	rec.TrustTier = hdr.Get(registry.TrustTierHeader)
-	rec.Digest, _ = strconv.Unquote(hdr.Get("ETag"))
+	rec.Digest = hdr.Get(registry.DigestHeader)
 	return rec, nil
 }
 
@@ -367,21 +366,29 @@ func filterQuery(f registry.ListFilter) url.Values {
 	if f.AllVersions {
 		q.Set("all_versions", "true")
 	}
+	if f.CountTotal {
+		q.Set("total", "true")
+	}
 	return q
 }
 
-// List lists capabilities: f.Limit of them, or with Limit 0 every one from
-// f.Cursor on, read a page at a time (the server answers at most
-// MaxPageSize per request).
+// List reads one page of capabilities, as registry.Service.List: f.Limit
+// of them (registry.DefaultPageSize when 0, at most registry.MaxPageSize)
+// from f.Cursor on, with NextCursor to continue; Total when f.CountTotal
+// asks.
 func (c *Client) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), f.Limit, nil)
+	limit, err := registry.PageSize(f.Limit)
+	if err != nil {
+		return registry.Page{}, err
+	}
+	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), limit, nil)
 	if err != nil {
 		return registry.Page{}, err
 	}
 	return a.page(), nil
 }
 
-// Search runs a ranked search, paged as List. It asks for whole
+// Search runs a ranked search, one page as List reads one. It asks for whole
 // definitions (view=full): the server answers summaries by default.
 func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
 	v := filterQuery(q.Filter)
@@ -390,8 +397,12 @@ func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.P
 	if q.Explain {
 		v.Set("explain", "true")
 	}
+	limit, err := registry.PageSize(q.Filter.Limit)
+	if err != nil {
+		return registry.Page{}, err
+	}
 	var rank registry.Ranking
-	a, err := c.listPages(ctx, "/registry/search", v, q.Filter.Limit, &rank)
+	a, err := c.listPages(ctx, "/registry/search", v, limit, &rank)
 	if err != nil {
 		return registry.Page{}, err
 	}

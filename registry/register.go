@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
@@ -85,16 +88,7 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 	ctx, span := tracing.Start(ctx, "registry register", tracing.Internal)
 	span.SetInt("caphub.definitions", len(defs))
 	defer func() { span.End(err) }()
-	items := make([]*batchItem, len(defs))
-	var failures []BatchFailure
-	for i := range defs {
-		it, failure := s.prepareItem(ctx, i, defs[i])
-		if failure != nil {
-			failures = append(failures, *failure)
-			continue
-		}
-		items[i] = it
-	}
+	items, failures := s.prepareItems(ctx, defs)
 	if err := s.checkToolNames(ctx, defs, &failures); err != nil {
 		return nil, err
 	}
@@ -118,6 +112,45 @@ type batchItem struct {
 	warnings []capability.Issue
 	digest   string
 	tier     string
+}
+
+// parallelPrepare is the batch size from which prepareItems spreads the
+// work over the CPUs.
+const parallelPrepare = 16
+
+// prepareItems prepares every definition of a batch (prepareItem), on
+// every CPU when the batch is large: validation, schema compilation and
+// digests are most of a large import's CPU. items holds nil for the
+// refused definitions, and failures says why, in batch order.
+func (s *Service) prepareItems(ctx context.Context, defs []capability.Definition) ([]*batchItem, []BatchFailure) {
+	items := make([]*batchItem, len(defs))
+	refused := make([]*BatchFailure, len(defs))
+	workers := min(runtime.GOMAXPROCS(0), len(defs)/parallelPrepare)
+	if workers <= 1 {
+		for i := range defs {
+			items[i], refused[i] = s.prepareItem(ctx, i, defs[i])
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1) - 1); i < len(defs); i = int(next.Add(1) - 1) {
+					items[i], refused[i] = s.prepareItem(ctx, i, defs[i])
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	var failures []BatchFailure
+	for _, f := range refused {
+		if f != nil {
+			failures = append(failures, *f)
+		}
+	}
+	return items, failures
 }
 
 // prepareItem normalizes, validates, completes, verifies and digests the

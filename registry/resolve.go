@@ -195,13 +195,15 @@ func (s *Service) Get(ctx context.Context, scheme, domain, name, version string)
 }
 
 // GetRaw returns one version's stored definition JSON, digest and trust
-// tier, for a full version (ok false otherwise: use Get).
-func (s *Service) GetRaw(ctx context.Context, scheme, domain, name, version string) (raw RawRecord, ok bool, err error) {
+// tier, with its ETag, for a full version (ok false otherwise: use Get):
+// from the cache when the Service keeps one (WithCache), else from the
+// store. The result is shared: callers must not modify it.
+func (s *Service) GetRaw(ctx context.Context, scheme, domain, name, version string) (raw *CachedVersion, ok bool, err error) {
 	v, perr := capability.ParseVersion(version)
 	if perr != nil || v.Parts != 3 {
-		return RawRecord{}, false, nil
+		return nil, false, nil
 	}
-	raw, err = s.store.GetRaw(ctx, Key{Scheme: scheme, Domain: domain, Name: name, Version: v.Full()})
+	raw, err = s.cachedRaw(ctx, Key{Scheme: scheme, Domain: domain, Name: name, Version: v.Full()})
 	return raw, true, err
 }
 

@@ -120,8 +120,15 @@ type ListFilter struct {
 	// AllVersions lists every version; false lists only the highest version
 	// (semver precedence) of each capability.
 	AllVersions bool
-	// Limit is the page size; 0 means no limit.
+	// Limit is the page size: DefaultPageSize when 0, at most MaxPageSize
+	// (a larger one is refused); follow NextCursor, or use ListAll, for
+	// more.
 	Limit int
+	// CountTotal asks List to count every match into Page.Total. Counting
+	// reads every match, so its cost grows with the registry: ask for it
+	// only when the total is shown, e.g. on a first page. It does not
+	// change the items, and a cursor stays valid with or without it.
+	CountTotal bool
 	// Cursor continues from the page that returned it as NextCursor; "" starts
 	// at the beginning. A cursor is valid only for the same kind of query with
 	// the same filter (Limit may change).
@@ -153,7 +160,9 @@ func DomainsOf(k Key, d *capability.Definition) []string {
 // Page is one page of results.
 type Page struct {
 	Items []Record
-	// Total counts every record the query matches, not just this page.
+	// Total counts every record the query matches, not just this page: a
+	// Search always counts it, a List only when ListFilter.CountTotal asks;
+	// otherwise it is NotCounted.
 	Total int
 	// NextCursor continues after this page; "" when this is the last page.
 	NextCursor string
@@ -161,6 +170,10 @@ type Page struct {
 	// its items.
 	Ranking
 }
+
+// NotCounted is the Page.Total of a List that was not asked to count
+// (ListFilter.CountTotal).
+const NotCounted = -1
 
 // Ranking is what a ranked search says beside its items, in the JSON the
 // REST API answers it with.
@@ -361,6 +374,12 @@ func isNumeric(s string) bool {
 // one version with its Record.TrustTier (verified, trusted, community,
 // untrusted; absent for a version registered before tiers existed).
 const TrustTierHeader = "Caphub-Trust-Tier"
+
+// DigestHeader is the HTTP header in which caphub serve answers a GET of
+// one version with its Record.Digest (the ETag names the answer's bytes,
+// which a deprecation changes; the digest names the registered content,
+// which never changes).
+const DigestHeader = "Caphub-Digest"
 
 // RawRecord is one version as Store.GetRaw returns it.
 type RawRecord struct {

@@ -40,7 +40,8 @@ server (streamable HTTP at /mcp, HTTP+SSE at /mcp/sse; --tool-mode tools serves 
 per capability up to --mcp-max-tools, --tool-mode search, or a larger catalog, only
 find_capabilities, describe_capability and invoke_capability), and each
 saved MCP server fronted transparently at /mcp/servers/{name}, on the local database
-(--db, default ./caphub.db, created on first use) or a PostgreSQL database (--db postgres://…).
+(--db, default caphub/caphub.db in the user's data directory, created on first use) or a
+PostgreSQL database (--db postgres://…).
 It binds to loopback unless --addr says otherwise, and stops gracefully on SIGINT or SIGTERM.
 
 Authentication: as soon as one active API token exists (caphub token create), every route

@@ -83,11 +83,13 @@ func (s *Store) readTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // List returns a page of records in the stable order; see registry.Store.
+// The page is one range scan of the order index from the cursor on;
+// Total is counted, in the same snapshot, only when asked.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
 	if err := s.checkOpen(); err != nil {
 		return registry.Page{}, err
 	}
-	cur, fp, err := registry.OpenPage("list", f, "")
+	cur, fp, err := registry.OpenPage("list", &f, "")
 	if err != nil {
 		return registry.Page{}, err
 	}
@@ -99,15 +101,14 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 			a.Add(cur.After[0]), a.Add(cur.After[1]), a.Add(cur.After[2]), a.Add(cur.After[3]), a.Add(cur.After[4]))
 	}
 	pageSQL := `SELECT ` + recordColumns + `, c.version_key FROM capabilities c WHERE ` + where +
-		` ORDER BY ` + orderBy + ` LIMIT ` + a.Add(sqlLimit(f.Limit))
+		` ORDER BY ` + orderBy + ` LIMIT ` + a.Add(f.Limit+1)
 	countSQL := `SELECT count(*) FROM capabilities c WHERE ` + filterSQL(f, read.NewArgs(dialect))
 	var page registry.Page
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		page = registry.Page{Items: []registry.Record{}}
-		if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
-			return fmt.Errorf("count: %w", err)
-		}
-		rows, err := tx.Query(ctx, pageSQL, a.Vals...)
+	readPage := func(q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}) error {
+		page.Items = make([]registry.Record, 0, min(f.Limit, 64))
+		rows, err := q.Query(ctx, pageSQL, a.Vals...)
 		if err != nil {
 			return err
 		}
@@ -119,7 +120,7 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 			if err != nil {
 				return err
 			}
-			if f.Limit > 0 && len(page.Items) == f.Limit {
+			if len(page.Items) == f.Limit {
 				last := page.Items[len(page.Items)-1].Key
 				page.NextCursor = registry.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
 				break
@@ -128,7 +129,20 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 			lastKey = vk
 		}
 		return rows.Err()
-	})
+	}
+	if f.CountTotal {
+		// The count and the page from one snapshot.
+		err = s.readTx(ctx, func(tx pgx.Tx) error {
+			page = registry.Page{}
+			if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
+				return fmt.Errorf("count: %w", err)
+			}
+			return readPage(tx)
+		})
+	} else {
+		page = registry.Page{Total: registry.NotCounted}
+		err = readPage(s.pool)
+	}
 	if err != nil {
 		return registry.Page{}, fmt.Errorf("list capabilities in postgres %s: %w", s.where, err)
 	}
@@ -138,13 +152,14 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 // Search returns a page of ranked full-text matches; see registry.Store.
 func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
 	if strings.TrimSpace(q.Text) == "" {
+		q.Filter.CountTotal = true // a search always counts
 		return s.List(ctx, q.Filter)
 	}
 	if err := s.checkOpen(); err != nil {
 		return registry.Page{}, err
 	}
 	f := q.Filter
-	cur, fp, err := registry.OpenPage("search", f, q.Text)
+	cur, fp, err := registry.OpenPage("search", &f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}
