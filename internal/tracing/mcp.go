@@ -11,9 +11,10 @@ import (
 
 // MCPMethods is an MCP server middleware that traces each method a client
 // calls: a server span named after the method ("tools/call TOOL" for a
-// tool call), a child of the trace context in the request's params._meta
-// when it has one, else of the one in its HTTP headers (the HTTP request's
-// span, see Middleware), linked to the latter when both differ. The
+// tool call), a child of the trace context in its HTTP headers (the HTTP
+// request's span, see Middleware) when that is in the trace the request's
+// params._meta names or _meta names none, else a child of _meta's, linked
+// to the HTTP request's span. The
 // context the MCP SDK hands handlers is the session's, not the request's:
 // a request that brings no trace context runs with none. Off, the request
 // only runs with the trace context it brings, if any.
@@ -26,8 +27,9 @@ func MCPMethods(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		parent := withoutTrace(ctx)
 		fromMeta := FromMeta(parent, meta)
+		metaSC := trace.SpanContextFromContext(fromMeta)
 		switch {
-		case fromMeta != parent:
+		case metaSC.IsValid() && metaSC.TraceID() != hdr.TraceID():
 			parent = fromMeta
 		case hdr.IsValid():
 			parent = trace.ContextWithRemoteSpanContext(parent, hdr)
