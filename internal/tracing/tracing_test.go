@@ -271,3 +271,33 @@ func BenchmarkOff(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkOn is the cost of the same with tracing on, exporting to a
+// receiver in the process.
+func BenchmarkOn(b *testing.B) {
+	rc := otlptest.Start(b)
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
+	shutdown, err := Setup(context.Background(), Options{Version: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer shutdown(context.Background())
+	ctx := context.Background()
+	b.Run("span", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, s := Start(ctx, "x", Internal)
+			s.SetString("k", "v")
+			s.End(nil)
+		}
+	})
+	b.Run("middleware", func(b *testing.B) {
+		h := Middleware(func(*http.Request) string { return "/" }, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		w := httptest.NewRecorder()
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeHTTP(w, r)
+		}
+	})
+}
