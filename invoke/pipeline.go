@@ -12,6 +12,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/internal/wait"
 	"github.com/caphub/caphub/registry"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -187,8 +188,10 @@ type Result struct {
 func (p *Pipeline) Invoke(ctx context.Context, req Request) (*Result, error) {
 	start := time.Now()
 	who := identity.From(ctx)
+	ctx, span := tracing.Start(ctx, "invoke", tracing.Internal)
 	res, rec, err := p.invoke(ctx, req, who.Agent)
 	d := time.Since(start)
+	defer traceInvocation(span, &rec, who.Agent)
 	rec.Time, rec.DurationMS, rec.Caller = start.UTC(), ms(d), who.Agent
 	if who.Credential != who.Agent {
 		rec.Credential = who.Credential
@@ -212,6 +215,35 @@ func (p *Pipeline) Invoke(ctx context.Context, req Request) (*Result, error) {
 	}
 	res.Duration, res.DurationMS = d, ms(d)
 	return res, nil
+}
+
+// traceInvocation ends an invocation's span with what its record says:
+// the capability, the agent, the binding that answered and the outcome
+// (ok, or the error code).
+func traceInvocation(span tracing.Span, rec *Record, agent string) {
+	if !span.Recording() {
+		span.End(nil)
+		return
+	}
+	span.SetString("caphub.capability.uri", rec.URI)
+	if rec.Version != "" {
+		span.SetString("caphub.capability.version", rec.Version)
+	}
+	if agent != "" {
+		span.SetString("caphub.agent", agent)
+	}
+	if rec.Binding != "" {
+		span.SetString("caphub.binding", rec.Binding)
+	}
+	span.SetInt("caphub.attempts", len(rec.Attempts))
+	if rec.Code == "" {
+		span.SetString("caphub.outcome", "ok")
+		span.End(nil)
+		return
+	}
+	span.SetString("caphub.outcome", rec.Code)
+	span.Fail(rec.Code, rec.Message)
+	span.End(nil)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -375,12 +407,16 @@ func (p *Pipeline) tryBinding(ctx context.Context, inv *invocation, b Binding) (
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		inv.call.Attempt = attempt
 		actx, cancel := context.WithTimeout(ctx, timeout)
+		actx, span := tracing.StartFor(actx, "binding", kind, tracing.Internal)
+		span.SetString("caphub.binding", kind)
+		span.SetInt("caphub.attempt", attempt)
 		t0 := time.Now()
 		out, ierr := b.Invoke(actx, inv.call)
 		cancel()
 		a := Attempt{Binding: kind, Attempt: attempt, Duration: time.Since(t0)}
 		a.DurationMS = ms(a.Duration)
 		if ierr == nil {
+			span.End(nil)
 			inv.rec.Attempts = append(inv.rec.Attempts, a)
 			inv.rec.Binding = kind
 			return nil, p.finish(inv, kind, out)
@@ -390,6 +426,8 @@ func (p *Pipeline) tryBinding(ctx context.Context, inv *invocation, b Binding) (
 			last = &Error{Code: CodeTimeout, Binding: kind, Message: "the call was cancelled", Cause: ierr}
 		}
 		a.Error = last
+		span.Fail(last.Code, last.Message)
+		span.End(nil)
 		inv.rec.Attempts = append(inv.rec.Attempts, a)
 		if !last.Retryable || attempt == maxAttempts || ctx.Err() != nil {
 			break

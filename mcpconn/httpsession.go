@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/segmentio/encoding/json"
@@ -419,6 +420,7 @@ func (hs *HTTPSession) post(ctx context.Context, body []byte, sid, proto []strin
 	if proto != nil {
 		req.Header["Mcp-Protocol-Version"] = proto
 	}
+	tracing.Inject(ctx, req.Header)
 	return hs.client.Do(req)
 }
 
@@ -498,6 +500,7 @@ func (hs *HTTPSession) resume(ctx context.Context, lastID string, retry time.Dur
 	if proto != nil {
 		req.Header["Mcp-Protocol-Version"] = proto
 	}
+	tracing.Inject(ctx, req.Header)
 	return hs.client.Do(req)
 }
 
@@ -730,8 +733,9 @@ func (hs *HTTPSession) CallTool(ctx context.Context, name string, args map[strin
 	}
 	p := callParams{Name: name, Arguments: args}
 	if progressToken != "" {
-		p.Meta = &progressMeta{ProgressToken: progressToken}
+		p.Meta = map[string]any{"progressToken": progressToken}
 	}
+	p.Meta = tracing.InjectMap(ctx, p.Meta)
 	raw, err := hs.Request(ctx, "tools/call", &p, notify)
 	if err != nil {
 		return nil, err
@@ -743,14 +747,12 @@ func (hs *HTTPSession) CallTool(ctx context.Context, name string, args map[strin
 	return res, nil
 }
 
+// callParams are a tools/call's; _meta holds the progress token and the
+// trace context.
 type callParams struct {
-	Meta      *progressMeta  `json:"_meta,omitempty"`
+	Meta      map[string]any `json:"_meta,omitempty"`
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments"`
-}
-
-type progressMeta struct {
-	ProgressToken string `json:"progressToken"`
 }
 
 // ProgressParams are a notifications/progress's parameters.

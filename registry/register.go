@@ -17,6 +17,7 @@ import (
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/tracing"
 )
 
 // RegisterResult reports one registration.
@@ -86,6 +87,9 @@ func (s *Service) Register(ctx context.Context, d capability.Definition) (Regist
 // conflict. Any refusal refuses the whole batch (*BatchError).
 func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) (_ []RegisterResult, err error) {
 	defer s.observe("register", time.Now(), &err)
+	ctx, span := tracing.Start(ctx, "registry register", tracing.Internal)
+	span.SetInt("caphub.definitions", len(defs))
+	defer func() { span.End(err) }()
 	items, failures := s.prepareItems(ctx, defs)
 	if err := s.checkToolNames(ctx, defs, &failures); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/internal/tracing"
 )
 
 // Resolution is a resolved URI.
@@ -24,6 +25,9 @@ type Resolution struct {
 // with a warning.
 func (s *Service) Resolve(ctx context.Context, uri string) (_ Resolution, err error) {
 	defer s.observe("resolve", time.Now(), &err)
+	ctx, span := tracing.Start(ctx, "registry resolve", tracing.Internal)
+	span.SetString("caphub.capability.uri", uri)
+	defer func() { span.End(err) }()
 	u, err := capability.ParseURI(uri)
 	if err != nil {
 		return Resolution{}, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -216,6 +220,8 @@ func (s *Service) Versions(ctx context.Context, scheme, domain, name string) ([]
 // definition is shared, and callers must not modify it.
 func (s *Service) List(ctx context.Context, f ListFilter) (_ Page, err error) {
 	defer s.observe("list", time.Now(), &err)
+	ctx, span := tracing.Start(ctx, "registry list", tracing.Internal)
+	defer func() { span.End(err) }()
 	if !s.cacheActive {
 		return s.store.List(ctx, f)
 	}
@@ -242,6 +248,8 @@ func (s *Service) ListRaw(ctx context.Context, f ListFilter) (_ RawPage, err err
 // Search ranks the capabilities matching q.
 func (s *Service) Search(ctx context.Context, q SearchQuery) (_ Page, err error) {
 	defer s.observe("search", time.Now(), &err)
+	ctx, span := tracing.Start(ctx, "registry search", tracing.Internal)
+	defer func() { span.End(err) }()
 	if page, ok, err := s.searchIndexed(ctx, q); ok || err != nil {
 		return page, err
 	}

@@ -104,6 +104,11 @@ func runMCPBridge(ctx context.Context, cmd *cobra.Command, cfg config) error {
 // runMCP serves the app as one MCP server on in and out until ctx ends
 // or in closes.
 func runMCP(ctx context.Context, cfg config, in io.Reader, out io.Writer) error {
+	stopTracing, err := startTracing(ctx, cfg.log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	a, err := newApp(ctx, cfg, registry.WithSearchIndex(false))
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/caphub/caphub/internal/server/mcpfront"
 	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/caphub/caphub/internal/server/rest"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
@@ -92,6 +93,11 @@ const tokenRecheck = 2 * time.Second
 // runServe assembles the app and serves it over HTTP until ctx ends, then
 // shuts down gracefully.
 func runServe(ctx context.Context, cfg config) error {
+	stopTracing, err := startTracing(ctx, cfg.log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // last: the spans of the shutdown too
 	a, err := newApp(ctx, cfg, registry.WithSearchIndex(false))
 	if err != nil {
 		return err
@@ -125,6 +131,8 @@ func runServe(ctx context.Context, cfg config) error {
 	// The guard comes first: a request a web page forged is refused
 	// before anything reads it.
 	handler = a.metrics.Instrument(guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler))
+	// Outermost: a refused request is traced too, named by its route.
+	handler = tracing.Middleware(h.mux.Route, handler)
 	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "mcp_max_tools", sc.mcp.maxTools, "mcp_large_catalog", sc.mcp.largeCatalog, "auth", enforce, "db", cfg.db, "version", buildVersion())
 	return serveUntilDone(ctx, cfg.log, newHTTPServer(handler, h), ln)
 }

@@ -71,9 +71,19 @@ type serveProc struct {
 // /healthz answers.
 func startServe(t *testing.T, db string, flags ...string) *serveProc {
 	t.Helper()
+	return startServeEnv(t, nil, db, flags...)
+}
+
+// startServeEnv is startServe with variables (NAME=value) added to the
+// environment.
+func startServeEnv(t *testing.T, env []string, db string, flags ...string) *serveProc {
+	t.Helper()
 	addr := freeAddr(t)
 	p := &serveProc{url: "http://" + addr, logs: &bytes.Buffer{}}
 	p.cmd = exec.Command(caphubBinary(t), append([]string{"serve", "--addr", addr, "--db", db}, flags...)...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -62,6 +62,21 @@ func (rt *Routes) ScopeOf(r *http.Request) (scope string, public bool) {
 	return string(s), false
 }
 
+// Route is the pattern of the route a request goes to, without its
+// method (/registry/capabilities/{domain}, /mcp/servers/), asking a
+// mounted handler that has routes of its own (a Route method): what
+// traces name a request by, never the raw path.
+func (rt *Routes) Route(r *http.Request) string {
+	_, pattern := rt.mux.Handler(r)
+	if h, ok := rt.mounts[pattern].(interface{ Route(*http.Request) string }); ok {
+		return h.Route(r)
+	}
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		return path
+	}
+	return pattern
+}
+
 // under reports whether p is prefix or below it.
 func under(p, prefix string) bool {
 	return p == prefix || strings.HasPrefix(p, prefix+"/")

@@ -17,8 +17,9 @@ import (
 type RawSession struct {
 	T      testing.TB
 	URL    string
-	Accept string // default "application/json, text/event-stream"
-	SID    string // the session id, once initialised
+	Accept string      // default "application/json, text/event-stream"
+	SID    string      // the session id, once initialised
+	Header http.Header // sent with every message, besides MCP's own
 	id     int
 }
 
@@ -31,6 +32,9 @@ func (s *RawSession) Post(body string) string {
 	req, err := http.NewRequest(http.MethodPost, s.URL, strings.NewReader(body))
 	if err != nil {
 		s.T.Fatal(err)
+	}
+	for k, v := range s.Header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", s.accept())

@@ -15,6 +15,7 @@ import (
 	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/server/guard"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -248,7 +249,7 @@ func (a *AgentGateways) newAgentServer(id string) *agentServer {
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 		},
 	})
-	s.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+	s.server.AddReceivingMiddleware(tracing.MCPMethods, func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/list" || method == "tools/call" {
 				if ce := s.problem.Load(); ce != nil {

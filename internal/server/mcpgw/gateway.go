@@ -45,6 +45,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/server/guard"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/internal/wait"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/registry"
@@ -288,7 +289,7 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 			Tools:   &mcp.ToolCapabilities{ListChanged: opts.Mode == ModeTools},
 		},
 	})
-	g.server.AddReceivingMiddleware(g.catalogMiddleware, g.pager.middleware)
+	g.server.AddReceivingMiddleware(tracing.MCPMethods, g.catalogMiddleware, g.pager.middleware)
 	if opts.Mode == ModeSearch {
 		g.setSearchTools(true)
 	}

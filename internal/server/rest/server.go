@@ -210,6 +210,9 @@ func (s *Server) routes() {
 // auth.Routes): auth.Middleware takes it.
 func (s *Server) ScopeOf(r *http.Request) (scope string, public bool) { return s.mux.ScopeOf(r) }
 
+// Route is the pattern of the route a request goes to (see auth.Routes).
+func (s *Server) Route(r *http.Request) string { return s.mux.Route(r) }
+
 // filterFrom reads the list filter from query parameters.
 func filterFrom(q url.Values) (registry.ListFilter, error) {
 	f := registry.ListFilter{

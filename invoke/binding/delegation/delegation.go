@@ -27,6 +27,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/allowlist"
 	"github.com/caphub/caphub/internal/permit"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/invoke"
 )
 
@@ -166,7 +167,9 @@ func (b *Binding) post(ctx context.Context, t target, body any) (int, []byte, er
 	if t.token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
+	end := tracing.StartClient(req, "delegation")
 	resp, err := t.client.Do(req)
+	end(resp, err)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return 0, nil, &invoke.Error{Code: invoke.CodeTimeout, Retryable: true, Message: "the delegate did not answer in time", Cause: err}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/server/rest"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/delegation"
 	"github.com/caphub/caphub/invoke/binding/native"
@@ -221,5 +222,42 @@ func TestDelegationReachAndToken(t *testing.T) {
 	out, err = b.Invoke(ctx, call(&capability.DelegationBinding{Agent: "ops", TokenEnv: "DELEGATE_TOKEN"}, nil))
 	if err != nil || out.Output.(map[string]any)["ok"] != true {
 		t.Errorf("a configured agent: %v %+v", err, out)
+	}
+}
+
+// TestDelegationTraceContext: a delegation passes the call's trace context
+// (here one a client brought, tracing off) in the traceparent header, to
+// another caphub and to an A2A agent, and sends none when the call has
+// none.
+func TestDelegationTraceContext(t *testing.T) {
+	got := make(chan string, 1)
+	delegate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("traceparent")
+		if r.URL.Path == "/" { // an A2A endpoint
+			json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"kind": "message", "parts": []any{map[string]any{"kind": "data", "data": map[string]any{"ok": true}}}}})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"uri": "ossa:math/add@1.0", "binding": "native", "output": map[string]any{"sum": 5}})
+	}))
+	t.Cleanup(delegate.Close)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	traced := tracing.Extract(context.Background(), http.Header{"Traceparent": {tp}})
+	b := delegation.New(delegation.Options{Agents: map[string]string{"ops": delegate.URL + "/"}})
+	for _, c := range []struct {
+		what string
+		d    *capability.DelegationBinding
+		ctx  context.Context
+		want string
+	}{
+		{"caphub", &capability.DelegationBinding{URL: delegate.URL}, traced, tp},
+		{"caphub, untraced", &capability.DelegationBinding{URL: delegate.URL}, context.Background(), ""},
+		{"A2A", &capability.DelegationBinding{Agent: "ops"}, traced, tp},
+	} {
+		if _, err := b.Invoke(c.ctx, call(c.d, nil)); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if tp := <-got; tp != c.want {
+			t.Errorf("%s: the delegate got traceparent %q, want %q", c.what, tp, c.want)
+		}
 	}
 }

@@ -121,6 +121,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/allowlist"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/invoke/binding/internal/bindutil"
 )
@@ -265,7 +266,9 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 
 	client := *b.client
 	client.CheckRedirect = b.checkRedirect(r.secretHeader)
+	end := tracing.StartClient(req, "http binding")
 	resp, err := client.Do(req)
+	end(resp, err)
 	if err != nil {
 		return nil, b.transportError(ctx, err, r)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -134,6 +135,7 @@ func (s sdkSession) callTool(ctx context.Context, _ *Binding, params *mcp.CallTo
 	if token != "" {
 		params.SetProgressToken(token)
 	}
+	tracing.InjectMeta(ctx, params)
 	return s.cs.CallTool(ctx, params)
 }
 
@@ -292,14 +294,22 @@ func (b *Binding) Invoke(ctx context.Context, call *invoke.Call) (*invoke.Outcom
 			r.stop()
 		}()
 	}
+	ctx, span := tracing.StartFor(ctx, "tools/call", mb.Tool, tracing.Client)
+	span.SetString("mcp.method.name", "tools/call")
+	span.SetString("gen_ai.tool.name", mb.Tool)
+	span.SetString("caphub.upstream", mb.Server)
 	res, err := sess.callTool(ctx, b, params, token)
 	if err != nil {
+		span.End(err)
 		return nil, b.callError(ctx, mb.Server, sess, err)
 	}
 	b.healthy(mb.Server)
 	if res.IsError {
+		span.Fail("tool_error", "the tool answered an error")
+		span.End(nil)
 		return nil, toolError(res, mb.ErrorMapping)
 	}
+	span.End(nil)
 	structured := plainJSON(res.StructuredContent)
 	return &invoke.Outcome{Output: output(res, structured), Tool: &invoke.ToolResult{Content: res.Content, Structured: structured}}, nil
 }

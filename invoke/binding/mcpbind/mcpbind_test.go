@@ -15,6 +15,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/internal/testpeers"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/store/sqlite"
@@ -245,6 +246,56 @@ func TestContentJSON(t *testing.T) {
 	} {
 		if got, want := contentJSON(content), normalize(content); !reflect.DeepEqual(got, want) {
 			t.Errorf("contentJSON(%v) = %#v, want %#v", content, got, want)
+		}
+	}
+}
+
+// TestTraceContextUpstream: the trace context of a call (here one a
+// client brought, tracing off) reaches the MCP server in the tools/call's
+// params._meta, over streamable HTTP (pooled HTTPSession, also in the
+// traceparent header) and over SSE (the Go SDK's client); a call without
+// one sends none.
+func TestTraceContextUpstream(t *testing.T) {
+	type seen struct{ meta, header string }
+	got := make(chan seen, 4)
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "look", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var sn seen
+		sn.meta, _ = r.Params.Meta["traceparent"].(string)
+		if r.Extra != nil {
+			sn.header = r.Extra.Header.Get("traceparent")
+		}
+		got <- sn
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	streamable := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer streamable.Close()
+	sse := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer sse.Close()
+	b := New(savedServers(t,
+		&mcpconn.Server{Name: "http", URL: streamable.URL, Transport: mcpconn.TransportHTTP},
+		&mcpconn.Server{Name: "sse", URL: sse.URL, Transport: mcpconn.TransportSSE}), Options{})
+	defer b.Close()
+
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	traced := tracing.Extract(context.Background(), http.Header{"Traceparent": {tp}})
+	for _, c := range []struct {
+		server     string
+		ctx        context.Context
+		meta, hdr  string
+		headerSent bool
+	}{
+		{"http", traced, tp, tp, true},
+		{"http", context.Background(), "", "", true},
+		{"sse", traced, tp, "", false},
+		{"sse", context.Background(), "", "", false},
+	} {
+		if _, err := b.Invoke(c.ctx, call(c.server, "look", nil, nil)); err != nil {
+			t.Fatalf("%s: %v", c.server, err)
+		}
+		sn := <-got
+		if sn.meta != c.meta || (c.headerSent && sn.header != c.hdr) {
+			t.Errorf("%s: the server saw _meta traceparent %q and header %q; want %q and %q", c.server, sn.meta, sn.header, c.meta, c.hdr)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -162,7 +163,7 @@ func (rl *Relay) newFront(name string) *front {
 		fr.sendDown = next
 		return next
 	})
-	fr.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+	fr.server.AddReceivingMiddleware(tracing.MCPMethods, func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			return rl.receive(ctx, fr, next, method, req)
 		}

@@ -1,0 +1,79 @@
+package tracing
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// MCPMethods is an MCP server middleware that traces each method a client
+// calls: a server span named after the method ("tools/call TOOL" for a
+// tool call), a child of the trace context in its HTTP headers (the HTTP
+// request's span, see Middleware) when that is in the trace the request's
+// params._meta names or _meta names none, else a child of _meta's, linked
+// to the HTTP request's span. The
+// context the MCP SDK hands handlers is the session's, not the request's:
+// a request that brings no trace context runs with none. Off, the request
+// only runs with the trace context it brings, if any.
+func MCPMethods(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		meta := metaOf(req)
+		var hdr trace.SpanContext
+		if ex := req.GetExtra(); ex != nil && len(ex.Header["Traceparent"]) > 0 {
+			hdr = trace.SpanContextFromContext(Extract(context.Background(), ex.Header))
+		}
+		parent := withoutTrace(ctx)
+		fromMeta := FromMeta(parent, meta)
+		metaSC := trace.SpanContextFromContext(fromMeta)
+		switch {
+		case metaSC.IsValid() && metaSC.TraceID() != hdr.TraceID():
+			parent = fromMeta
+		case hdr.IsValid():
+			parent = trace.ContextWithRemoteSpanContext(parent, hdr)
+		}
+		t := tracer.Load()
+		if t == nil {
+			return next(parent, method, req)
+		}
+		name, tool := method, ""
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+			tool = p.Name
+			name += " " + tool
+		}
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("mcp.method.name", method))}
+		if hdr.IsValid() && hdr.SpanID() != trace.SpanContextFromContext(parent).SpanID() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: hdr}))
+		}
+		ctx, span := (*t).Start(parent, name, opts...)
+		if tool != "" {
+			span.SetAttributes(attribute.String("gen_ai.tool.name", tool))
+		}
+		if s := req.GetSession(); s != nil && s.ID() != "" {
+			span.SetAttributes(attribute.String("mcp.session.id", s.ID()))
+		}
+		res, err := next(ctx, method, req)
+		sp := Span{span}
+		if err != nil {
+			sp.Fail("jsonrpc_error", err.Error())
+		} else if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
+			sp.Fail("tool_error", "the tool answered an error")
+		}
+		span.End()
+		return res, err
+	}
+}
+
+// metaOf is the _meta of a request's params (nil without params).
+func metaOf(req mcp.Request) map[string]any {
+	p := req.GetParams()
+	if p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return p.GetMeta()
+}
