@@ -148,6 +148,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/openapi.json", scope: auth.Public, summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
 	routes = append(routes, s.serverRoutes()...)
+	routes = append(routes, s.mcpRegistryRoutes()...)
 	agents := s.agents
 	if agents == nil {
 		agents = s.newAgents()
