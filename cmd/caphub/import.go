@@ -13,12 +13,12 @@ import (
 func newImportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "import",
-		Short:   "Import capabilities from OpenAPI specs, Agent OS manifests and RTFS files",
+		Short:   "Import capabilities from OpenAPI specs, Agent OS manifests and RTFS files, and MCP servers from an MCP registry",
 		Example: "  caphub import openapi ./petstore.yaml --domain pets\n  caphub import agentos ./capabilities.json\n  caphub import rtfs ./capabilities/",
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newImportOpenAPICmd(), newImportAgentOSCmd(), newImportRTFSCmd())
+	cmd.AddCommand(newImportOpenAPICmd(), newImportAgentOSCmd(), newImportRTFSCmd(), newImportMCPRegistryCmd())
 	return cmd
 }
 
