@@ -132,3 +132,38 @@ func TestImportMCPRegistryBounds(t *testing.T) {
 		t.Errorf("an invalid server.json: exit %d: %s", code, errOut)
 	}
 }
+
+// TestImportMCPRegistryFromCaphub: one caphub serves the registry API for
+// the servers it imported; another, over its own API (--server), imports
+// that list and saves the same connections.
+func TestImportMCPRegistryFromCaphub(t *testing.T) {
+	dbA, dbB := filepath.Join(t.TempDir(), "a.db"), filepath.Join(t.TempDir(), "b.db")
+	for _, f := range []string{"npm.json", "remote.json"} {
+		if code, out, errOut := caphub(t, "--db", dbA, "import", "mcp-registry", "../../discover/mcpregistry/testdata/"+f, "--set", "region=us"); code != 0 {
+			t.Fatalf("import %s: %d\n%s%s", f, code, out, errOut)
+		}
+	}
+	a, b := startServe(t, dbA), startServe(t, dbB)
+	code, out, errOut := caphub(t, "--server", b.url, "import", "mcp-registry", a.url+"/v0/servers?limit=1", "--set", "region=us")
+	if code != 0 || !strings.Contains(out, "2 saved, 0 skipped, 0 invalid (2 pages read)") || !strings.Contains(out, "The caphub at "+b.url+" runs them within its own allow-lists") {
+		t.Fatalf("import from caphub: %d\n%s%s", code, out, errOut)
+	}
+	type conn struct {
+		Server struct {
+			Command, URL string
+			Args         []string
+			Env, Headers map[string]string
+		} `json:"server"`
+	}
+	for _, name := range []string{"tide-tables", "forecast"} {
+		var fromA, fromB conn
+		_, outA, _ := caphub(t, "--server", a.url, "server", "show", name, "--format", "json")
+		_, outB, _ := caphub(t, "--server", b.url, "server", "show", name, "--format", "json")
+		if json.Unmarshal([]byte(outA), &fromA) != nil || json.Unmarshal([]byte(outB), &fromB) != nil {
+			t.Fatalf("%s:\n%s\n%s", name, outA, outB)
+		}
+		if ja, jb := fmt.Sprint(fromA), fmt.Sprint(fromB); ja != jb || fromA.Server.Command+fromA.Server.URL == "" {
+			t.Errorf("%s differs:\n A %s\n B %s", name, ja, jb)
+		}
+	}
+}

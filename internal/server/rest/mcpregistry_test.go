@@ -14,6 +14,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/discover/mcpregistry"
+	"github.com/caphub/caphub/internal/auth"
 	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
@@ -179,5 +180,42 @@ func TestMCPRegistryAPI(t *testing.T) {
 		if doc.Paths[p] == nil {
 			t.Errorf("the OpenAPI document lacks %s", p)
 		}
+	}
+}
+
+// TestMCPRegistryToken: where caphub asks for tokens, the registry API
+// needs the read scope, and caphub's front, as a remote, asks for a token.
+func TestMCPRegistryToken(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "caphub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(st)
+	t.Cleanup(func() { svc.Close() })
+	api := New(svc, nil)
+	tokens := auth.New(st, nil)
+	_, secret, err := tokens.Create(ctx, "reader", []auth.Scope{auth.ScopeRead}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(tokens.Middleware(api.ScopeOf, api))
+	t.Cleanup(srv.Close)
+	if err := discover.NewServers(st).SaveServer(ctx, &mcpconn.Server{Name: "custom", Command: "node server.js"}); err != nil {
+		t.Fatal(err)
+	}
+	if code := getJSON(t, srv.URL+"/v0/servers", nil); code != http.StatusUnauthorized {
+		t.Errorf("without a token: %d", code)
+	}
+	got, err := mcpregistry.Fetch(ctx, srv.URL+"/v0/servers", mcpregistry.FetchOptions{Header: http.Header{"Authorization": {"Bearer " + secret}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entries) != 1 {
+		t.Fatalf("entries %+v", got.Entries)
+	}
+	p := mcpregistry.Connect(got.Entries[0], "custom", mcpregistry.Options{})
+	if p.Server == nil || p.Server.URL != srv.URL+"/mcp/servers/custom" || p.Server.Headers["Authorization"] != "Bearer ${TOKEN}" || len(p.Needs) != 1 || !p.Needs[0].Secret {
+		t.Errorf("the front as a remote: %+v", p)
 	}
 }
