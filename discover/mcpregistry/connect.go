@@ -107,6 +107,7 @@ type builder struct {
 	srv   *mcpconn.Server
 	needs []Need
 	notes []string
+	omit  bool // an optional variable of the value being made has none
 }
 
 // pkg makes a stdio command of a package.
@@ -249,26 +250,38 @@ func (b *builder) env(kvs []KeyValueInput) (map[string]string, error) {
 
 // keyValue is the value of an environment variable or header: the given
 // input, its value (with its variables), its default, or, when it has
-// none and is required or secret, a ${VAR} reference to caphub's own
-// variable var: a secret is never stored, never invented. An optional one
-// without a value is left out (ok false).
+// none and is required, a ${VAR} reference to caphub's own variable ref:
+// a secret is never stored, never invented. An optional one without a
+// value is left out (ok false), with a note saying how to pass it.
 func (b *builder) keyValue(what string, kv KeyValueInput, ref string) (string, bool, error) {
 	if v, ok := b.opts.Inputs[kv.Name]; ok {
 		return b.given(what, v, kv.IsSecret)
 	}
 	if kv.Value != "" {
+		b.omit = false
 		v, err := b.template(what, kv.Value, kv.Variables, true)
+		if b.omit {
+			return "", false, err
+		}
 		return v, err == nil, err
 	}
 	if kv.Default != "" && !kv.IsSecret {
 		return kv.Default, true, nil
 	}
-	if kv.IsRequired || kv.IsSecret {
-		b.needs = append(b.needs, Need{Var: ref, For: what, Secret: kv.IsSecret, Required: kv.IsRequired, Description: kv.Description})
+	if kv.IsRequired {
+		b.needs = append(b.needs, Need{Var: ref, For: what, Secret: kv.IsSecret, Required: true, Description: kv.Description})
 		return "${" + ref + "}", true, nil
 	}
-	b.notes = append(b.notes, what+": optional, left unset")
+	b.notes = append(b.notes, optionalNote(what, kv.Name, ref, kv.IsSecret))
 	return "", false, nil
+}
+
+// optionalNote says an optional input was left unset, and how to pass it.
+func optionalNote(what, key, ref string, secret bool) string {
+	if secret {
+		return fmt.Sprintf("%s: optional secret, left unset (to pass caphub's $%s, import with --set %s='${%s}')", what, ref, key, ref)
+	}
+	return fmt.Sprintf("%s: optional, left unset (--set %s=VALUE gives it)", what, key)
 }
 
 // given checks a value the operator gave: a secret only as a ${VAR}
@@ -276,6 +289,9 @@ func (b *builder) keyValue(what string, kv KeyValueInput, ref string) (string, b
 func (b *builder) given(what, v string, secret bool) (string, bool, error) {
 	if secret && !envRefOnly(v) {
 		return "", false, fmt.Errorf("%s is a secret: caphub stores none, so give it as a reference to a variable of its environment (--set NAME='${VAR}')", what)
+	}
+	for _, m := range envRefRE.FindAllString(v, -1) {
+		b.needs = append(b.needs, Need{Var: m[2 : len(m)-1], For: what, Secret: secret, Required: true})
 	}
 	return v, true, nil
 }
@@ -311,6 +327,11 @@ func (b *builder) template(what, value string, vars map[string]Input, refs bool)
 					first = fmt.Errorf("%s: {%s} is a secret: caphub stores none, so give it as a reference to a variable of its environment (--set %s='${VAR}')", what, name, name)
 				}
 			}
+			if refs {
+				for _, r := range envRefRE.FindAllString(given, -1) {
+					b.needs = append(b.needs, Need{Var: r[2 : len(r)-1], For: what + " {" + name + "}", Secret: v.IsSecret, Required: true})
+				}
+			}
 			return given
 		case !declared:
 			return m
@@ -318,12 +339,15 @@ func (b *builder) template(what, value string, vars map[string]Input, refs bool)
 			return v.Value
 		case v.Default != "" && !v.IsSecret:
 			return v.Default
-		case refs && (v.IsRequired || v.IsSecret):
+		case refs && v.IsRequired:
 			ref := envName(name)
-			b.needs = append(b.needs, Need{Var: ref, For: what + " {" + name + "}", Secret: v.IsSecret, Required: v.IsRequired, Description: v.Description})
+			b.needs = append(b.needs, Need{Var: ref, For: what + " {" + name + "}", Secret: v.IsSecret, Required: true, Description: v.Description})
 			return "${" + ref + "}"
 		case refs:
-			b.notes = append(b.notes, fmt.Sprintf("%s: {%s} is optional, left empty", what, name))
+			// An optional variable without a value leaves the whole
+			// variable or header out, rather than half a value.
+			b.omit = true
+			b.notes = append(b.notes, optionalNote(what+" {"+name+"}", name, envName(name), v.IsSecret))
 			return ""
 		}
 		if first == nil {

@@ -98,7 +98,7 @@ func TestConnectRemote(t *testing.T) {
 	if p := Connect(entryT(t, "remote.json"), "forecast", Options{Inputs: map[string]string{"api_token": "s3cret"}}); p.Server == nil || p.From[:10] != "remotes[1]" {
 		t.Errorf("a literal secret: %+v", p)
 	}
-	if p := Connect(entryT(t, "remote.json"), "forecast", Options{Inputs: map[string]string{"api_token": "${WD_TOKEN}"}}); p.Server == nil || p.Server.Headers["Authorization"] != "Bearer ${WD_TOKEN}" {
+	if p := Connect(entryT(t, "remote.json"), "forecast", Options{Inputs: map[string]string{"api_token": "${WD_TOKEN}"}}); p.Server == nil || p.Server.Headers["Authorization"] != "Bearer ${WD_TOKEN}" || len(p.Needs) != 1 || p.Needs[0].Var != "WD_TOKEN" {
 		t.Errorf("a reference: %+v", p)
 	}
 }
@@ -127,5 +127,32 @@ func TestLocalName(t *testing.T) {
 	}
 	if got := LocalName("io.github.user/weather", true); got != "io-github-user-weather" {
 		t.Errorf("full: %q", got)
+	}
+}
+
+// TestConnectOptionalSecret: an optional secret without value is left
+// out (the server starts without it), with a note saying how to pass
+// caphub's own variable; never a reference that would fail the start.
+func TestConnectOptionalSecret(t *testing.T) {
+	doc, err := Read([]byte(`{"name": "io.example/ledger", "description": "Ledger queries", "version": "0.3.0",
+		"packages": [{"registryType": "oci", "identifier": "ghcr.io/example/ledger", "version": "0.3.0", "transport": {"type": "stdio"},
+			"environmentVariables": [{"name": "LEDGER_TOKEN", "isSecret": true}]}],
+		"remotes": [{"type": "streamable-http", "url": "https://ledger.example.io/mcp",
+			"headers": [{"name": "X-Ledger-Key", "value": "{key}", "variables": {"key": {"isSecret": true}}}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Connect(doc.Entries[0], "ledger", Options{})
+	if p.Server == nil || len(p.Server.Env) != 0 || strings.Join(p.Server.Args, " ") != "run -i --rm ghcr.io/example/ledger:0.3.0" || len(p.Needs) != 0 ||
+		!strings.Contains(strings.Join(p.Notes, "\n"), "env LEDGER_TOKEN: optional secret, left unset (to pass caphub's $LEDGER_TOKEN, import with --set LEDGER_TOKEN='${LEDGER_TOKEN}')") {
+		t.Fatalf("package: %+v", p)
+	}
+	p = Connect(doc.Entries[0], "ledger", Options{PreferRemote: true})
+	if p.Server == nil || p.Server.URL != "https://ledger.example.io/mcp" || len(p.Server.Headers) != 0 {
+		t.Fatalf("remote: %+v", p)
+	}
+	p = Connect(doc.Entries[0], "ledger", Options{Inputs: map[string]string{"LEDGER_TOKEN": "${MY_LEDGER}"}})
+	if p.Server.Env["LEDGER_TOKEN"] != "${MY_LEDGER}" || len(p.Needs) != 1 || p.Needs[0].Var != "MY_LEDGER" || strings.Join(p.Server.Args, " ") != "run -i --rm -e LEDGER_TOKEN ghcr.io/example/ledger:0.3.0" {
+		t.Fatalf("given: %+v", p.Server)
 	}
 }
