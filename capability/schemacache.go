@@ -8,14 +8,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// maxCachedSchemas bounds the compiled schemas kept; when it is reached
-// the cache starts again empty (the schemas of one import or one burst of
-// registrations are what repeats).
-const maxCachedSchemas = 4096
-
-// maxCachedSchemaBytes bounds the encoded size of a schema worth caching:
-// a larger one is compiled each time rather than pinned in memory.
-const maxCachedSchemaBytes = 256 << 10
+// maxCachedSchemaBytes bounds the encoded size of the schemas the cache
+// keeps compiled, together; when the next would pass it, the cache starts
+// again empty (the schemas of one import or one burst of registrations
+// are what repeats). A larger schema than a tenth of it is compiled each
+// time rather than pinned in memory.
+const maxCachedSchemaBytes = 8 << 20
 
 // compiled is a schema's compilation: the schema, or the issues that make
 // it invalid. A compiled jsonschema.Schema is immutable and safe for
@@ -29,34 +27,45 @@ type compiled struct {
 // encoding (encoding/json sorts object keys, so equal schemas encode
 // alike).
 type schemaCache struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]compiled
+	mu    sync.Mutex
+	m     map[[sha256.Size]byte]compiled
+	bytes int // the encoded size of the schemas in m
 }
 
 var compiledSchemas schemaCache
 
 // schemaKey is s's cache key; ok is false when s is not to be cached (it
 // does not encode, or is too large).
-func schemaKey(s Schema) (key [sha256.Size]byte, ok bool) {
+func schemaKey(s Schema) (key schemaID, ok bool) {
 	b, err := json.Marshal(s)
-	if err != nil || len(b) > maxCachedSchemaBytes {
+	if err != nil || len(b) > maxCachedSchemaBytes/10 {
 		return key, false
 	}
-	return sha256.Sum256(b), true
+	return schemaID{sha256.Sum256(b), len(b)}, true
 }
 
-func (c *schemaCache) get(k [sha256.Size]byte) (compiled, bool) {
+// schemaID identifies a schema: the digest and length of its encoding.
+type schemaID struct {
+	sum  [sha256.Size]byte
+	size int
+}
+
+func (c *schemaCache) get(k schemaID) (compiled, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.m[k]
+	v, ok := c.m[k.sum]
 	return v, ok
 }
 
-func (c *schemaCache) put(k [sha256.Size]byte, v compiled) {
+func (c *schemaCache) put(k schemaID, v compiled) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedSchemas {
-		c.m = make(map[[sha256.Size]byte]compiled)
+	if _, ok := c.m[k.sum]; ok {
+		return
 	}
-	c.m[k] = v
+	if c.m == nil || c.bytes+k.size > maxCachedSchemaBytes {
+		c.m, c.bytes = make(map[[sha256.Size]byte]compiled), 0
+	}
+	c.m[k.sum] = v
+	c.bytes += k.size
 }

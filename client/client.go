@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -201,7 +200,10 @@ func problemOf(status int, data []byte) *ProblemError {
 // body and headers; any status >= 400 becomes a *ProblemError.
 func (c *Client) send(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, http.Header, error) {
 	var rd io.Reader
-	if body != nil {
+	contentType := "application/json"
+	if rb, ok := body.(rawBody); ok {
+		rd, contentType = bytes.NewReader(rb.data), rb.contentType
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, nil, nil, err
@@ -216,7 +218,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, hdr ht
 		req.Header[k] = v
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.token != "" {
@@ -256,7 +258,11 @@ func recordOf(d capability.Definition) registry.Record {
 	return registry.Record{Key: k, Definition: d}
 }
 
-// RegisterBatch posts the definitions as one capabilities document.
+// RegisterBatch posts the definitions as one capabilities document. A
+// document over the server's limit for registering while the client waits
+// (4 MiB) is registered as a job, each definition on its own, which
+// RegisterBatch follows to its end: refused definitions then make a
+// *PartialError, the others being registered.
 func (c *Client) RegisterBatch(ctx context.Context, defs []capability.Definition) ([]registry.RegisterResult, error) {
 	if len(defs) == 1 {
 		var res registry.RegisterResult
@@ -269,8 +275,26 @@ func (c *Client) RegisterBatch(ctx context.Context, defs []capability.Definition
 	var res struct {
 		Items []registry.RegisterResult `json:"items"`
 	}
-	if _, err := c.do(ctx, http.MethodPost, "/registry/capabilities", map[string]any{"capabilities": defs}, &res); err != nil {
+	status, data, _, err := c.send(ctx, http.MethodPost, "/registry/capabilities", map[string]any{"capabilities": defs}, nil)
+	if err != nil {
 		return nil, err
+	}
+	if status == http.StatusAccepted {
+		// A large batch: the server registers it as a job.
+		var st jobStatus
+		if err := json.Unmarshal(data, &st); err != nil {
+			return nil, fmt.Errorf("decode answer of POST /registry/capabilities: %w", err)
+		}
+		out, err := c.followJob(ctx, st, nil)
+		if err == nil && len(out.Failures) > 0 {
+			err = &PartialError{Registered: len(out.Results), Failures: out.Failures}
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.Items = out.Results
+	} else if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("decode answer of POST /registry/capabilities: %w", err)
 	}
 	for i := range res.Items {
 		if i < len(defs) {
@@ -317,7 +341,7 @@ func (c *Client) Get(ctx context.Context, scheme, domain, name, version string) 
 	}
 	rec := recordOf(d)
 	rec.TrustTier = hdr.Get(registry.TrustTierHeader)
-	rec.Digest, _ = strconv.Unquote(hdr.Get("ETag"))
+	rec.Digest = hdr.Get(registry.DigestHeader)
 	return rec, nil
 }
 
@@ -367,21 +391,29 @@ func filterQuery(f registry.ListFilter) url.Values {
 	if f.AllVersions {
 		q.Set("all_versions", "true")
 	}
+	if f.CountTotal {
+		q.Set("total", "true")
+	}
 	return q
 }
 
-// List lists capabilities: f.Limit of them, or with Limit 0 every one from
-// f.Cursor on, read a page at a time (the server answers at most
-// MaxPageSize per request).
+// List reads one page of capabilities, as registry.Service.List: f.Limit
+// of them (registry.DefaultPageSize when 0, at most registry.MaxPageSize)
+// from f.Cursor on, with NextCursor to continue; Total when f.CountTotal
+// asks.
 func (c *Client) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), f.Limit, nil)
+	limit, err := registry.PageSize(f.Limit)
+	if err != nil {
+		return registry.Page{}, err
+	}
+	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), limit, nil)
 	if err != nil {
 		return registry.Page{}, err
 	}
 	return a.page(), nil
 }
 
-// Search runs a ranked search, paged as List. It asks for whole
+// Search runs a ranked search, one page as List reads one. It asks for whole
 // definitions (view=full): the server answers summaries by default.
 func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
 	v := filterQuery(q.Filter)
@@ -390,8 +422,12 @@ func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.P
 	if q.Explain {
 		v.Set("explain", "true")
 	}
+	limit, err := registry.PageSize(q.Filter.Limit)
+	if err != nil {
+		return registry.Page{}, err
+	}
 	var rank registry.Ranking
-	a, err := c.listPages(ctx, "/registry/search", v, q.Filter.Limit, &rank)
+	a, err := c.listPages(ctx, "/registry/search", v, limit, &rank)
 	if err != nil {
 		return registry.Page{}, err
 	}

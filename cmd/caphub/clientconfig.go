@@ -274,13 +274,21 @@ func clientEntry(c mcpClient, s clientSettings) (entry map[string]any, note stri
 			return nil, "", err
 		}
 		args = append(args, "--token-file", file)
+		if st, err := os.Stat(file); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o077 == 0 {
+			return withCommand(entry, s.command, args), "", nil // the token is in place
+		}
 		note = fmt.Sprintf("put a token of the server in %s, readable by you alone: (umask 077; caphub token create NAME --scope read --scope invoke > %s)", file, file)
 		if runtime.GOOS == "windows" {
 			note = fmt.Sprintf("put a token of the server in %s: caphub token create NAME --scope read --scope invoke", file)
 		}
 	}
-	entry["command"], entry["args"] = s.command, args
-	return entry, note, nil
+	return withCommand(entry, s.command, args), note, nil
+}
+
+// withCommand sets the program an entry starts and its arguments.
+func withCommand(entry map[string]any, command string, args []string) map[string]any {
+	entry["command"], entry["args"] = command, args
+	return entry
 }
 
 // maxClientFile bounds a client configuration file --write reads.

@@ -215,3 +215,19 @@ func TestTokenFile(t *testing.T) {
 		t.Fatalf("without a token: exit %d %q; want no bearer token refused", code, errOut)
 	}
 }
+
+// TestClientConfigTokenFileNote checks that the note to put a token in the
+// token file comes only while the file is not there (or others can read it).
+func TestClientConfigTokenFileNote(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	args := []string{"client", "config", "claude-desktop", "--server", "http://127.0.0.1:8750", "--token-file", file}
+	if code, _, errOut := caphub(t, args...); code != 0 || !strings.Contains(errOut, "put a token of the server in "+file) {
+		t.Fatalf("no token file yet: exit %d %q; want the note", code, errOut)
+	}
+	if err := os.WriteFile(file, []byte("chp_x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := caphub(t, args...); code != 0 || errOut != "" {
+		t.Fatalf("token file in place: exit %d %q; want no note", code, errOut)
+	}
+}

@@ -181,22 +181,31 @@ func filterFromFlags(cmd *cobra.Command) registry.ListFilter {
 		BindingType: get("binding"), Source: get("source"), Intent: get("intent"), AllVersions: all}
 }
 
-// collect pages through a list or search until limit items (0: all).
-func collect(limit int, page func(cursor string, size int) (registry.Page, error)) ([]registry.Record, int, error) {
+// collect pages through a list or search until limit items (0: all),
+// following the cursor, and returns them with the total of matches: the
+// first page's when it counted it (a search always does; a list page does
+// when it sets ListFilter.CountTotal, which collect asks of the first
+// page only when the limit may cut the list short), else the number read.
+func collect(limit int, page func(cursor string, size int, count bool) (registry.Page, error)) ([]registry.Record, int, error) {
 	var out []registry.Record
-	cursor, total := "", 0
+	cursor, total := "", registry.NotCounted
 	for {
-		size := 500
+		size := registry.MaxPageSize
 		if limit > 0 && limit-len(out) < size {
 			size = limit - len(out)
 		}
-		p, err := page(cursor, size)
+		p, err := page(cursor, size, cursor == "" && limit > 0)
 		if err != nil {
 			return nil, 0, err
 		}
 		out = append(out, p.Items...)
-		total = p.Total
+		if cursor == "" {
+			total = p.Total
+		}
 		if p.NextCursor == "" || limit > 0 && len(out) >= limit || len(p.Items) == 0 {
+			if total < 0 {
+				total = len(out) // read to the end: every match
+			}
 			return out, total, nil
 		}
 		cursor = p.NextCursor
@@ -255,8 +264,8 @@ func newListCmd() *cobra.Command {
 			f := filterFromFlags(cmd)
 			limit, _ := cmd.Flags().GetInt("limit")
 			return withRegistry(cmd, func(reg registry.API) error {
-				recs, total, err := collect(limit, func(cursor string, size int) (registry.Page, error) {
-					f.Cursor, f.Limit = cursor, size
+				recs, total, err := collect(limit, func(cursor string, size int, count bool) (registry.Page, error) {
+					f.Cursor, f.Limit, f.CountTotal = cursor, size, count
 					return reg.List(cmd.Context(), f)
 				})
 				if err != nil {
@@ -296,7 +305,7 @@ definitions as JSON instead.`,
 			return withRegistry(cmd, func(reg registry.API) error {
 				var first registry.Page
 				var hits []registry.Hit
-				recs, total, err := collect(limit, func(cursor string, size int) (registry.Page, error) {
+				recs, total, err := collect(limit, func(cursor string, size int, _ bool) (registry.Page, error) {
 					f.Cursor, f.Limit = cursor, size
 					p, err := reg.Search(cmd.Context(), registry.SearchQuery{Text: args[0], Filter: f, Explain: explain})
 					if cursor == "" {

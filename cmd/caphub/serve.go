@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/metrics"
 	"github.com/caphub/caphub/internal/ratelimit"
 	"log/slog"
 	"net"
@@ -39,7 +40,8 @@ server (streamable HTTP at /mcp, HTTP+SSE at /mcp/sse; --tool-mode tools serves 
 per capability up to --mcp-max-tools, --tool-mode search, or a larger catalog, only
 find_capabilities, describe_capability and invoke_capability), and each
 saved MCP server fronted transparently at /mcp/servers/{name}, on the local database
-(--db, default ./caphub.db, created on first use) or a PostgreSQL database (--db postgres://…).
+(--db, default caphub/caphub.db in the user's data directory, created on first use) or a
+PostgreSQL database (--db postgres://…).
 It binds to loopback unless --addr says otherwise, and stops gracefully on SIGINT or SIGTERM.
 
 Authentication: as soon as one active API token exists (caphub token create), every route
@@ -122,7 +124,7 @@ func runServe(ctx context.Context, cfg config) error {
 	}
 	// The guard comes first: a request a web page forged is refused
 	// before anything reads it.
-	handler = guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler)
+	handler = a.metrics.Instrument(guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler))
 	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "mcp_max_tools", sc.mcp.maxTools, "mcp_large_catalog", sc.mcp.largeCatalog, "auth", enforce, "db", cfg.db, "version", buildVersion())
 	return serveUntilDone(ctx, cfg.log, newHTTPServer(handler, h), ln)
 }
@@ -152,13 +154,15 @@ func newServeHandler(a *app, cfg config) *serveHandler {
 	frontOpts.Version, frontOpts.Log = buildVersion(), cfg.log
 	frontOpts.AllowedHosts, frontOpts.AllowedOrigins = hosts, origins
 	h.front = mcpfront.New(a.servers, a.pipeline, frontOpts)
+	a.metrics.Watch(metrics.Sources{Sessions: h.front.SessionsByServer, Spawns: h.front.Spawns})
 	h.agentGW = mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
 		Version: buildVersion(), Log: cfg.log,
 		AllowedHosts: hosts, AllowedOrigins: origins,
 		MaxListBytes: sc.mcp.maxListBytes,
 		MaxSessions:  gwOpts.MaxSessions, IdleTimeout: gwOpts.IdleTimeout,
 	})
-	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout), rest.WithReadiness(a.readyChecks()...))
+	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout), rest.WithReadiness(a.readyChecks()...),
+		rest.WithPolicies(a.governance.Policies()), rest.WithTokens(a.tokens), rest.WithAudit(a.audit))
 	h.mux = serveRoutes(h.api, h.gw.Handler(), h.agentGW.Handler(), h.front.Handler())
 	return h
 }

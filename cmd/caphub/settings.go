@@ -149,7 +149,13 @@ func fileConfigOf(cmd *cobra.Command) *configFile {
 // settingValue; a flag-only setting sets its flag when the command has
 // that flag and the command line did not give it.
 func applyConfigFile(cmd *cobra.Command) error {
-	path := flagString(cmd, "config")
+	// The root's --config: a command with a --config of its own (discover
+	// mcp --config servers.yaml) shadows it, and then $CAPHUB_CONFIG names
+	// caphub's configuration file.
+	var path string
+	if f := cmd.Root().PersistentFlags().Lookup("config"); f != nil {
+		path = f.Value.String()
+	}
 	if path == "" {
 		path = os.Getenv(envConfigFile)
 	}
@@ -342,8 +348,9 @@ func settingValue(cmd *cobra.Command, env string) (value, where string) {
 
 func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "config",
-		Short: "Show caphub's effective configuration",
+		Use:     "config",
+		Short:   "Show caphub's effective configuration",
+		Example: "  caphub config show\n  CAPHUB_CONFIG=/etc/caphub/caphub.yaml caphub config show",
 	}
 	show := &cobra.Command{
 		Use:   "show",
