@@ -696,10 +696,29 @@ const schemaResource = "urn:caphub:schema.json"
 // issues that make it invalid, each with its location in the schema. A
 // schema over the budgets (MaxSchemaNesting, MaxSchemaNodes,
 // MaxSchemaObjects) is refused before the compiler sees it.
+//
+// Compiled schemas are cached by content (see schemaCache): a registry
+// validates the same schemas again and again (an import validates, then
+// the registration; versions of a capability share them).
 func CompileSchema(s Schema) (*jsonschema.Schema, []SchemaIssue) {
 	if issues := schemaBudget(s); len(issues) > 0 {
 		return nil, issues
 	}
+	key, ok := schemaKey(s)
+	if ok {
+		if c, hit := compiledSchemas.get(key); hit {
+			return c.schema, slices.Clone(c.issues)
+		}
+	}
+	sch, issues := compileSchema(s)
+	if ok {
+		compiledSchemas.put(key, compiled{sch, slices.Clone(issues)})
+	}
+	return sch, issues
+}
+
+// compileSchema compiles s, within the budgets.
+func compileSchema(s Schema) (*jsonschema.Schema, []SchemaIssue) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refusingLoader{})
 	if err := c.AddResource(schemaResource, map[string]any(s)); err != nil {

@@ -10,6 +10,9 @@ import (
 // database; client.Client implements it against a running `caphub serve`.
 type API interface {
 	RegisterBatch(ctx context.Context, defs []capability.Definition) ([]RegisterResult, error)
+	// Import registers many definitions each on its own in effect (see
+	// Service.Import), calling progress as it goes.
+	Import(ctx context.Context, defs []capability.Definition, progress func(ImportProgress)) (ImportResult, error)
 	Resolve(ctx context.Context, uri string) (Resolution, error)
 	Negotiate(ctx context.Context, req capability.NegotiationRequest) (capability.NegotiationResponse, error)
 	Get(ctx context.Context, scheme, domain, name, version string) (Record, error)

@@ -7,9 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/identity"
 )
@@ -79,17 +84,9 @@ func (s *Service) Register(ctx context.Context, d capability.Definition) (Regist
 // need refuses it with a *BreakingChangeError — and stored. Re-registering a
 // version with identical content is a no-op; with other content it is a
 // conflict. Any refusal refuses the whole batch (*BatchError).
-func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) ([]RegisterResult, error) {
-	items := make([]*batchItem, len(defs))
-	var failures []BatchFailure
-	for i := range defs {
-		it, failure := s.prepareItem(ctx, i, defs[i])
-		if failure != nil {
-			failures = append(failures, *failure)
-			continue
-		}
-		items[i] = it
-	}
+func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) (_ []RegisterResult, err error) {
+	defer s.observe("register", time.Now(), &err)
+	items, failures := s.prepareItems(ctx, defs)
 	if err := s.checkToolNames(ctx, defs, &failures); err != nil {
 		return nil, err
 	}
@@ -113,6 +110,45 @@ type batchItem struct {
 	warnings []capability.Issue
 	digest   string
 	tier     string
+}
+
+// parallelPrepare is the batch size from which prepareItems spreads the
+// work over the CPUs.
+const parallelPrepare = 16
+
+// prepareItems prepares every definition of a batch (prepareItem), on
+// every CPU when the batch is large: validation, schema compilation and
+// digests are most of a large import's CPU. items holds nil for the
+// refused definitions, and failures says why, in batch order.
+func (s *Service) prepareItems(ctx context.Context, defs []capability.Definition) ([]*batchItem, []BatchFailure) {
+	items := make([]*batchItem, len(defs))
+	refused := make([]*BatchFailure, len(defs))
+	workers := min(runtime.GOMAXPROCS(0), len(defs)/parallelPrepare)
+	if workers <= 1 {
+		for i := range defs {
+			items[i], refused[i] = s.prepareItem(ctx, i, defs[i])
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1) - 1); i < len(defs); i = int(next.Add(1) - 1) {
+					items[i], refused[i] = s.prepareItem(ctx, i, defs[i])
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	var failures []BatchFailure
+	for _, f := range refused {
+		if f != nil {
+			failures = append(failures, *f)
+		}
+	}
+	return items, failures
 }
 
 // prepareItem normalizes, validates, completes, verifies and digests the
@@ -246,15 +282,17 @@ func (s *Service) storeBatch(ctx context.Context, items []*batchItem) ([]Registe
 
 // put stores recs, with the recorder's "registered" events in the same
 // transaction when there is a recorder (out describes recs, one to one).
+// Concurrent registrations share transactions (see groupCommit).
 func (s *Service) put(ctx context.Context, recs []Record, out []RegisterResult) ([]PutResult, error) {
-	if s.recorder == nil {
-		return s.store.Put(ctx, recs)
+	var hook *chain.Hook
+	if s.recorder != nil {
+		var err error
+		hook, err = s.recorder.RegisteredHook(identity.From(ctx).Actor, out)
+		if err != nil {
+			return nil, fmt.Errorf("record the registration: %w: nothing was registered", err)
+		}
 	}
-	hook, err := s.recorder.RegisteredHook(identity.From(ctx).Actor, out)
-	if err != nil {
-		return nil, fmt.Errorf("record the registration: %w: nothing was registered", err)
-	}
-	return s.store.PutAudited(ctx, recs, hook)
+	return s.groupPut(ctx, recs, hook)
 }
 
 // inferenceSource is what domain inference starts from: for an mcp: URI the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -18,6 +17,7 @@ func newImportCmd() *cobra.Command {
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	cmd.PersistentFlags().BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
 	cmd.AddCommand(newImportOpenAPICmd(), newImportAgentOSCmd(), newImportRTFSCmd())
 	return cmd
 }
@@ -35,63 +35,25 @@ func newExportCmd() *cobra.Command {
 }
 
 // registerImported registers what an importer produced, item by item in
-// effect: the batch goes in one transaction, and when the registry refuses
-// some definitions those are reported as failures and the rest registered.
-// It prints "N imported, M failed" and the failures, and fails the command
-// when any item failed.
+// effect (registry.API.Import: a chunk at a time, the definitions the
+// registry refuses reported as failures and the others registered), with
+// its progress on stderr when that is a terminal. It prints what was
+// registered, "N imported, M failed" and the failures, and fails the
+// command when any item failed.
 func registerImported(cmd *cobra.Command, reg registry.API, defs []capability.Definition, failures []capability.ImportFailure) error {
 	out := cmd.OutOrStdout()
-	imported := 0
-	for len(defs) > 0 {
-		res, err := reg.RegisterBatch(cmd.Context(), defs)
-		var be *registry.BatchError
-		var ce *registry.ConflictError
-		if errors.As(err, &ce) {
-			// One version is registered with other content: that item fails,
-			// the others are registered.
-			var rest []capability.Definition
-			for _, d := range defs {
-				if k, kerr := registry.KeyOf(&d); kerr == nil && k == ce.Key {
-					failures = append(failures, capability.ImportFailure{Item: d.URI + " (" + d.Version + ")", Reason: ce.Error()})
-					continue
-				}
-				rest = append(rest, d)
-			}
-			if len(rest) == len(defs) {
-				return err
-			}
-			defs = rest
-			continue
+	res, err := reg.Import(cmd.Context(), defs, importProgress(cmd))
+	for _, r := range res.Results {
+		if r.Created {
+			fmt.Fprintf(out, "registered %s (%s)%s\n", r.URI, r.Version, tierNote(r))
+		} else {
+			fmt.Fprintf(out, "unchanged  %s (%s)\n", r.URI, r.Version)
 		}
-		if errors.As(err, &be) {
-			refused := map[int]bool{}
-			for _, f := range be.Failures {
-				refused[f.Index] = true
-				failures = append(failures, capability.ImportFailure{Item: defs[f.Index].URI, Reason: f.Err.Error()})
-			}
-			var rest []capability.Definition
-			for i, d := range defs {
-				if !refused[i] {
-					rest = append(rest, d)
-				}
-			}
-			defs = rest
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		for _, r := range res {
-			if r.Created {
-				fmt.Fprintf(out, "registered %s (%s)%s\n", r.URI, r.Version, tierNote(r))
-			} else {
-				fmt.Fprintf(out, "unchanged  %s (%s)\n", r.URI, r.Version)
-			}
-		}
-		imported = len(res)
-		break
 	}
-	return reportImport(out, imported, failures)
+	if err != nil {
+		return err
+	}
+	return reportImport(out, len(res.Results), append(failures, res.Failures...))
 }
 
 // reportImport prints the tally and the failures.

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// TestGaveUpOnServer: an import the server is still working on when
-// --timeout passes exits 7 (exitGaveUp) saying that the server may still
+// TestGaveUpOnServer: an import whose job the server does not even accept
+// before --timeout passes exits 7 (exitGaveUp) saying that the server may still
 // complete it and how to check, and never reports the work as failed.
 func TestGaveUpOnServer(t *testing.T) {
 	release := make(chan struct{})
@@ -25,7 +25,7 @@ func TestGaveUpOnServer(t *testing.T) {
 	if code != exitGaveUp {
 		t.Errorf("exit %d, want %d (gave up)\n%s%s", code, exitGaveUp, out, errOut)
 	}
-	for _, want := range []string{"gave up waiting for caphub server " + srv.URL + " to answer POST /registry/capabilities after 3",
+	for _, want := range []string{"gave up waiting for caphub server " + srv.URL + " to answer POST /registry/jobs after 3",
 		"the server may still complete", "check with `caphub capability list --server URL --all-versions`", "run the same command again"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)

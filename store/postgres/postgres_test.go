@@ -414,3 +414,11 @@ func BenchmarkAppendAudit(b *testing.B) {
 		})
 	}
 }
+
+// TestService runs the registry service over stores on one schema, as
+// replicas of caphub serve do.
+func TestService(t *testing.T) {
+	testURL(t)
+	storetest.RunService(t, func(t *testing.T) string { return newSchema(t) },
+		func(ctx context.Context, url string) (registry.Store, error) { return Open(ctx, url) })
+}

@@ -45,6 +45,7 @@ type Store struct {
 	reader *sql.DB // read-only connections; == writer for :memory:
 	hub    *hub
 	audit  preparedAudit // the append path's statements, on writer
+	put    statements    // Put's statements, on writer
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -118,7 +119,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		if err != nil {
 			err = fmt.Errorf("open sqlite database %s: %w: check that the path is a writable SQLite file (or a new one in a writable directory)", path, err)
 		} else if err = s.migrate(ctx); err == nil {
-			err = s.prepareAudit(ctx)
+			if err = s.prepareAudit(ctx); err == nil {
+				s.put.path = s.path
+				if err = s.put.prepare(ctx, s.writer); err != nil {
+					err = fmt.Errorf("open sqlite database %s: %w", s.path, err)
+				}
+			}
 		}
 		if err == nil {
 			return s, nil
@@ -161,6 +167,7 @@ func (s *Store) Close() error {
 			s.hub.detach(s)
 		}
 		s.audit.close()
+		s.put.close()
 		var errs []error
 		if s.reader != nil && s.reader != s.writer {
 			errs = append(errs, s.reader.Close())

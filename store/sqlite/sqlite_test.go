@@ -348,3 +348,10 @@ func BenchmarkAppendAudit(b *testing.B) {
 		})
 	}
 }
+
+// TestService runs the registry service over stores on one file, as
+// caphub serve and a second process on the same file do.
+func TestService(t *testing.T) {
+	storetest.RunService(t, func(t *testing.T) string { return filepath.Join(t.TempDir(), "caphub.db") },
+		func(ctx context.Context, path string) (registry.Store, error) { return Open(ctx, path) })
+}

@@ -40,10 +40,7 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *ch
 		return nil, fmt.Errorf("put %d records into sqlite database %s: begin: %w", len(recs), s.path, err)
 	}
 	defer tx.Rollback()
-	st, err := prepareStatements(ctx, tx, s.path)
-	if err != nil {
-		return nil, fmt.Errorf("put into sqlite database %s: %w", s.path, err)
-	}
+	st := s.put.in(ctx, tx)
 	defer st.close()
 
 	touched := map[registry.Key]bool{} // capabilities with a created version (Key without Version)
@@ -158,15 +155,18 @@ func (st *statements) markLatest(ctx context.Context, caps map[registry.Key]bool
 	return nil
 }
 
-// statements are the statements Put runs for each record.
+// statements are the statements Put runs for each record: the writer's,
+// prepared once (Store.put), or those bound to one transaction (in).
 type statements struct {
 	path                                                           string // the database, for messages
 	insert, digest, domain, category, intent, binding, fts, latest *sql.Stmt
 	ftsLatestDelete, ftsLatestInsert                               *sql.Stmt
 }
 
-func prepareStatements(ctx context.Context, tx *sql.Tx, path string) (*statements, error) {
-	st := &statements{path: path}
+// prepare prepares the statements on the writer, once (Open): modernc.org/sqlite
+// would otherwise parse each statement's SQL in every transaction.
+func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
+	st.close() // from an attempt of Open that failed after it
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
@@ -196,20 +196,36 @@ func prepareStatements(ctx context.Context, tx *sql.Tx, path string) (*statement
 			FROM capabilities c JOIN capabilities_fts f ON f.rowid = c.id
 			WHERE c.scheme = ?1 AND c.domain = ?2 AND c.name = ?3 AND c.is_latest = 1`},
 	} {
-		stmt, err := tx.PrepareContext(ctx, p.sql)
+		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			st.close()
-			return nil, fmt.Errorf("prepare statement: %w", err)
+			return fmt.Errorf("prepare the statements of Put: %w", err)
 		}
 		*p.dst = stmt
 	}
-	return st, nil
+	return nil
+}
+
+// in returns the statements bound to tx, a transaction of the writer (on
+// whose one connection they are already prepared). Close them before tx
+// ends.
+func (st *statements) in(ctx context.Context, tx *sql.Tx) *statements {
+	out := &statements{path: st.path}
+	for _, p := range []struct{ dst, src **sql.Stmt }{
+		{&out.insert, &st.insert}, {&out.digest, &st.digest}, {&out.domain, &st.domain}, {&out.category, &st.category},
+		{&out.intent, &st.intent}, {&out.binding, &st.binding}, {&out.fts, &st.fts}, {&out.latest, &st.latest},
+		{&out.ftsLatestDelete, &st.ftsLatestDelete}, {&out.ftsLatestInsert, &st.ftsLatestInsert},
+	} {
+		*p.dst = tx.StmtContext(ctx, *p.src)
+	}
+	return out
 }
 
 func (st *statements) close() {
-	for _, s := range []*sql.Stmt{st.insert, st.digest, st.domain, st.category, st.intent, st.binding, st.fts, st.latest, st.ftsLatestDelete, st.ftsLatestInsert} {
-		if s != nil {
-			s.Close()
+	for _, s := range []**sql.Stmt{&st.insert, &st.digest, &st.domain, &st.category, &st.intent, &st.binding, &st.fts, &st.latest, &st.ftsLatestDelete, &st.ftsLatestInsert} {
+		if *s != nil {
+			(*s).Close()
+			*s = nil
 		}
 	}
 }

@@ -63,6 +63,7 @@ func problemFor(err error) *Problem {
 		ue *discover.UpstreamError
 		ae *agentIssueError
 		sc *scopeError
+		st *statusError
 	)
 	switch {
 	case errors.As(err, &ba):
@@ -84,6 +85,8 @@ func problemFor(err error) *Problem {
 		return &Problem{Type: problem.Base + "sunset", Title: "The capability version is past its sunset date", Status: http.StatusGone, Detail: err.Error(), DeprecatedBy: se.DeprecatedBy, MigrationGuide: se.MigrationGuide}
 	case errors.As(err, &re):
 		return &Problem{Type: problem.Base + "bad-request", Title: "The request is malformed", Status: http.StatusBadRequest, Detail: re.msg, Issues: re.issues}
+	case errors.As(err, &st):
+		return &Problem{Type: problem.Base + "job-refused", Title: st.title, Status: st.status, Detail: st.detail}
 	case errors.As(err, &ue):
 		return &Problem{Type: problem.Base + "upstream-failed", Title: "The upstream server failed", Status: http.StatusBadGateway, Detail: err.Error()}
 	}

@@ -1,0 +1,71 @@
+package capability
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// maxCachedSchemaBytes bounds the encoded size of the schemas the cache
+// keeps compiled, together; when the next would pass it, the cache starts
+// again empty (the schemas of one import or one burst of registrations
+// are what repeats). A larger schema than a tenth of it is compiled each
+// time rather than pinned in memory.
+const maxCachedSchemaBytes = 8 << 20
+
+// compiled is a schema's compilation: the schema, or the issues that make
+// it invalid. A compiled jsonschema.Schema is immutable and safe for
+// concurrent validation.
+type compiled struct {
+	schema *jsonschema.Schema
+	issues []SchemaIssue
+}
+
+// schemaCache keeps compiled schemas by the SHA-256 of their JSON
+// encoding (encoding/json sorts object keys, so equal schemas encode
+// alike).
+type schemaCache struct {
+	mu    sync.Mutex
+	m     map[[sha256.Size]byte]compiled
+	bytes int // the encoded size of the schemas in m
+}
+
+var compiledSchemas schemaCache
+
+// schemaKey is s's cache key; ok is false when s is not to be cached (it
+// does not encode, or is too large).
+func schemaKey(s Schema) (key schemaID, ok bool) {
+	b, err := json.Marshal(s)
+	if err != nil || len(b) > maxCachedSchemaBytes/10 {
+		return key, false
+	}
+	return schemaID{sha256.Sum256(b), len(b)}, true
+}
+
+// schemaID identifies a schema: the digest and length of its encoding.
+type schemaID struct {
+	sum  [sha256.Size]byte
+	size int
+}
+
+func (c *schemaCache) get(k schemaID) (compiled, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k.sum]
+	return v, ok
+}
+
+func (c *schemaCache) put(k schemaID, v compiled) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k.sum]; ok {
+		return
+	}
+	if c.m == nil || c.bytes+k.size > maxCachedSchemaBytes {
+		c.m, c.bytes = make(map[[sha256.Size]byte]compiled), 0
+	}
+	c.m[k.sum] = v
+	c.bytes += k.size
+}

@@ -1,0 +1,93 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/sqlite"
+	"github.com/caphub/caphub/store/storetest"
+)
+
+// TestRegisterBatchLargeRefusals checks a batch large enough to be
+// prepared in parallel: every refused definition is reported, in batch
+// order, and nothing is stored.
+func TestRegisterBatchLargeRefusals(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(st)
+	defer svc.Close()
+	defs := storetest.Synthetic(200, 7)
+	bad := []int{3, 77, 78, 150, 199}
+	for _, i := range bad {
+		defs[i].Input = nil // refused: the input schema is missing
+	}
+	_, err = svc.RegisterBatch(ctx, defs)
+	var be *registry.BatchError
+	if !errors.As(err, &be) {
+		t.Fatalf("RegisterBatch: %v, want a *BatchError", err)
+	}
+	if len(be.Failures) != len(bad) {
+		t.Fatalf("%d failures, want %d: %v", len(be.Failures), len(bad), err)
+	}
+	for j, f := range be.Failures {
+		if f.Index != bad[j] || f.URI != defs[bad[j]].URI {
+			t.Errorf("failure %d: [%d] %s, want [%d] %s", j, f.Index, f.URI, bad[j], defs[bad[j]].URI)
+		}
+	}
+	page, err := svc.Store().List(ctx, registry.ListFilter{AllVersions: true, Limit: 1})
+	if err != nil || len(page.Items) != 0 {
+		t.Errorf("after a refused batch the store holds %v (%v), want nothing", page.Items, err)
+	}
+}
+
+// TestRegisterEachConflicts checks that RegisterEach registers everything
+// but the versions registered with other content, and names each of those.
+func TestRegisterEachConflicts(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(st)
+	defer svc.Close()
+	defs := storetest.Synthetic(120, 3)
+	taken := map[int]bool{5: true, 6: true, 40: true, 77: true, 119: true}
+	var first []capability.Definition
+	for i := range taken {
+		first = append(first, defs[i])
+		defs[i].Description += " Changed."
+	}
+	if _, err := svc.RegisterBatch(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	res, failures, err := registry.RegisterEach(ctx, svc, defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(defs)-len(taken) || len(failures) != len(taken) {
+		t.Fatalf("%d results and %d failures, want %d and %d: %v", len(res), len(failures), len(defs)-len(taken), len(taken), failures)
+	}
+	j := 0
+	for i := range defs {
+		if taken[i] {
+			continue
+		}
+		if res[j].Version != defs[i].Version || !strings.HasPrefix(defs[i].URI, strings.Split(res[j].URI, "@")[0]+"@") {
+			t.Errorf("result %d is %s %s, want definition %d, %s %s", j, res[j].URI, res[j].Version, i, defs[i].URI, defs[i].Version)
+		}
+		j++
+	}
+	for _, f := range failures {
+		if !strings.Contains(f.Reason, "already registered with other content") {
+			t.Errorf("failure %v", f)
+		}
+	}
+}
