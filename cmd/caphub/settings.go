@@ -61,6 +61,7 @@ var settings = []setting{
 	{key: "addr", flag: true, doc: "serve: the address to listen on"},
 	{key: "auth", flag: true, kind: kindBool, doc: "serve: require API tokens on loopback too"},
 	{key: "request-timeout", flag: true, kind: kindDuration, doc: "serve: time budget of one REST request"},
+	{key: "cache-mb", env: envCacheMB, flag: true, kind: kindInt, doc: "serve: MiB the registry's read cache holds at most"},
 	{key: "allowed-host", env: "CAPHUB_ALLOWED_HOSTS", flag: true, kind: kindList, doc: "serve: Host header values served besides loopback names"},
 	{key: "allowed-origin", env: "CAPHUB_ALLOWED_ORIGINS", flag: true, kind: kindList, doc: "serve: browser origins accepted besides loopback ones"},
 	{key: "mcp-allow-host", env: "CAPHUB_MCP_ALLOW_HOSTS", flag: true, kind: kindList, doc: "serve: older name of allowed-host"},
