@@ -606,6 +606,12 @@ func diffOverlay(target map[string]any, sites []map[string]any) map[string]any {
 	return m
 }
 
+// LocalRef returns the value a local $ref ("#", "#/$defs/Name", any
+// "#/…" JSON pointer, with ~0/~1 and percent escapes) names in the schema
+// root, false when it names nothing there (or is not local). Readers of a
+// schema use it to look through the $refs into its own $defs.
+func LocalRef(root Schema, ref string) (any, bool) { return diffPointer(root, ref) }
+
 // diffPointer resolves a local reference ("#" or a "#/..." JSON pointer, with
 // ~0/~1 and percent escapes) in root.
 func diffPointer(root Schema, ref string) (any, bool) {

@@ -13,8 +13,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -49,15 +47,20 @@ type Option func(*Client)
 // making it (see GaveUpError).
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
 
+// WithToken authenticates the client to a server that enforces API tokens
+// (caphub token create): the token is sent only as a bearer header, never
+// logged. Empty sends none.
+func WithToken(token string) Option {
+	return func(c *Client) { c.token = strings.TrimSpace(token) }
+}
+
 // New returns a client of the server at baseURL (e.g. http://127.0.0.1:8750).
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server URL %q must be an absolute http(s) URL, e.g. http://127.0.0.1:8750", baseURL)
 	}
-	// $CAPHUB_TOKEN authenticates to a server that enforces API tokens
-	// (caphub token create); it is sent only as a header, never logged.
-	c := &Client{base: strings.TrimRight(baseURL, "/"), timeout: DefaultTimeout, token: strings.TrimSpace(os.Getenv("CAPHUB_TOKEN"))}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(c)
 	}
@@ -197,7 +200,10 @@ func problemOf(status int, data []byte) *ProblemError {
 // body and headers; any status >= 400 becomes a *ProblemError.
 func (c *Client) send(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, http.Header, error) {
 	var rd io.Reader
-	if body != nil {
+	contentType := "application/json"
+	if rb, ok := body.(rawBody); ok {
+		rd, contentType = bytes.NewReader(rb.data), rb.contentType
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, nil, nil, err
@@ -212,7 +218,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, hdr ht
 		req.Header[k] = v
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.token != "" {
@@ -335,7 +341,7 @@ func (c *Client) Get(ctx context.Context, scheme, domain, name, version string) 
 	}
 	rec := recordOf(d)
 	rec.TrustTier = hdr.Get(registry.TrustTierHeader)
-	rec.Digest, _ = strconv.Unquote(hdr.Get("ETag"))
+	rec.Digest = hdr.Get(registry.DigestHeader)
 	return rec, nil
 }
 
@@ -385,21 +391,29 @@ func filterQuery(f registry.ListFilter) url.Values {
 	if f.AllVersions {
 		q.Set("all_versions", "true")
 	}
+	if f.CountTotal {
+		q.Set("total", "true")
+	}
 	return q
 }
 
-// List lists capabilities: f.Limit of them, or with Limit 0 every one from
-// f.Cursor on, read a page at a time (the server answers at most
-// MaxPageSize per request).
+// List reads one page of capabilities, as registry.Service.List: f.Limit
+// of them (registry.DefaultPageSize when 0, at most registry.MaxPageSize)
+// from f.Cursor on, with NextCursor to continue; Total when f.CountTotal
+// asks.
 func (c *Client) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), f.Limit, nil)
+	limit, err := registry.PageSize(f.Limit)
+	if err != nil {
+		return registry.Page{}, err
+	}
+	a, err := c.listPages(ctx, "/registry/capabilities", filterQuery(f), limit, nil)
 	if err != nil {
 		return registry.Page{}, err
 	}
 	return a.page(), nil
 }
 
-// Search runs a ranked search, paged as List. It asks for whole
+// Search runs a ranked search, one page as List reads one. It asks for whole
 // definitions (view=full): the server answers summaries by default.
 func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
 	v := filterQuery(q.Filter)
@@ -408,8 +422,12 @@ func (c *Client) Search(ctx context.Context, q registry.SearchQuery) (registry.P
 	if q.Explain {
 		v.Set("explain", "true")
 	}
+	limit, err := registry.PageSize(q.Filter.Limit)
+	if err != nil {
+		return registry.Page{}, err
+	}
 	var rank registry.Ranking
-	a, err := c.listPages(ctx, "/registry/search", v, q.Filter.Limit, &rank)
+	a, err := c.listPages(ctx, "/registry/search", v, limit, &rank)
 	if err != nil {
 		return registry.Page{}, err
 	}

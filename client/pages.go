@@ -12,20 +12,20 @@ import (
 	"github.com/caphub/caphub/registry"
 )
 
-// pageSize is the page the client asks for: within the maximum every
-// caphub server accepts (1000, server/rest.MaxPageSize), large enough that
-// reading a big registry takes few requests.
-const pageSize = 500
+// pageSize is the page the client asks for: the maximum every caphub
+// server accepts (registry.MaxPageSize), so that a page of List or Search
+// is one request and reading a big list takes few.
+const pageSize = registry.MaxPageSize
 
 // pagesOf reads a list endpoint from q's cursor on, following next_cursor,
-// until it has limit items (0: every item, as registry.ListFilter means
-// it). A limit above pageSize is read in several pages. It returns the
-// items, the list's total and the cursor after the last item read ("" at
-// the end of the list). A ranked search also fills rank, when given: the
+// until it has limit items (0: every item). A limit above pageSize is read in several pages. It returns the
+// items, the list's total (registry.NotCounted when the server did not
+// count it) and the cursor after the last item read ("" at the end of the
+// list). A ranked search also fills rank, when given: the
 // first page's unknown words and action, and every page's hits.
 func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, limit int, rank *registry.Ranking) (items []T, total int, next string, err error) {
-	items = []T{}
-	for {
+	items, total = []T{}, registry.NotCounted
+	for first := true; ; first = false {
 		size := pageSize
 		if limit > 0 && limit-len(items) < size {
 			size = limit - len(items)
@@ -33,7 +33,7 @@ func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, l
 		q.Set("limit", strconv.Itoa(size))
 		var a struct {
 			Items      []T    `json:"items"`
-			Total      int    `json:"total"`
+			Total      *int   `json:"total"`
 			NextCursor string `json:"next_cursor"`
 			registry.Ranking
 		}
@@ -51,7 +51,10 @@ func pagesOf[T any](ctx context.Context, c *Client, path string, q url.Values, l
 			rank.Hits = append(rank.Hits, a.Hits...)
 		}
 		items = append(items, a.Items...)
-		total, next = a.Total, a.NextCursor
+		if a.Total != nil && first {
+			total = *a.Total
+		}
+		next = a.NextCursor
 		if next == "" || len(a.Items) == 0 || limit > 0 && len(items) >= limit {
 			return items, total, next, nil
 		}

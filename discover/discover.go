@@ -303,11 +303,11 @@ func planRediscovery(ctx context.Context, reg registry.API, server string, defs 
 		}
 		plan.Changed = append(plan.Changed, Change{URI: d.URI, From: latest.Version, To: d.Version, Bump: bump.String(), Summary: strings.Join(kinds, "; ")})
 	}
-	page, err := reg.List(ctx, registry.ListFilter{Scheme: capability.SchemeMCP, Domain: server})
+	saved, err := registry.ListAll(ctx, reg, registry.ListFilter{Scheme: capability.SchemeMCP, Domain: server})
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range page.Items {
+	for _, r := range saved {
 		if r.Key.Domain == server && !offered[r.Key.Name] && r.Definition.Stability != capability.StabilityDeprecated {
 			plan.Vanished = append(plan.Vanished, capability.NewURI(capability.SchemeMCP, server, r.Key.Name, capability.MustParseVersion(r.Key.Version)).String())
 		}

@@ -101,7 +101,7 @@ func TestDiscoverEverythingOverStdio(t *testing.T) {
 	if len(p.New)+len(p.Changed)+len(p.Vanished) != 0 || len(p.Unchanged) != len(advertised) {
 		t.Errorf("re-discovery is not a no-op: %+v", p)
 	}
-	page, _ := reg.List(ctx, registry.ListFilter{Scheme: capability.SchemeMCP, AllVersions: true})
+	page, _ := reg.List(ctx, registry.ListFilter{Scheme: capability.SchemeMCP, AllVersions: true, CountTotal: true})
 	if page.Total != len(advertised) {
 		t.Errorf("%d versions registered after re-discovery, want %d", page.Total, len(advertised))
 	}

@@ -603,8 +603,20 @@ func (p *Pipeline) compiled(r *registry.Resolution) *compiled {
 }
 
 // ApplyDefaults fills absent properties that declare a default, in the
-// object and, recursively, in nested objects that are present.
+// object and, recursively, in nested objects that are present, looking
+// through local $refs (an imported OpenAPI schema keeps its shared
+// components under $defs).
 func ApplyDefaults(schema map[string]any, obj map[string]any) {
+	applyDefaults(schema, schema, obj, 0)
+}
+
+// maxDefaultRefHops bounds the chain of $refs ApplyDefaults follows from
+// one schema (a chain that loops ends there).
+const maxDefaultRefHops = 32
+
+// applyDefaults applies the defaults of schema, then of the schema its
+// $ref names in root (hops: $refs followed so far to get to schema).
+func applyDefaults(root, schema map[string]any, obj map[string]any, hops int) {
 	props, _ := schema["properties"].(map[string]any)
 	for name, raw := range props {
 		ps, _ := raw.(map[string]any)
@@ -613,15 +625,45 @@ func ApplyDefaults(schema map[string]any, obj map[string]any) {
 		}
 		v, present := obj[name]
 		if !present {
-			if def, ok := ps["default"]; ok {
+			// A default beside a $ref wins over the target's.
+			if def, ok := derefSchema(root, ps)["default"]; ok {
 				obj[name] = capability.CloneValue(def)
 			}
 			continue
 		}
 		if nested, ok := v.(map[string]any); ok {
-			ApplyDefaults(ps, nested)
+			applyDefaults(root, ps, nested, 0)
 		}
 	}
+	if ref, ok := schema["$ref"].(string); ok && hops < maxDefaultRefHops {
+		if t, ok := capability.LocalRef(root, ref); ok {
+			if m, ok := t.(map[string]any); ok {
+				applyDefaults(root, m, obj, hops+1)
+			}
+		}
+	}
+}
+
+// derefSchema returns the first schema with a default on the chain of
+// local $refs from s into root; s itself when there is none.
+func derefSchema(root, s map[string]any) map[string]any {
+	cur := s
+	for range maxDefaultRefHops {
+		if _, ok := cur["default"]; ok {
+			return cur
+		}
+		ref, ok := cur["$ref"].(string)
+		if !ok {
+			return s
+		}
+		t, ok := capability.LocalRef(root, ref)
+		m, isMap := t.(map[string]any)
+		if !ok || !isMap {
+			return s
+		}
+		cur = m
+	}
+	return s
 }
 
 // anyMap and anyValue hand values to the schema validator.

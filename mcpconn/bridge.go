@@ -140,11 +140,17 @@ func (b *bridge) readInput(ctx context.Context, in io.Reader) error {
 		if !b.track() {
 			return context.Cause(ctx)
 		}
-		go func() {
-			defer b.wg.Done()
-			defer b.inFlight.Done()
+		if inOrder(&m) {
 			b.post(ctx, msg, &m)
-		}()
+			b.inFlight.Done()
+			b.wg.Done()
+		} else {
+			go func() {
+				defer b.wg.Done()
+				defer b.inFlight.Done()
+				b.post(ctx, msg, &m)
+			}()
+		}
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -154,6 +160,15 @@ func (b *bridge) readInput(ctx context.Context, in io.Reader) error {
 	}
 	return nil
 }
+
+// inOrder reports whether m is posted before the next message is read:
+// initialize, whose answer opens the session every later message carries,
+// and the messages the server answers at once (notifications, the client's
+// answers to server requests), so that notifications/initialized reaches
+// the server before the requests that follow it, and a cancellation after
+// the request it cancels. Other requests run side by side: a long tool call
+// does not hold up the next.
+func inOrder(m *message) bool { return m.Method == "initialize" || len(m.ID) == 0 || m.Method == "" }
 
 // track counts a message's goroutine in, unless the bridge is closing.
 func (b *bridge) track() bool {

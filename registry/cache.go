@@ -1,32 +1,176 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/caphub/caphub/capability"
 )
 
-// versionCache keeps the version lists that Resolve and Negotiate read, so
-// that the hot path of every invocation does not decode definitions from
-// the store. It is invalidated by the store's Watch events, which cover
-// writes made through any Store on the same database (PostgreSQL replicas
-// through LISTEN/NOTIFY), and synchronously by this Service's own writes.
-// While no watch is established the cache is bypassed, so a reader never
-// sees a change later than the notification of it.
+// versionCache keeps in memory what the hot read paths serve, per
+// capability: its version list, which Resolve and Negotiate read (so that
+// the hot path of every invocation does not decode definitions from the
+// store), and the stored JSON of single versions, which a GET of one
+// version answers with as it is (see Service.CachedRaw). It is bounded by
+// versions held and by their estimated bytes; past either bound the least
+// recently used capabilities are dropped.
+//
+// It is invalidated by the store's Watch events, which cover writes made
+// through any Store on the same database (PostgreSQL replicas through
+// LISTEN/NOTIFY), and synchronously by this Service's own writes. While no
+// watch is established the cache is bypassed, so a reader never sees a
+// change later than the notification of it.
 type versionCache struct {
-	mu       sync.Mutex
-	entries  map[string][]Record
+	stats   cacheStats
+	mu      sync.Mutex
+	entries map[string]*cacheEntry
+	lru     cacheEntry // sentinel of the recency ring: lru.next is the most recent
+	// records and bytes are what the entries hold: versions (decoded
+	// or raw) and their estimated size.
+	records  int
+	bytes    int64
+	limits   CacheLimits
 	watching bool
-	// gen counts invalidations: a list read from the store is cached only
-	// if no invalidation happened while it was being read, so a read that
-	// raced a write never caches the older list.
+	// gen counts invalidations: what was read from the store is cached
+	// only if no invalidation happened while it was being read, so a read
+	// that raced a write never caches the older content.
 	gen uint64
 }
 
-// maxCachedCapabilities bounds the cache; past it the cache starts over.
-const maxCachedCapabilities = 20000
+// cacheEntry is what the cache holds of one capability.
+type cacheEntry struct {
+	key         string
+	versions    []Record // ascending; valid when hasVersions
+	hasVersions bool
+	raw         map[string]*CachedVersion  // by full version; nil: known not to be stored
+	decoded     map[string]*decodedVersion // by full version
+	records     int
+	bytes       int64
+	prev, next  *cacheEntry
+}
+
+// CachedVersion is one version's stored JSON as the cache keeps it for
+// serving: the bytes, digest and trust tier, and the ETag that names them.
+// It is shared: callers must not modify it.
+type CachedVersion struct {
+	RawRecord
+	// ETag is a strong entity tag of the JSON, quoted as the header
+	// carries it. It is not the Digest: the digest is that of the
+	// registered content, while a deprecation changes the stored JSON.
+	ETag string
+}
+
+// NewCachedVersion returns raw with its ETag.
+func NewCachedVersion(raw RawRecord) *CachedVersion {
+	sum := sha256.Sum256(raw.Definition)
+	return &CachedVersion{RawRecord: raw, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+}
+
+// decodedVersion is one version's definition decoded from the JSON it
+// was decoded from: a list row whose stored JSON is the same bytes takes
+// the decoded definition instead of decoding it again.
+type decodedVersion struct {
+	json []byte
+	def  capability.Definition
+}
+
+// CacheLimits bound the cache (see WithCacheLimits).
+type CacheLimits struct {
+	// Versions is how many versions (decoded in version lists, or raw) the
+	// cache holds at most.
+	Versions int
+	// Bytes is their estimated size at most: a raw version counts its JSON
+	// and key, a decoded one decodedRecordBytes.
+	Bytes int64
+}
+
+// DefaultCacheLimits hold the whole of a registry of 100,000 synthetic
+// versions' JSON (about 850 bytes each) within about 100 MB.
+var DefaultCacheLimits = CacheLimits{Versions: 150_000, Bytes: 96 << 20}
+
+// decodedRecordBytes is what one decoded Record of a version list is
+// counted as: its size in memory is not known without walking it; a
+// synthetic definition of 840 bytes of JSON (storetest.Synthetic) holds
+// about 3,000 bytes once decoded.
+const decodedRecordBytes = 3 << 10
+
+// rawOverhead is what a raw version costs beside its JSON: the entry, the
+// map slot, the digest, tier and ETag strings.
+const rawOverhead = 256
+
+// WithCacheLimits sets the bounds of WithCache's cache (DefaultCacheLimits
+// when not given; a zero field keeps its default).
+func WithCacheLimits(l CacheLimits) Option {
+	return func(s *Service) {
+		if l.Versions > 0 {
+			s.cache.limits.Versions = l.Versions
+		}
+		if l.Bytes > 0 {
+			s.cache.limits.Bytes = l.Bytes
+		}
+	}
+}
 
 func cacheKey(scheme, domain, name string) string { return scheme + ":" + domain + "/" + name }
+
+// touch moves e to the front of the recency ring; c.mu is held.
+func (c *versionCache) touch(e *cacheEntry) {
+	if c.lru.next == e {
+		return
+	}
+	if e.prev != nil {
+		e.prev.next, e.next.prev = e.next, e.prev
+	}
+	e.prev, e.next = &c.lru, c.lru.next
+	c.lru.next.prev = e
+	c.lru.next = e
+}
+
+// remove drops e; c.mu is held.
+func (c *versionCache) remove(e *cacheEntry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+	delete(c.entries, e.key)
+	c.records -= e.records
+	c.bytes -= e.bytes
+}
+
+// reset empties the cache; c.mu is held.
+func (c *versionCache) reset() {
+	c.entries = map[string]*cacheEntry{}
+	c.lru.prev, c.lru.next = &c.lru, &c.lru
+	c.records, c.bytes = 0, 0
+}
+
+// entry returns key's entry, at the front, creating it; c.mu is held.
+func (c *versionCache) entry(key string) *cacheEntry {
+	e, ok := c.entries[key]
+	if !ok {
+		e = &cacheEntry{key: key}
+		c.entries[key] = e
+	}
+	c.touch(e)
+	return e
+}
+
+// grow accounts for what was added to e and drops the least recently used
+// entries until the cache is within its limits again (e last, when it
+// alone exceeds them); c.mu is held.
+func (c *versionCache) grow(e *cacheEntry, records int, bytes int64) {
+	e.records += records
+	e.bytes += bytes
+	c.records += records
+	c.bytes += bytes
+	for (c.records > c.limits.Versions || c.bytes > c.limits.Bytes) && c.lru.prev != &c.lru {
+		c.remove(c.lru.prev)
+	}
+}
 
 func (c *versionCache) get(key string) ([]Record, uint64, bool) {
 	c.mu.Lock()
@@ -34,8 +178,14 @@ func (c *versionCache) get(key string) ([]Record, uint64, bool) {
 	if !c.watching {
 		return nil, c.gen, false
 	}
-	v, ok := c.entries[key]
-	return v, c.gen, ok
+	e, ok := c.entries[key]
+	if !ok || !e.hasVersions {
+		c.stats.count(false)
+		return nil, c.gen, false
+	}
+	c.touch(e)
+	c.stats.count(true)
+	return e.versions, c.gen, true
 }
 
 func (c *versionCache) put(key string, v []Record, gen uint64) {
@@ -44,15 +194,102 @@ func (c *versionCache) put(key string, v []Record, gen uint64) {
 	if !c.watching || gen != c.gen {
 		return
 	}
-	if len(c.entries) >= maxCachedCapabilities {
-		c.entries = map[string][]Record{}
+	e := c.entry(key)
+	if e.hasVersions {
+		return
 	}
-	c.entries[key] = v
+	e.versions, e.hasVersions = v, true
+	c.grow(e, len(v), int64(len(v))*decodedRecordBytes)
+}
+
+// getRaw returns one version's cached JSON.
+func (c *versionCache) getRaw(key, version string) (*CachedVersion, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching {
+		return nil, c.gen, false
+	}
+	e, ok := c.entries[key]
+	if !ok {
+		c.stats.count(false)
+		return nil, c.gen, false
+	}
+	v, ok := e.raw[version]
+	if ok {
+		c.touch(e)
+	}
+	c.stats.count(ok)
+	return v, c.gen, ok
+}
+
+// putRaw caches one version's JSON read from the store at gen; nil
+// records that the store holds no such version (a registration's event
+// drops it with the capability's entry).
+func (c *versionCache) putRaw(key, version string, v *CachedVersion, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching || gen != c.gen {
+		return
+	}
+	e := c.entry(key)
+	if _, ok := e.raw[version]; ok {
+		return
+	}
+	if e.raw == nil {
+		e.raw = map[string]*CachedVersion{}
+	}
+	e.raw[version] = v
+	size := int64(len(key) + len(version) + rawOverhead)
+	if v != nil {
+		size += int64(len(v.Definition))
+	}
+	c.grow(e, 1, size)
+}
+
+// getDecoded returns the decoded definition of one version when it was
+// decoded from the same JSON.
+func (c *versionCache) getDecoded(key, version string, json []byte) (capability.Definition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching {
+		return capability.Definition{}, false
+	}
+	e, ok := c.entries[key]
+	if !ok {
+		return capability.Definition{}, false
+	}
+	d, ok := e.decoded[version]
+	if !ok || !bytes.Equal(d.json, json) {
+		return capability.Definition{}, false
+	}
+	c.touch(e)
+	return d.def, true
+}
+
+// putDecoded caches one version's definition decoded from json. Being
+// checked against the JSON when read, it needs no generation.
+func (c *versionCache) putDecoded(key, version string, json []byte, def capability.Definition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching {
+		return
+	}
+	e := c.entry(key)
+	if e.decoded == nil {
+		e.decoded = map[string]*decodedVersion{}
+	}
+	if old, ok := e.decoded[version]; ok {
+		c.grow(e, -1, -int64(len(old.json)+decodedRecordBytes))
+	}
+	e.decoded[version] = &decodedVersion{json: json, def: def}
+	c.grow(e, 1, int64(len(json)+decodedRecordBytes))
 }
 
 func (c *versionCache) invalidate(key string) {
 	c.mu.Lock()
-	delete(c.entries, key)
+	if e, ok := c.entries[key]; ok {
+		c.remove(e)
+	}
 	c.gen++
 	c.mu.Unlock()
 }
@@ -60,9 +297,16 @@ func (c *versionCache) invalidate(key string) {
 func (c *versionCache) setWatching(on bool) {
 	c.mu.Lock()
 	c.watching = on
-	c.entries = map[string][]Record{}
+	c.reset()
 	c.gen++
 	c.mu.Unlock()
+}
+
+// size returns the versions and estimated bytes the cache holds.
+func (c *versionCache) size() (versions int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.records, c.bytes
 }
 
 // watch keeps the cache in step with the store until ctx ends: every event
@@ -95,5 +339,76 @@ func (s *Service) cachedVersions(ctx context.Context, scheme, domain, name strin
 		return nil, err
 	}
 	s.cache.put(key, v, gen)
+	return v, nil
+}
+
+// decodeListed decodes a listed version, taking the definition from the
+// cache when it was decoded from the same JSON. The definition may be
+// shared: callers must not modify it.
+func (s *Service) decodeListed(raw RawRecord) (Record, error) {
+	if !s.cacheActive {
+		return raw.Decode()
+	}
+	key := cacheKey(raw.Key.Scheme, raw.Key.Domain, raw.Key.Name)
+	def, ok := s.cache.getDecoded(key, raw.Key.Version, raw.Definition)
+	if ok {
+		return Record{Key: raw.Key, Definition: def, Digest: raw.Digest, TrustTier: raw.TrustTier, RegisteredAt: raw.RegisteredAt, DeprecatedAt: raw.DeprecatedAt}, nil
+	}
+	rec, err := raw.Decode()
+	if err != nil {
+		return Record{}, err
+	}
+	s.cache.putDecoded(key, raw.Key.Version, raw.Definition, rec.Definition)
+	return rec, nil
+}
+
+// CachedRaw returns one version's stored JSON from memory only, without
+// reading the store: ok is false when it is not cached (or the Service
+// keeps no cache, see WithCache), and the caller should then ask GetRaw.
+// version must be the full version as the store keys it
+// (capability.Version.Full); any other spelling is simply not found. It is
+// the REST API's fast path for a GET of one version.
+func (s *Service) CachedRaw(scheme, domain, name, version string) (*CachedVersion, bool) {
+	if !s.cacheActive {
+		return nil, false
+	}
+	v, _, ok := s.cache.getRaw(cacheKey(scheme, domain, name), version)
+	return v, ok && v != nil
+}
+
+// CachedAbsent reports whether the cache knows, without reading the
+// store, that the store holds no such version (a GetRaw found none since
+// the capability last changed): a GET without a scheme then looks for it
+// under the next scheme.
+func (s *Service) CachedAbsent(scheme, domain, name, version string) bool {
+	if !s.cacheActive {
+		return false
+	}
+	v, _, ok := s.cache.getRaw(cacheKey(scheme, domain, name), version)
+	return ok && v == nil
+}
+
+// cachedRaw returns one full version's stored JSON from the cache or the
+// store (caching it).
+func (s *Service) cachedRaw(ctx context.Context, k Key) (*CachedVersion, error) {
+	key := cacheKey(k.Scheme, k.Domain, k.Name)
+	v, gen, ok := s.cache.getRaw(key, k.Version)
+	switch {
+	case ok && v == nil:
+		return nil, fmt.Errorf("capability %s: %w", k, ErrNotFound)
+	case ok:
+		return v, nil
+	}
+	raw, err := s.store.GetRaw(ctx, k)
+	if errors.Is(err, ErrNotFound) && s.cacheActive {
+		s.cache.putRaw(key, k.Version, nil, gen)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v = NewCachedVersion(raw)
+	if s.cacheActive {
+		s.cache.putRaw(key, k.Version, v, gen)
+	}
 	return v, nil
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -26,7 +27,7 @@ type Cursor struct {
 // fingerprint identifies a query without its page size and cursor, so that
 // a cursor is only accepted by the query that made it.
 func fingerprint(kind string, f ListFilter, text string) string {
-	f.Limit, f.Cursor = 0, ""
+	f.Limit, f.Cursor, f.CountTotal = 0, "", false
 	b, _ := json.Marshal(struct {
 		Kind   string
 		Filter ListFilter
@@ -71,22 +72,66 @@ func kindName(kind string) string {
 	return "list"
 }
 
-// checkLimit refuses a negative page size.
-func checkLimit(limit int) error {
-	if limit < 0 {
-		return fmt.Errorf("page limit %d is negative: give 0 for no limit, or a page size", limit)
+// Page sizes of every List and Search: a filter without Limit gets
+// DefaultPageSize items; a Limit above MaxPageSize is refused, so that no
+// query reads, decodes and holds the whole registry at once. NextCursor
+// continues past the page (ListAll follows it).
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// PageSize returns the page size of limit: DefaultPageSize for 0, an
+// error (wrapping ErrInvalid) below 0 or above MaxPageSize.
+func PageSize(limit int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf("%w: page limit %d is negative: give 0 for the default page of %d, or a page size up to %d", ErrInvalid, limit, DefaultPageSize, MaxPageSize)
+	case limit > MaxPageSize:
+		return 0, fmt.Errorf("%w: page limit %d is above the maximum page size of %d: ask for at most %d and follow NextCursor for the rest", ErrInvalid, limit, MaxPageSize, MaxPageSize)
+	case limit == 0:
+		return DefaultPageSize, nil
 	}
-	return nil
+	return limit, nil
 }
 
 // OpenPage starts a page of a List (kind "list", text "") or Search (kind
-// "search"): it checks the limit and decodes the cursor, and returns it
-// with the fingerprint the page's NextCursor must carry.
-func OpenPage(kind string, f ListFilter, text string) (Cursor, string, error) {
-	if err := checkLimit(f.Limit); err != nil {
+// "search"): it sets f.Limit to the page size (DefaultPageSize for 0,
+// refusing a negative one or one above MaxPageSize) and decodes the
+// cursor, and returns it with the fingerprint the page's NextCursor must
+// carry.
+func OpenPage(kind string, f *ListFilter, text string) (Cursor, string, error) {
+	n, err := PageSize(f.Limit)
+	if err != nil {
 		return Cursor{}, "", err
 	}
-	fp := fingerprint(kind, f, text)
+	f.Limit = n
+	fp := fingerprint(kind, *f, text)
 	cur, err := decodeCursor(f.Cursor, kind, fp)
 	return cur, fp, err
+}
+
+// Lister is what ListAll reads: a Store, a Service or any API.
+type Lister interface {
+	List(ctx context.Context, f ListFilter) (Page, error)
+}
+
+// ListAll returns every record f selects, reading MaxPageSize a page and
+// following NextCursor from f.Cursor on (f.Limit is ignored): for callers
+// that need the whole of a selection they know to be bounded, such as the
+// capabilities of one MCP server.
+func ListAll(ctx context.Context, l Lister, f ListFilter) ([]Record, error) {
+	f.Limit, f.CountTotal = MaxPageSize, false
+	var out []Record
+	for {
+		p, err := l.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Items...)
+		if p.NextCursor == "" || len(p.Items) == 0 {
+			return out, nil
+		}
+		f.Cursor = p.NextCursor
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
@@ -83,7 +84,8 @@ func (s *Service) Register(ctx context.Context, d capability.Definition) (Regist
 // need refuses it with a *BreakingChangeError — and stored. Re-registering a
 // version with identical content is a no-op; with other content it is a
 // conflict. Any refusal refuses the whole batch (*BatchError).
-func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) ([]RegisterResult, error) {
+func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) (_ []RegisterResult, err error) {
+	defer s.observe("register", time.Now(), &err)
 	items, failures := s.prepareItems(ctx, defs)
 	if err := s.checkToolNames(ctx, defs, &failures); err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ func (m *indexed) matches(f *ListFilter) bool {
 
 // filters reports whether f filters on more than the latest versions.
 func filters(f ListFilter) bool {
-	f.AllVersions, f.Limit, f.Cursor = false, 0, ""
+	f.AllVersions, f.Limit, f.Cursor, f.CountTotal = false, 0, "", false
 	return f != ListFilter{}
 }
 
@@ -234,7 +234,7 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 		return Page{}, false, nil
 	}
 	f := q.Filter
-	cur, fp, err := OpenPage("search", f, q.Text)
+	cur, fp, err := OpenPage("search", &f, q.Text)
 	if err != nil {
 		return Page{}, true, err
 	}

@@ -53,7 +53,9 @@ func TestSearchIndexFollowsTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := uris(page); len(got) != 1 || got[0] != "ossa:github/issues_create@1.1.0" || page.Action != "crud.create" || len(page.Hits) != 1 || len(page.Hits[0].Why) == 0 {
+	// "report" is no capability's word: its related words may find others,
+	// ranked below the issue.
+	if got := uris(page); len(got) == 0 || got[0] != "ossa:github/issues_create@1.1.0" || page.Action != "crud.create" || len(page.Hits) != len(got) || len(page.Hits[0].Why) == 0 || page.Hits[0].Score <= page.Hits[len(got)-1].Score && len(got) > 1 {
 		t.Fatalf("a phrase: %q, action %q, hits %+v", got, page.Action, page.Hits)
 	}
 	all, err := svc.Search(ctx, registry.SearchQuery{Text: "create issue", Filter: registry.ListFilter{AllVersions: true}})

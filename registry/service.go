@@ -26,6 +26,7 @@ type Service struct {
 	recorder    ChangeRecorder
 	group       groupCommit
 	verify      func(context.Context, *capability.Definition) (string, error)
+	observer    Observer
 }
 
 // Option configures a Service.
@@ -58,13 +59,16 @@ func WithVerifier(check func(ctx context.Context, d *capability.Definition) (tie
 	return func(s *Service) { s.verify = check }
 }
 
-// WithCache keeps the version lists that resolution reads in memory,
-// invalidated by the store's change notifications (see versionCache).
+// WithCache keeps the version lists that resolution reads, and the stored
+// JSON of the single versions read, in memory, bounded (WithCacheLimits)
+// and invalidated by the store's change notifications (see versionCache).
 func WithCache() Option { return func(s *Service) { s.cacheActive = true } }
 
 // NewService returns a registry over store.
 func NewService(store Store, opts ...Option) *Service {
 	s := &Service{store: store, now: time.Now, log: slog.Default()}
+	s.cache.limits = DefaultCacheLimits
+	s.cache.reset()
 	for _, o := range opts {
 		o(s)
 	}

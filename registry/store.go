@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -120,8 +121,15 @@ type ListFilter struct {
 	// AllVersions lists every version; false lists only the highest version
 	// (semver precedence) of each capability.
 	AllVersions bool
-	// Limit is the page size; 0 means no limit.
+	// Limit is the page size: DefaultPageSize when 0, at most MaxPageSize
+	// (a larger one is refused); follow NextCursor, or use ListAll, for
+	// more.
 	Limit int
+	// CountTotal asks List to count every match into Page.Total. Counting
+	// reads every match, so its cost grows with the registry: ask for it
+	// only when the total is shown, e.g. on a first page. It does not
+	// change the items, and a cursor stays valid with or without it.
+	CountTotal bool
 	// Cursor continues from the page that returned it as NextCursor; "" starts
 	// at the beginning. A cursor is valid only for the same kind of query with
 	// the same filter (Limit may change).
@@ -153,7 +161,9 @@ func DomainsOf(k Key, d *capability.Definition) []string {
 // Page is one page of results.
 type Page struct {
 	Items []Record
-	// Total counts every record the query matches, not just this page.
+	// Total counts every record the query matches, not just this page: a
+	// Search always counts it, a List only when ListFilter.CountTotal asks;
+	// otherwise it is NotCounted.
 	Total int
 	// NextCursor continues after this page; "" when this is the last page.
 	NextCursor string
@@ -161,6 +171,10 @@ type Page struct {
 	// its items.
 	Ranking
 }
+
+// NotCounted is the Page.Total of a List that was not asked to count
+// (ListFilter.CountTotal).
+const NotCounted = -1
 
 // Ranking is what a ranked search says beside its items, in the JSON the
 // REST API answers it with.
@@ -259,6 +273,10 @@ type Store interface {
 	// List returns records in a stable order: scheme, domain, name, then
 	// version precedence.
 	List(ctx context.Context, f ListFilter) (Page, error)
+	// ListRaw is List without decoding the definitions: the stored JSON of
+	// each version, which the REST API writes as it is and the Service
+	// decodes through its cache.
+	ListRaw(ctx context.Context, f ListFilter) (RawPage, error)
 	// Search returns the records matching the text and the filter, best first,
 	// ties in List order.
 	Search(ctx context.Context, q SearchQuery) (Page, error)
@@ -362,9 +380,36 @@ func isNumeric(s string) bool {
 // untrusted; absent for a version registered before tiers existed).
 const TrustTierHeader = "Caphub-Trust-Tier"
 
-// RawRecord is one version as Store.GetRaw returns it.
+// DigestHeader is the HTTP header in which caphub serve answers a GET of
+// one version with its Record.Digest (the ETag names the answer's bytes,
+// which a deprecation changes; the digest names the registered content,
+// which never changes).
+const DigestHeader = "Caphub-Digest"
+
+// RawRecord is one version as stored, its definition not decoded: what
+// Store.GetRaw returns (Definition, Digest and TrustTier) and Store.ListRaw
+// lists (every field).
 type RawRecord struct {
-	Definition []byte // the stored JSON
-	Digest     string
-	TrustTier  string
+	Key          Key
+	Definition   []byte // the stored JSON
+	Digest       string
+	TrustTier    string
+	RegisteredAt time.Time
+	DeprecatedAt *time.Time
+}
+
+// Decode returns the record with its definition decoded.
+func (r RawRecord) Decode() (Record, error) {
+	rec := Record{Key: r.Key, Digest: r.Digest, TrustTier: r.TrustTier, RegisteredAt: r.RegisteredAt, DeprecatedAt: r.DeprecatedAt}
+	if err := json.Unmarshal(r.Definition, &rec.Definition); err != nil {
+		return Record{}, fmt.Errorf("decode stored definition of %s: %w: the database is damaged; restore it from a backup or re-register the version", r.Key, err)
+	}
+	return rec, nil
+}
+
+// RawPage is a page of List without decoding (Store.ListRaw).
+type RawPage struct {
+	Items      []RawRecord
+	Total      int // as Page.Total
+	NextCursor string
 }

@@ -66,13 +66,16 @@ func address(b capability.Bindings) string {
 }
 
 // params is the text of an input schema's parameters: each name and the
-// start of its description, the top level first, then one level down.
+// start of its description, the top level first, then one level down,
+// looking through local $refs into the schema's $defs (where an imported
+// API keeps its shared components).
 func params(s capability.Schema) string {
 	var b strings.Builder
 	n := 0
 	var walk func(s map[string]any, depth int)
-	walk = func(s map[string]any, depth int) {
-		props, _ := s["properties"].(map[string]any)
+	walk = func(m map[string]any, depth int) {
+		m = deref(s, m)
+		props, _ := m["properties"].(map[string]any)
 		names := make([]string, 0, len(props))
 		for k := range props {
 			names = append(names, k)
@@ -87,7 +90,11 @@ func params(s capability.Schema) string {
 			b.WriteString(k)
 			b.WriteByte(' ')
 			p, _ := props[k].(map[string]any)
-			if desc, _ := p["description"].(string); desc != "" {
+			desc, _ := p["description"].(string)
+			if desc == "" {
+				desc, _ = deref(s, p)["description"].(string)
+			}
+			if desc != "" {
 				b.WriteString(cleanProse(desc, maxParamDescBytes))
 				b.WriteByte(' ')
 			}
@@ -101,6 +108,27 @@ func params(s capability.Schema) string {
 	}
 	walk(s, 0)
 	return b.String()
+}
+
+// maxRefHops bounds how many $refs deref follows (a cycle ends there).
+const maxRefHops = 8
+
+// deref follows m's local $ref in root, a few hops; m itself when it has
+// none or it names nothing.
+func deref(root capability.Schema, m map[string]any) map[string]any {
+	for range maxRefHops {
+		ref, _ := m["$ref"].(string)
+		if ref == "" {
+			return m
+		}
+		v, ok := capability.LocalRef(root, ref)
+		next, isMap := v.(map[string]any)
+		if !ok || !isMap {
+			return m
+		}
+		m = next
+	}
+	return m
 }
 
 // actionOf is the action a definition does: the first verb of its name,

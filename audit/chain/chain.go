@@ -45,6 +45,11 @@ type Event struct {
 type Filter struct {
 	// Since keeps events whose Time is at or after it.
 	Since time.Time
+	// Until keeps events whose Time is before it (Since and Until make a
+	// half-open interval, so that consecutive windows do not overlap).
+	Until time.Time
+	// Actor keeps the events of one actor, exactly ("token:ci-bot").
+	Actor string
 	// Capability keeps the events about a capability: equal to it, or, when
 	// it carries no version ("ossa:security/scan"), about any version of it
 	// ("ossa:security/scan@1.0").

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,8 +28,8 @@ import (
 // CAPHUB_* variable, which wins over the default. A command reads only the
 // settings whose flags it has.
 type config struct {
-	// db is the database: --db, else $CAPHUB_DB, else defaultDB (a SQLite
-	// file path or a postgres:// URL).
+	// db is the database: --db, else $CAPHUB_DB, else defaultDBPath (a
+	// SQLite file path or a postgres:// URL).
 	db string
 	// dbGiven reports whether --db or $CAPHUB_DB named the database (db is
 	// not the default).
@@ -35,9 +37,9 @@ type config struct {
 	// server is the URL of a running caphub server used instead of db:
 	// --server, else $CAPHUB_SERVER.
 	server string
-	// serverFlag is --server alone ($CAPHUB_SERVER not consulted): caphub
-	// token refuses only the flag.
-	serverFlag string
+	// token is the API token sent to server: the file --token-file, else
+	// the file $CAPHUB_TOKEN_FILE, else $CAPHUB_TOKEN. Never logged.
+	token string
 	// timeout is how long a command waits for each answer of server:
 	// --timeout when given (0: no limit), else the command's default.
 	timeout time.Duration
@@ -47,6 +49,9 @@ type config struct {
 	trustedKeys []string
 	// log is where the app logs (stderr, at the command's level).
 	log *slog.Logger
+	// auditCommits observes the audit writer's commits (metrics); not a
+	// setting.
+	auditCommits func(events int, d time.Duration, err error)
 
 	serve      serveConfig
 	invocation invocationConfig
@@ -106,6 +111,50 @@ type serveConfig struct {
 	allowedOrigins []string
 	// sessions bounds the MCP sessions of serve's gateways.
 	sessions sessionSettings
+	// rateLimit bounds how fast each token and each agent may call.
+	rateLimit rateLimitSettings
+}
+
+// rateLimitSettings are serve's rate limits: requests per second per API
+// token (--rate-limit-token) and per agent (--rate-limit-agent), with
+// bursts of --rate-limit-burst; 0 is no limit.
+type rateLimitSettings struct {
+	token, agent float64
+	burst        int
+}
+
+// addRateLimitFlags adds serve's rate-limit flags.
+func addRateLimitFlags(cmd *cobra.Command) {
+	cmd.Flags().Float64("rate-limit-token", 0, "requests per second one API token may send (token bucket; over it: 429 with Retry-After); default $CAPHUB_RATE_LIMIT_TOKEN, else 0: no limit")
+	cmd.Flags().Float64("rate-limit-agent", 0, "requests per second one agent may send, whatever its token (X-Caphub-Agent, /mcp/agents/{id} or the token's agent); default $CAPHUB_RATE_LIMIT_AGENT, else 0: no limit")
+	cmd.Flags().Int("rate-limit-burst", 20, "requests a token or agent may send at once above its rate; default $CAPHUB_RATE_LIMIT_BURST, else")
+}
+
+// rateLimitFrom reads the rate limits of serve.
+func rateLimitFrom(cmd *cobra.Command) (rateLimitSettings, error) {
+	var r rateLimitSettings
+	var err error
+	for _, f := range []struct {
+		dst       *float64
+		name, env string
+	}{{&r.token, "rate-limit-token", "CAPHUB_RATE_LIMIT_TOKEN"}, {&r.agent, "rate-limit-agent", "CAPHUB_RATE_LIMIT_AGENT"}} {
+		*f.dst, _ = cmd.Flags().GetFloat64(f.name)
+		if v, where := settingValue(cmd, f.env); strings.TrimSpace(v) != "" && !cmd.Flags().Changed(f.name) {
+			if *f.dst, err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+				return r, &usageError{fmt.Errorf("%s=%q is not a number of requests per second (it sets --%s)", where, v, f.name)}
+			}
+		}
+		if *f.dst < 0 || math.IsNaN(*f.dst) || math.IsInf(*f.dst, 0) {
+			return r, &usageError{fmt.Errorf("--%s %v: give requests per second, or 0 for no limit", f.name, *f.dst)}
+		}
+	}
+	if r.burst, err = intSetting(cmd, "rate-limit-burst", "CAPHUB_RATE_LIMIT_BURST"); err != nil {
+		return r, err
+	}
+	if r.burst < 1 {
+		return r, &usageError{fmt.Errorf("--rate-limit-burst %d: at least 1 request", r.burst)}
+	}
+	return r, nil
 }
 
 // sessionSettings bound the MCP sessions of serve: /mcp's and the agents'
@@ -266,20 +315,27 @@ func addInvokeFlags(cmd *cobra.Command) {
 // variables; the app logs to cmd's stderr at level.
 func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 	c := config{
-		server:     stringSetting(cmd, "server", "CAPHUB_SERVER"),
-		serverFlag: flagString(cmd, "server"),
-		timeout:    serverTimeout(cmd),
-		log:        slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+		server:  stringSetting(cmd, "server", "CAPHUB_SERVER"),
+		timeout: serverTimeout(cmd),
+		log:     slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+	}
+	var err error
+	if c.token, err = tokenSetting(cmd); err != nil {
+		return c, err
 	}
 	c.db = stringSetting(cmd, "db", "CAPHUB_DB")
 	c.dbGiven = c.db != ""
 	if !c.dbGiven {
-		c.db = defaultDB
+		if c.db, err = defaultDBPath(); err != nil {
+			return c, err
+		}
+		if st, err := os.Stat(defaultDBName); err == nil && st.Mode().IsRegular() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "caphub: ./%s here is not the default database any more (that is %s): pass --db ./%s to use it\n", defaultDBName, c.db, defaultDBName)
+		}
 	}
-	if v := os.Getenv(envTrustedKeys); v != "" {
+	if v, _ := settingValue(cmd, envTrustedKeys); v != "" {
 		c.trustedKeys = filepath.SplitList(v)
 	}
-	var err error
 	if c.serve, err = serveConfigFrom(cmd); err != nil {
 		return c, err
 	}
@@ -299,6 +355,46 @@ func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 		c.invocation, err = invocationConfigFrom(cmd)
 	}
 	return c, err
+}
+
+// maxTokenFile bounds a token file: a caphub token is under 100 bytes.
+const maxTokenFile = 4 << 10
+
+// tokenSetting is the API token for --server: the content of --token-file
+// (else $CAPHUB_TOKEN_FILE), else $CAPHUB_TOKEN. A token file must be a
+// small regular file that neither its group nor others can read, as ssh asks
+// of a key, since MCP clients start caphub with a config that names it.
+func tokenSetting(cmd *cobra.Command) (string, error) {
+	path := stringSetting(cmd, "token-file", "CAPHUB_TOKEN_FILE")
+	if path == "" {
+		return strings.TrimSpace(os.Getenv("CAPHUB_TOKEN")), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", &usageError{fmt.Errorf("token file: %w (write a token there with: caphub token create NAME --scope invoke > %s; chmod 600 %s)", err, path, path)}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	switch {
+	case !st.Mode().IsRegular():
+		return "", &usageError{fmt.Errorf("token file %s is not a regular file", path)}
+	case st.Mode().Perm()&0o077 != 0:
+		return "", &usageError{fmt.Errorf("token file %s can be read by others (mode %04o): chmod 600 %s", path, st.Mode().Perm(), path)}
+	case st.Size() > maxTokenFile:
+		return "", &usageError{fmt.Errorf("token file %s holds %d bytes, more than a token (%d at most): name the file of one token", path, st.Size(), maxTokenFile)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return "", &usageError{fmt.Errorf("token file %s must hold one token on one line", path)}
+	}
+	return tok, nil
 }
 
 // serveConfigFrom reads the settings of serve and mcp, checking --addr
@@ -325,6 +421,12 @@ func serveConfigFrom(cmd *cobra.Command) (serveConfig, error) {
 		}
 	}
 	s.requestTimeout, _ = cmd.Flags().GetDuration("request-timeout")
+	if hasFlag(cmd, "rate-limit-token") {
+		var err error
+		if s.rateLimit, err = rateLimitFrom(cmd); err != nil {
+			return s, err
+		}
+	}
 	if hasFlag(cmd, "mcp-session-idle") {
 		var err error
 		if s.sessions, err = sessionSettingsFrom(cmd); err != nil {
@@ -349,7 +451,7 @@ func mcpSettingsFrom(cmd *cobra.Command) (mcpSettings, error) {
 		return c, &usageError{fmt.Errorf("--mcp-max-tools %d: give a number of tools, or 0 for no limit", c.maxTools)}
 	}
 	c.largeCatalog = flagString(cmd, "mcp-large-catalog")
-	if v := os.Getenv(envMCPLargeCatalog); v != "" && !cmd.Flags().Changed("mcp-large-catalog") {
+	if v, _ := settingValue(cmd, envMCPLargeCatalog); v != "" && !cmd.Flags().Changed("mcp-large-catalog") {
 		c.largeCatalog = v
 	}
 	if err := mcpgw.CheckLargeCatalog(c.largeCatalog); err != nil {
@@ -390,10 +492,10 @@ func embedConfigFrom(cmd *cobra.Command) (embedConfig, error) {
 	}
 	c.dimensions, _ = cmd.Flags().GetInt("embed-dimensions")
 	if c.dimensions == 0 {
-		if v := strings.TrimSpace(os.Getenv("CAPHUB_EMBED_DIMENSIONS")); v != "" {
-			n, err := strconv.Atoi(v)
+		if v, where := settingValue(cmd, "CAPHUB_EMBED_DIMENSIONS"); strings.TrimSpace(v) != "" {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil {
-				return c, &usageError{fmt.Errorf("CAPHUB_EMBED_DIMENSIONS=%q: give a whole number of dimensions", v)}
+				return c, &usageError{fmt.Errorf("%s=%q: give a whole number of dimensions", where, v)}
 			}
 			c.dimensions = n
 		}
@@ -437,10 +539,10 @@ func invocationConfigFrom(cmd *cobra.Command) (invocationConfig, error) {
 		c.a2aAgents[name] = url
 	}
 	var err error
-	if c.auditSync, err = envflag.Bool(envAuditSync); err != nil {
+	if c.auditSync, err = boolSetting(cmd, envAuditSync); err != nil {
 		return c, err
 	}
-	c.humanApproval, err = envflag.Bool(policy.EnvHumanApproval)
+	c.humanApproval, err = boolSetting(cmd, policy.EnvHumanApproval)
 	return c, err
 }
 
@@ -453,12 +555,14 @@ func flagString(cmd *cobra.Command, name string) string {
 	return v
 }
 
-// stringSetting is the string flag name, else the variable env.
+// stringSetting is the string flag name, else the variable env, else the
+// configuration file's (settingValue).
 func stringSetting(cmd *cobra.Command, name, env string) string {
 	if v := flagString(cmd, name); v != "" {
 		return v
 	}
-	return os.Getenv(env)
+	v, _ := settingValue(cmd, env)
+	return v
 }
 
 // intSetting is the int flag name when given, else the variable env when
@@ -468,9 +572,9 @@ func intSetting(cmd *cobra.Command, name, env string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v := strings.TrimSpace(os.Getenv(env)); v != "" && !cmd.Flags().Changed(name) {
-		if n, err = strconv.Atoi(v); err != nil {
-			return 0, &usageError{fmt.Errorf("%s=%q is not a whole number (it sets --%s)", env, v, name)}
+	if v, where := settingValue(cmd, env); strings.TrimSpace(v) != "" && !cmd.Flags().Changed(name) {
+		if n, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
+			return 0, &usageError{fmt.Errorf("%s=%q is not a whole number (it sets --%s)", where, v, name)}
 		}
 	}
 	return n, nil
@@ -483,20 +587,31 @@ func durationSetting(cmd *cobra.Command, name, env string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	if v := strings.TrimSpace(os.Getenv(env)); v != "" && !cmd.Flags().Changed(name) {
-		if d, err = time.ParseDuration(v); err != nil {
-			return 0, &usageError{fmt.Errorf("%s=%q is not a duration such as 90s or 10m (it sets --%s)", env, v, name)}
+	if v, where := settingValue(cmd, env); strings.TrimSpace(v) != "" && !cmd.Flags().Changed(name) {
+		if d, err = time.ParseDuration(strings.TrimSpace(v)); err != nil {
+			return 0, &usageError{fmt.Errorf("%s=%q is not a duration such as 90s or 10m (it sets --%s)", where, v, name)}
 		}
 	}
 	return d, nil
+}
+
+// boolSetting reads the switch env (envflag's rules), from the
+// environment or the configuration file.
+func boolSetting(cmd *cobra.Command, env string) (bool, error) {
+	v, where := settingValue(cmd, env)
+	b, err := envflag.Parse(where, v)
+	if err != nil {
+		return false, &usageError{err}
+	}
+	return b, nil
 }
 
 // listSetting is the repeatable flag name, else the comma-separated
 // variable env (blank items dropped).
 func listSetting(cmd *cobra.Command, name, env string) []string {
 	v, _ := cmd.Flags().GetStringArray(name)
-	if len(v) == 0 && os.Getenv(env) != "" {
-		for _, s := range strings.Split(os.Getenv(env), ",") {
+	if ev, _ := settingValue(cmd, env); len(v) == 0 && ev != "" {
+		for _, s := range strings.Split(ev, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				v = append(v, s)
 			}
@@ -509,11 +624,11 @@ func listSetting(cmd *cobra.Command, name, env string) []string {
 // resolution ($CAPHUB_MISSING_CAPABILITY_ENABLED and _AUTO); both default to
 // false, and a value that is not a boolean is an error naming the variable,
 // so that a typo does not silently turn resolution off.
-func missingCapabilityFlags() (enabled, auto bool, err error) {
-	if enabled, err = envflag.Bool(fallback.EnvEnabled); err != nil {
+func missingCapabilityFlags(cmd *cobra.Command) (enabled, auto bool, err error) {
+	if enabled, err = boolSetting(cmd, fallback.EnvEnabled); err != nil {
 		return false, false, err
 	}
-	if auto, err = envflag.Bool(fallback.EnvAuto); err != nil {
+	if auto, err = boolSetting(cmd, fallback.EnvAuto); err != nil {
 		return false, false, err
 	}
 	return enabled, auto, nil

@@ -3,11 +3,15 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/caphub/caphub/internal/fallback"
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/spf13/cobra"
 )
 
 // mcpConfig reads the config of `caphub mcp args...`.
@@ -62,8 +66,8 @@ func TestConfigPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.db != defaultDB || cfg.dbGiven {
-		t.Errorf("db %q (given %v), want the default %q", cfg.db, cfg.dbGiven, defaultDB)
+	if want := filepath.Join(os.Getenv("XDG_DATA_HOME"), "caphub", "caphub.db"); cfg.db != want || cfg.dbGiven {
+		t.Errorf("db %q (given %v), want the default %q", cfg.db, cfg.dbGiven, want)
 	}
 	if got := strings.Join(cfg.invocation.allowHosts, " "); got != "a.example b.example" {
 		t.Errorf("allow hosts from the environment: %q", got)
@@ -97,7 +101,7 @@ func TestMissingCapabilityFlags(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Setenv(fallback.EnvEnabled, c.enabled)
 			t.Setenv(fallback.EnvAuto, c.auto)
-			e, a, err := missingCapabilityFlags()
+			e, a, err := missingCapabilityFlags(&cobra.Command{})
 			if (err != nil) != c.err || e != c.wantE || a != c.wantA {
 				t.Errorf("%q %q: got %v %v %v", c.enabled, c.auto, e, a, err)
 			}
@@ -144,5 +148,41 @@ func TestConfigMCPLargeCatalog(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %s: error %v, want one saying %q", tc.args, tc.env, err, tc.want)
 		}
+	}
+}
+
+// TestDefaultDatabase checks that without --db or $CAPHUB_DB the registry
+// lives in the user's data directory whatever the working directory, that
+// caphub mcp says which database it serves, and that a ./caphub.db left in
+// the working directory is named with what to do.
+func TestDefaultDatabase(t *testing.T) {
+	data, cwd := t.TempDir(), t.TempDir()
+	env := []string{"XDG_DATA_HOME=" + data, "CAPHUB_DB="}
+	if _, errOut, err := runBinary(t, cwd, env, "capability", "register", writeFile(t, "echo.yaml", echoYAML)); err != nil {
+		t.Fatalf("register: %v\n%s", err, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(data, "caphub", "caphub.db")); err != nil {
+		t.Fatalf("the default database is not in the data directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(cwd); len(entries) != 0 {
+		t.Errorf("the working directory holds %v", entries)
+	}
+	other := t.TempDir()
+	out, _, err := runBinary(t, other, env, "capability", "list")
+	if err != nil || !strings.Contains(out, "test/echo") {
+		t.Fatalf("list from another directory: %v\n%s; want the capability registered from the first", err, out)
+	}
+	c := exec.Command(caphubBinary(t), "mcp")
+	c.Dir, c.Env, c.Stdin = other, append(os.Environ(), env...), strings.NewReader("")
+	var errOut strings.Builder
+	c.Stderr = &errOut
+	if err := c.Run(); err != nil || !strings.Contains(errOut.String(), filepath.Join(data, "caphub", "caphub.db")) {
+		t.Errorf("caphub mcp: %v, stderr %q; want it to name the default database", err, errOut.String())
+	}
+	if err := os.WriteFile(filepath.Join(other, "caphub.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := runBinary(t, other, env, "capability", "list"); err != nil || !strings.Contains(errOut, "--db ./caphub.db") {
+		t.Errorf("with ./caphub.db present: %v, stderr %q; want a note saying to pass --db ./caphub.db", err, errOut)
 	}
 }

@@ -38,7 +38,7 @@ re-importing an export is a no-op. Files are overwritten; other files in DIR are
 			domain, _ := cmd.Flags().GetString("domain")
 			return withRegistry(cmd, func(reg registry.API) error {
 				f := registry.ListFilter{Domain: domain, AllVersions: true}
-				recs, _, err := collect(0, func(cursor string, size int) (registry.Page, error) {
+				recs, _, err := collect(0, func(cursor string, size int, _ bool) (registry.Page, error) {
 					f.Cursor, f.Limit = cursor, size
 					return reg.List(cmd.Context(), f)
 				})

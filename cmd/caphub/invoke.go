@@ -97,7 +97,7 @@ func runInvoke(cmd *cobra.Command, req invoke.Request) (*invoke.Result, error) {
 		return nil, err
 	}
 	if cfg.server != "" {
-		c, err := client.New(cfg.server, client.WithTimeout(cfg.timeout))
+		c, err := client.New(cfg.server, client.WithTimeout(cfg.timeout), client.WithToken(cfg.token))
 		if err != nil {
 			return nil, &usageError{err}
 		}

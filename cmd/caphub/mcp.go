@@ -35,7 +35,7 @@ invoke does.
 
 With --server URL (or $CAPHUB_SERVER) it serves no database of its own: it bridges the
 client to that caphub server's /mcp (--agent ID: its /mcp/agents/ID), sending
-$CAPHUB_TOKEN as the bearer token, so the server's catalog, policies and audit apply. The
+$CAPHUB_TOKEN (or the token in --token-file) as the bearer token, so the server's catalog, policies and audit apply. The
 flags that shape a local catalog (--db, --tool-mode, the allow-lists…) are refused with it.
 Stdout carries the protocol: logs go to stderr.`,
 		Example: "  caphub mcp\n  caphub mcp --db /var/lib/caphub/caphub.db --tool-mode search\n" +
@@ -50,10 +50,15 @@ Stdout carries the protocol: logs go to stderr.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if cfg.server != "" {
-				return runMCPBridge(ctx, cmd, cfg.server, cfg.log)
+				return runMCPBridge(ctx, cmd, cfg)
 			}
 			if hasFlag(cmd, "agent") && flagString(cmd, "agent") != "" {
 				return &usageError{errors.New("--agent names an agent of a caphub server: give --server URL too (a local caphub mcp serves the whole catalog)")}
+			}
+			if !cfg.dbGiven {
+				// An MCP client shows its servers' stderr in its logs: say
+				// which registry this is.
+				fmt.Fprintf(cmd.ErrOrStderr(), "caphub mcp: serving the default database %s (--db names another)\n", cfg.db)
 			}
 			return runMCP(ctx, cfg, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
@@ -67,10 +72,11 @@ Stdout carries the protocol: logs go to stderr.`,
 // runMCPBridge relays the stdio client to the /mcp endpoint of the caphub
 // server at server (mcpconn.Bridge), refusing the flags that would only
 // shape a local catalog, which the server's own settings replace.
-func runMCPBridge(ctx context.Context, cmd *cobra.Command, server string, log *slog.Logger) error {
+func runMCPBridge(ctx context.Context, cmd *cobra.Command, cfg config) error {
+	server, log := cfg.server, cfg.log
 	var local []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if f.Name != "server" && f.Name != "agent" && f.Name != "timeout" {
+		if f.Name != "server" && f.Name != "agent" && f.Name != "timeout" && f.Name != "token-file" {
 			local = append(local, "--"+f.Name)
 		}
 	})
@@ -88,8 +94,8 @@ func runMCPBridge(ctx context.Context, cmd *cobra.Command, server string, log *s
 	header := http.Header{}
 	// The token authenticates to a server that enforces API tokens; it is
 	// sent only as a header, never logged.
-	if tok := strings.TrimSpace(os.Getenv("CAPHUB_TOKEN")); tok != "" {
-		header.Set("Authorization", "Bearer "+tok)
+	if cfg.token != "" {
+		header.Set("Authorization", "Bearer "+cfg.token)
 	}
 	log.Info("caphub mcp: bridging stdio to a caphub server", "endpoint", endpoint, "token", header.Get("Authorization") != "")
 	return mcpconn.Bridge(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), endpoint, mcpconn.BridgeOptions{Header: header, Log: log})

@@ -33,7 +33,7 @@ func TestImportOpenAPICommand(t *testing.T) {
 		}
 	}
 	code, out, _ = cli("capability", "show", "ossa:pets/get_tree_nodes", "--format", "json")
-	if code != 0 || !strings.Contains(out, `"url": "https://api.petstore.example/v1/trees/{tree_id}/nodes"`) || !strings.Contains(out, "recursive reference to Node (cut") {
+	if code != 0 || !strings.Contains(out, `"url": "https://api.petstore.example/v1/trees/{tree_id}/nodes"`) || !strings.Contains(out, `"$ref": "#/$defs/Node"`) {
 		t.Errorf("show --format json: exit %d\n%s", code, out)
 	}
 

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/user"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,13 +22,55 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// defaultDB is the local database used when neither --db nor CAPHUB_DB is set.
-const defaultDB = "./caphub.db"
+// defaultDBName is the file of the default database, in the user's data
+// directory (defaultDBPath).
+const defaultDBName = "caphub.db"
+
+// defaultDBHelp names the default database for --help.
+const defaultDBHelp = "caphub/" + defaultDBName + " in the user's data directory ($XDG_DATA_HOME, ~/.local/share, ~/Library/Application Support or %LocalAppData%)"
+
+// defaultDBPath is the local database used when neither --db nor
+// $CAPHUB_DB names one: caphub/caphub.db in the user's data directory, so
+// that an MCP client starting caphub mcp in a directory of its choosing, or
+// a user in another directory, finds the same registry instead of an empty
+// one in the working directory (the store makes the directory on first
+// use).
+func defaultDBPath() (string, error) {
+	dir, err := userDataDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the user's data directory for the default database: %w (name a database with --db or $CAPHUB_DB)", err)
+	}
+	return filepath.Join(dir, "caphub", defaultDBName), nil
+}
+
+// userDataDir is where the platform keeps a user's application data:
+// $XDG_DATA_HOME or ~/.local/share on Unix, ~/Library/Application Support
+// on macOS, %LocalAppData% on Windows.
+func userDataDir() (string, error) {
+	switch runtime.GOOS {
+	case "windows":
+		if d := os.Getenv("LocalAppData"); d != "" {
+			return d, nil
+		}
+		return "", errors.New("%LocalAppData% is not set")
+	case "darwin", "ios":
+		return os.UserConfigDir() // ~/Library/Application Support
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "share"), nil
+}
 
 // addRegistryFlags adds the flags every registry command accepts.
 func addRegistryFlags(root *cobra.Command) {
-	root.PersistentFlags().String("db", "", "database: a SQLite file path or a postgres:// URL (default $CAPHUB_DB, else "+defaultDB+")")
+	root.PersistentFlags().String("db", "", "database: a SQLite file path or a postgres:// URL (default $CAPHUB_DB, else "+defaultDBHelp+")")
 	root.PersistentFlags().String("server", "", "use a running caphub server at this URL instead of a local database (default $CAPHUB_SERVER)")
+	root.PersistentFlags().String("token-file", "", "with --server, a file holding the API token to send (readable by its owner alone); default $CAPHUB_TOKEN_FILE, else the token in $CAPHUB_TOKEN")
 	root.PersistentFlags().Duration("timeout", 0, fmt.Sprintf("with --server, how long to wait for each answer; 0 waits as long as the server works (default 10m for imports and capability register, 1m otherwise). When caphub gives up on a change it exits %d: the server may still complete it",
 		exitGaveUp))
 }
@@ -82,7 +127,7 @@ func serverTimeout(cmd *cobra.Command) time.Duration {
 // (--server, $CAPHUB_SERVER) or the local database.
 func openRegistry(ctx context.Context, cfg config, opts ...registry.Option) (registry.API, error) {
 	if cfg.server != "" {
-		return client.New(cfg.server, client.WithTimeout(cfg.timeout))
+		return client.New(cfg.server, client.WithTimeout(cfg.timeout), client.WithToken(cfg.token))
 	}
 	svc, _, err := openService(ctx, cfg, opts...)
 	if err != nil {
@@ -136,22 +181,31 @@ func filterFromFlags(cmd *cobra.Command) registry.ListFilter {
 		BindingType: get("binding"), Source: get("source"), Intent: get("intent"), AllVersions: all}
 }
 
-// collect pages through a list or search until limit items (0: all).
-func collect(limit int, page func(cursor string, size int) (registry.Page, error)) ([]registry.Record, int, error) {
+// collect pages through a list or search until limit items (0: all),
+// following the cursor, and returns them with the total of matches: the
+// first page's when it counted it (a search always does; a list page does
+// when it sets ListFilter.CountTotal, which collect asks of the first
+// page only when the limit may cut the list short), else the number read.
+func collect(limit int, page func(cursor string, size int, count bool) (registry.Page, error)) ([]registry.Record, int, error) {
 	var out []registry.Record
-	cursor, total := "", 0
+	cursor, total := "", registry.NotCounted
 	for {
-		size := 500
+		size := registry.MaxPageSize
 		if limit > 0 && limit-len(out) < size {
 			size = limit - len(out)
 		}
-		p, err := page(cursor, size)
+		p, err := page(cursor, size, cursor == "" && limit > 0)
 		if err != nil {
 			return nil, 0, err
 		}
 		out = append(out, p.Items...)
-		total = p.Total
+		if cursor == "" {
+			total = p.Total
+		}
 		if p.NextCursor == "" || limit > 0 && len(out) >= limit || len(p.Items) == 0 {
+			if total < 0 {
+				total = len(out) // read to the end: every match
+			}
 			return out, total, nil
 		}
 		cursor = p.NextCursor
@@ -210,8 +264,8 @@ func newListCmd() *cobra.Command {
 			f := filterFromFlags(cmd)
 			limit, _ := cmd.Flags().GetInt("limit")
 			return withRegistry(cmd, func(reg registry.API) error {
-				recs, total, err := collect(limit, func(cursor string, size int) (registry.Page, error) {
-					f.Cursor, f.Limit = cursor, size
+				recs, total, err := collect(limit, func(cursor string, size int, count bool) (registry.Page, error) {
+					f.Cursor, f.Limit, f.CountTotal = cursor, size, count
 					return reg.List(cmd.Context(), f)
 				})
 				if err != nil {
@@ -251,7 +305,7 @@ definitions as JSON instead.`,
 			return withRegistry(cmd, func(reg registry.API) error {
 				var first registry.Page
 				var hits []registry.Hit
-				recs, total, err := collect(limit, func(cursor string, size int) (registry.Page, error) {
+				recs, total, err := collect(limit, func(cursor string, size int, _ bool) (registry.Page, error) {
 					f.Cursor, f.Limit = cursor, size
 					p, err := reg.Search(cmd.Context(), registry.SearchQuery{Text: args[0], Filter: f, Explain: explain})
 					if cursor == "" {

@@ -38,7 +38,7 @@ missing, 2 on usage errors.`,
 			if err != nil {
 				return err
 			}
-			enabled, envAuto, err := missingCapabilityFlags()
+			enabled, envAuto, err := missingCapabilityFlags(cmd)
 			if err != nil {
 				return &usageError{err}
 			}

@@ -38,7 +38,9 @@ per-agent policy, and serves them to agents over REST and MCP.`,
 	root.SetVersionTemplate("caphub {{.Version}}\n") // as caphub version prints it
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	addRegistryFlags(root)
-	root.AddCommand(newCapabilityCmd(), newDiscoverCmd(), newServerCmd(), newImportCmd(), newExportCmd(), newInvokeCmd(), newAgentCmd(), newAuditCmd(), newApprovalCmd(), newPolicyCmd(), newKeyCmd(), newTokenCmd(), newServeCmd(), newMCPCmd(), newVersionCmd())
+	root.PersistentFlags().String("config", "", configFlagHelp)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return applyConfigFile(cmd) }
+	root.AddCommand(newConfigCmd(), newCapabilityCmd(), newDiscoverCmd(), newServerCmd(), newImportCmd(), newExportCmd(), newInvokeCmd(), newAgentCmd(), newAuditCmd(), newApprovalCmd(), newPolicyCmd(), newKeyCmd(), newTokenCmd(), newServeCmd(), newMCPCmd(), newClientCmd(), newVersionCmd())
 	return root
 }
 

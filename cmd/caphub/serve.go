@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/metrics"
+	"github.com/caphub/caphub/internal/ratelimit"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,7 +40,8 @@ server (streamable HTTP at /mcp, HTTP+SSE at /mcp/sse; --tool-mode tools serves 
 per capability up to --mcp-max-tools, --tool-mode search, or a larger catalog, only
 find_capabilities, describe_capability and invoke_capability), and each
 saved MCP server fronted transparently at /mcp/servers/{name}, on the local database
-(--db, default ./caphub.db, created on first use) or a PostgreSQL database (--db postgres://…).
+(--db, default caphub/caphub.db in the user's data directory, created on first use) or a
+PostgreSQL database (--db postgres://…).
 It binds to loopback unless --addr says otherwise, and stops gracefully on SIGINT or SIGTERM.
 
 Authentication: as soon as one active API token exists (caphub token create), every route
@@ -77,6 +82,7 @@ operator's settings: no API caller can change where texts are sent.`,
 	addInvokeFlags(cmd)
 	addEmbedFlags(cmd)
 	addAuditRetentionFlags(cmd)
+	addRateLimitFlags(cmd)
 	return cmd
 }
 
@@ -107,9 +113,9 @@ func runServe(ctx context.Context, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", sc.addr, err)
 	}
-	var handler http.Handler = h.mux
+	var handler http.Handler = rateLimited(sc.rateLimit, a.metrics.RateLimited, h.mux)
 	if enforce {
-		handler = tokens.Middleware(h.mux.ScopeOf, h.mux)
+		handler = tokens.Middleware(h.mux.ScopeOf, handler)
 		// A revoked or expired token's open streams end within
 		// tokenRecheck.
 		go tokens.Supervise(ctx, tokenRecheck, func(id string, n int) {
@@ -118,7 +124,7 @@ func runServe(ctx context.Context, cfg config) error {
 	}
 	// The guard comes first: a request a web page forged is refused
 	// before anything reads it.
-	handler = guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler)
+	handler = a.metrics.Instrument(guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler))
 	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "mcp_max_tools", sc.mcp.maxTools, "mcp_large_catalog", sc.mcp.largeCatalog, "auth", enforce, "db", cfg.db, "version", buildVersion())
 	return serveUntilDone(ctx, cfg.log, newHTTPServer(handler, h), ln)
 }
@@ -148,13 +154,15 @@ func newServeHandler(a *app, cfg config) *serveHandler {
 	frontOpts.Version, frontOpts.Log = buildVersion(), cfg.log
 	frontOpts.AllowedHosts, frontOpts.AllowedOrigins = hosts, origins
 	h.front = mcpfront.New(a.servers, a.pipeline, frontOpts)
+	a.metrics.Watch(metrics.Sources{Sessions: h.front.SessionsByServer, Spawns: h.front.Spawns})
 	h.agentGW = mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
 		Version: buildVersion(), Log: cfg.log,
 		AllowedHosts: hosts, AllowedOrigins: origins,
 		MaxListBytes: sc.mcp.maxListBytes,
 		MaxSessions:  gwOpts.MaxSessions, IdleTimeout: gwOpts.IdleTimeout,
 	})
-	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout))
+	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout), rest.WithReadiness(a.readyChecks()...),
+		rest.WithPolicies(a.governance.Policies()), rest.WithTokens(a.tokens), rest.WithAudit(a.audit))
 	h.mux = serveRoutes(h.api, h.gw.Handler(), h.agentGW.Handler(), h.front.Handler())
 	return h
 }
@@ -221,4 +229,32 @@ func isLoopback(addr string) (bool, error) {
 		return false, fmt.Errorf("--addr %q: %v (write host:port, e.g. %s)", addr, err, defaultAddr)
 	}
 	return allowlist.IsLoopback(host), nil
+}
+
+// rateLimited bounds how fast each API token and each agent may call
+// (ratelimit), inside authentication so that a token's limit is keyed by
+// the token it proved. The agent is the one a request names (the
+// X-Caphub-Agent header, /mcp/agents/{id}) or its token is bound to.
+func rateLimited(rl rateLimitSettings, limited func(kind string), next http.Handler) http.Handler {
+	return ratelimit.Middleware([]ratelimit.Rule{
+		{Kind: "token", Limiter: ratelimit.New(rl.token, rl.burst), Key: func(r *http.Request) string {
+			if tok, ok := auth.FromContext(r.Context()); ok {
+				return tok.ID
+			}
+			return ""
+		}},
+		{Kind: "agent", Limiter: ratelimit.New(rl.agent, rl.burst), Key: func(r *http.Request) string {
+			if id, ok := strings.CutPrefix(r.URL.Path, "/mcp/agents/"); ok {
+				id, _, _ = strings.Cut(id, "/")
+				return id
+			}
+			if a := r.Header.Get(identity.Header); a != "" {
+				return a
+			}
+			if tok, ok := auth.FromContext(r.Context()); ok {
+				return tok.Agent
+			}
+			return ""
+		}},
+	}, limited, next)
 }

@@ -201,12 +201,12 @@ func TestServeKill9DuringBulkRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := cl.List(context.Background(), registry.ListFilter{Domain: "bulk"}) // every page
+	list, err := registry.ListAll(context.Background(), cl, registry.ListFilter{Domain: "bulk"}) // every page
 	if err != nil {
 		t.Fatal(err)
 	}
 	perBatch := map[int]int{}
-	for _, r := range list.Items {
+	for _, r := range list {
 		var b, c int
 		if _, err := fmt.Sscanf(r.Definition.Name, "k_b%d_c%d", &b, &c); err != nil {
 			t.Fatalf("unexpected capability %s", r.Definition.Name)
@@ -223,7 +223,7 @@ func TestServeKill9DuringBulkRegistration(t *testing.T) {
 			t.Errorf("batch %d is half-written: %d of %d capabilities", b, n, batchSize)
 		}
 	}
-	t.Logf("%d batches acknowledged before kill -9, %d present after restart (%d capabilities)", len(acked), len(perBatch), list.Total)
+	t.Logf("%d batches acknowledged before kill -9, %d present after restart (%d capabilities)", len(acked), len(perBatch), len(list))
 }
 
 // Two `caphub serve` replicas on one PostgreSQL database see each other's

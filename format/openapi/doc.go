@@ -1,8 +1,8 @@
 // Package openapi imports OpenAPI 3.0, 3.1 and Swagger 2.0 documents (YAML
 // or JSON) as capability definitions: one per operation, each with an http
-// binding, a self-contained input and output JSON Schema 2020-12 (every
-// $ref inlined), declared errors, auth, keywords, CCOS metadata.openapi
-// and provenance.
+// binding, a self-contained input and output JSON Schema 2020-12 (the
+// shared schemas it references kept under its own $defs), declared errors,
+// auth, keywords, CCOS metadata.openapi and provenance.
 //
 // # Parser
 //
@@ -17,10 +17,10 @@
 // (and its current release depends on a module the Go proxy refuses);
 // decoding the tree takes 0.15 s, and the whole import about 0.3-0.6 s
 // with a peak RSS near 135 MB. Every caphub output is a JSON Schema
-// inlined from the document anyway, so the typed models would only be
+// converted from the document anyway, so the typed models would only be
 // converted back to maps. The resolver handles the three versions
-// directly, survives circular references by the rule below, and bounds the
-// work any document can cause.
+// directly, keeps circular references as they are (see Schemas), and
+// bounds the work any document can cause.
 //
 // # Rules
 //
@@ -133,19 +133,37 @@
 // suffix, with the status (404) or range ("4XX") in the error's
 // x-http-status; 429, 502, 503 and 504 are retryable.
 //
-// Schemas. Every $ref is inlined: to components (schemas, parameters,
-// requestBodies, responses, pathItems, securitySchemes, examples), Swagger
-// 2.0 definitions, parameters and responses, or any local JSON pointer. A
-// $ref to another document is a failure (bundle the spec first). A $ref
-// whose target is already being inlined on the current path from the
-// operation (an ancestor) is cut: it becomes {"type": <the target's type,
-// when it has one>, "description": "recursive reference to Node (cut: …)",
-// "$comment": "caphub: recursive $ref #/components/schemas/Node cut"}. A
-// target that cut nothing is converted once and reused, so the result
-// depends only on the path, never on what was imported before. Beside a
-// $ref, description and title override the target's and nullable adds
-// null; in 3.1 other keywords also apply (target and siblings under
-// allOf). OpenAPI 3.0 and 2.0 dialects become 2020-12: nullable (and
+// Schemas. A $ref to a schema (components.schemas, Swagger 2.0
+// definitions, or any local JSON pointer) becomes {"$ref":
+// "#/$defs/<name>"}, and the schema it names a component: converted once
+// per document, and put under $defs in each input and output schema that
+// references it, directly or through other components, and in no other
+// (so each stands alone and carries only what it uses). The name is the
+// component's (components.schemas.Pet → Pet, definitions.Pet → Pet), else
+// the pointer's segments joined with "."
+// (components.schemas.T.properties.a → T.properties.a), characters other
+// than ASCII letters, digits, "_", "." and "-" made "_", and made unique in
+// the document with a suffix _2, _3, … (components.schemas and definitions
+// are named first, in sorted order). Recursive schemas stay recursive; a
+// loop of bare $refs (A → B → A) accepts any value, with a $comment. The
+// components one schema carries are bounded by Options.MaxSharedBytes of
+// JSON (16 KiB by default): they are added nearest first (those the
+// schema references, then those they reference, …, the smallest first
+// within each step) while they fit; one that does not is in $defs as a stub, {"type":
+// <its type>, "$comment": "caphub: not expanded …"}, which accepts every
+// value the component accepts, and what it references is not added for it
+// (Microsoft Graph's user reaches nearly all of Graph's 2,600 schemas). An
+// output schema that is only a $ref to an object component is that
+// component's schema copied to the root (the component stays in $defs
+// when it refers to itself). Where the shape of a schema decides something
+// (whether a body's properties are merged into the input, how an array
+// parameter is serialised) the importer looks through the $ref. Other
+// $refs (to parameters, request bodies, responses, path items, security
+// schemes and examples) are followed and their targets used as they are. A
+// $ref to another document is a failure (bundle the spec first). Beside a
+// $ref, description and title override the target's and nullable makes it
+// anyOf [the $ref, {type: null}]; in 3.1 other keywords also apply (they
+// stay beside the $ref, as 2020-12 reads them). OpenAPI 3.0 and 2.0 dialects become 2020-12: nullable (and
 // x-nullable) adds "null" to the type and enum, or wraps a schema that
 // combines subschemas as anyOf [schema, {type: null}]; boolean
 // exclusiveMinimum/Maximum become numeric; example becomes examples; type
@@ -182,15 +200,14 @@
 // an OpenAPI or Swagger document (ErrNotOpenAPI), the options are invalid,
 // or the context ends. Fetch reads at most 64 MiB, from a URL within 60
 // seconds. Each import converts at most one million nodes plus
-// one per byte of the document (see workBudget) and each definition's
-// inlined schemas hold at most Options.MaxSchemaNodes nodes (by default
-// capability.MaxSchemaNodes, the registry's own bound); beyond either the
-// operation fails instead of the import running away. Node counts saturate,
-// so no expansion is large enough to wrap around, and a referenced schema
-// that alone expands past the bound fails with its path ("the document's
-// expansion exceeds 100000 nodes at components.schemas.X") before anything
-// is copied. A converted schema must also pass capability.CheckSchemaBudget
-// (nesting at most capability.MaxSchemaNesting, the same limit the
-// converter applies, and a bounded number of subschemas), so an import
-// never yields a definition that registration would refuse.
+// one per byte of the document (see workBudget); since every component is
+// converted once, only data expanded by YAML aliases reaches it. Each
+// definition's input and output schemas, with their $defs, hold at most
+// Options.MaxSchemaNodes nodes (by default capability.MaxSchemaNodes, the
+// registry's own bound); beyond either the operation fails instead of the
+// import running away. A converted schema must also pass
+// capability.CheckSchemaBudget (nesting at most
+// capability.MaxSchemaNesting, the same limit the converter applies, and a
+// bounded number of subschemas), so an import never yields a definition
+// that registration would refuse.
 package openapi

@@ -50,9 +50,9 @@ const (
 var ErrNotOpenAPI = errors.New("not an OpenAPI or Swagger document")
 
 // DefaultMaxSchemaNodes is the default bound on the size of one
-// definition's input plus output schema once every $ref is inlined: the
-// bound registration applies (capability.MaxSchemaNodes), so an import does
-// not produce what the registry refuses.
+// definition's input plus output schema with their $defs: the bound
+// registration applies (capability.MaxSchemaNodes), so an import does not
+// produce what the registry refuses.
 const DefaultMaxSchemaNodes = capability.MaxSchemaNodes
 
 // Options tune an import.
@@ -73,16 +73,26 @@ type Options struct {
 	Version string
 	// Now gives the provenance created_at time; time.Now by default.
 	Now func() time.Time
-	// MaxSchemaNodes bounds one definition's inlined input plus output
-	// schema (DefaultMaxSchemaNodes when 0); a larger one is a failure.
+	// MaxSchemaNodes bounds one definition's input plus output schema with
+	// their $defs (DefaultMaxSchemaNodes when 0); a larger one is a failure.
 	MaxSchemaNodes int
+	// MaxSharedBytes bounds the JSON of the shared schemas (components)
+	// that one input or output schema carries in its $defs
+	// (DefaultMaxSharedBytes when 0, no bound when negative): the nearest
+	// are carried whole, those beyond as stubs that accept any value of
+	// the component's type (see the package doc).
+	MaxSharedBytes int
 }
+
+// DefaultMaxSharedBytes is the default of Options.MaxSharedBytes.
+const DefaultMaxSharedBytes = 16 << 10
 
 // Result is what an import produced.
 type Result struct {
 	// Definitions are the imported capabilities, one per operation, in the
 	// order of the sorted paths and then get, put, post, delete, options,
-	// head, patch, trace. Each owns its schemas (nothing is shared).
+	// head, patch, trace. Each owns its schemas (nothing is shared between
+	// definitions, though a component may appear in the $defs of several).
 	Definitions []capability.Definition
 	// Failures are the operations that could not be imported, each with
 	// its reason and position.
@@ -232,16 +242,15 @@ type importer struct {
 	needs       map[string][]string
 	res         *Result
 	maxNodes    int
+	sharedBytes int // Options.MaxSharedBytes or its default
 	// warned holds the warnings given, so each is given once.
 	warned       map[string]bool
 	unknownBases []*unknownBase
 }
 
 // workBudget bounds the schema and data nodes an import converts: one
-// million plus one per byte of the document. A real document converts each
-// acyclic referenced schema once (GitHub's 13 MB spec converts about 25,000
-// nodes), so only documents that expand exponentially (YAML alias bombs,
-// $ref fan-out, densely recursive schemas) reach it.
+// million plus one per byte of the document. Every referenced schema is
+// converted once, so only data that YAML aliases expand reaches it.
 func workBudget(docBytes int) int { return 1_000_000 + docBytes }
 
 func newImporter(source string, doc *document, v specVersion, size int, opts Options) *importer {
@@ -284,7 +293,11 @@ func newImporter(source string, doc *document, v specVersion, size int, opts Opt
 	if im.maxNodes <= 0 {
 		im.maxNodes = DefaultMaxSchemaNodes
 	}
-	im.conv = newConverter(doc.root, v, workBudget(size), im.maxNodes)
+	im.sharedBytes = opts.MaxSharedBytes
+	if im.sharedBytes == 0 {
+		im.sharedBytes = DefaultMaxSharedBytes
+	}
+	im.conv = newConverter(doc.root, v, workBudget(size))
 	im.securitySchemes()
 	return im
 }
@@ -462,13 +475,21 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 	if err != nil {
 		return capability.Definition{}, err
 	}
-	bodyExtra := in.addBody(b)
+	bodyExtra := in.addBody(b, im.conv)
 	input, xparams, headers := in.schema()
 	output, outSize, respCT, errs, err := im.responses(o)
 	if err != nil {
 		return capability.Definition{}, err
 	}
-	if err := im.checkSize(input, output, addSize(in.size, outSize)); err != nil {
+	input, inDefs, err := im.conv.withDefs(input, im.sharedBytes)
+	if err != nil {
+		return capability.Definition{}, fmt.Errorf("input: %w", err)
+	}
+	output, outDefs, err := im.conv.withDefs(output, im.sharedBytes)
+	if err != nil {
+		return capability.Definition{}, fmt.Errorf("output: %w", err)
+	}
+	if err := im.checkSize(input, output, addSize(addSize(in.size, outSize), addSize(inDefs, outDefs))); err != nil {
 		return capability.Definition{}, err
 	}
 	binding, base, err := im.binding(o, method, in.pathFields)
@@ -544,9 +565,10 @@ func (in *inputFields) add(f *field) {
 }
 
 // addBody adds the body's fields: its properties when they can be merged
-// into the input (see mergeable), else one field "body". It returns the
-// binding's extraBody, nil without a body.
-func (in *inputFields) addBody(b *requestBody) map[string]any {
+// into the input (see mergeable; conv looks through a $ref to the body's
+// schema), else one field "body". It returns the binding's extraBody, nil
+// without a body.
+func (in *inputFields) addBody(b *requestBody, conv *converter) map[string]any {
 	if b == nil {
 		return nil
 	}
@@ -554,7 +576,7 @@ func (in *inputFields) addBody(b *requestBody) map[string]any {
 	if len(b.alternatives) > 0 {
 		extra["alternatives"] = b.alternatives
 	}
-	if props, req, ok := mergeable(b, in.byName); ok {
+	if props, req, ok := mergeable(b, conv.shape(b.schema), in.byName); ok {
 		var names []any
 		for _, pn := range slices.Sorted(maps.Keys(props)) {
 			in.add(&field{name: pn, in: "body", param: pn, schema: props[pn], required: req[pn]})
@@ -613,12 +635,13 @@ func (f *field) location() map[string]any {
 	return loc
 }
 
-// checkSize refuses a definition whose inlined schemas are larger than
-// Options.MaxSchemaNodes, or that registration would refuse (too deep once
-// inlined, too many subschemas), with the path, before anything is copied.
+// checkSize refuses a definition whose schemas (with their $defs) are
+// larger than Options.MaxSchemaNodes, or that registration would refuse
+// (too deep, too many subschemas), with the path, before anything is
+// copied.
 func (im *importer) checkSize(input, output map[string]any, total int) error {
 	if total > im.maxNodes {
-		return fmt.Errorf("its input and output schemas have more than %d nodes once every $ref is inlined: raise Options.MaxSchemaNodes or simplify the schemas", im.maxNodes)
+		return fmt.Errorf("its input and output schemas, with the shared schemas they reference, have more than %d nodes: raise Options.MaxSchemaNodes or simplify the schemas", im.maxNodes)
 	}
 	if issues := capability.CheckSchemaBudget(input, output); len(issues) > 0 {
 		return fmt.Errorf("%s: %s", issues[0].Path, issues[0].Message)

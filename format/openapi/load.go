@@ -101,7 +101,7 @@ func decode(data []byte) (*document, error) {
 		if err := json.Unmarshal(data, &v); err != nil {
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
-				line, col := lineCol(data, int(se.Offset))
+				line, col := jsoncheck.Position(data, int(se.Offset))
 				return nil, fmt.Errorf("line %d, column %d: not valid JSON: %v", line, col, err)
 			}
 			return nil, fmt.Errorf("not valid JSON: %v", err)
@@ -351,19 +351,6 @@ func floatScalar(n *yaml.Node) (any, bool) {
 	return f, true
 }
 
-// lineCol returns the 1-based line and column of a byte offset.
-func lineCol(data []byte, off int) (int, int) {
-	if off > len(data) {
-		off = len(data)
-	}
-	if off < 0 {
-		off = 0
-	}
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	col := off - bytes.LastIndexByte(data[:off], '\n')
-	return line, col
-}
-
 // position returns the line and column of the operation paths[path][method]
 // (or of the path item when method is ""), 0, 0 when unknown.
 func (d *document) position(path, method string) (int, int) {
@@ -411,10 +398,12 @@ func yamlChild(n *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
 }
 
 // jsonOperationPositions scans a JSON document once and returns the
-// position of every key at paths.<path> and paths.<path>.<method>. It is
-// used only when an operation fails, to say where it is.
+// position of every key at paths.<path> and paths.<path>.<method> (column in
+// characters), converting offsets with one jsoncheck.Index. It is used only
+// when an operation fails, to say where it is.
 func jsonOperationPositions(data []byte) map[[2]string][2]int {
 	out := map[[2]string][2]int{}
+	ix := jsoncheck.NewIndex(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var st jsonKeyStack
 	for {
@@ -426,7 +415,7 @@ func jsonOperationPositions(data []byte) map[[2]string][2]int {
 		if n := len(st); st.next(tok) && (n == 2 || n == 3) && st[0].key == "paths" {
 			end := int(dec.InputOffset())
 			start := bytes.LastIndexByte(data[:end-1], '"')
-			line, col := lineCol(data, start)
+			line, col := ix.Position(start)
 			op := [2]string{st[1].key, ""}
 			if n == 3 {
 				op[1] = st[2].key

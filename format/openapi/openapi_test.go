@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +23,8 @@ import (
 var testNow = func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
 
 // importFile imports a testdata spec and checks what every import must
-// give: valid JSON Schema 2020-12 without $ref, definitions without
+// give: valid JSON Schema 2020-12 whose $refs point into its own $defs,
+// definitions without
 // validation errors, unique names.
 func importFile(t *testing.T, name string, opts Options) *Result {
 	t.Helper()
@@ -58,8 +61,8 @@ func checkDefinitions(t *testing.T, defs []capability.Definition) {
 			name   string
 			schema capability.Schema
 		}{{"input", d.Input}, {"output", d.Output}} {
-			if p := findRef(s.schema, s.name); p != "" {
-				t.Errorf("%s: $ref left at %s", d.Name, p)
+			if p := badRef(s.schema, s.name); p != "" {
+				t.Errorf("%s: bad $ref at %s", d.Name, p)
 			}
 			if _, issues := capability.CompileSchema(s.schema); len(issues) > 0 {
 				t.Errorf("%s: %s is not valid JSON Schema: %v", d.Name, s.name, issues)
@@ -106,12 +109,18 @@ func sameJSON(t *testing.T, what string, got any, want string) {
 	}
 }
 
-const petSchema = `{"allOf": [
-	{"type": "object", "required": ["name"], "properties": {
+// Pet is NewPet and an id; every capability that returns pets carries
+// them as $defs.
+const (
+	newPetSchema = `{"type": "object", "required": ["name"], "properties": {
 		"name": {"type": "string", "examples": ["Rex"]},
 		"tag": {"type": ["string", "null"]},
-		"owner": {"anyOf": [{"allOf": [{"type": "object", "properties": {"name": {"type": "string"}}}]}, {"type": "null"}]}}},
-	{"type": "object", "required": ["id"], "properties": {"id": {"type": "integer", "format": "int64"}}}]}`
+		"owner": {"anyOf": [{"allOf": [{"$ref": "#/$defs/Owner"}]}, {"type": "null"}]}}}`
+	ownerSchema = `{"type": "object", "properties": {"name": {"type": "string"}}}`
+	petSchema   = `{"allOf": [{"$ref": "#/$defs/NewPet"},
+		{"type": "object", "required": ["id"], "properties": {"id": {"type": "integer", "format": "int64"}}}]}`
+	petDefs = `"$defs": {"Pet": ` + petSchema + `, "NewPet": ` + newPetSchema + `, "Owner": ` + ownerSchema + `}`
+)
 
 func TestImportPetstore30(t *testing.T) {
 	res := importFile(t, "petstore30.yaml", Options{})
@@ -139,7 +148,7 @@ func TestImportPetstore30(t *testing.T) {
 		"limit": {"type": "integer", "format": "int32", "minimum": 1, "exclusiveMaximum": 100, "description": "How many items to return at one time (max 100)"},
 		"tags": {"type": "array", "items": {"type": "string"}},
 		"X_Request_ID": {"type": "string", "description": "Correlates the request in the logs"}}}`)
-	sameJSON(t, "list_pets output", list.Output, `{"type": "array", "items": `+petSchema+`}`)
+	sameJSON(t, "list_pets output", list.Output, `{"type": "array", "items": {"$ref": "#/$defs/Pet"}, `+petDefs+`}`)
 	sameJSON(t, "list_pets errors", list.Errors, `[
 		{"code": "HTTP_429_TOO_MANY_REQUESTS", "description": "Too many requests", "retryable": true, "x-http-status": 429},
 		{"code": "HTTP_ERROR", "description": "unexpected error", "retryable": false}]`)
@@ -164,13 +173,15 @@ func TestImportPetstore30(t *testing.T) {
 		t.Errorf("inferred domains %v, categories %v", list.Domains, list.Categories)
 	}
 
-	// A required JSON object body without clashes is merged into the input.
+	// A required JSON object body without clashes (the component NewPet)
+	// is merged into the input; the output is the component Pet, hoisted.
 	create := find(t, res.Definitions, "create_pet")
 	sameJSON(t, "create_pet input", create.Input, `{"type": "object", "required": ["name"], "properties": {
 		"name": {"type": "string", "examples": ["Rex"]},
 		"tag": {"type": ["string", "null"]},
-		"owner": {"anyOf": [{"allOf": [{"type": "object", "properties": {"name": {"type": "string"}}}]}, {"type": "null"}]}}}`)
-	sameJSON(t, "create_pet output", create.Output, petSchema)
+		"owner": {"anyOf": [{"allOf": [{"$ref": "#/$defs/Owner"}]}, {"type": "null"}]}},
+		"$defs": {"Owner": `+ownerSchema+`}}`)
+	sameJSON(t, "create_pet output", create.Output, petSchema[:len(petSchema)-1]+`, "$defs": {"NewPet": `+newPetSchema+`, "Owner": `+ownerSchema+`}}`)
 	sameJSON(t, "create_pet http", create.Bindings.HTTP, `{"method": "POST", "url": "https://api.petstore.example/v1/pets",
 		"headers": {"Content-Type": "application/json"}, "auth": `+auth+`,
 		"x-body": {"content_type": "application/json", "fields": ["name", "owner", "tag"], "alternatives": ["application/xml"]},
@@ -212,13 +223,12 @@ func TestImportPetstore30(t *testing.T) {
 		t.Errorf("upload_photo headers %v", photo.Bindings.HTTP.Headers)
 	}
 
-	// Node → children → Node: the second Node is cut.
+	// Node → children → Node: recursive, Node hoisted and in $defs.
 	tree := find(t, res.Definitions, "get_tree_nodes")
-	sameJSON(t, "get_tree_nodes output", tree.Output, `{"type": "object", "properties": {
+	node := `{"type": "object", "properties": {
 		"value": {"type": "string"},
-		"children": {"type": "array", "items": {"type": "object",
-			"description": "recursive reference to Node (cut: the value has the same shape as the enclosing Node)",
-			"$comment": "caphub: recursive $ref #/components/schemas/Node cut"}}}}`)
+		"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}`
+	sameJSON(t, "get_tree_nodes output", tree.Output, node[:len(node)-1]+`, "$defs": {"Node": `+node+`}}`)
 	// The path parameter tree-id becomes the field tree_id.
 	if tree.Bindings.HTTP.URL != "https://api.petstore.example/v1/trees/{tree_id}/nodes" {
 		t.Errorf("get_tree_nodes url %s", tree.Bindings.HTTP.URL)
@@ -267,15 +277,16 @@ func TestImportOpenAPI31(t *testing.T) {
 	sameJSON(t, "input", d.Input, `{"type": "object", "required": ["city"], "properties": {
 		"city": {"type": "string"},
 		"days": {"type": ["integer", "null"], "minimum": 1, "examples": [3]}}}`)
-	// The $ref's sibling description applies (3.1); Alert.parent is cut
-	// and keeps its own sibling description.
+	// The $ref's sibling description applies (3.1); Alert.parent refers
+	// to Alert with its own sibling description.
 	sameJSON(t, "output", d.Output, `{"type": "object", "description": "the forecast", "required": ["city"], "properties": {
 		"city": {"type": "string"},
 		"temperature": {"type": ["number", "null"], "exclusiveMinimum": -273.15},
 		"unit": {"const": "celsius"},
-		"alerts": {"type": "array", "items": {"type": "object", "properties": {
+		"alerts": {"type": "array", "items": {"$ref": "#/$defs/Alert"}}},
+		"$defs": {"Alert": {"type": "object", "properties": {
 			"level": {"enum": ["low", "high"]},
-			"parent": {"type": "object", "description": "the alert this one refines", "$comment": "caphub: recursive $ref #/components/schemas/Alert cut"}}}}}}`)
+			"parent": {"$ref": "#/$defs/Alert", "description": "the alert this one refines"}}}}}`)
 	sameJSON(t, "errors", d.Errors, `[
 		{"code": "HTTP_404_NOT_FOUND", "description": "Unknown city", "retryable": false, "x-http-status": 404},
 		{"code": "HTTP_5XX_SERVER_ERROR", "description": "Server trouble", "retryable": false, "x-http-status": "5XX"}]`)
@@ -309,8 +320,9 @@ func TestImportSwagger2(t *testing.T) {
 	file := `{"type": "object", "properties": {
 		"id": {"type": "string"},
 		"size": {"type": "integer", "exclusiveMinimum": 0},
-		"owner": {"type": "object", "properties": {"name": {"type": "string"}}},
+		"owner": {"$ref": "#/$defs/User"},
 		"checksum": {"type": ["string", "null"]}}}`
+	userDef := `"User": {"type": "object", "properties": {"name": {"type": "string"}}}`
 
 	list := res.Definitions[0]
 	// info.version is a date: the capability version is 1.0.0.
@@ -320,7 +332,7 @@ func TestImportSwagger2(t *testing.T) {
 	sameJSON(t, "list_files input", list.Input, `{"type": "object", "required": ["X_Trace"], "properties": {
 		"ids": {"type": "array", "items": {"type": "string"}},
 		"X_Trace": {"type": "string"}}}`)
-	sameJSON(t, "list_files output", list.Output, `{"type": "array", "items": `+file+`}`)
+	sameJSON(t, "list_files output", list.Output, `{"type": "array", "items": {"$ref": "#/$defs/File"}, "$defs": {"File": `+file+`, `+userDef+`}}`)
 	sameJSON(t, "list_files http", list.Bindings.HTTP, `{"method": "GET", "url": "https://files.example.com/v1/files",
 		"headers": {"X-Trace": "{X_Trace}"}, "auth": `+auth+`,
 		"x-parameters": {"ids": {"in": "query", "name": "ids", "style": "form", "explode": true}, "X_Trace": {"in": "header", "name": "X-Trace"}}}`)
@@ -334,9 +346,9 @@ func TestImportSwagger2(t *testing.T) {
 		"X_Trace": {"type": "string"},
 		"id": {"type": "string"},
 		"size": {"type": "integer", "exclusiveMinimum": 0},
-		"owner": {"type": "object", "properties": {"name": {"type": "string"}}},
-		"checksum": {"type": ["string", "null"]}}}`)
-	sameJSON(t, "create_file output", create.Output, file)
+		"owner": {"$ref": "#/$defs/User"},
+		"checksum": {"type": ["string", "null"]}}, "$defs": {`+userDef+`}}`)
+	sameJSON(t, "create_file output", create.Output, file[:len(file)-1]+`, "$defs": {`+userDef+`}}`)
 	sameJSON(t, "create_file errors", create.Errors, `[{"code": "HTTP_404_NOT_FOUND", "description": "No such file", "retryable": false, "x-http-status": 404}]`)
 	sameJSON(t, "create_file x-body", create.Bindings.HTTP.Extra[extraBody], `{"content_type": "application/json", "fields": ["checksum", "id", "owner", "size"]}`)
 
@@ -512,26 +524,34 @@ components:
 	if len(res.Failures) != 0 || len(res.Definitions) != 2 {
 		t.Fatalf("failures %v", res.Failures)
 	}
+	// Recursive schemas stay recursive: each capability carries the
+	// components it reaches under $defs. A loop of bare $refs (Loop1 →
+	// Loop2 → Loop1) describes no value: it accepts any.
 	x := res.Definitions[0]
-	sameJSON(t, "x input", x.Input, `{"type": "object", "properties": {
-		"b": {"type": ["array", "null"], "items": {"type": "object",
-			"description": "recursive reference to A (cut: the value has the same shape as the enclosing A)",
-			"$comment": "caphub: recursive $ref #/components/schemas/A cut"}},
-		"self": {"type": "object",
-			"description": "recursive reference to A (cut: the value has the same shape as the enclosing A)",
-			"$comment": "caphub: recursive $ref #/components/schemas/A cut"}}}`)
-	sameJSON(t, "x output", x.Output, `{"description": "recursive reference to Loop1 (cut: the value has the same shape as the enclosing Loop1)",
-		"$comment": "caphub: recursive $ref #/components/schemas/Loop1 cut"}`)
-	// Cuts follow the path each operation takes, whatever was imported
-	// before: from B, A is inlined and B is cut inside it.
+	defsAB := `"$defs": {
+		"A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}, "self": {"$ref": "#/$defs/A"}}},
+		"B": {"type": ["array", "null"], "items": {"$ref": "#/$defs/A"}}}`
+	sameJSON(t, "x input", x.Input, `{"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}, "self": {"$ref": "#/$defs/A"}}, `+defsAB+`}`)
+	sameJSON(t, "x output", x.Output, `{"$comment": "caphub: #/components/schemas/Loop1 is a loop of $refs that never reaches a schema: it accepts any value"}`)
+	// An output that is a component is that component's schema, hoisted
+	// to the root.
 	y := res.Definitions[1]
-	sameJSON(t, "y output", y.Output, `{"type": ["array", "null"], "items": {"type": "object", "properties": {
-		"b": {"type": ["array", "null"],
-			"description": "recursive reference to B (cut: the value has the same shape as the enclosing B)",
-			"$comment": "caphub: recursive $ref #/components/schemas/B cut"},
-		"self": {"type": "object",
-			"description": "recursive reference to A (cut: the value has the same shape as the enclosing A)",
-			"$comment": "caphub: recursive $ref #/components/schemas/A cut"}}}}`)
+	sameJSON(t, "y output", y.Output, `{"type": ["array", "null"], "items": {"$ref": "#/$defs/A"}, `+defsAB+`}`)
+	// The recursion validates values of any depth.
+	in, issues := capability.CompileSchema(x.Input)
+	if len(issues) > 0 {
+		t.Fatal(issues)
+	}
+	for doc, ok := range map[string]bool{
+		`{"self": {"self": {"b": [{"b": null, "self": {}}]}}}`: true,
+		`{"self": {"self": {"b": [{"b": 3}]}}}`:                false,
+	} {
+		var v any
+		json.Unmarshal([]byte(doc), &v)
+		if err := in.Validate(v); (err == nil) != ok {
+			t.Errorf("%s: valid %v, want %v (%v)", doc, err == nil, ok, err)
+		}
+	}
 }
 
 // Operations caphub cannot import are failures and the rest imports.
@@ -668,23 +688,31 @@ func TestSchemaConversion(t *testing.T) {
 		{"malformed keywords dropped", oas30, `{"type": "strnig", "required": true, "minLength": -1, "pattern": "(?=x)", "enum": "a", "properties": [], "multipleOf": 0}`, `{}`},
 		{"type aliases", oas30, `{"type": ["int", "String", "int"]}`, `{"type": ["integer", "string"]}`},
 		{"dependencies", oas30, `{"dependencies": {"a": ["b"], "c": {"required": ["d"]}}}`, `{"dependentRequired": {"a": ["b"]}, "dependentSchemas": {"c": {"required": ["d"]}}}`},
-		{"3.1 ref siblings", oas31, `{"$ref": "#/components/schemas/S", "maxLength": 3}`, `{"maxLength": 3, "allOf": [{"type": "string"}]}`},
-		{"3.0 ref siblings ignored", oas30, `{"$ref": "#/components/schemas/S", "maxLength": 3, "description": "kept"}`, `{"type": "string", "description": "kept"}`},
-		{"3.0 nullable ref", oas30, `{"$ref": "#/components/schemas/S", "nullable": true}`, `{"type": ["string", "null"]}`},
+		{"3.1 ref siblings", oas31, `{"$ref": "#/components/schemas/S", "maxLength": 3}`, `{"$ref": "#/$defs/S", "maxLength": 3, "$defs": {"S": {"type": "string"}}}`},
+		{"3.0 ref siblings ignored", oas30, `{"$ref": "#/components/schemas/S", "maxLength": 3, "description": "kept"}`, `{"$ref": "#/$defs/S", "description": "kept", "$defs": {"S": {"type": "string"}}}`},
+		{"3.0 nullable ref", oas30, `{"$ref": "#/components/schemas/S", "nullable": true, "title": "t"}`,
+			`{"title": "t", "anyOf": [{"$ref": "#/$defs/S"}, {"type": "null"}], "$defs": {"S": {"type": "string"}}}`},
+		{"ref to a schema inside another", oas30, `{"$ref": "#/components/schemas/T/properties/a b"}`,
+			`{"$ref": "#/$defs/T.properties.a_b", "$defs": {"T.properties.a_b": {"$ref": "#/$defs/S"}, "S": {"type": "string"}}}`},
 		{"ref in example", oas30, `{"type": "object", "example": {"$ref": "#/components/examples/E"}}`, `{"type": "object", "examples": [{"a": 1}]}`},
 		{"boolean schema", oas31, `{"properties": {"a": true, "b": false}}`, `{"properties": {"a": true, "b": false}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := map[string]any{}
-			json.Unmarshal([]byte(`{"components": {"schemas": {"S": {"type": "string"}}, "examples": {"E": {"value": {"a": 1}}}}}`), &root)
+			json.Unmarshal([]byte(`{"components": {"schemas": {"S": {"type": "string"}, "T": {"properties": {"a b": {"$ref": "#/components/schemas/S"}}}}, "examples": {"E": {"value": {"a": 1}}}}}`), &root)
 			var in any
 			if err := json.Unmarshal([]byte(tc.in), &in); err != nil {
 				t.Fatal(err)
 			}
-			c := newConverter(root, tc.version, 1000, DefaultMaxSchemaNodes)
-			out, _, _, err := c.schema(in, 0)
+			c := newConverter(root, tc.version, 1000)
+			out, _, err := c.schema(in, 0)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if m, ok := out.(map[string]any); ok {
+				if out, _, err = c.withDefs(m, 0); err != nil {
+					t.Fatal(err)
+				}
 			}
 			sameJSON(t, "schema", out, tc.want)
 			if m, ok := out.(map[string]any); ok {
@@ -763,7 +791,10 @@ func TestFetch(t *testing.T) {
 	}
 }
 
-// Documents that expand exponentially fail operation by operation, quickly.
+// Documents that would expand exponentially once inlined import small:
+// each shared schema is converted once and carried once per capability.
+// Expansions caphub cannot share (a YAML alias bomb in data) fail operation
+// by operation, quickly.
 func TestLimits(t *testing.T) {
 	// $ref fan-out: S0 has 10 fields of S1, … S7 of S8: 10^8 nodes inlined.
 	var b strings.Builder
@@ -780,8 +811,11 @@ func TestLimits(t *testing.T) {
 	b.WriteString("    S8: {type: string}\n")
 	start := time.Now()
 	res := importBytes(t, "fan.yaml", []byte(b.String()), Options{})
-	if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, "the document's expansion exceeds 100000 nodes at components.schemas.S") || len(res.Definitions) != 1 {
-		t.Errorf("fan-out: failures %v, definitions %v", res.Failures, names(res.Definitions))
+	if len(res.Failures) != 0 || len(res.Definitions) != 2 {
+		t.Fatalf("fan-out: failures %v, definitions %v", res.Failures, names(res.Definitions))
+	}
+	if defs := res.Definitions[0].Output["$defs"].(map[string]any); len(defs) != 8 || len(asJSON(t, res.Definitions[0].Output)) > 4000 {
+		t.Errorf("fan-out: $defs %v, output %d bytes", slices.Sorted(maps.Keys(defs)), len(asJSON(t, res.Definitions[0].Output)))
 	}
 
 	// YAML alias bomb: 9^7 strings behind one enum.
@@ -817,36 +851,31 @@ func refBomb(n int) string {
 	return b.String()
 }
 
-// 22 schemas of 8 $refs each overflowed the node count (8^22 > 2^63), which
-// then passed the limit, and copying the expansion ran to gigabytes. The
-// count saturates, and the first schema whose expansion alone passes the
-// limit is named, without copying anything: the import allocates little.
-func TestRefBombRefused(t *testing.T) {
+// 22 schemas of 8 $refs each expand into 8^22 nodes once inlined (which
+// once overflowed a node count). Shared as $defs, each schema is there
+// once: the operation imports small, allocating little, and
+// Options.MaxSchemaNodes bounds the schemas with their $defs.
+func TestRefBombShared(t *testing.T) {
 	for _, n := range []int{4, 22, 30} {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		res := importBytes(t, "bomb.yaml", []byte(refBomb(n)), Options{})
 		runtime.ReadMemStats(&after)
-		// 8^4 nodes fit; from S(n-6) up each expands past 100,000.
-		want := fmt.Sprintf("the document's expansion exceeds 100000 nodes at components.schemas.S%d;", n-6)
-		if n == 4 {
-			if len(res.Failures) != 0 || len(res.Definitions) != 2 {
-				t.Errorf("8^4 nodes: failures %v, definitions %v", res.Failures, names(res.Definitions))
-			}
-			continue
+		if len(res.Failures) != 0 || len(res.Definitions) != 2 {
+			t.Fatalf("%d schemas: failures %v, definitions %v", n, res.Failures, names(res.Definitions))
 		}
-		if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, want) || len(res.Definitions) != 1 {
-			t.Errorf("%d schemas: failures %v, definitions %v; want one failure saying %q", n, res.Failures, names(res.Definitions), want)
+		// S0 is hoisted to the root; S1 … Sn are its $defs.
+		if defs, _ := res.Definitions[0].Output["$defs"].(map[string]any); len(defs) != n {
+			t.Errorf("%d schemas: %d $defs", n, len(defs))
 		}
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 200<<20 {
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 20<<20 {
 			t.Errorf("%d schemas: the import allocated %d MB", n, alloc>>20)
 		}
 	}
-	// A limit set lower names a schema further down.
-	res := importBytes(t, "bomb.yaml", []byte(refBomb(22)), Options{MaxSchemaNodes: 1000})
-	if len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, "exceeds 1000 nodes at components.schemas.S19;") {
-		t.Errorf("MaxSchemaNodes 1000: failures %v", res.Failures)
+	res := importBytes(t, "bomb.yaml", []byte(refBomb(22)), Options{MaxSchemaNodes: 300})
+	if len(res.Failures) != 1 || res.Failures[0].Item != "GET /bomb" || !strings.Contains(res.Failures[0].Reason, "more than 300 nodes") {
+		t.Errorf("MaxSchemaNodes 300: failures %v", res.Failures)
 	}
 }
 

@@ -157,7 +157,7 @@ func (im *importer) parameterField(e declaredParameter, auth *capability.HTTPAut
 		return nil, fmt.Errorf("%s (%s): %w", e.where, name, err)
 	}
 	return &field{in: in, param: name, schema: s, size: size, required: in == "path" || p["required"] == true,
-		extra: serialization(p, s, im.version)}, nil
+		extra: serialization(p, im.conv.shape(s), im.version)}, nil
 }
 
 // suppliedByAuth reports whether the binding's auth sets the parameter.
@@ -176,7 +176,7 @@ var swagger2ParamKeys = []string{"type", "format", "items", "enum", "default", "
 // the parameter itself), with the parameter's description, deprecated and
 // example added.
 func (im *importer) paramSchema(p map[string]any) (any, int, error) {
-	s, size, _, err := im.conv.schema(im.rawParamSchema(p), 0)
+	s, size, err := im.conv.schema(im.rawParamSchema(p), 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -220,7 +220,8 @@ func (im *importer) rawParamSchema(p map[string]any) any {
 	return m
 }
 
-// serialization returns how an array or object parameter is serialised:
+// serialization returns how an array or object parameter (whose converted
+// schema, a $ref looked through, is s) is serialised:
 // OpenAPI 3 style and explode (defaults filled in), or Swagger 2
 // collectionFormat converted; nil for other parameters.
 func serialization(p map[string]any, s any, v specVersion) map[string]any {
@@ -346,7 +347,7 @@ func (im *importer) requestBody(o *operation) (*requestBody, error) {
 	if ms, ok := media["schema"]; ok {
 		s = ms
 	}
-	b.schema, b.size, _, err = im.conv.schema(s, 0)
+	b.schema, b.size, err = im.conv.schema(s, 0)
 	if err != nil {
 		return nil, fmt.Errorf("requestBody (%s): %w", ct, err)
 	}
@@ -357,7 +358,7 @@ func (im *importer) requestBody(o *operation) (*requestBody, error) {
 func (im *importer) bodyParameter(p map[string]any, consumes []string) (*requestBody, error) {
 	b := &requestBody{contentType: preferJSON(consumes), required: p["required"] == true, description: str(p["description"])}
 	var err error
-	b.schema, b.size, _, err = im.conv.schema(p["schema"], 0)
+	b.schema, b.size, err = im.conv.schema(p["schema"], 0)
 	if err != nil {
 		return nil, fmt.Errorf("body parameter %s: %w", str(p["name"]), err)
 	}
@@ -401,8 +402,8 @@ func (im *importer) formBody(form []map[string]any, consumes []string) (*request
 // false) with at least one property, none of whose names is already an
 // input field, and when the body is required or has no required property
 // (so that merging does not make an optional body's fields mandatory).
-func mergeable(b *requestBody, fields map[string]*field) (map[string]any, map[string]bool, bool) {
-	s, ok := b.schema.(map[string]any)
+func mergeable(b *requestBody, shape any, fields map[string]*field) (map[string]any, map[string]bool, bool) {
+	s, ok := shape.(map[string]any)
 	if !ok || !plainObject(s) {
 		return nil, nil, false
 	}

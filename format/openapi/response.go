@@ -84,7 +84,7 @@ func (im *importer) output(o *operation, raw any, key string) (map[string]any, i
 	if !has {
 		return map[string]any{"description": "HTTP " + key + ": the response has no body"}, 1, "", nil
 	}
-	s, n, _, err := im.conv.schema(schema, 0)
+	s, n, err := im.conv.schema(schema, 0)
 	if err != nil {
 		return nil, 0, "", fmt.Errorf("responses.%s: %w", key, err)
 	}
@@ -92,7 +92,8 @@ func (im *importer) output(o *operation, raw any, key string) (map[string]any, i
 	if !ok {
 		m = map[string]any{"allOf": []any{s}}
 	}
-	return m, n, ct, nil
+	m, extra := im.conv.hoist(m)
+	return m, addSize(n, extra), ct, nil
 }
 
 // responseSchema returns a response's schema and content type, has false

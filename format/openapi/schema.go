@@ -23,15 +23,6 @@ const (
 	oas31
 )
 
-// noCut is the cut depth of a converted schema that cut no recursive
-// reference to a schema still being resolved above it.
-const noCut = math.MaxInt
-
-// cutInside is the cut depth of a converted schema whose cuts all refer to
-// schemas inside it: it cut no ancestor, yet it depends on the path it was
-// reached by, so it must not be cached.
-const cutInside = math.MaxInt - 1
-
 // sizeCap is where node counts saturate: a document can describe an
 // astronomically large expansion (22 schemas of 8 $refs each to the next
 // expand into 8^22 nodes), and a count that wrapped around would pass every
@@ -47,69 +38,36 @@ func addSize(a, b int) int { return min(a+b, sizeCap) }
 // reference fan-out).
 var errBudget = errors.New("the schemas expand into too many nodes (the document's work budget is exhausted): simplify the schemas or import a smaller document")
 
-// expansionError reports a referenced schema that expands, every $ref in it
-// inlined, into more nodes than one definition may hold: it is refused when
-// it is converted, before anything is copied.
-type expansionError struct {
-	ptr   string // JSON pointer of the schema
-	limit int
-}
-
-func (e *expansionError) Error() string {
-	return fmt.Sprintf("the document's expansion exceeds %d nodes at %s; caphub inlines every $ref, so a schema used many times (directly or through others) is copied each time: reference it fewer times or simplify it",
-		e.limit, dotted(e.ptr))
-}
-
-// dotted renders a JSON pointer as a dotted path ("/components/schemas/A"
-// → "components.schemas.A").
-func dotted(ptr string) string {
-	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	for i, p := range parts {
-		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
-	}
-	return strings.Join(parts, ".")
-}
-
-// converter turns OpenAPI Schema Objects into JSON Schema 2020-12 with every
-// $ref inlined.
+// converter turns OpenAPI Schema Objects into JSON Schema 2020-12.
 //
-// Each referenced schema is converted once and reused (the converted value is
-// shared by every place that references it until build clones each
-// definition's schemas). A $ref whose target is already being
-// resolved further up the current path is a cycle; it is cut (see
-// cutPlaceholder). A converted target is cached only when it does not depend
-// on where it was reached from, i.e. when it cut no reference to a schema
-// above it.
+// A $ref to a schema becomes a $ref to "#/$defs/<name>", and the schema it
+// names is a component (see component): converted once per document, and
+// put under $defs by withDefs in each capability schema that needs it.
+// Recursive schemas are therefore kept as they are, and every schema costs
+// its conversion once, whatever the number of places that use it.
 type converter struct {
 	root    map[string]any
 	version specVersion
-	cache   map[string]cachedSchema
-	onStack map[string]int // pointer → its depth on the current resolution path
-	work    int            // nodes left to convert before errBudget
-	// maxNodes bounds the expansion of one referenced schema (see
-	// expansionError); 0 means no bound.
-	maxNodes int
-	regexps  map[string]bool
+	comps   map[string]*component // by JSON pointer
+	byName  map[string]*component // by $defs name
+	work    int                   // nodes left to convert before errBudget
+	regexps map[string]bool
 }
 
-type cachedSchema struct {
-	v    any
-	size int
-}
-
-func newConverter(root map[string]any, v specVersion, budget, maxNodes int) *converter {
-	return &converter{
-		root:     root,
-		version:  v,
-		cache:    map[string]cachedSchema{},
-		onStack:  map[string]int{},
-		work:     budget,
-		maxNodes: maxNodes,
-		regexps:  map[string]bool{},
+func newConverter(root map[string]any, v specVersion, budget int) *converter {
+	c := &converter{
+		root:    root,
+		version: v,
+		comps:   map[string]*component{},
+		byName:  map[string]*component{},
+		work:    budget,
+		regexps: map[string]bool{},
 	}
+	c.nameComponents()
+	return c
 }
 
-// refError is a $ref that cannot be inlined.
+// refError is a $ref that cannot be followed.
 type refError struct {
 	ref    string
 	reason string
@@ -236,19 +194,19 @@ func (c *converter) spend(n int) error {
 	return nil
 }
 
-// schema converts one Schema Object. It returns the JSON Schema, its size
-// once every shared part is expanded (in nodes), and the depth of the
-// outermost schema it cut a reference to (noCut when none).
-func (c *converter) schema(v any, nest int) (any, int, int, error) {
+// schema converts one Schema Object. It returns the JSON Schema and its
+// size in nodes (a $ref counts as its own two nodes: the components it
+// names are counted where they are added, by withDefs).
+func (c *converter) schema(v any, nest int) (any, int, error) {
 	if err := c.spend(1); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	if nest > capability.MaxSchemaNesting {
-		return nil, 0, 0, fmt.Errorf("schema nesting exceeds %d levels (counting each $ref followed): flatten the schema", capability.MaxSchemaNesting)
+		return nil, 0, fmt.Errorf("schema nesting exceeds %d levels: flatten the schema", capability.MaxSchemaNesting)
 	}
 	switch x := v.(type) {
 	case bool:
-		return x, 1, noCut, nil
+		return x, 1, nil
 	case map[string]any:
 		if ref, ok := x["$ref"]; ok {
 			return c.ref(x, ref, nest)
@@ -256,68 +214,32 @@ func (c *converter) schema(v any, nest int) (any, int, int, error) {
 		return c.object(x, nest)
 	}
 	// null or a value that is not a schema: accept anything.
-	return map[string]any{}, 1, noCut, nil
+	return map[string]any{}, 1, nil
 }
 
-// ref inlines a $ref, applying its siblings.
-func (c *converter) ref(x map[string]any, refv any, nest int) (any, int, int, error) {
+// ref converts a $ref to a schema: {"$ref": "#/$defs/<name>"} with its
+// siblings applied.
+func (c *converter) ref(x map[string]any, refv any, nest int) (any, int, error) {
 	ref, ok := refv.(string)
 	if !ok {
-		return nil, 0, 0, fmt.Errorf("$ref must be a string, not %T", refv)
+		return nil, 0, fmt.Errorf("$ref must be a string, not %T", refv)
 	}
-	ptr, err := pointer(ref)
+	comp, err := c.component(ref)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
-	var (
-		target any
-		size   int
-		cut    = noCut
-	)
-	if depth, on := c.onStack[ptr]; on {
-		target, size, cut = c.cutPlaceholder(ref, ptr), 3, depth
-	} else if e, ok := c.cache[ptr]; ok {
-		target, size = e.v, e.size
-	} else if target, size, cut, err = c.target(ref, ptr, nest); err != nil {
-		return nil, 0, 0, err
-	}
+	out := map[string]any{"$ref": defsPrefix + comp.name}
 	if len(x) == 1 {
-		return target, size, cut, nil
+		return out, 2, nil
 	}
-	return c.siblings(x, target, size, cut, nest)
-}
-
-// target converts the schema a $ref points at, which is neither cached nor
-// being resolved above, and caches it when it cut no reference.
-func (c *converter) target(ref, ptr string, nest int) (any, int, int, error) {
-	raw, err := c.lookup(ref, ptr)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	depth := len(c.onStack)
-	c.onStack[ptr] = depth
-	t, sz, ct, err := c.schema(raw, nest+1)
-	delete(c.onStack, ptr)
-	if err != nil {
-		return nil, 0, 0, inRef(err, ref)
-	}
-	if c.maxNodes > 0 && sz > c.maxNodes {
-		return nil, 0, 0, &expansionError{ptr: ptr, limit: c.maxNodes}
-	}
-	if ct == noCut {
-		c.cache[ptr] = cachedSchema{t, sz}
-	} else if ct >= depth {
-		ct = cutInside // the cuts are below: ancestors are not cut, but not cacheable either
-	}
-	return t, sz, ct, nil
+	return c.siblings(x, out, nest)
 }
 
 // inRef says in which $ref a conversion error happened, unless the error
 // names its place already.
 func inRef(err error, ref string) error {
 	var re *refError
-	var ee *expansionError
-	if errors.As(err, &re) || errors.As(err, &ee) || err == errBudget || strings.Contains(err.Error(), " (in $ref ") {
+	if errors.As(err, &re) || err == errBudget || strings.Contains(err.Error(), " (in $ref ") {
 		return err
 	}
 	return fmt.Errorf("%w (in $ref %q)", err, ref)
@@ -328,12 +250,14 @@ func inRef(err error, ref string) error {
 // writers put descriptions there meaning them).
 var annotationKeys = []string{"description", "title"}
 
-// siblings applies the keywords written beside a $ref: description and
-// title override the target's; nullable (or x-nullable) makes it accept
-// null; in OpenAPI 3.1 any other keyword also applies (the result is the
-// target and the siblings under allOf). In 3.0 and Swagger 2.0 other
-// siblings are ignored, as those versions say.
-func (c *converter) siblings(x map[string]any, target any, size, cut, nest int) (any, int, int, error) {
+// siblings applies the keywords written beside a $ref to out, the
+// converted {"$ref": …}: description and title override the target's;
+// nullable (or x-nullable) makes it accept null; in OpenAPI 3.1 any other
+// keyword also applies (2020-12 applies keywords beside a $ref as well as
+// the target). In 3.0 and Swagger 2.0 other siblings are ignored, as those
+// versions say.
+func (c *converter) siblings(x, out map[string]any, nest int) (any, int, error) {
+	size := 2
 	var rest map[string]any
 	nullable := x["nullable"] == true || x["x-nullable"] == true
 	for k, v := range x {
@@ -348,51 +272,25 @@ func (c *converter) siblings(x map[string]any, target any, size, cut, nest int) 
 			rest[k] = v
 		}
 	}
-	var out map[string]any
 	if rest != nil {
-		conv, sz, ct, err := c.object(rest, nest)
+		conv, sz, err := c.object(rest, nest)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, err
 		}
-		out, size, cut = conv, addSize(size, sz), min(cut, ct)
-		all, _ := out["allOf"].([]any)
-		out["allOf"] = append([]any{target}, all...)
-	} else if tm, ok := target.(map[string]any); ok {
-		out = shallowCopy(tm)
-	} else {
-		out = map[string]any{"allOf": []any{target}}
+		conv["$ref"] = out["$ref"]
+		out, size = conv, addSize(size, sz)
 	}
 	for _, k := range annotationKeys {
 		if s, ok := x[k].(string); ok {
 			out[k] = s
+			size++
 		}
 	}
 	if nullable {
 		out = makeNullable(out)
+		size += 3
 	}
-	return out, addSize(size, 2), cut, nil
-}
-
-// cutPlaceholder is what a recursive $ref becomes: a schema with the
-// target's type (when it declares one) that says what was cut, so that no
-// schema is infinite and none holds a $ref.
-func (c *converter) cutPlaceholder(ref, ptr string) map[string]any {
-	name := ptr[strings.LastIndexByte(ptr, '/')+1:]
-	out := map[string]any{
-		"description": fmt.Sprintf("recursive reference to %s (cut: the value has the same shape as the enclosing %s)", name, name),
-		"$comment":    "caphub: recursive $ref " + ref + " cut",
-	}
-	if raw, err := c.lookup(ref, ptr); err == nil {
-		if m, ok := raw.(map[string]any); ok {
-			if t := normType(m["type"]); t != nil {
-				out["type"] = t
-				if m["nullable"] == true || m["x-nullable"] == true {
-					out["type"] = addNull(t)
-				}
-			}
-		}
-	}
-	return out
+	return out, size, nil
 }
 
 // object converts a Schema Object that is not a $ref. Keywords of JSON
@@ -401,8 +299,8 @@ func (c *converter) cutPlaceholder(ref, ptr string) map[string]any {
 // exclusiveMinimum/Maximum, example, type: file, discriminator); everything
 // else (xml, externalDocs, x- extensions, $id, $schema, $defs, definitions,
 // unknown keywords) is dropped.
-func (c *converter) object(x map[string]any, nest int) (map[string]any, int, int, error) {
-	o := &objectConv{c: c, nest: nest, out: make(map[string]any, len(x)), size: 1, cut: noCut}
+func (c *converter) object(x map[string]any, nest int) (map[string]any, int, error) {
+	o := &objectConv{c: c, nest: nest, out: make(map[string]any, len(x)), size: 1}
 	for k, v := range x {
 		if h, ok := keywordHandlers[k]; ok {
 			h(o, k, v)
@@ -412,20 +310,19 @@ func (c *converter) object(x map[string]any, nest int) (map[string]any, int, int
 		o.finish(x)
 	}
 	if o.err != nil {
-		return nil, 0, 0, o.err
+		return nil, 0, o.err
 	}
-	return o.out, o.size, o.cut, nil
+	return o.out, o.size, nil
 }
 
 // objectConv is the state of one object conversion: the schema being built,
-// its size and cut depth (see schema), the first error, and the OpenAPI
-// keywords that are applied once every keyword has been seen.
+// its size (see schema), the first error, and the OpenAPI keywords that are
+// applied once every keyword has been seen.
 type objectConv struct {
 	c    *converter
 	nest int
 	out  map[string]any
 	size int
-	cut  int
 	err  error
 
 	nullable     bool
@@ -434,19 +331,18 @@ type objectConv struct {
 	itemsArray   bool
 }
 
-// sub converts a subschema, accounting its size and cut; after an error it
-// does nothing.
+// sub converts a subschema, accounting its size; after an error it does
+// nothing.
 func (o *objectConv) sub(v any) any {
 	if o.err != nil {
 		return nil
 	}
-	s, sz, ct, err := o.c.schema(v, o.nest+1)
+	s, sz, err := o.c.schema(v, o.nest+1)
 	if err != nil {
 		o.err = err
 		return nil
 	}
 	o.size = addSize(o.size, sz)
-	o.cut = min(o.cut, ct)
 	return s
 }
 
@@ -746,11 +642,11 @@ func exclusive(out map[string]any, v any, bound, key string) {
 
 // makeNullable makes a converted schema also accept null: null is added to
 // its type (and to its enum), or, when it combines subschemas (allOf,
-// anyOf, oneOf, not) or has a const, it becomes anyOf [schema, {type:
+// anyOf, oneOf, not, $ref) or has a const, it becomes anyOf [schema, {type:
 // null}] with its title and description moved to the outside.
 func makeNullable(s map[string]any) map[string]any {
 	_, combines := s["allOf"]
-	for _, k := range []string{"anyOf", "oneOf", "not", "const"} {
+	for _, k := range []string{"anyOf", "oneOf", "not", "const", "$ref"} {
 		if _, ok := s[k]; ok {
 			combines = true
 		}

@@ -133,6 +133,7 @@ func discoverHandler(e *env) Handler {
 			return nil, invalidInput("limit %d is out of range: give 1 to %d", limit, discoverMaxLimit)
 		}
 		f.Limit = int(limit)
+		f.CountTotal = true // the output's total counts every match
 		query, _, err := stringField(in, "query")
 		if err != nil {
 			return nil, err

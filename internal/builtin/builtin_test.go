@@ -393,7 +393,7 @@ func TestRegisterIdempotent(t *testing.T) {
 			t.Errorf("%s was registered again: the built-ins changed between two calls", r.URI)
 		}
 	}
-	page, err := svc.List(ctx, registry.ListFilter{BindingType: capability.BindingNative})
+	page, err := svc.List(ctx, registry.ListFilter{BindingType: capability.BindingNative, CountTotal: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,12 @@ import (
 )
 
 // Bool reads the switch name.
-func Bool(name string) (bool, error) {
-	v := strings.TrimSpace(os.Getenv(name))
+func Bool(name string) (bool, error) { return Parse(name, os.Getenv(name)) }
+
+// Parse reads the value v of the switch name (name only names it in the
+// error): from a configuration file as from the environment.
+func Parse(name, v string) (bool, error) {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return false, nil
 	}

@@ -58,7 +58,7 @@ func RunNode(t testing.TB, timeout time.Duration, args ...string) (stdout, stder
 	cmd := exec.CommandContext(ctx, Node22(t), args...)
 	dir := t.TempDir()
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "NO_COLOR=1", "MCP_CATALOG_PATH="+filepath.Join(dir, "mcp.json"))
+	cmd.Env = append(os.Environ(), "HOME="+dir, "NO_COLOR=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()

@@ -84,12 +84,23 @@ func (s *Store) readTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 
 // List returns a page of records in the stable order; see registry.Store.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	if err := s.checkOpen(); err != nil {
-		return registry.Page{}, err
-	}
-	cur, fp, err := registry.OpenPage("list", f, "")
+	raw, err := s.ListRaw(ctx, f)
 	if err != nil {
 		return registry.Page{}, err
+	}
+	return read.DecodePage(raw)
+}
+
+// ListRaw returns a page of records in the stable order, not decoded; see
+// registry.Store. The page is one range scan of the order index from the
+// cursor on; Total is counted, in the same snapshot, only when asked.
+func (s *Store) ListRaw(ctx context.Context, f registry.ListFilter) (registry.RawPage, error) {
+	if err := s.checkOpen(); err != nil {
+		return registry.RawPage{}, err
+	}
+	cur, fp, err := registry.OpenPage("list", &f, "")
+	if err != nil {
+		return registry.RawPage{}, err
 	}
 	a := read.NewArgs(dialect)
 	where := filterSQL(f, a)
@@ -99,15 +110,14 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 			a.Add(cur.After[0]), a.Add(cur.After[1]), a.Add(cur.After[2]), a.Add(cur.After[3]), a.Add(cur.After[4]))
 	}
 	pageSQL := `SELECT ` + recordColumns + `, c.version_key FROM capabilities c WHERE ` + where +
-		` ORDER BY ` + orderBy + ` LIMIT ` + a.Add(sqlLimit(f.Limit))
+		` ORDER BY ` + orderBy + ` LIMIT ` + a.Add(f.Limit+1)
 	countSQL := `SELECT count(*) FROM capabilities c WHERE ` + filterSQL(f, read.NewArgs(dialect))
-	var page registry.Page
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		page = registry.Page{Items: []registry.Record{}}
-		if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
-			return fmt.Errorf("count: %w", err)
-		}
-		rows, err := tx.Query(ctx, pageSQL, a.Vals...)
+	var page registry.RawPage
+	readPage := func(q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}) error {
+		page.Items = make([]registry.RawRecord, 0, min(f.Limit, 64))
+		rows, err := q.Query(ctx, pageSQL, a.Vals...)
 		if err != nil {
 			return err
 		}
@@ -115,22 +125,34 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 		var lastKey string
 		for rows.Next() {
 			var vk string
-			r, err := scanRecord(rows, &vk)
+			r, err := scanRaw(rows, &vk)
 			if err != nil {
 				return err
 			}
-			if f.Limit > 0 && len(page.Items) == f.Limit {
-				last := page.Items[len(page.Items)-1].Key
-				page.NextCursor = registry.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
+			if len(page.Items) == f.Limit {
+				page.NextCursor = read.NextListCursor(fp, page.Items[len(page.Items)-1].Key, lastKey)
 				break
 			}
 			page.Items = append(page.Items, r)
 			lastKey = vk
 		}
 		return rows.Err()
-	})
+	}
+	if f.CountTotal {
+		// The count and the page from one snapshot.
+		err = s.readTx(ctx, func(tx pgx.Tx) error {
+			page = registry.RawPage{}
+			if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
+				return fmt.Errorf("count: %w", err)
+			}
+			return readPage(tx)
+		})
+	} else {
+		page = registry.RawPage{Total: registry.NotCounted}
+		err = readPage(s.pool)
+	}
 	if err != nil {
-		return registry.Page{}, fmt.Errorf("list capabilities in postgres %s: %w", s.where, err)
+		return registry.RawPage{}, fmt.Errorf("list capabilities in postgres %s: %w", s.where, err)
 	}
 	return page, nil
 }
@@ -138,13 +160,14 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 // Search returns a page of ranked full-text matches; see registry.Store.
 func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
 	if strings.TrimSpace(q.Text) == "" {
+		q.Filter.CountTotal = true // a search always counts
 		return s.List(ctx, q.Filter)
 	}
 	if err := s.checkOpen(); err != nil {
 		return registry.Page{}, err
 	}
 	f := q.Filter
-	cur, fp, err := registry.OpenPage("search", f, q.Text)
+	cur, fp, err := registry.OpenPage("search", &f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}

@@ -78,19 +78,38 @@ func sqlLimit(limit int) int {
 
 // List returns a page of records in the stable order; see registry.Store.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	cur, fp, err := registry.OpenPage("list", f, "")
+	raw, err := s.ListRaw(ctx, f)
 	if err != nil {
 		return registry.Page{}, err
 	}
-	where, args := filterSQL(f)
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	return read.DecodePage(raw)
+}
+
+// ListRaw returns a page of records in the stable order, not decoded; see
+// registry.Store. The page is one range scan of the order index from the
+// cursor on; Total is counted, in the same read transaction, only when
+// asked.
+func (s *Store) ListRaw(ctx context.Context, f registry.ListFilter) (registry.RawPage, error) {
+	cur, fp, err := registry.OpenPage("list", &f, "")
 	if err != nil {
-		return registry.Page{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+		return registry.RawPage{}, err
 	}
-	defer tx.Rollback()
-	var page registry.Page
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM capabilities c WHERE `+where, args...).Scan(&page.Total); err != nil {
-		return registry.Page{}, fmt.Errorf("count capabilities in sqlite database %s: %w", s.path, err)
+	where, args := filterSQL(f)
+	page := registry.RawPage{Total: registry.NotCounted}
+	var q interface {
+		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	} = s.reader
+	if f.CountTotal {
+		// The count and the page from one snapshot.
+		tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+		}
+		defer tx.Rollback()
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM capabilities c WHERE `+where, args...).Scan(&page.Total); err != nil {
+			return registry.RawPage{}, fmt.Errorf("count capabilities in sqlite database %s: %w", s.path, err)
+		}
+		q = tx
 	}
 	if cur.After != nil {
 		where += ` AND (c.scheme, c.domain, c.name, c.version_key, c.version) > (?, ?, ?, ?, ?)`
@@ -98,30 +117,29 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 			args = append(args, a)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+`, c.version_key FROM capabilities c WHERE `+where+
-		` ORDER BY `+orderBy+` LIMIT ?`, append(args, sqlLimit(f.Limit))...)
+	rows, err := q.QueryContext(ctx, `SELECT `+recordColumns+`, c.version_key FROM capabilities c WHERE `+where+
+		` ORDER BY `+orderBy+` LIMIT ?`, append(args, f.Limit+1)...)
 	if err != nil {
-		return registry.Page{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+		return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	page.Items = []registry.Record{}
+	page.Items = make([]registry.RawRecord, 0, min(f.Limit, 64))
 	var lastKey string
 	for rows.Next() {
 		var vk string
-		r, err := scanRecord(rows, &vk)
+		r, err := scanRaw(rows, &vk)
 		if err != nil {
-			return registry.Page{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+			return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 		}
-		if f.Limit > 0 && len(page.Items) == f.Limit {
-			last := page.Items[len(page.Items)-1].Key
-			page.NextCursor = registry.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
+		if len(page.Items) == f.Limit {
+			page.NextCursor = read.NextListCursor(fp, page.Items[len(page.Items)-1].Key, lastKey)
 			break
 		}
 		page.Items = append(page.Items, r)
 		lastKey = vk
 	}
 	if err := rows.Err(); err != nil {
-		return registry.Page{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+		return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 	}
 	return page, nil
 }
@@ -129,10 +147,11 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 // Search returns a page of ranked full-text matches; see registry.Store.
 func (s *Store) Search(ctx context.Context, q registry.SearchQuery) (registry.Page, error) {
 	if strings.TrimSpace(q.Text) == "" {
+		q.Filter.CountTotal = true // a search always counts
 		return s.List(ctx, q.Filter)
 	}
 	f := q.Filter
-	cur, fp, err := registry.OpenPage("search", f, q.Text)
+	cur, fp, err := registry.OpenPage("search", &f, q.Text)
 	if err != nil {
 		return registry.Page{}, err
 	}

@@ -402,7 +402,11 @@ func testAuditListFilters(t *testing.T, tg AuditTarget) {
 		if i%2 == 1 {
 			kind = audit.KindInvocation
 		}
-		if _, err := l.Append(t.Context(), chain.Event{Kind: kind, Capability: c, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i+1))}); err != nil {
+		actor := "alice"
+		if i%3 == 2 {
+			actor = "token:bob"
+		}
+		if _, err := l.Append(t.Context(), chain.Event{Kind: kind, Actor: actor, Capability: c, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i+1))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,6 +430,13 @@ func testAuditListFilters(t *testing.T, tg AuditTarget) {
 		{"since, other zone", chain.Filter{Since: minute(5).In(time.FixedZone("UTC+2", 7200))}, seqRange(6, 10)},
 		{"since, before all", chain.Filter{Since: auditEpoch.Add(-time.Hour)}, seqRange(1, 10)},
 		{"since, after all", chain.Filter{Since: minute(20)}, []int64{}},
+		{"until", chain.Filter{Until: minute(3)}, seqRange(1, 3)},
+		{"until, nanoseconds after", chain.Filter{Until: minute(3).Add(1)}, seqRange(1, 4)},
+		{"since and until", chain.Filter{Since: minute(2), Until: minute(5)}, seqRange(3, 5)},
+		{"until, before all", chain.Filter{Until: auditEpoch}, []int64{}},
+		{"actor", chain.Filter{Actor: "token:bob"}, []int64{3, 6, 9}},
+		{"actor, unknown", chain.Filter{Actor: "token:bo"}, []int64{}},
+		{"actor and kind", chain.Filter{Actor: "token:bob", Kind: audit.KindInvocation}, []int64{6}},
 		{"limit", chain.Filter{Limit: 3}, []int64{1, 2, 3}},
 		{"after_seq", chain.Filter{AfterSeq: 7}, []int64{8, 9, 10}},
 		{"after_seq past the end", chain.Filter{AfterSeq: 10}, []int64{}},

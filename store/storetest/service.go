@@ -49,7 +49,7 @@ func auditedService(s registry.Store, l *audit.Log) *registry.Service {
 func serviceDef(domain string, i int, desc string) capability.Definition {
 	name := fmt.Sprintf("c_%d", i)
 	return capability.Definition{
-		URI: capability.NewURI(capability.SchemeOSSA, domain, name, capability.MustParseVersion("1.0.0")).String(),
+		URI:  capability.NewURI(capability.SchemeOSSA, domain, name, capability.MustParseVersion("1.0.0")).String(),
 		Name: name, Domain: domain, Version: "1.0.0", Description: desc,
 		Input:    capability.Schema{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}},
 		Output:   capability.Schema{"type": "object"},

@@ -272,7 +272,7 @@ func testIdempotentPut(t *testing.T, s registry.Store) {
 	if !got.RegisteredAt.Equal(rec.RegisteredAt) || got.TrustTier != "" {
 		t.Errorf("idempotent Put changed the stored record: RegisteredAt %v tier %q", got.RegisteredAt, got.TrustTier)
 	}
-	if p, err := s.List(t.Context(), registry.ListFilter{AllVersions: true}); err != nil || p.Total != 1 {
+	if p, err := s.List(t.Context(), registry.ListFilter{AllVersions: true, CountTotal: true}); err != nil || p.Total != 1 {
 		t.Errorf("List after idempotent Put: total %d, %v; want 1", p.Total, err)
 	}
 }
@@ -317,7 +317,7 @@ func checkRolledBack(t *testing.T, s registry.Store, recs ...registry.Record) {
 			t.Errorf("Get(%s) after a rolled-back batch: %v; want ErrNotFound", r.Key, err)
 		}
 	}
-	p, err := s.List(ctx, registry.ListFilter{AllVersions: true})
+	p, err := s.List(ctx, registry.ListFilter{AllVersions: true, CountTotal: true})
 	if err != nil || p.Total != 1 || len(p.Items) != 1 {
 		t.Errorf("List after a rolled-back batch: %v (total %d), %v; want only the original", keyStrings(p.Items), p.Total, err)
 	}
@@ -408,7 +408,7 @@ func testInvalidKeys(t *testing.T, s registry.Store) {
 			t.Errorf("%s: Put: %v; want an error other than a conflict", name, err)
 		}
 	}
-	if p, err := s.List(t.Context(), registry.ListFilter{AllVersions: true}); err != nil || p.Total != 0 {
+	if p, err := s.List(t.Context(), registry.ListFilter{AllVersions: true, CountTotal: true}); err != nil || p.Total != 0 {
 		t.Errorf("invalid batches wrote %v, %v", keyStrings(p.Items), err)
 	}
 }
@@ -577,6 +577,10 @@ func testListFilters(t *testing.T, s registry.Store) {
 		{"nothing matches", registry.ListFilter{Scheme: "nope"}, nil},
 	}
 	for _, tt := range tests {
+		if p, err := s.List(t.Context(), tt.f); err != nil || p.Total != registry.NotCounted {
+			t.Errorf("%s: List(%+v) without CountTotal: Total %d, %v; want NotCounted", tt.name, tt.f, p.Total, err)
+		}
+		tt.f.CountTotal = true
 		p, err := s.List(t.Context(), tt.f)
 		if err != nil {
 			t.Errorf("%s: List(%+v): %v", tt.name, tt.f, err)
@@ -587,6 +591,29 @@ func testListFilters(t *testing.T, s registry.Store) {
 		}
 		if p.Total != len(tt.want) || p.NextCursor != "" {
 			t.Errorf("%s: Total %d, NextCursor %q; want %d, \"\"", tt.name, p.Total, p.NextCursor, len(tt.want))
+		}
+		checkListRaw(t, s, tt.f, p)
+	}
+}
+
+// checkListRaw checks that ListRaw answers what List does, the stored
+// JSON not decoded.
+func checkListRaw(t *testing.T, s registry.Store, f registry.ListFilter, want registry.Page) {
+	t.Helper()
+	raw, err := s.ListRaw(t.Context(), f)
+	if err != nil {
+		t.Fatalf("ListRaw(%+v): %v", f, err)
+	}
+	if raw.Total != want.Total || raw.NextCursor != want.NextCursor || len(raw.Items) != len(want.Items) {
+		t.Fatalf("ListRaw(%+v): %d items, total %d, cursor %q; List said %d, %d, %q", f, len(raw.Items), raw.Total, raw.NextCursor, len(want.Items), want.Total, want.NextCursor)
+	}
+	for i, r := range raw.Items {
+		got, err := r.Decode()
+		if err != nil {
+			t.Fatalf("ListRaw(%+v) item %d: %v", f, i, err)
+		}
+		if !reflect.DeepEqual(got, want.Items[i]) {
+			t.Errorf("ListRaw(%+v) item %d decodes to\n%+v\nList gave\n%+v", f, i, got, want.Items[i])
 		}
 	}
 }
@@ -637,8 +664,12 @@ func testListPagination(t *testing.T, s registry.Store) {
 		for _, limit := range []int{1, 2, 3, 100} {
 			got, total := walk(t, limit, func(cursor string) (registry.Page, error) {
 				f := f
-				f.Limit, f.Cursor = limit, cursor
-				return s.List(t.Context(), f)
+				f.Limit, f.Cursor, f.CountTotal = limit, cursor, true
+				p, err := s.List(t.Context(), f)
+				if err == nil {
+					checkListRaw(t, s, f, p)
+				}
+				return p, err
 			})
 			if !slices.Equal(got, want) || total != len(want) {
 				t.Errorf("filter %+v limit %d: pages gave %v (total %d); want %v", f, limit, got, total, want)
@@ -695,17 +726,34 @@ func testInvalidCursor(t *testing.T, s registry.Store) {
 	testLimits(t, s)
 }
 
-// testLimits checks that a negative limit is refused and that the largest
-// one gives every result of filterFixture on one page.
+// testLimits checks that a negative limit and one above
+// registry.MaxPageSize are refused, that the largest gives every result of
+// filterFixture on one page, and that no limit gives a page of
+// registry.DefaultPageSize.
 func testLimits(t *testing.T, s registry.Store) {
-	if _, err := s.List(t.Context(), registry.ListFilter{Limit: -1}); err == nil {
-		t.Errorf("List with a negative limit: no error")
+	for _, limit := range []int{-1, registry.MaxPageSize + 1, math.MaxInt} {
+		if _, err := s.List(t.Context(), registry.ListFilter{Limit: limit}); !errors.Is(err, registry.ErrInvalid) {
+			t.Errorf("List with limit %d: %v; want ErrInvalid", limit, err)
+		}
+		if _, err := s.Search(t.Context(), registry.SearchQuery{Text: "list", Filter: registry.ListFilter{Limit: limit}}); !errors.Is(err, registry.ErrInvalid) {
+			t.Errorf("Search with limit %d: %v; want ErrInvalid", limit, err)
+		}
 	}
-	if p, err := s.List(t.Context(), registry.ListFilter{Limit: math.MaxInt}); err != nil || len(p.Items) != 7 || p.NextCursor != "" {
+	if p, err := s.List(t.Context(), registry.ListFilter{Limit: registry.MaxPageSize}); err != nil || len(p.Items) != 7 || p.NextCursor != "" {
 		t.Errorf("List with the largest limit = %d items, cursor %q, %v; want all 7", len(p.Items), p.NextCursor, err)
 	}
-	if p, err := s.Search(t.Context(), registry.SearchQuery{Text: "list", Filter: registry.ListFilter{Limit: math.MaxInt}}); err != nil || len(p.Items) == 0 || p.NextCursor != "" {
+	if p, err := s.Search(t.Context(), registry.SearchQuery{Text: "list", Filter: registry.ListFilter{Limit: registry.MaxPageSize}}); err != nil || len(p.Items) == 0 || p.NextCursor != "" {
 		t.Errorf("Search with the largest limit = %d items, cursor %q, %v; want all", len(p.Items), p.NextCursor, err)
+	}
+	more := Synthetic(registry.DefaultPageSize+20, 1)
+	put(t, s, more...)
+	want := len(more) + len(filterFixture())
+	p, err := s.List(t.Context(), registry.ListFilter{AllVersions: true})
+	if err != nil || len(p.Items) != registry.DefaultPageSize || p.NextCursor == "" {
+		t.Errorf("List without a limit = %d items, cursor %q, %v; want the default page of %d and a cursor", len(p.Items), p.NextCursor, err, registry.DefaultPageSize)
+	}
+	if all, err := registry.ListAll(t.Context(), s, registry.ListFilter{AllVersions: true}); err != nil || len(all) != want {
+		t.Errorf("ListAll = %d records, %v; want %d", len(all), err, want)
 	}
 }
 
@@ -859,7 +907,7 @@ func testSearchHostileText(t *testing.T, s registry.Store) {
 		}
 	}
 	// The table is still there.
-	if p, err := s.List(t.Context(), registry.ListFilter{}); err != nil || p.Total != 5 {
+	if p, err := s.List(t.Context(), registry.ListFilter{CountTotal: true}); err != nil || p.Total != 5 {
 		t.Errorf("List after hostile searches: %d, %v", p.Total, err)
 	}
 }
@@ -1330,7 +1378,7 @@ func testConcurrentDifferentKeys(t *testing.T, s registry.Store) {
 			t.Errorf("concurrent Put of distinct keys: %v", err)
 		}
 	}
-	p, err := s.List(t.Context(), registry.ListFilter{AllVersions: true})
+	p, err := s.List(t.Context(), registry.ListFilter{AllVersions: true, CountTotal: true})
 	if err != nil || p.Total != 2*n {
 		t.Errorf("List total = %d, %v; want %d", p.Total, err, 2*n)
 	}

@@ -19,8 +19,8 @@ import (
 // at once. Past the page, next_cursor in the body and a Link rel="next"
 // header continue.
 const (
-	DefaultPageSize = 100
-	MaxPageSize     = 1000
+	DefaultPageSize = registry.DefaultPageSize
+	MaxPageSize     = registry.MaxPageSize
 )
 
 // pageParams are the paging query parameters of every list.

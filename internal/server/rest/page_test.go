@@ -53,8 +53,8 @@ func TestListsArePaged(t *testing.T) {
 		path  string
 		total int
 	}{
-		{"/registry/capabilities", 251}, {"/registry/capabilities/many", 251}, {"/registry/capabilities?all_versions=true", 380},
-		{"/registry/search?q=paged", 251}, {"/v1/capabilities", 251}, {"/registry/capabilities/many/versioned", 130},
+		{"/registry/capabilities?total=true", 251}, {"/registry/capabilities/many?total=true", 251}, {"/registry/capabilities?all_versions=true&total=true", 380},
+		{"/registry/search?q=paged", 251}, {"/v1/capabilities?total=true", 251}, {"/registry/capabilities/many/versioned", 130},
 	} {
 		a := get("GET", tc.path, nil)
 		expect(t, a, 200, tc.path)
@@ -103,6 +103,16 @@ func TestListsArePaged(t *testing.T) {
 		}
 	}
 
+	// Without total=true a list does not count.
+	for _, path := range []string{"/registry/capabilities", "/registry/capabilities/many", "/v1/capabilities"} {
+		a := get("GET", path, nil)
+		expect(t, a, 200, path)
+		if _, counted := a.json(t)["total"]; counted {
+			t.Errorf("%s without total=true answered a total", path)
+		}
+	}
+	expect(t, get("GET", "/registry/capabilities?total=maybe", nil), 400, "total=maybe")
+
 	// The index pages too, continued by its Link header and closing comment.
 	a := get("GET", "/registry/index.yaml?limit=300", nil)
 	expect(t, a, 200, "index page")
@@ -112,7 +122,7 @@ func TestListsArePaged(t *testing.T) {
 	}
 	link := a.header.Get("Link")
 	next := strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
-	if !strings.HasPrefix(next, "/registry/index.yaml?") || !strings.Contains(string(a.body), "# 300 of 380 versions; next page: "+next) {
+	if !strings.HasPrefix(next, "/registry/index.yaml?") || !strings.Contains(string(a.body), "# 300 versions on this page; next page: "+next) {
 		t.Fatalf("index continuation: Link %q\n%s", link, a.body[len(a.body)-200:])
 	}
 	a = get("GET", next, nil)

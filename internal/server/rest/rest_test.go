@@ -113,10 +113,15 @@ func TestRegistryAPIWithCorpus(t *testing.T) {
 
 	a = call(t, srv, "GET", "/registry/capabilities", "", nil)
 	expect(t, a, 200, "list")
+	if _, counted := a.json(t)["total"]; counted || len(a.json(t)["items"].([]any)) != 4 {
+		t.Errorf("list without total=true: %s; want 4 items and no total", a.body)
+	}
+	a = call(t, srv, "GET", "/registry/capabilities?total=true", "", nil)
+	expect(t, a, 200, "list")
 	if a.json(t)["total"] != float64(4) {
 		t.Errorf("list total: %s", a.body)
 	}
-	a = call(t, srv, "GET", "/registry/capabilities/memory", "", nil)
+	a = call(t, srv, "GET", "/registry/capabilities/memory?total=true", "", nil)
 	expect(t, a, 200, "list domain")
 	if a.json(t)["total"] != float64(3) {
 		t.Errorf("memory domain total: %s", a.body)
@@ -184,7 +189,7 @@ func TestRegistryAPIWithCorpus(t *testing.T) {
 		t.Errorf("index.yaml: %v\n%s", err, a.body)
 	}
 
-	a = call(t, srv, "GET", "/v1/capabilities", "", nil)
+	a = call(t, srv, "GET", "/v1/capabilities?total=true", "", nil)
 	expect(t, a, 200, "everruns list")
 	m := a.json(t)
 	if m["total"] != float64(4) || m["items"].([]any)[0].(map[string]any)["status"] != "available" {

@@ -49,6 +49,8 @@ type Server struct {
 	log        *slog.Logger
 	version    string
 	budget     time.Duration // time budget of a request; 0: none
+	ready      []ReadyCheck  // /readyz, beside the store's answer
+	admin      adminParts    // /v1/policies, /v1/tokens, /v1/audit (admin.go)
 }
 
 // Option configures a Server.
@@ -93,6 +95,9 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 // middleware), else by the agent the request names (X-Caphub-Agent), else
 // by the remote address.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveCached(w, r) {
+		return
+	}
 	s.withinBudget(w, withCaller(r), s.mux)
 }
 
@@ -125,14 +130,30 @@ var listParams = []param{
 	{name: "scheme", in: "query", desc: "ossa or mcp"},
 	{name: "name", in: "query", desc: "exact capability name"},
 	{name: "all_versions", in: "query", desc: "true to list every version, not only the highest of each capability"},
-	pageParams[0], pageParams[1],
+	pageParams[0], pageParams[1], totalParam,
+}
+
+// totalParam asks a list to count its matches.
+var totalParam = param{name: "total", in: "query", desc: "true to count every match into total (it reads every match, so its cost grows with the registry: ask on a first page only); a search always counts"}
+
+// wantTotal reads the total query parameter.
+func wantTotal(q url.Values) (bool, error) {
+	v := q.Get("total")
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest(fmt.Sprintf("total=%q: use true or false", v))
+	}
+	return b, nil
 }
 
 func (s *Server) routeTable() []route {
 	dn := []param{{name: "domain", in: "path", required: true, desc: "capability domain"}, {name: "name", in: "path", required: true, desc: "capability name, optionally @version (MAJOR, MAJOR.MINOR or full)"}}
 	routes := []route{
-		{method: "GET", path: "/registry/capabilities", scope: auth.ScopeRead, summary: "List capabilities (highest version of each unless all_versions), a page at a time", params: listParams, handler: s.list, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
-		{method: "GET", path: "/registry/capabilities/{domain}", scope: auth.ScopeRead, summary: "List the capabilities of a domain, a page at a time", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/registry/capabilities", scope: auth.ScopeRead, summary: "List capabilities (highest version of each unless all_versions), a page at a time", params: listParams, handler: s.list, responses: map[int]string{200: "items, next_cursor, and total when asked (total=true)", 400: pageRefused}},
+		{method: "GET", path: "/registry/capabilities/{domain}", scope: auth.ScopeRead, summary: "List the capabilities of a domain, a page at a time", params: append([]param{{name: "domain", in: "path", required: true, desc: "domain"}}, listParams...), handler: s.listDomain, responses: map[int]string{200: "items, next_cursor, and total when asked (total=true)", 400: pageRefused}},
 		{method: "GET", path: "/registry/capabilities/{domain}/{name}", scope: auth.ScopeRead, summary: "The versions of a capability (ascending, a page at a time), or with name@version one version", params: append(append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), pageParams...), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 400: pageRefused, 404: "not found"}},
 		{method: "POST", path: "/registry/capabilities", scope: auth.ScopePublish, summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml), all or nothing; a body over 4 MiB is registered as a job instead (202, as POST /registry/jobs)", body: "OSSA capability document", yaml: true, handler: s.register,
 			responses: map[int]string{201: "registered", 200: "identical content already registered", 202: "a large body: registered as a job; Location is its status URL", 409: "version registered with other content, or the MCP tool name is another capability's (tool-name-taken)", 422: "invalid definition or version bump too small"}},
@@ -142,9 +163,10 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/registry/search", scope: auth.ScopeRead, summary: "Ranked full-text search with filters, a page at a time: compact summaries by default, whole definitions with view=full", params: append([]param{{name: "q", in: "query", desc: "free text, as people ask: any word may match"}, viewParam, explainParam}, listParams...), handler: s.search,
 			responses: map[int]string{200: "items (each a summary of at most 1 KB: tool_name, uri, version, title, a one-line description, params, and stability when not stable; or with view=full the whole definition), total and next_cursor, best first", 400: pageRefused + ", or a view other than compact and full"}},
 		{method: "GET", path: "/registry/index.yaml", scope: auth.ScopeRead, summary: "The registry index in the OSSA §5.1 format, a page of versions at a time: the Link rel=\"next\" header (and a closing comment) give the next page", params: pageParams, handler: s.index, responses: map[int]string{200: "YAML index", 400: pageRefused}},
-		{method: "GET", path: "/v1/capabilities", scope: auth.ScopeRead, summary: "Capabilities in the everruns shape, a page at a time", params: pageParams, handler: s.everrunsList, responses: map[int]string{200: "items, total and next_cursor", 400: pageRefused}},
+		{method: "GET", path: "/v1/capabilities", scope: auth.ScopeRead, summary: "Capabilities in the everruns shape, a page at a time", params: append(append([]param{}, pageParams...), totalParam), handler: s.everrunsList, responses: map[int]string{200: "items, next_cursor, and total when asked (total=true)", 400: pageRefused}},
 		{method: "GET", path: "/v1/capabilities/{id...}", scope: auth.ScopeRead, summary: "One capability in the everruns shape (id: URI or unique name)", params: []param{{name: "id", in: "path", required: true, desc: "URI or name"}}, handler: s.everrunsGet, responses: map[int]string{200: "capability", 404: "not found"}},
 		{method: "GET", path: "/healthz", scope: auth.Public, summary: "Liveness and store reachability", handler: s.healthz, responses: map[int]string{200: "ok", 503: "store unreachable"}},
+		{method: "GET", path: "/readyz", scope: auth.Public, summary: "Readiness: the store answers with every migration applied, and the audit writer commits", handler: s.readyz, responses: map[int]string{200: "ready: every check ok", 503: "not ready: the checks that fail"}},
 		{method: "GET", path: "/openapi.json", scope: auth.Public, summary: "This API's OpenAPI 3.1 document", handler: s.openapi, responses: map[int]string{200: "OpenAPI document"}},
 	}
 	routes = append(routes, s.jobRoutes()...)
@@ -155,6 +177,7 @@ func (s *Server) routeTable() []route {
 	}
 	routes = append(routes, s.agentRoutes(agents)...)
 	routes = append(routes, s.approvalRoutes(s.approvals)...)
+	routes = append(routes, s.adminRoutes()...)
 	return append(routes, s.invokeRoutes()...)
 }
 
@@ -200,6 +223,11 @@ func filterFrom(q url.Values) (registry.ListFilter, error) {
 		}
 		f.AllVersions = b
 	}
+	count, err := wantTotal(q)
+	if err != nil {
+		return f, err
+	}
+	f.CountTotal = count
 	n, err := pageLimit(q)
 	if err != nil {
 		return f, err
@@ -208,10 +236,11 @@ func filterFrom(q url.Values) (registry.ListFilter, error) {
 	return f, nil
 }
 
-// ListResponse is a page of definitions.
+// ListResponse is a page of definitions. Total is there when counted: a
+// list asked with total=true, a search, the versions of one capability.
 type ListResponse struct {
 	Items      []capability.Definition `json:"items"`
-	Total      int                     `json:"total"`
+	Total      *int                    `json:"total,omitempty"`
 	NextCursor string                  `json:"next_cursor,omitempty"`
 	registry.Ranking
 }
@@ -226,8 +255,16 @@ func rankingOf(p registry.Page, explain bool) registry.Ranking {
 	return r
 }
 
+// totalOf is a page's total for an answer, nil when it was not counted.
+func totalOf(p registry.Page) *int {
+	if p.Total < 0 {
+		return nil
+	}
+	return &p.Total
+}
+
 func pageResponse(p registry.Page) ListResponse {
-	out := ListResponse{Items: make([]capability.Definition, len(p.Items)), Total: p.Total, NextCursor: p.NextCursor}
+	out := ListResponse{Items: make([]capability.Definition, len(p.Items)), Total: totalOf(p), NextCursor: p.NextCursor}
 	for i, r := range p.Items {
 		out.Items[i] = r.Definition
 	}
@@ -239,12 +276,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.List(r.Context(), f)
+	p, err := s.svc.ListRaw(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	setNextLink(w, r, p.NextCursor)
-	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	writeRawPage(w, p)
 	return nil
 }
 
@@ -254,12 +291,12 @@ func (s *Server) listDomain(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f.Domain = r.PathValue("domain")
-	p, err := s.svc.List(r.Context(), f)
+	p, err := s.svc.ListRaw(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	setNextLink(w, r, p.NextCursor)
-	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	writeRawPage(w, p)
 	return nil
 }
 
@@ -295,23 +332,24 @@ func (s *Server) getCapability(w http.ResponseWriter, r *http.Request) error {
 				if err != nil {
 					return err
 				}
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("ETag", strconv.Quote(raw.Digest))
-				setTier(w, raw.TrustTier)
-				_, _ = w.Write(raw.Definition)
+				writeVersion(w, r, raw)
 				return nil
 			}
+			// MAJOR or MAJOR.MINOR: the highest version of it, served as
+			// a full version is.
 			rec, err := s.svc.Get(r.Context(), scheme, domain, name, version)
+			if err == nil {
+				var raw *registry.CachedVersion
+				raw, _, err = s.svc.GetRaw(r.Context(), scheme, domain, name, rec.Key.Version)
+				if err == nil {
+					writeVersion(w, r, raw)
+					return nil
+				}
+			}
 			if errors.Is(err, registry.ErrNotFound) {
 				continue
 			}
-			if err != nil {
-				return err
-			}
-			w.Header().Set("ETag", strconv.Quote(rec.Digest))
-			setTier(w, rec.TrustTier)
-			writeJSON(w, http.StatusOK, rec.Definition, s.log)
-			return nil
+			return err
 		}
 		versions, err := s.svc.Versions(r.Context(), scheme, domain, name)
 		if err != nil {
@@ -549,7 +587,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p.NextCursor != "" {
-		_, err = fmt.Fprintf(w, "# %d of %d versions; next page: %s\n", len(p.Items), p.Total, nextURL(r, p.NextCursor))
+		_, err = fmt.Fprintf(w, "# %d versions on this page; next page: %s\n", len(p.Items), nextURL(r, p.NextCursor))
 	}
 	return err
 }
@@ -611,7 +649,7 @@ func toEverruns(r registry.Record) EverrunsCapability {
 // EverrunsList is a page of capabilities in the everruns shape.
 type EverrunsList struct {
 	Items      []EverrunsCapability `json:"items"`
-	Total      int                  `json:"total"`
+	Total      *int                 `json:"total,omitempty"` // with total=true
 	NextCursor string               `json:"next_cursor,omitempty"`
 }
 
@@ -620,7 +658,11 @@ func (s *Server) everrunsList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.List(r.Context(), registry.ListFilter{Limit: limit, Cursor: cursor})
+	count, err := wantTotal(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	p, err := s.svc.List(r.Context(), registry.ListFilter{Limit: limit, Cursor: cursor, CountTotal: count})
 	if err != nil {
 		return err
 	}
@@ -629,7 +671,7 @@ func (s *Server) everrunsList(w http.ResponseWriter, r *http.Request) error {
 		items[i] = toEverruns(rec)
 	}
 	setNextLink(w, r, p.NextCursor)
-	writeJSON(w, http.StatusOK, EverrunsList{Items: items, Total: p.Total, NextCursor: p.NextCursor}, s.log)
+	writeJSON(w, http.StatusOK, EverrunsList{Items: items, Total: totalOf(p), NextCursor: p.NextCursor}, s.log)
 	return nil
 }
 

@@ -46,3 +46,20 @@ func Load(fsys fs.FS) ([]Migration, error) {
 	}
 	return out, nil
 }
+
+// Missing returns an error naming the first of migs that applied (the
+// versions a database's schema_migrations holds) lacks, nil when it has
+// them all: a database a process with older code migrated, or one whose
+// migration failed, is not ready for this build.
+func Missing(migs []Migration, applied []int) error {
+	have := make(map[int]bool, len(applied))
+	for _, v := range applied {
+		have[v] = true
+	}
+	for _, m := range migs {
+		if !have[m.Version] {
+			return fmt.Errorf("%d of %d schema migrations applied: %04d_%s is missing (restart caphub to apply it)", len(applied), len(migs), m.Version, m.Name)
+		}
+	}
+	return nil
+}

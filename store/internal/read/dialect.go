@@ -67,8 +67,14 @@ func AuditListQuery(d Dialect, columns string, f chain.Filter) (string, []any) {
 	if !f.Since.IsZero() {
 		where = append(where, `time >= `+a.Add(d.Time(ceilMicro(f.Since))))
 	}
+	if !f.Until.IsZero() {
+		where = append(where, `time < `+a.Add(d.Time(ceilMicro(f.Until))))
+	}
 	if f.Kind != "" {
 		where = append(where, auditKindCond(d, f)+a.Add(f.Kind))
+	}
+	if f.Actor != "" {
+		where = append(where, `actor = `+a.Add(f.Actor))
 	}
 	if f.Capability != "" {
 		where = append(where, auditCapabilityCond(a, f.Capability))

@@ -1,0 +1,95 @@
+package registry
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+func newTestCache(l CacheLimits) *versionCache {
+	c := &versionCache{limits: l}
+	c.reset()
+	c.setWatching(true)
+	return c
+}
+
+func rawOf(n int) *CachedVersion {
+	return NewCachedVersion(RawRecord{Definition: bytes.Repeat([]byte("x"), n), Digest: "d"})
+}
+
+// The cache stays within its bounds, dropping the least recently used
+// capabilities first; a read keeps a capability in.
+func TestCacheBoundsAndRecency(t *testing.T) {
+	c := newTestCache(CacheLimits{Versions: 3, Bytes: 1 << 20})
+	_, gen, _ := c.getRaw("a", "1.0.0")
+	for _, k := range []string{"a", "b", "c"} {
+		c.putRaw(k, "1.0.0", rawOf(10), gen)
+	}
+	if _, _, ok := c.getRaw("a", "1.0.0"); !ok { // a is now the most recent
+		t.Fatal("a not cached")
+	}
+	c.putRaw("d", "1.0.0", rawOf(10), gen)
+	if _, _, ok := c.getRaw("b", "1.0.0"); ok {
+		t.Error("b, the least recently used, was kept past the bound")
+	}
+	for _, k := range []string{"a", "c", "d"} {
+		if _, _, ok := c.getRaw(k, "1.0.0"); !ok {
+			t.Errorf("%s dropped; only b should be", k)
+		}
+	}
+	if n, _ := c.size(); n != 3 {
+		t.Errorf("%d versions held; want 3", n)
+	}
+
+	// By bytes: each raw version counts its JSON and overhead.
+	per := int64(1000 + len("k0") + len("1.0.0") + rawOverhead)
+	c = newTestCache(CacheLimits{Versions: 100, Bytes: 4 * per})
+	for i := range 10 {
+		c.putRaw(fmt.Sprintf("k%d", i), "1.0.0", rawOf(1000), gen)
+		if _, b := c.size(); b > 4*per {
+			t.Fatalf("after %d puts the cache holds %d bytes; bound %d", i+1, b, 4*per)
+		}
+	}
+	if n, _ := c.size(); n != 4 {
+		t.Errorf("%d versions held; want 4", n)
+	}
+	// A version list counts decodedRecordBytes a record.
+	c = newTestCache(CacheLimits{Versions: 100, Bytes: 2 * decodedRecordBytes})
+	c.put("list", make([]Record, 2), gen)
+	c.put("other", make([]Record, 1), gen)
+	if _, _, ok := c.get("list"); ok {
+		t.Error("a version list past the byte bound was kept")
+	}
+	if _, b := c.size(); b != decodedRecordBytes {
+		t.Errorf("%d bytes held; want %d", b, decodedRecordBytes)
+	}
+}
+
+// Content read before an invalidation is not cached after it, and an
+// invalidation drops a capability's list and raw versions alike.
+func TestCacheInvalidation(t *testing.T) {
+	c := newTestCache(DefaultCacheLimits)
+	_, gen, _ := c.getRaw("a", "1.0.0")
+	c.put("a", make([]Record, 1), gen)
+	c.putRaw("a", "1.0.0", rawOf(1), gen)
+	c.invalidate("a")
+	if _, _, ok := c.get("a"); ok {
+		t.Error("version list kept after invalidation")
+	}
+	if _, _, ok := c.getRaw("a", "1.0.0"); ok {
+		t.Error("raw version kept after invalidation")
+	}
+	c.putRaw("a", "1.0.0", rawOf(1), gen) // read before the invalidation
+	if _, _, ok := c.getRaw("a", "1.0.0"); ok {
+		t.Error("a read that raced an invalidation was cached")
+	}
+	if n, b := c.size(); n != 0 || b != 0 {
+		t.Errorf("empty cache holds %d versions, %d bytes", n, b)
+	}
+	c.setWatching(false)
+	_, gen, _ = c.getRaw("a", "1.0.0")
+	c.putRaw("a", "1.0.0", rawOf(1), gen)
+	if _, _, ok := c.getRaw("a", "1.0.0"); ok {
+		t.Error("cached while not watching")
+	}
+}
