@@ -101,6 +101,7 @@ type Log struct {
 	stopPruner   context.CancelFunc
 	prunerDone   chan struct{}
 
+	commitObserver       func(events int, d time.Duration, err error)
 	startOnce, closeOnce sync.Once
 	queue                chan *pending
 	urgent               chan struct{} // hurry: ends linger's wait
@@ -137,6 +138,15 @@ const DefaultGroupCommitDelay = 2 * time.Millisecond
 func WithGroupCommitDelay(d time.Duration) Option {
 	return func(g *Log) { g.groupDelay = max(d, 0) }
 }
+
+// WithCommitObserver reports each commit of the writer (events appended
+// together, how long the transaction took, its error), for metrics.
+func WithCommitObserver(o func(events int, d time.Duration, err error)) Option {
+	return func(g *Log) { g.commitObserver = o }
+}
+
+// QueueLen is how many events wait for the writer (0 before it starts).
+func (l *Log) QueueLen() int { return len(l.queue) }
 
 // New returns the Log of a store's audit chain.
 func New(store chain.Store, opts ...Option) *Log {
@@ -418,9 +428,13 @@ func (l *Log) write(all []*pending) {
 	}(markers)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	began := time.Now()
 	evs, err := l.store.AppendAuditBatch(ctx, len(batch), func(last *chain.Event, i int) (chain.Event, error) {
 		return l.link(last, batch[i].e, batch[i].hash), nil
 	})
+	if l.commitObserver != nil {
+		l.commitObserver(len(batch), time.Since(began), err)
+	}
 	if err == nil {
 		l.noteAppended(len(evs))
 	}

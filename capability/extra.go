@@ -78,11 +78,14 @@ func unmarshalWithExtra(data []byte, v any) (map[string]any, error) {
 	if err := dec.Decode(v); err != nil {
 		return nil, err
 	}
+	known := jsonKeys(reflect.TypeOf(v).Elem())
+	if onlyKnownKeys(data, known) {
+		return nil, nil // the common case: no second decoding to find none
+	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(data, &all); err != nil || all == nil {
 		return nil, err
 	}
-	known := jsonKeys(reflect.TypeOf(v).Elem())
 	var extra map[string]any
 	for k, raw := range all {
 		if known[k] {
@@ -100,6 +103,104 @@ func unmarshalWithExtra(data []byte, v any) (map[string]any, error) {
 		extra[k] = Normalize(x)
 	}
 	return extra, nil
+}
+
+// onlyKnownKeys reports whether data is one JSON object whose keys are
+// all in known, spelled exactly (encoding/json matches field names without
+// regard to case, and such a key is an extra field too). It scans the
+// object's top-level keys without decoding anything. False means "maybe
+// not": for anything else (another value, an escaped key, trailing data)
+// the caller decodes the object to find the extra fields.
+func onlyKnownKeys(data []byte, known map[string]bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return skipSpace(data, i+1) == len(data)
+	}
+	for i < len(data) && data[i] == '"' {
+		j := i + 1
+		for j < len(data) && data[j] != '"' {
+			if data[j] == '\\' {
+				return false
+			}
+			j++
+		}
+		if j >= len(data) || !known[string(data[i+1:j])] {
+			return false
+		}
+		i = skipSpace(data, j+1)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		var ok bool
+		if i, ok = skipValue(data, skipSpace(data, i+1)); !ok {
+			return false
+		}
+		i = skipSpace(data, i)
+		switch {
+		case i < len(data) && data[i] == ',':
+			i = skipSpace(data, i+1)
+		case i < len(data) && data[i] == '}':
+			return skipSpace(data, i+1) == len(data)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at i,
+// false when none does.
+func skipValue(data []byte, i int) (int, bool) {
+	depth := 0
+	for i < len(data) {
+		switch c := data[i]; c {
+		case '"':
+			i++
+			for i < len(data) && data[i] != '"' {
+				if data[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(data) {
+				return 0, false
+			}
+			i++
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			if depth == 0 {
+				return i, true // the end of the enclosing object
+			}
+			depth--
+			i++
+		case ',':
+			if depth == 0 {
+				return i, true
+			}
+			i++
+		default:
+			i++
+		}
+		if depth == 0 && (i >= len(data) || data[i] == ',' || data[i] == '}' || data[i] == ']' || data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // Normalize converts a decoded JSON or YAML value to the canonical form the

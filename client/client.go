@@ -200,7 +200,10 @@ func problemOf(status int, data []byte) *ProblemError {
 // body and headers; any status >= 400 becomes a *ProblemError.
 func (c *Client) send(ctx context.Context, method, path string, body any, hdr http.Header) (int, []byte, http.Header, error) {
 	var rd io.Reader
-	if body != nil {
+	contentType := "application/json"
+	if rb, ok := body.(rawBody); ok {
+		rd, contentType = bytes.NewReader(rb.data), rb.contentType
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, nil, nil, err
@@ -215,7 +218,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, hdr ht
 		req.Header[k] = v
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.token != "" {
@@ -255,7 +258,11 @@ func recordOf(d capability.Definition) registry.Record {
 	return registry.Record{Key: k, Definition: d}
 }
 
-// RegisterBatch posts the definitions as one capabilities document.
+// RegisterBatch posts the definitions as one capabilities document. A
+// document over the server's limit for registering while the client waits
+// (4 MiB) is registered as a job, each definition on its own, which
+// RegisterBatch follows to its end: refused definitions then make a
+// *PartialError, the others being registered.
 func (c *Client) RegisterBatch(ctx context.Context, defs []capability.Definition) ([]registry.RegisterResult, error) {
 	if len(defs) == 1 {
 		var res registry.RegisterResult
@@ -268,8 +275,26 @@ func (c *Client) RegisterBatch(ctx context.Context, defs []capability.Definition
 	var res struct {
 		Items []registry.RegisterResult `json:"items"`
 	}
-	if _, err := c.do(ctx, http.MethodPost, "/registry/capabilities", map[string]any{"capabilities": defs}, &res); err != nil {
+	status, data, _, err := c.send(ctx, http.MethodPost, "/registry/capabilities", map[string]any{"capabilities": defs}, nil)
+	if err != nil {
 		return nil, err
+	}
+	if status == http.StatusAccepted {
+		// A large batch: the server registers it as a job.
+		var st jobStatus
+		if err := json.Unmarshal(data, &st); err != nil {
+			return nil, fmt.Errorf("decode answer of POST /registry/capabilities: %w", err)
+		}
+		out, err := c.followJob(ctx, st, nil)
+		if err == nil && len(out.Failures) > 0 {
+			err = &PartialError{Registered: len(out.Results), Failures: out.Failures}
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.Items = out.Results
+	} else if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("decode answer of POST /registry/capabilities: %w", err)
 	}
 	for i := range res.Items {
 		if i < len(defs) {

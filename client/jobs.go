@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caphub/caphub/capability"
@@ -40,6 +41,13 @@ func (c *Client) Import(ctx context.Context, defs []capability.Definition, progr
 	if err != nil {
 		return registry.ImportResult{}, err
 	}
+	return c.followJob(ctx, st, progress)
+}
+
+// followJob polls the job st describes until it ends, calling progress
+// with each new count, and returns its results; an error when it did not
+// end done.
+func (c *Client) followJob(ctx context.Context, st jobStatus, progress func(registry.ImportProgress)) (registry.ImportResult, error) {
 	start := time.Now()
 	last := -1
 	for {
@@ -76,4 +84,25 @@ func (c *Client) Import(ctx context.Context, defs []capability.Definition, progr
 		return out, fmt.Errorf("the server's registration job %s %s: %s", st.ID, st.Status, st.Error)
 	}
 	return out, nil
+}
+
+// PartialError says a large batch, which the server registered as a job
+// (each definition on its own), had refused definitions: unlike a
+// *registry.BatchError, the others were registered.
+type PartialError struct {
+	Registered int
+	Failures   []capability.ImportFailure
+}
+
+func (e *PartialError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the server registered this large batch as a job, each definition on its own: %d registered, %d refused:", e.Registered, len(e.Failures))
+	for i, f := range e.Failures {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n  … and %d more", len(e.Failures)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s", f)
+	}
+	return b.String()
 }

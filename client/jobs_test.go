@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -59,5 +60,37 @@ func TestImport(t *testing.T) {
 	res, err = c.Import(t.Context(), defs[:10], nil)
 	if err != nil || len(res.Results) != 10 || res.Results[3].Created {
 		t.Errorf("again: %+v, %v", res, err)
+	}
+}
+
+// TestRegisterBatchLarge registers a batch over the server's limit for
+// waiting (4 MiB): the server makes it a job, which RegisterBatch follows;
+// a refused definition is a *PartialError, the others registered.
+func TestRegisterBatchLarge(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := registry.NewService(st, registry.WithLogger(quiet))
+	srv := httptest.NewServer(rest.New(svc, quiet))
+	t.Cleanup(func() { srv.Close(); svc.Close() })
+	defs := storetest.Synthetic(300, 5)
+	for i := range defs {
+		defs[i].Description += strings.Repeat(" Padding words.", 1000)
+	}
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.RegisterBatch(t.Context(), defs)
+	if err != nil || len(res) != 300 || res[299].Record.Key.Version != defs[299].Version || !res[299].Created {
+		t.Fatalf("RegisterBatch of a large batch: %d results, %v", len(res), err)
+	}
+	defs[10].Description += " Changed."
+	_, err = c.RegisterBatch(t.Context(), defs)
+	var pe *client.PartialError
+	if !errors.As(err, &pe) || len(pe.Failures) != 1 || pe.Registered != 299 {
+		t.Errorf("a large batch with a conflict: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caphub/caphub/capability"
@@ -247,7 +248,31 @@ const DefaultStartTimeout = 60 * time.Second
 // Node servers spend a second or more of CPU starting; started all at
 // once on a small machine, every one of them would be slow. The zero
 // value is not usable: use NewSpawner.
-type Spawner struct{ slots chan struct{} }
+type Spawner struct {
+	slots           chan struct{}
+	started, failed atomic.Int64
+}
+
+// Started records the outcome of starting a stdio server (err nil: it
+// started and answered), for metrics.
+func (sp *Spawner) Started(err error) {
+	if sp == nil {
+		return
+	}
+	if err != nil {
+		sp.failed.Add(1)
+		return
+	}
+	sp.started.Add(1)
+}
+
+// Counts are the stdio servers started and the starts that failed so far.
+func (sp *Spawner) Counts() (started, failed int64) {
+	if sp == nil {
+		return 0, 0
+	}
+	return sp.started.Load(), sp.failed.Load()
+}
 
 // NewSpawner returns a Spawner of n slots (at least 1).
 func NewSpawner(n int) *Spawner { return &Spawner{slots: make(chan struct{}, max(n, 1))} }
@@ -339,6 +364,9 @@ func ConnectClient(ctx context.Context, s *Server, client *mcp.Client, opts *Con
 	cs, cmd, err := connect(ctx, s, client, opts)
 	if !timer.Stop() && err != nil {
 		err = fmt.Errorf("%w (no answer within %s: raise the start timeout if the server is slow to start)", err, timeout)
+	}
+	if s.Transport == TransportStdio {
+		opts.Spawner.Started(err)
 	}
 	if err != nil {
 		cancel()

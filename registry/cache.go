@@ -1,11 +1,16 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/caphub/caphub/capability"
 )
 
 // versionCache keeps in memory what the hot read paths serve, per
@@ -22,6 +27,7 @@ import (
 // watch is established the cache is bypassed, so a reader never sees a
 // change later than the notification of it.
 type versionCache struct {
+	stats   cacheStats
 	mu      sync.Mutex
 	entries map[string]*cacheEntry
 	lru     cacheEntry // sentinel of the recency ring: lru.next is the most recent
@@ -42,7 +48,8 @@ type cacheEntry struct {
 	key         string
 	versions    []Record // ascending; valid when hasVersions
 	hasVersions bool
-	raw         map[string]*CachedVersion // by full version
+	raw         map[string]*CachedVersion  // by full version; nil: known not to be stored
+	decoded     map[string]*decodedVersion // by full version
 	records     int
 	bytes       int64
 	prev, next  *cacheEntry
@@ -65,6 +72,14 @@ func NewCachedVersion(raw RawRecord) *CachedVersion {
 	return &CachedVersion{RawRecord: raw, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
 }
 
+// decodedVersion is one version's definition decoded from the JSON it
+// was decoded from: a list row whose stored JSON is the same bytes takes
+// the decoded definition instead of decoding it again.
+type decodedVersion struct {
+	json []byte
+	def  capability.Definition
+}
+
 // CacheLimits bound the cache (see WithCacheLimits).
 type CacheLimits struct {
 	// Versions is how many versions (decoded in version lists, or raw) the
@@ -80,9 +95,10 @@ type CacheLimits struct {
 var DefaultCacheLimits = CacheLimits{Versions: 150_000, Bytes: 96 << 20}
 
 // decodedRecordBytes is what one decoded Record of a version list is
-// counted as: its size in memory is not known without walking it, and a
-// typical definition with its schemas decodes to a few kilobytes.
-const decodedRecordBytes = 4 << 10
+// counted as: its size in memory is not known without walking it; a
+// synthetic definition of 840 bytes of JSON (storetest.Synthetic) holds
+// about 3,000 bytes once decoded.
+const decodedRecordBytes = 3 << 10
 
 // rawOverhead is what a raw version costs beside its JSON: the entry, the
 // map slot, the digest, tier and ETag strings.
@@ -164,9 +180,11 @@ func (c *versionCache) get(key string) ([]Record, uint64, bool) {
 	}
 	e, ok := c.entries[key]
 	if !ok || !e.hasVersions {
+		c.stats.count(false)
 		return nil, c.gen, false
 	}
 	c.touch(e)
+	c.stats.count(true)
 	return e.versions, c.gen, true
 }
 
@@ -193,16 +211,20 @@ func (c *versionCache) getRaw(key, version string) (*CachedVersion, uint64, bool
 	}
 	e, ok := c.entries[key]
 	if !ok {
+		c.stats.count(false)
 		return nil, c.gen, false
 	}
 	v, ok := e.raw[version]
 	if ok {
 		c.touch(e)
 	}
+	c.stats.count(ok)
 	return v, c.gen, ok
 }
 
-// putRaw caches one version's JSON read from the store at gen.
+// putRaw caches one version's JSON read from the store at gen; nil
+// records that the store holds no such version (a registration's event
+// drops it with the capability's entry).
 func (c *versionCache) putRaw(key, version string, v *CachedVersion, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,7 +239,50 @@ func (c *versionCache) putRaw(key, version string, v *CachedVersion, gen uint64)
 		e.raw = map[string]*CachedVersion{}
 	}
 	e.raw[version] = v
-	c.grow(e, 1, int64(len(v.Definition)+len(key)+len(version)+rawOverhead))
+	size := int64(len(key) + len(version) + rawOverhead)
+	if v != nil {
+		size += int64(len(v.Definition))
+	}
+	c.grow(e, 1, size)
+}
+
+// getDecoded returns the decoded definition of one version when it was
+// decoded from the same JSON.
+func (c *versionCache) getDecoded(key, version string, json []byte) (capability.Definition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching {
+		return capability.Definition{}, false
+	}
+	e, ok := c.entries[key]
+	if !ok {
+		return capability.Definition{}, false
+	}
+	d, ok := e.decoded[version]
+	if !ok || !bytes.Equal(d.json, json) {
+		return capability.Definition{}, false
+	}
+	c.touch(e)
+	return d.def, true
+}
+
+// putDecoded caches one version's definition decoded from json. Being
+// checked against the JSON when read, it needs no generation.
+func (c *versionCache) putDecoded(key, version string, json []byte, def capability.Definition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching {
+		return
+	}
+	e := c.entry(key)
+	if e.decoded == nil {
+		e.decoded = map[string]*decodedVersion{}
+	}
+	if old, ok := e.decoded[version]; ok {
+		c.grow(e, -1, -int64(len(old.json)+decodedRecordBytes))
+	}
+	e.decoded[version] = &decodedVersion{json: json, def: def}
+	c.grow(e, 1, int64(len(json)+decodedRecordBytes))
 }
 
 func (c *versionCache) invalidate(key string) {
@@ -277,6 +342,26 @@ func (s *Service) cachedVersions(ctx context.Context, scheme, domain, name strin
 	return v, nil
 }
 
+// decodeListed decodes a listed version, taking the definition from the
+// cache when it was decoded from the same JSON. The definition may be
+// shared: callers must not modify it.
+func (s *Service) decodeListed(raw RawRecord) (Record, error) {
+	if !s.cacheActive {
+		return raw.Decode()
+	}
+	key := cacheKey(raw.Key.Scheme, raw.Key.Domain, raw.Key.Name)
+	def, ok := s.cache.getDecoded(key, raw.Key.Version, raw.Definition)
+	if ok {
+		return Record{Key: raw.Key, Definition: def, Digest: raw.Digest, TrustTier: raw.TrustTier, RegisteredAt: raw.RegisteredAt, DeprecatedAt: raw.DeprecatedAt}, nil
+	}
+	rec, err := raw.Decode()
+	if err != nil {
+		return Record{}, err
+	}
+	s.cache.putDecoded(key, raw.Key.Version, raw.Definition, rec.Definition)
+	return rec, nil
+}
+
 // CachedRaw returns one version's stored JSON from memory only, without
 // reading the store: ok is false when it is not cached (or the Service
 // keeps no cache, see WithCache), and the caller should then ask GetRaw.
@@ -288,7 +373,19 @@ func (s *Service) CachedRaw(scheme, domain, name, version string) (*CachedVersio
 		return nil, false
 	}
 	v, _, ok := s.cache.getRaw(cacheKey(scheme, domain, name), version)
-	return v, ok
+	return v, ok && v != nil
+}
+
+// CachedAbsent reports whether the cache knows, without reading the
+// store, that the store holds no such version (a GetRaw found none since
+// the capability last changed): a GET without a scheme then looks for it
+// under the next scheme.
+func (s *Service) CachedAbsent(scheme, domain, name, version string) bool {
+	if !s.cacheActive {
+		return false
+	}
+	v, _, ok := s.cache.getRaw(cacheKey(scheme, domain, name), version)
+	return ok && v == nil
 }
 
 // cachedRaw returns one full version's stored JSON from the cache or the
@@ -296,10 +393,16 @@ func (s *Service) CachedRaw(scheme, domain, name, version string) (*CachedVersio
 func (s *Service) cachedRaw(ctx context.Context, k Key) (*CachedVersion, error) {
 	key := cacheKey(k.Scheme, k.Domain, k.Name)
 	v, gen, ok := s.cache.getRaw(key, k.Version)
-	if ok {
+	switch {
+	case ok && v == nil:
+		return nil, fmt.Errorf("capability %s: %w", k, ErrNotFound)
+	case ok:
 		return v, nil
 	}
 	raw, err := s.store.GetRaw(ctx, k)
+	if errors.Is(err, ErrNotFound) && s.cacheActive {
+		s.cache.putRaw(key, k.Version, nil, gen)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,10 @@ package registry_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,5 +109,68 @@ func TestCacheFollowsWrites(t *testing.T) {
 			t.Fatalf("deprecation never became visible")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// countingStore counts the GetRaw calls that reach the store.
+type countingStore struct {
+	registry.Store
+	getRaw atomic.Int64
+}
+
+func (c *countingStore) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord, error) {
+	c.getRaw.Add(1)
+	return c.Store.GetRaw(ctx, k)
+}
+
+// A version the store does not hold is remembered as absent until the
+// capability changes: a GET without a scheme (ossa, then mcp) of an mcp
+// capability reads the store once, not on every request.
+func TestCacheRemembersAbsentVersions(t *testing.T) {
+	ctx := context.Background()
+	stA, stB := twoStores(t)
+	counted := &countingStore{Store: stA}
+	watched := &watchSignal{Store: counted, started: make(chan struct{})}
+	a := registry.NewService(watched, registry.WithCache())
+	defer a.Close()
+	b := registry.NewService(stB)
+	defer b.Close()
+	<-watched.started
+	deadline := time.Now().Add(2 * time.Second)
+	for !a.CachedAbsent("ossa", "cache", "thing", "1.0.0") { // once the cache is on
+		if _, _, err := a.GetRaw(ctx, "ossa", "cache", "thing", "1.0.0"); !errors.Is(err, registry.ErrNotFound) {
+			t.Fatalf("GetRaw of a missing version: %v; want ErrNotFound", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the missing version is never known absent")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	before := counted.getRaw.Load()
+	for range 3 {
+		if _, _, err := a.GetRaw(ctx, "ossa", "cache", "thing", "1.0.0"); !errors.Is(err, registry.ErrNotFound) {
+			t.Fatalf("GetRaw of a missing version: %v; want ErrNotFound", err)
+		}
+	}
+	if n := counted.getRaw.Load() - before; n != 0 {
+		t.Errorf("GetRaw of a version known absent read the store %d times; want 0", n)
+	}
+	// Registered through the other store: found once notified.
+	if _, err := b.Register(ctx, cacheDef("1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(2 * time.Second)
+	for {
+		_, _, err := a.GetRaw(ctx, "ossa", "cache", "thing", "1.0.0")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other store's registration never became visible: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if a.CachedAbsent("ossa", "cache", "thing", "1.0.0") {
+		t.Error("CachedAbsent after the registration")
 	}
 }

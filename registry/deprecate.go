@@ -27,7 +27,8 @@ type DeprecateResult struct {
 // replacement must resolve; a sunset date must leave the OSSA §8.1 grace
 // period (six months from the first deprecation; the two-minor-versions half
 // is enforced when resolving).
-func (s *Service) Deprecate(ctx context.Context, scheme, domain, name, version string, req DeprecateRequest) (DeprecateResult, error) {
+func (s *Service) Deprecate(ctx context.Context, scheme, domain, name, version string, req DeprecateRequest) (_ DeprecateResult, err error) {
+	defer s.observe("deprecate", time.Now(), &err)
 	if err := s.checkReplacement(ctx, req); err != nil {
 		return DeprecateResult{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/capability"
@@ -88,6 +89,7 @@ func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definitio
 	ctx, span := tracing.Start(ctx, "registry register", tracing.Internal)
 	span.SetInt("caphub.definitions", len(defs))
 	defer func() { span.End(err) }()
+	defer s.observe("register", time.Now(), &err)
 	items, failures := s.prepareItems(ctx, defs)
 	if err := s.checkToolNames(ctx, defs, &failures); err != nil {
 		return nil, err

@@ -27,6 +27,7 @@ func (s *Service) Resolve(ctx context.Context, uri string) (_ Resolution, err er
 	ctx, span := tracing.Start(ctx, "registry resolve", tracing.Internal)
 	span.SetString("caphub.capability.uri", uri)
 	defer func() { span.End(err) }()
+	defer s.observe("resolve", time.Now(), &err)
 	u, err := capability.ParseURI(uri)
 	if err != nil {
 		return Resolution{}, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -173,7 +174,8 @@ func (s *Service) Negotiate(ctx context.Context, req capability.NegotiationReque
 
 // Get returns one version by its full version, or by MAJOR.MINOR (the
 // highest patch of it).
-func (s *Service) Get(ctx context.Context, scheme, domain, name, version string) (Record, error) {
+func (s *Service) Get(ctx context.Context, scheme, domain, name, version string) (_ Record, err error) {
+	defer s.observe("get", time.Now(), &err)
 	v, err := capability.ParseVersion(version)
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -199,6 +201,7 @@ func (s *Service) Get(ctx context.Context, scheme, domain, name, version string)
 // from the cache when the Service keeps one (WithCache), else from the
 // store. The result is shared: callers must not modify it.
 func (s *Service) GetRaw(ctx context.Context, scheme, domain, name, version string) (raw *CachedVersion, ok bool, err error) {
+	defer s.observe("get", time.Now(), &err)
 	v, perr := capability.ParseVersion(version)
 	if perr != nil || v.Parts != 3 {
 		return nil, false, nil
@@ -212,17 +215,43 @@ func (s *Service) Versions(ctx context.Context, scheme, domain, name string) ([]
 	return s.store.Versions(ctx, scheme, domain, name)
 }
 
-// List returns the capabilities matching f.
+// List returns the capabilities matching f. With the cache (WithCache),
+// a version whose stored JSON was decoded before is not decoded again: its
+// definition is shared, and callers must not modify it.
 func (s *Service) List(ctx context.Context, f ListFilter) (_ Page, err error) {
 	ctx, span := tracing.Start(ctx, "registry list", tracing.Internal)
 	defer func() { span.End(err) }()
-	return s.store.List(ctx, f)
+	defer s.observe("list", time.Now(), &err)
+	if !s.cacheActive {
+		return s.store.List(ctx, f)
+	}
+	raw, err := s.store.ListRaw(ctx, f)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Total: raw.Total, NextCursor: raw.NextCursor, Items: make([]Record, len(raw.Items))}
+	for i, r := range raw.Items {
+		if page.Items[i], err = s.decodeListed(r); err != nil {
+			return Page{}, err
+		}
+	}
+	return page, nil
+}
+
+// ListRaw returns the capabilities matching f with their stored JSON, not
+// decoded (the REST API writes it as it is).
+func (s *Service) ListRaw(ctx context.Context, f ListFilter) (_ RawPage, err error) {
+	ctx, span := tracing.Start(ctx, "registry list", tracing.Internal)
+	defer func() { span.End(err) }()
+	defer s.observe("list", time.Now(), &err)
+	return s.store.ListRaw(ctx, f)
 }
 
 // Search ranks the capabilities matching q.
 func (s *Service) Search(ctx context.Context, q SearchQuery) (_ Page, err error) {
 	ctx, span := tracing.Start(ctx, "registry search", tracing.Internal)
 	defer func() { span.End(err) }()
+	defer s.observe("search", time.Now(), &err)
 	if page, ok, err := s.searchIndexed(ctx, q); ok || err != nil {
 		return page, err
 	}

@@ -26,6 +26,7 @@ type Service struct {
 	recorder    ChangeRecorder
 	group       groupCommit
 	verify      func(context.Context, *capability.Definition) (string, error)
+	observer    Observer
 }
 
 // Option configures a Service.

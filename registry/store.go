@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -272,6 +273,10 @@ type Store interface {
 	// List returns records in a stable order: scheme, domain, name, then
 	// version precedence.
 	List(ctx context.Context, f ListFilter) (Page, error)
+	// ListRaw is List without decoding the definitions: the stored JSON of
+	// each version, which the REST API writes as it is and the Service
+	// decodes through its cache.
+	ListRaw(ctx context.Context, f ListFilter) (RawPage, error)
 	// Search returns the records matching the text and the filter, best first,
 	// ties in List order.
 	Search(ctx context.Context, q SearchQuery) (Page, error)
@@ -381,9 +386,30 @@ const TrustTierHeader = "Caphub-Trust-Tier"
 // which never changes).
 const DigestHeader = "Caphub-Digest"
 
-// RawRecord is one version as Store.GetRaw returns it.
+// RawRecord is one version as stored, its definition not decoded: what
+// Store.GetRaw returns (Definition, Digest and TrustTier) and Store.ListRaw
+// lists (every field).
 type RawRecord struct {
-	Definition []byte // the stored JSON
-	Digest     string
-	TrustTier  string
+	Key          Key
+	Definition   []byte // the stored JSON
+	Digest       string
+	TrustTier    string
+	RegisteredAt time.Time
+	DeprecatedAt *time.Time
+}
+
+// Decode returns the record with its definition decoded.
+func (r RawRecord) Decode() (Record, error) {
+	rec := Record{Key: r.Key, Digest: r.Digest, TrustTier: r.TrustTier, RegisteredAt: r.RegisteredAt, DeprecatedAt: r.DeprecatedAt}
+	if err := json.Unmarshal(r.Definition, &rec.Definition); err != nil {
+		return Record{}, fmt.Errorf("decode stored definition of %s: %w: the database is damaged; restore it from a backup or re-register the version", r.Key, err)
+	}
+	return rec, nil
+}
+
+// RawPage is a page of List without decoding (Store.ListRaw).
+type RawPage struct {
+	Items      []RawRecord
+	Total      int // as Page.Total
+	NextCursor string
 }

@@ -21,13 +21,13 @@ import (
 func newAgentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "agent",
-		Short:   "Manage OSSA agents: validate, apply, list, show and compose their configuration",
+		Short:   "Manage OSSA agents: validate, apply, list, show, compose their configuration and delete",
 		Example: "  caphub agent validate agent.ossa.yaml\n  caphub agent validate --db ./caphub.db agents/*.yaml",
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newAgentValidateCmd())
-	cmd.AddCommand(newAgentApplyCmd(), newAgentListCmd(), newAgentShowCmd(), newAgentConfigCmd())
+	cmd.AddCommand(newAgentApplyCmd(), newAgentListCmd(), newAgentShowCmd(), newAgentConfigCmd(), newAgentDeleteCmd())
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -16,20 +17,25 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The agent registry commands: apply, list, show, config. They work on a
-// local database (--db), whose store keeps agents as documents.
+// The agent registry commands: apply, list, show, config and delete. They
+// work on a local database (--db), whose store keeps agents as documents,
+// or with --server on a running caphub (/v1/agents).
 
-// withAgents runs fn on the agents of the local database. The built-in
-// capabilities are registered first (a no-op when they already are), as
-// `caphub serve` does, so that agents can enable the everruns ones.
-func withAgents(cmd *cobra.Command, fn func(*agent.Agents) error) error {
+// withAgents runs fn on the agents of the local database, or of the server
+// --server names. Locally the built-in capabilities are registered first (a
+// no-op when they already are), as `caphub serve` does, so that agents can
+// enable the everruns ones.
+func withAgents(cmd *cobra.Command, fn func(agentStore) error) error {
 	cfg, err := configFrom(cmd, slog.LevelWarn)
 	if err != nil {
 		return err
 	}
-	if server := cfg.server; server != "" {
-		return &usageError{fmt.Errorf("%s works on a local database (--db FILE), not against a server (%s): use the server's REST API instead (GET/PUT %s/v1/agents/ID, GET %s/v1/agents/ID/config), or unset --server/$CAPHUB_SERVER",
-			cmd.CommandPath(), server, strings.TrimRight(server, "/"), strings.TrimRight(server, "/"))}
+	if cfg.server != "" {
+		c, err := newClient(cfg)
+		if err != nil {
+			return &usageError{err}
+		}
+		return fn(remoteAgents{c.Agents()})
 	}
 	agents, svc, err := openAgents(cmd.Context(), cfg, func(err error) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the built-in capabilities could not be registered in %s, so agents cannot use them: %v\n", cfg.db, err)
@@ -39,7 +45,7 @@ func withAgents(cmd *cobra.Command, fn func(*agent.Agents) error) error {
 	}
 	defer svc.Close()
 	cmd.SetContext(identity.With(cmd.Context(), identity.Caller{Actor: localActor()}))
-	return fn(agents)
+	return fn(localAgents{agents})
 }
 
 func newAgentApplyCmd() *cobra.Command {
@@ -49,7 +55,9 @@ func newAgentApplyCmd() *cobra.Command {
 		Long: `Apply reads an OSSA v0.2.9 agent manifest (YAML or JSON) and stores the agent it
 describes under its metadata.name, replacing an agent of that name. The agent's system
 prompt is spec.role; its capabilities are the URIs of spec.capabilities, in order
-(positions 0, 1, …); spec.capability_bindings are kept with it.
+(positions 0, 1, …); spec.capability_bindings are kept with it. With --server it applies the
+manifest on a running caphub (PUT /v1/agents/ID, a token with the publish scope; admin when
+it gives a capability a cli binding).
 
 The manifest must pass the checks of ` + "`caphub agent validate`" + ` (the schema, and every declared or
 required capability resolving), and its capabilities must compose into an agent
@@ -58,7 +66,7 @@ same tool name. Otherwise nothing is stored and every issue is printed as
 file:line:column: severity: field path: message.
 
 Exit status: 0 when applied (warnings are printed to stderr), 1 when refused.`,
-		Example: "  caphub agent apply calculator.ossa.yaml\n  caphub agent apply --db ./caphub.db --format json agents/security-scanner.yaml",
+		Example: "  caphub agent apply calculator.ossa.yaml\n  caphub agent apply --db ./caphub.db --format json agents/security-scanner.yaml\n  caphub agent apply calculator.ossa.yaml --server http://127.0.0.1:8750",
 		Args:    exactArgs(1, "one manifest FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := outputFormat(cmd)
@@ -73,8 +81,12 @@ Exit status: 0 when applied (warnings are printed to stderr), 1 when refused.`,
 				printIssues(cmd.ErrOrStderr(), readIssues)
 				return &silentError{"unreadable manifest"}
 			}
-			return withAgents(cmd, func(agents *agent.Agents) error {
-				ag, issues, err := agents.Apply(cmd.Context(), m)
+			data, err := os.ReadFile(args[0]) // sent as it is to a server
+			if err != nil {
+				return err
+			}
+			return withAgents(cmd, func(agents agentStore) error {
+				ag, issues, err := agents.apply(cmd.Context(), m, args[0], data)
 				var me *agent.ManifestError
 				if errors.As(err, &me) {
 					printIssues(cmd.ErrOrStderr(), me.Issues)
@@ -112,7 +124,7 @@ func newAgentListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withAgents(cmd, func(agents *agent.Agents) error {
+			return withAgents(cmd, func(agents agentStore) error {
 				all, err := agents.List(cmd.Context())
 				if err != nil {
 					return err
@@ -158,12 +170,12 @@ Exit status: 0 when the agent's capabilities compose, 1 when there are problems.
 			if err != nil {
 				return err
 			}
-			return withAgents(cmd, func(agents *agent.Agents) error {
+			return withAgents(cmd, func(agents agentStore) error {
 				ag, err := agents.Get(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				cfg, err := agents.Compose(cmd.Context(), ag)
+				cfg, err := agents.compose(cmd.Context(), ag)
 				var ce *agent.ConfigError
 				switch {
 				case errors.As(err, &ce):
@@ -207,7 +219,7 @@ error: the problems are printed to stderr and the exit status is 1.`,
 		Example: "  caphub agent config calculator\n  caphub agent config --db ./caphub.db calculator | jq -r .system_prompt",
 		Args:    exactArgs(1, "an agent ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAgents(cmd, func(agents *agent.Agents) error {
+			return withAgents(cmd, func(agents agentStore) error {
 				cfg, err := agents.Config(cmd.Context(), args[0])
 				var ce *agent.ConfigError
 				if errors.As(err, &ce) {
@@ -222,6 +234,24 @@ error: the problems are printed to stderr and the exit status is 1.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w)
 				}
 				return writeJSON(cmd.OutOrStdout(), cfg)
+			})
+		},
+	}
+}
+
+func newAgentDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete ID",
+		Short:   "Delete an agent",
+		Example: "  caphub agent delete calculator\n  caphub agent delete calculator --server http://127.0.0.1:8750",
+		Args:    exactArgs(1, "an agent ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAgents(cmd, func(agents agentStore) error {
+				if err := agents.Delete(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted agent %s\n", args[0])
+				return nil
 			})
 		},
 	}

@@ -88,7 +88,7 @@ func TestAgentRegistryCLI(t *testing.T) {
 		t.Errorf("config of a missing agent: exit %d\n%s", code, errOut)
 	}
 	code, _, errOut = caphub(t, "agent", "list", "--server", "http://127.0.0.1:1")
-	if code != 2 || !strings.Contains(errOut, "works on a local database") {
+	if code != 1 || !strings.Contains(errOut, "is `caphub serve` running there?") {
 		t.Errorf("--server: exit %d\n%s", code, errOut)
 	}
 }

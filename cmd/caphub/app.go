@@ -124,6 +124,9 @@ func openService(ctx context.Context, c config, opts ...registry.Option) (*regis
 		c.log.Info("audit retention: pruning the audit chain in the background", "keep", r.String())
 		auditOpts = append(auditOpts, audit.WithRetention(r.MaxEvents, r.MaxAge))
 	}
+	if c.auditCommits != nil {
+		auditOpts = append(auditOpts, audit.WithCommitObserver(c.auditCommits))
+	}
 	log := audit.New(st, auditOpts...)
 	verifier, err := trustVerifier(c.trustedKeys)
 	if err != nil {
@@ -178,12 +181,17 @@ func newApp(ctx context.Context, c config, opts ...registry.Option) (*app, error
 	if c.embed.url != "" {
 		opts = append(opts, registry.WithSemantic(sem))
 	}
+	// The metrics observe the registry and the audit writer from the start.
+	m := metrics.New()
+	opts = append(opts, registry.WithObserver(m.ObserveRegistry))
+	c.auditCommits = m.ObserveAuditCommit
 	svc, log, err := openService(ctx, c, opts...)
 	if err != nil {
 		return nil, err
 	}
 	// The service's Close stops the cache's watch, then closes the store.
-	a := &app{store: svc.Store(), svc: svc, audit: log, closers: []func() error{svc.Close, log.Close}, semantic: sem}
+	a := &app{store: svc.Store(), svc: svc, audit: log, closers: []func() error{svc.Close, log.Close}, semantic: sem, metrics: m}
+	m.Watch(metrics.Sources{AuditQueue: log.QueueLen, Cache: svc.CacheStats})
 	if err := a.addInvocation(ctx, c); err != nil {
 		a.Close()
 		return nil, err
@@ -255,7 +263,6 @@ func (a *app) addInvocation(ctx context.Context, c config) error {
 	// operator's allow-lists, never the definitions' own say.
 	a.permits = &permit.Permits{Commands: inv.allowCmds, Env: inv.allowEnv, Hosts: inv.allowHosts}
 	a.servers = discover.NewServers(a.store, discover.APIPermits(a.permits), discover.WithRecorder(a.audit))
-	a.metrics = metrics.New()
 	if err := registerBuiltins(ctx, a.svc); err != nil {
 		return fmt.Errorf("register the built-in capabilities: %w", err)
 	}

@@ -22,14 +22,15 @@ const auditPageSize = 1000
 func newAuditCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "List and verify the audit chain of the local database",
+		Short: "List, verify and prune the audit chain",
 		Long: `The audit chain records every registration, deprecation, policy decision, approval and
 invocation as an event whose hash covers the previous event's hash, so that altering, removing
 or reordering a stored event breaks the chain where it happened. Its retention (caphub serve
 --audit-max-events, --audit-max-age, or caphub audit prune) removes the oldest events and
 leaves a checkpoint, recorded in the chain, from which the rest still verifies. These commands
-read the local database (--db, $CAPHUB_DB), not a server.`,
-		Example: "  caphub audit list --since 24h --kind invocation\n  caphub audit verify\n  caphub audit prune --max-age 90d",
+read the local database (--db, $CAPHUB_DB); list and verify also read a running caphub's chain
+with --server, with a token that has the admin scope (prune runs where the database is).`,
+		Example: "  caphub audit list --since 24h --kind invocation\n  caphub audit verify\n  caphub audit prune --max-age 90d\n  caphub audit verify --server https://caphub.example.com",
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -52,6 +53,7 @@ func newAuditListCmd() *cobra.Command {
 			f := chain.Filter{}
 			f.Capability, _ = cmd.Flags().GetString("capability")
 			f.Kind, _ = cmd.Flags().GetString("kind")
+			f.Actor, _ = cmd.Flags().GetString("actor")
 			f.AfterSeq, _ = cmd.Flags().GetInt64("after-seq")
 			limit, _ := cmd.Flags().GetInt("limit")
 			if limit < 0 {
@@ -65,7 +67,12 @@ func newAuditListCmd() *cobra.Command {
 					return &usageError{err}
 				}
 			}
-			return withAuditLog(cmd, func(l *audit.Log, _ registry.Store) error {
+			if until, _ := cmd.Flags().GetString("until"); until != "" {
+				if f.Until, err = parseTimeFlag("--until", until, time.Now()); err != nil {
+					return &usageError{err}
+				}
+			}
+			return withAuditChain(cmd, func(l auditChain) error {
 				events, err := collectEvents(cmd, l, f, limit)
 				if err != nil {
 					return err
@@ -76,7 +83,9 @@ func newAuditListCmd() *cobra.Command {
 	}
 	cmd.Flags().String("since", "", "events at or after TIME (RFC 3339, or a date 2006-01-02 in UTC) or DURATION ago (90m, 24h, 7d)")
 	cmd.Flags().String("capability", "", "events about a capability URI; without @version, about any version of it")
-	cmd.Flags().String("kind", "", "events of one kind: registered, deprecated, policy_decision, approval, invocation, …")
+	cmd.Flags().String("until", "", "events before TIME (RFC 3339, or a date 2006-01-02 in UTC) or DURATION ago (90m, 24h, 7d)")
+	cmd.Flags().String("kind", "", "events of one kind: registered, deprecated, policy_decision, approval, invocation, token_created, policy_set, …")
+	cmd.Flags().String("actor", "", "events of one actor, exactly: token:NAME, an agent id, cli:USER, caphub")
 	cmd.Flags().Int("limit", 0, "print at most N events (default: every match)")
 	cmd.Flags().Int64("after-seq", 0, "events after this sequence number (to continue a listing)")
 	addFormatFlag(cmd)
@@ -85,7 +94,7 @@ func newAuditListCmd() *cobra.Command {
 
 // collectEvents pages through the events the filter selects, up to limit
 // (0: all).
-func collectEvents(cmd *cobra.Command, l *audit.Log, f chain.Filter, limit int) ([]chain.Event, error) {
+func collectEvents(cmd *cobra.Command, l auditChain, f chain.Filter, limit int) ([]chain.Event, error) {
 	out := []chain.Event{}
 	for {
 		f.Limit = auditPageSize
@@ -154,24 +163,22 @@ pruned).
 It prints the event count, where it verified from and the head hash when the chain is intact,
 then the registration check. Exit 0 when both pass; exit 1 when the chain is broken (naming the first broken link)
 or when versions have no registration event (naming them). Keep the head hash elsewhere:
-removing the newest events leaves a shorter chain that still verifies, with another head.`,
-		Example: "  caphub audit verify\n  caphub audit verify --db postgres://caphub@db/caphub --format json",
+removing the newest events leaves a shorter chain that still verifies, with another head.
+
+With --server it verifies a running caphub's chain and database where they are (GET
+/v1/audit/verify, a token with the admin scope) and prints the same.`,
+		Example: "  caphub audit verify\n  caphub audit verify --db postgres://caphub@db/caphub --format json\n  caphub audit verify --server https://caphub.example.com --token-file ~/.caphub-admin-token",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := outputFormat(cmd)
 			if err != nil {
 				return err
 			}
-			return withAuditLog(cmd, func(l *audit.Log, st registry.Store) error {
+			return withAuditChain(cmd, func(l auditChain) error {
 				res, err := l.Verify(cmd.Context())
 				if err != nil {
 					return err
 				}
-				regs, err := l.CheckRegistrations(cmd.Context(), st)
-				if err != nil {
-					return err
-				}
-				res.AddRegistrations(regs)
 				if format == "json" {
 					if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
 						return err
@@ -193,16 +200,38 @@ removing the newest events leaves a shorter chain that still verifies, with anot
 	return cmd
 }
 
+// withAuditChain runs fn on the audit chain of the local database, or of
+// the server --server names.
+func withAuditChain(cmd *cobra.Command, fn func(auditChain) error) error {
+	cfg, err := configFrom(cmd, slog.LevelWarn)
+	if err != nil {
+		return err
+	}
+	if cfg.server != "" {
+		c, err := newClient(cfg)
+		if err != nil {
+			return &usageError{err}
+		}
+		return fn(c.Audit())
+	}
+	log, st, err := openAuditLog(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(localAudit{log: log, st: st})
+}
+
 // withAuditLog runs fn on the audit chain of the local database, and the
-// database's store, and closes them. The audit commands refuse --server: a
-// server's chain is read where its database is.
+// database's store, and closes them (caphub audit prune). It refuses
+// --server: the chain is pruned where its database is.
 func withAuditLog(cmd *cobra.Command, fn func(l *audit.Log, st registry.Store) error) error {
 	cfg, err := configFrom(cmd, slog.LevelWarn)
 	if err != nil {
 		return err
 	}
 	if server := cfg.server; server != "" {
-		return &usageError{fmt.Errorf("%s reads the audit chain of a local database (--db or $CAPHUB_DB), not of a server (%s, from --server or $CAPHUB_SERVER): run it with the server's database, and unset CAPHUB_SERVER", cmd.CommandPath(), server)}
+		return &usageError{fmt.Errorf("%s prunes the audit chain of a local database (--db or $CAPHUB_DB), not of a server (%s, from --server or $CAPHUB_SERVER): run it with the server's database (or let caphub serve --audit-max-events/--audit-max-age prune), and unset CAPHUB_SERVER", cmd.CommandPath(), server)}
 	}
 	log, st, err := openAuditLog(cmd.Context(), cfg)
 	if err != nil {
@@ -214,7 +243,11 @@ func withAuditLog(cmd *cobra.Command, fn func(l *audit.Log, st registry.Store) e
 
 // parseSince reads --since: an RFC 3339 time, a date (midnight UTC), or a
 // duration before now (Go syntax, plus "d" for days: 7d, 1d12h).
-func parseSince(s string, now time.Time) (time.Time, error) {
+func parseSince(s string, now time.Time) (time.Time, error) { return parseTimeFlag("--since", s, now) }
+
+// parseTimeFlag reads a time flag as parseSince does; flag names it in the
+// error.
+func parseTimeFlag(flag, s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
@@ -223,7 +256,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	d, err := parseAgo(s)
 	if err != nil || d < 0 {
-		return time.Time{}, fmt.Errorf("--since %q: give a time (2025-06-01T12:00:00Z), a date (2025-06-01) or how long ago (90m, 24h, 7d)", s)
+		return time.Time{}, fmt.Errorf("%s %q: give a time (2025-06-01T12:00:00Z), a date (2025-06-01) or how long ago (90m, 24h, 7d)", flag, s)
 	}
 	return now.Add(-d), nil
 }

@@ -107,7 +107,8 @@ func TestAuditCommands(t *testing.T) {
 	for _, args := range [][]string{
 		{"audit", "list", "--since", "yesterday"},
 		{"audit", "list", "--limit", "-1"},
-		{"audit", "verify", "--server", "http://127.0.0.1:1"},
+		{"audit", "prune", "--max-events", "1", "--server", "http://127.0.0.1:1"},
+		{"audit", "list", "--until", "tomorrow"},
 		{"audit", "verify", "extra"},
 	} {
 		if code, out, errOut := cli(args...); code != 2 {

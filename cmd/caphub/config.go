@@ -37,9 +37,6 @@ type config struct {
 	// server is the URL of a running caphub server used instead of db:
 	// --server, else $CAPHUB_SERVER.
 	server string
-	// serverFlag is --server alone ($CAPHUB_SERVER not consulted): caphub
-	// token refuses only the flag.
-	serverFlag string
 	// token is the API token sent to server: the file --token-file, else
 	// the file $CAPHUB_TOKEN_FILE, else $CAPHUB_TOKEN. Never logged.
 	token string
@@ -52,6 +49,9 @@ type config struct {
 	trustedKeys []string
 	// log is where the app logs (stderr, at the command's level).
 	log *slog.Logger
+	// auditCommits observes the audit writer's commits (metrics); not a
+	// setting.
+	auditCommits func(events int, d time.Duration, err error)
 
 	serve      serveConfig
 	invocation invocationConfig
@@ -315,10 +315,9 @@ func addInvokeFlags(cmd *cobra.Command) {
 // variables; the app logs to cmd's stderr at level.
 func configFrom(cmd *cobra.Command, level slog.Level) (config, error) {
 	c := config{
-		server:     stringSetting(cmd, "server", "CAPHUB_SERVER"),
-		serverFlag: flagString(cmd, "server"),
-		timeout:    serverTimeout(cmd),
-		log:        slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+		server:  stringSetting(cmd, "server", "CAPHUB_SERVER"),
+		timeout: serverTimeout(cmd),
+		log:     slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 	}
 	var err error
 	if c.token, err = tokenSetting(cmd); err != nil {

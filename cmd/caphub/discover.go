@@ -78,6 +78,7 @@ client session: cheap, but the server's own state (a memory graph, roots) is the
 					if err != nil {
 						return err
 					}
+					run = countingRunner(run, len(c.Servers), progressFor(cmd, "servers"))
 					return printReports(cmd, format, discover.RunAll(cmd.Context(), c, run))
 				})
 			}
@@ -114,6 +115,7 @@ client session: cheap, but the server's own state (a memory graph, roots) is the
 	cmd.Flags().String("sessions", "", "how clients fronted at /mcp/servers/NAME share the server: per-client (default: each client session its own upstream session, for --command its own process) or shared (one upstream session, one process, for every client)")
 	cmd.Flags().String("config", "", "discover every server of a YAML/JSON configuration file")
 	cmd.Flags().Bool("no-register", false, "only list and plan; change nothing in the registry")
+	cmd.Flags().BoolP("quiet", "q", false, "no progress on stderr for --config (it is shown only when stderr is a terminal)")
 	addFormatFlag(cmd)
 	return cmd
 }

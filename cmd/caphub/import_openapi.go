@@ -28,8 +28,8 @@ binding:
   version  info.version when it is a semantic version (v2 → 2.0.0, 1.2 → 1.2.0), else
            1.0.0; --set-version overrides it
   input    one object: path, query and header parameters, and the request body's
-           properties (or the whole body as the field "body"); every $ref is inlined and
-           recursive ones are cut
+           properties (or the whole body as the field "body"); the shared schemas each one
+           uses are kept under its own $defs (recursive ones too)
   output   the 200 (201, other 2xx, 2XX, default) response's schema
   errors   the 4xx/5xx responses as HTTP_404_NOT_FOUND, …; 429/502/503/504 are retryable
   auth     apiKey, http bearer/basic, oauth2 from the security schemes; the secret is

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/caphub/caphub/discover"
+	"github.com/caphub/caphub/mcpconn"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
 )
@@ -18,6 +22,11 @@ const progressEvery = 200 * time.Millisecond
 // about 27s left"), or nil when stderr is not a terminal or --quiet is
 // set: scripts and logs get only the result.
 func importProgress(cmd *cobra.Command) func(registry.ImportProgress) {
+	return progressFor(cmd, "definitions")
+}
+
+// progressFor is importProgress counting noun ("definitions", "servers").
+func progressFor(cmd *cobra.Command, noun string) func(registry.ImportProgress) {
 	if quiet, _ := cmd.Flags().GetBool("quiet"); quiet {
 		return nil
 	}
@@ -25,12 +34,12 @@ func importProgress(cmd *cobra.Command) func(registry.ImportProgress) {
 	if !isTerminal(w) {
 		return nil
 	}
-	return progressLine(w)
+	return progressLine(w, noun)
 }
 
 // progressLine writes progress to w as a line rewritten in place, ended
-// when the import is complete.
-func progressLine(w io.Writer) func(registry.ImportProgress) {
+// when the work is complete.
+func progressLine(w io.Writer, noun string) func(registry.ImportProgress) {
 	var last time.Time
 	return func(p registry.ImportProgress) {
 		end := p.Total > 0 && p.Done >= p.Total
@@ -38,7 +47,7 @@ func progressLine(w io.Writer) func(registry.ImportProgress) {
 			return
 		}
 		last = time.Now()
-		fmt.Fprintf(w, "\r\033[K%s", progressText(p))
+		fmt.Fprintf(w, "\r\033[K%s", progressText(p, noun))
 		if end {
 			fmt.Fprintln(w)
 		}
@@ -46,10 +55,10 @@ func progressLine(w io.Writer) func(registry.ImportProgress) {
 }
 
 // progressText is one progress line.
-func progressText(p registry.ImportProgress) string {
-	s := fmt.Sprintf("%s definitions", thousands(p.Done))
+func progressText(p registry.ImportProgress, noun string) string {
+	s := fmt.Sprintf("%s %s", thousands(p.Done), noun)
 	if p.Total > 0 {
-		s = fmt.Sprintf("%s of %s definitions (%d%%)", thousands(p.Done), thousands(p.Total), p.Done*100/p.Total)
+		s = fmt.Sprintf("%s of %s %s (%d%%)", thousands(p.Done), thousands(p.Total), noun, p.Done*100/p.Total)
 	}
 	if r := p.Rate(); r > 0 {
 		s += fmt.Sprintf(", %s/s", thousands(int(r+0.5)))
@@ -80,4 +89,27 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// countingRunner wraps run to report, as servers finish, how many of
+// total have been discovered.
+func countingRunner(run discover.Runner, total int, progress func(registry.ImportProgress)) discover.Runner {
+	if progress == nil {
+		return run
+	}
+	var mu sync.Mutex
+	p := registry.ImportProgress{Total: total}
+	start := time.Now()
+	return func(ctx context.Context, srv *mcpconn.Server) (*discover.Report, error) {
+		rep, err := run(ctx, srv)
+		mu.Lock()
+		defer mu.Unlock()
+		p.Done++
+		if err != nil {
+			p.Failed++
+		}
+		p.Elapsed = time.Since(start)
+		progress(p)
+		return rep, err
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/caphub/caphub/identity"
+	"github.com/caphub/caphub/internal/metrics"
 	"github.com/caphub/caphub/internal/ratelimit"
 	"log/slog"
 	"net"
@@ -129,7 +130,7 @@ func runServe(ctx context.Context, cfg config) error {
 	}
 	// The guard comes first: a request a web page forged is refused
 	// before anything reads it.
-	handler = guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler)
+	handler = a.metrics.Instrument(guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler))
 	// Outermost: a refused request is traced too, named by its route.
 	handler = tracing.Middleware(h.mux.Route, handler)
 	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "mcp_max_tools", sc.mcp.maxTools, "mcp_large_catalog", sc.mcp.largeCatalog, "auth", enforce, "db", cfg.db, "version", buildVersion())
@@ -161,13 +162,15 @@ func newServeHandler(a *app, cfg config) *serveHandler {
 	frontOpts.Version, frontOpts.Log = buildVersion(), cfg.log
 	frontOpts.AllowedHosts, frontOpts.AllowedOrigins = hosts, origins
 	h.front = mcpfront.New(a.servers, a.pipeline, frontOpts)
+	a.metrics.Watch(metrics.Sources{Sessions: h.front.SessionsByServer, Spawns: h.front.Spawns})
 	h.agentGW = mcpgw.NewAgentGateways(a.agents, a.pipeline, a.store, mcpgw.Options{
 		Version: buildVersion(), Log: cfg.log,
 		AllowedHosts: hosts, AllowedOrigins: origins,
 		MaxListBytes: sc.mcp.maxListBytes,
 		MaxSessions:  gwOpts.MaxSessions, IdleTimeout: gwOpts.IdleTimeout,
 	})
-	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout), rest.WithReadiness(a.readyChecks()...))
+	h.api = rest.New(a.svc, cfg.log, rest.WithVersion(buildVersion()), rest.WithInvoker(a.pipeline), rest.WithMetrics(a.metrics.Handler()), rest.WithApprovals(a.governance.Approvals()), rest.WithAgents(a.agents), rest.WithPermits(a.permits), rest.WithRequestTimeout(sc.requestTimeout), rest.WithReadiness(a.readyChecks()...),
+		rest.WithPolicies(a.governance.Policies()), rest.WithTokens(a.tokens), rest.WithAudit(a.audit))
 	h.mux = serveRoutes(h.api, h.gw.Handler(), h.agentGW.Handler(), h.front.Handler())
 	return h
 }

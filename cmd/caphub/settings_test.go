@@ -203,3 +203,22 @@ func FuzzConfigFile(f *testing.F) {
 		}
 	})
 }
+
+// TestSettingsDocumented checks that README's configuration table lists
+// every setting with its variable.
+func TestSettingsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, s := range settings {
+		row := "| `" + s.key + "` | "
+		if s.env != "" {
+			row += "`" + s.env + "`"
+		}
+		if !strings.Contains(readme, row) {
+			t.Errorf("README's configuration table lacks %s", row)
+		}
+	}
+}

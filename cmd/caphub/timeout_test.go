@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// TestGaveUpOnServer: an import whose job the server does not even accept
-// before --timeout passes exits 7 (exitGaveUp) saying that the server may still
+// TestGaveUpOnServer: an import the server has not accepted as a job when
+// --timeout passes exits 7 (exitGaveUp) saying that the server may still
 // complete it and how to check, and never reports the work as failed.
 func TestGaveUpOnServer(t *testing.T) {
 	release := make(chan struct{})

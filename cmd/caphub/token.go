@@ -14,9 +14,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newTokenCmd manages API tokens. It works on the local database only
-// (--db): tokens are administered on the server's machine, never over the
-// API, so a leaked token cannot mint others.
+// newTokenCmd manages API tokens: in the local database (--db), or with
+// --server on a running caphub, with a token that has the admin scope.
 func newTokenCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
@@ -27,27 +26,38 @@ deprecate, save servers and agents, discover), invoke (POST /v1/invoke and the M
 and admin (everything). Its secret is printed once, at creation; caphub keeps only its hash.
 
 caphub serve enforces authentication as soon as one active token exists, and refuses to
-listen beyond loopback without one. Tokens live in the database (--db); this command does
-not work with --server.`,
-		Example: "  caphub token create ci-bot --scope read --scope invoke --expires 720h\n  caphub token list\n  caphub token revoke 3f9a1c2b7d4e",
+listen beyond loopback without one. Tokens live in the database (--db): create the first
+admin token there, on the server's machine. With --server, the commands manage the tokens
+of a running caphub through its API (/v1/tokens), with an admin token (--token-file or
+$CAPHUB_TOKEN); a token may create tokens with its own scopes only.`,
+		Example: "  caphub token create ci-bot --scope read --scope invoke --expires 720h\n  caphub token list\n  caphub token revoke 3f9a1c2b7d4e\n" +
+			"  caphub token create ci-bot --scope read --server https://caphub.example.com --token-file ~/.caphub-admin-token",
 	}
 	cmd.AddCommand(newTokenCreateCmd(), newTokenListCmd(), newTokenRevokeCmd())
 	return cmd
 }
 
-// localTokens opens the token store of the local database; the caller
-// closes the returned store. --server is refused: tokens are never managed
-// over the API.
-func localTokens(cmd *cobra.Command) (*auth.Tokens, func() error, error) {
+// withTokens runs fn on the tokens of the local database, or of the server
+// --server names.
+func withTokens(cmd *cobra.Command, fn func(tokenStore) error) error {
 	cfg, err := configFrom(cmd, slog.LevelWarn)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	if cfg.serverFlag != "" {
-		return nil, nil, &usageError{errors.New("caphub token works on the local database only (--db): run it on the server's machine, tokens cannot be managed over the API")}
+	if cfg.server != "" {
+		c, err := newClient(cfg)
+		if err != nil {
+			return &usageError{err}
+		}
+		return fn(c.Tokens())
 	}
 	cmd.SetContext(identity.With(cmd.Context(), identity.Caller{Actor: localActor()}))
-	return openTokens(cmd.Context(), cfg)
+	toks, closeStore, err := openTokens(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	return fn(toks)
 }
 
 func newTokenCreateCmd() *cobra.Command {
@@ -89,13 +99,12 @@ capture it; the details go to standard error. The secret cannot be shown again: 
 					return &usageError{fmt.Errorf("--agent: %w", err)}
 				}
 			}
-			toks, closeStore, err := localTokens(cmd)
-			if err != nil {
+			var tok *auth.Token
+			var secret string
+			if err := withTokens(cmd, func(toks tokenStore) (err error) {
+				tok, secret, err = toks.CreateForAgent(cmd.Context(), args[0], scopes, ttl, agentID)
 				return err
-			}
-			defer closeStore()
-			tok, secret, err := toks.CreateForAgent(cmd.Context(), args[0], scopes, ttl, agentID)
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			if format == "json" {
@@ -132,13 +141,11 @@ func newTokenListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			toks, closeStore, err := localTokens(cmd)
-			if err != nil {
+			var all []auth.Token
+			if err := withTokens(cmd, func(toks tokenStore) (err error) {
+				all, err = toks.List(cmd.Context())
 				return err
-			}
-			defer closeStore()
-			all, err := toks.List(cmd.Context())
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			now := time.Now()
@@ -187,13 +194,11 @@ the token from its next request.`,
 		Example: "  caphub token revoke 3f9a1c2b7d4e",
 		Args:    exactArgs(1, "the token ID (see caphub token list)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			toks, closeStore, err := localTokens(cmd)
-			if err != nil {
+			var tok *auth.Token
+			if err := withTokens(cmd, func(toks tokenStore) (err error) {
+				tok, err = toks.Revoke(cmd.Context(), args[0])
 				return err
-			}
-			defer closeStore()
-			tok, err := toks.Revoke(cmd.Context(), args[0])
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Revoked token %s (%s)\n", tok.ID, tok.Name)

@@ -104,7 +104,7 @@ func TestTokenCLIErrors(t *testing.T) {
 		{[]string{"token", "create"}, exitUsage, "NAME"},
 		{[]string{"token", "create", "bad name", "--scope", "read"}, exitFailure, "token name"},
 		{[]string{"token", "revoke", "abcdef012345"}, exitFailure, "caphub token list"},
-		{[]string{"token", "list", "--server", "http://127.0.0.1:1"}, exitUsage, "local database only"},
+		{[]string{"token", "list", "--server", "http://127.0.0.1:1"}, exitFailure, "is `caphub serve` running there?"},
 	} {
 		code, _, errOut := caphub(t, append(c.args, "--db", db)...)
 		if code != c.code || !strings.Contains(errOut, c.msg) {

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
@@ -28,13 +29,16 @@ type component struct {
 	raw  any    // the schema as written
 	done bool   // converted (schema, size, deps and err are set)
 	// schema is the converted schema, its $refs pointing at "#/$defs/…";
-	// size counts its nodes; deps are the components it references
-	// directly, in order of first use; err is why it could not be
-	// converted.
+	// size counts its nodes and bytes its JSON; deps are the components it
+	// references directly, by name; err is why it could not be converted.
 	schema any
 	size   int
+	bytes  int
 	deps   []*component
 	err    error
+	// stub stands for the component in a schema whose shared parts are
+	// over their budget (see withDefs).
+	stub map[string]any
 }
 
 // componentName returns the $defs name of the schema at ptr: its pointer's
@@ -148,7 +152,8 @@ func (c *converter) convertComponent(comp *component) {
 	comp.done = true
 	if c.aliasLoop(comp) {
 		comp.schema = map[string]any{"$comment": "caphub: " + comp.ref + " is a loop of $refs that never reaches a schema: it accepts any value"}
-		comp.size = 3
+		comp.size, comp.bytes = 3, 100
+		comp.stub = comp.schema.(map[string]any)
 		return
 	}
 	s, size, err := c.schema(comp.raw, 1)
@@ -157,6 +162,9 @@ func (c *converter) convertComponent(comp *component) {
 		return
 	}
 	comp.schema, comp.size = s, size
+	if b, err := json.Marshal(s); err == nil {
+		comp.bytes = len(b)
+	}
 	seen := map[*component]bool{}
 	c.refsIn(s, func(dep *component) {
 		if !seen[dep] {
@@ -164,6 +172,22 @@ func (c *converter) convertComponent(comp *component) {
 			comp.deps = append(comp.deps, dep)
 		}
 	})
+	sortComponents(comp.deps)
+	comp.stub = map[string]any{"$comment": stubComment}
+	if m, ok := s.(map[string]any); ok {
+		if t, ok := m["type"]; ok {
+			comp.stub["type"] = t
+		}
+	}
+}
+
+// stubComment marks the stub of a component (see withDefs): short, since
+// a schema of a densely connected document may hold a hundred of them, and
+// the $defs key names the component.
+const stubComment = "caphub: not expanded (over the budget of shared schemas)"
+
+func sortComponents(list []*component) {
+	slices.SortFunc(list, func(a, b *component) int { return strings.Compare(a.name, b.name) })
 }
 
 // aliasLoop reports whether comp is a $ref (siblings aside) to a schema
@@ -223,34 +247,62 @@ func (c *converter) refsIn(v any, fn func(*component)) {
 // (s itself when it references none), and the number of nodes added. A
 // component that could not be converted makes it an error naming the
 // component.
-func (c *converter) withDefs(s map[string]any) (map[string]any, int, error) {
-	var order []*component
+//
+// The components are added nearest first (those s references, then those
+// they reference, …; the smallest first within each step) while their JSON fits in
+// budget bytes (no bound when budget is 0 or less); a component that does
+// not fit is in $defs as its stub, {"type": <its type, if it has one>,
+// "$comment": stubComment}, which accepts every value the
+// component accepts, and what it references is not added for it. Densely
+// connected documents (Microsoft Graph's types reach nearly all of its
+// 2,600 schemas) thus give schemas of a bounded size.
+func (c *converter) withDefs(s map[string]any, budget int) (map[string]any, int, error) {
 	seen := map[*component]bool{}
-	add := func(comp *component) {
+	var step []*component
+	c.refsIn(s, func(comp *component) {
 		if !seen[comp] {
 			seen[comp] = true
-			order = append(order, comp)
+			step = append(step, comp)
 		}
+	})
+	defs := map[string]any{}
+	size, used := 1, 0
+	for len(step) > 0 {
+		for _, comp := range step {
+			c.convertComponent(comp)
+			if comp.err != nil {
+				return nil, 0, comp.err
+			}
+		}
+		// The smallest first: as many whole components as the budget
+		// holds (enumerations, small objects), the large ones as stubs.
+		slices.SortFunc(step, func(a, b *component) int {
+			if a.bytes != b.bytes {
+				return a.bytes - b.bytes
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		var next []*component
+		for _, comp := range step {
+			if budget > 0 && used+comp.bytes > budget {
+				defs[comp.name] = comp.stub
+				size = addSize(size, len(comp.stub)*2+1)
+				continue
+			}
+			defs[comp.name] = comp.schema
+			size = addSize(size, comp.size+1)
+			used += comp.bytes
+			for _, dep := range comp.deps {
+				if !seen[dep] {
+					seen[dep] = true
+					next = append(next, dep)
+				}
+			}
+		}
+		step = next
 	}
-	c.refsIn(s, add)
-	for i := 0; i < len(order); i++ {
-		comp := order[i]
-		c.convertComponent(comp)
-		if comp.err != nil {
-			return nil, 0, comp.err
-		}
-		for _, dep := range comp.deps {
-			add(dep)
-		}
-	}
-	if len(order) == 0 {
+	if len(defs) == 0 {
 		return s, 0, nil
-	}
-	defs := make(map[string]any, len(order))
-	size := 1
-	for _, comp := range order {
-		defs[comp.name] = comp.schema
-		size = addSize(size, comp.size+1)
 	}
 	out := shallowCopy(s)
 	out["$defs"] = defs

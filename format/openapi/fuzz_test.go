@@ -36,6 +36,7 @@ func FuzzImportOpenAPI(f *testing.F) {
 		"openapi: 3.0.0\ninfo: {x-origin: [{format: openapi, url: 'https://h.x/a/b.json'}]}\nservers: [{url: '../v1/'}, {url: '//h.y'}, {url: ','}, {url: 'h.z:8/p'}]\npaths: {/a: {trace: {parameters: [{in: query, name: ''}, {in: header}]}}}\n",
 		"openapi: 3.0.0\nservers: [{url: '/api/{v}'}]\ncomponents: {securitySchemes: {s: {type: apiKey, in: header, name: Authorization, x-amazon-apigateway-authtype: awsSigv4}, m: {type: mutualTLS}}}\nsecurity: [{s: [], m: []}, {m: []}]\npaths: {/a: {get: {}}}\n",
 		"swagger: '2.0'\nbasePath: '/b a/%'\nschemes: [wss]\npaths: {/a: {get: {operationId: getHTTPThing}}}\n",
+		"openapi: 3.1.0\nservers: [{url: 'https://x'}]\npaths: {/a: {post: {requestBody: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/A'}}}}, responses: {'200': {content: {application/json: {schema: {$ref: '#/components/schemas/L1', nullable: true}}}}}}}}\ncomponents: {schemas: {A: {properties: {s: {$ref: '#/components/schemas/A'}, t: {$ref: '#/components/schemas/A/properties/s', type: object}, 'a b/c~': {$ref: '#/components/schemas/a b~1c~0'}}}, 'a b/c~': {enum: [1]}, L1: {$ref: '#/components/schemas/L2'}, L2: {$ref: '#/components/schemas/L1'}}}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -76,7 +76,16 @@ type Options struct {
 	// MaxSchemaNodes bounds one definition's input plus output schema with
 	// their $defs (DefaultMaxSchemaNodes when 0); a larger one is a failure.
 	MaxSchemaNodes int
+	// MaxSharedBytes bounds the JSON of the shared schemas (components)
+	// that one input or output schema carries in its $defs
+	// (DefaultMaxSharedBytes when 0, no bound when negative): the nearest
+	// are carried whole, those beyond as stubs that accept any value of
+	// the component's type (see the package doc).
+	MaxSharedBytes int
 }
+
+// DefaultMaxSharedBytes is the default of Options.MaxSharedBytes.
+const DefaultMaxSharedBytes = 16 << 10
 
 // Result is what an import produced.
 type Result struct {
@@ -233,6 +242,7 @@ type importer struct {
 	needs       map[string][]string
 	res         *Result
 	maxNodes    int
+	sharedBytes int // Options.MaxSharedBytes or its default
 	// warned holds the warnings given, so each is given once.
 	warned       map[string]bool
 	unknownBases []*unknownBase
@@ -282,6 +292,10 @@ func newImporter(source string, doc *document, v specVersion, size int, opts Opt
 	im.maxNodes = opts.MaxSchemaNodes
 	if im.maxNodes <= 0 {
 		im.maxNodes = DefaultMaxSchemaNodes
+	}
+	im.sharedBytes = opts.MaxSharedBytes
+	if im.sharedBytes == 0 {
+		im.sharedBytes = DefaultMaxSharedBytes
 	}
 	im.conv = newConverter(doc.root, v, workBudget(size))
 	im.securitySchemes()
@@ -467,11 +481,11 @@ func (im *importer) build(o *operation) (capability.Definition, error) {
 	if err != nil {
 		return capability.Definition{}, err
 	}
-	input, inDefs, err := im.conv.withDefs(input)
+	input, inDefs, err := im.conv.withDefs(input, im.sharedBytes)
 	if err != nil {
 		return capability.Definition{}, fmt.Errorf("input: %w", err)
 	}
-	output, outDefs, err := im.conv.withDefs(output)
+	output, outDefs, err := im.conv.withDefs(output, im.sharedBytes)
 	if err != nil {
 		return capability.Definition{}, fmt.Errorf("output: %w", err)
 	}

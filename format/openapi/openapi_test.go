@@ -710,7 +710,7 @@ func TestSchemaConversion(t *testing.T) {
 				t.Fatal(err)
 			}
 			if m, ok := out.(map[string]any); ok {
-				if out, _, err = c.withDefs(m); err != nil {
+				if out, _, err = c.withDefs(m, 0); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -160,11 +160,18 @@ func (t *Tokens) checkNameFree(ctx context.Context, name string, now time.Time) 
 	}
 	for _, o := range all {
 		if o.Name == name && o.State(now) == "active" {
-			return fmt.Errorf("an active token named %q exists (id %s): revoke it first (caphub token revoke %s) or choose another name", name, o.ID, o.ID)
+			return refused{fmt.Errorf("an active token named %q exists (id %s): revoke it first (caphub token revoke %s) or choose another name", name, o.ID, o.ID)}
 		}
 	}
 	return nil
 }
+
+// refused is a request Create refuses for what it asks (a name, a scope,
+// an expiry): its message, and registry.ErrInvalid for the edges to tell
+// it from a store failure.
+type refused struct{ error }
+
+func (e refused) Unwrap() []error { return []error{e.error, registry.ErrInvalid} }
 
 // newSecret draws a token id and its secret, Prefix + id + "_" + 32 random
 // bytes.
@@ -193,7 +200,7 @@ func (t *Tokens) Create(ctx context.Context, name string, scopes []Scope, ttl ti
 func (t *Tokens) CreateForAgent(ctx context.Context, name string, scopes []Scope, ttl time.Duration, agentID string) (*Token, string, error) {
 	sc, err := checkRequest(name, scopes, ttl, agentID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", refused{err}
 	}
 	now := t.now().UTC()
 	if err := t.checkNameFree(ctx, name, now); err != nil {

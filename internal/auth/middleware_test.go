@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/auth"
 	"github.com/caphub/caphub/internal/server/rest"
@@ -34,7 +36,10 @@ func restServer(t *testing.T) (*rest.Server, *sqlite.Store) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("# metrics\n")) })
-	return rest.New(registry.NewService(st), nil, rest.WithInvoker(noInvoker{}), rest.WithMetrics(metrics)), st
+	log := audit.New(st)
+	t.Cleanup(func() { _ = log.Close() })
+	return rest.New(registry.NewService(st), nil, rest.WithInvoker(noInvoker{}), rest.WithMetrics(metrics),
+		rest.WithPolicies(policy.NewPolicies(st, log)), rest.WithTokens(auth.New(st, log)), rest.WithAudit(log)), st
 }
 
 // routeScopes is the scope each REST route needs, keyed "METHOD /path" as
@@ -74,6 +79,15 @@ var routeScopes = map[string]string{
 	"GET /v1/agents/{id}/config":                            "read",
 	"POST /v1/invoke":                                       "invoke",
 	"GET /metrics":                                          "read",
+	"GET /v1/policies":                                      "read",
+	"GET /v1/policies/{agent}":                              "read",
+	"PUT /v1/policies/{agent}":                              "admin",
+	"DELETE /v1/policies/{agent}":                           "admin",
+	"GET /v1/tokens":                                        "admin",
+	"POST /v1/tokens":                                       "admin",
+	"DELETE /v1/tokens/{id}":                                "admin",
+	"GET /v1/audit":                                         "admin",
+	"GET /v1/audit/verify":                                  "admin",
 }
 
 // mcpScopes are the endpoints caphub serve mounts beside the REST API.
@@ -96,7 +110,7 @@ var mcpScopes = map[string]string{
 
 // concrete fills a route template's parameters with sample values.
 func concrete(path string) string {
-	r := strings.NewReplacer("{domain}", "security", "{name}", "scan_vulnerabilities@1.0", "{id}", "reviewer")
+	r := strings.NewReplacer("{domain}", "security", "{name}", "scan_vulnerabilities@1.0", "{id}", "reviewer", "{agent}", "reviewer")
 	return r.Replace(path)
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,9 @@ type Metrics struct {
 	errors   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	limited  *prometheus.CounterVec
+	regOps   *prometheus.HistogramVec
+	commits  *prometheus.HistogramVec
+	http     *prometheus.HistogramVec
 
 	mu     sync.Mutex
 	custom map[string]customMetric // agent-recorded metrics by name
@@ -51,6 +55,19 @@ func New() *Metrics {
 	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "caphub_rate_limited_total", Help: "Requests answered 429 by the rate limit they exceeded (token or agent).",
 	}, []string{"limit"})
+	m.regOps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "caphub_registry_operation_duration_seconds", Help: "Registry operations (register, resolve, get, list, search, deprecate) by outcome, and their latency.",
+		Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+	}, []string{"op", "outcome"})
+	m.commits = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "caphub_audit_commit_duration_seconds", Help: "Commits of the audit writer (events appended together) by outcome, and their latency.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30},
+	}, []string{"outcome"})
+	m.http = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "caphub_http_request_duration_seconds", Help: "HTTP requests by route group, method and status code, and their latency (MCP streams: until the answer ends).",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 60},
+	}, []string{"route", "method", "code"})
+	m.reg.MustRegister(m.regOps, m.commits, m.http)
 	m.reg.MustRegister(m.calls, m.errors, m.duration, m.limited, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -72,6 +89,151 @@ func (m *Metrics) ObserveInvocation(binding, code string, d time.Duration) {
 
 // RateLimited counts one request refused by the rate limit kind.
 func (m *Metrics) RateLimited(kind string) { m.limited.WithLabelValues(kind).Inc() }
+
+// ObserveRegistry records one registry operation (registry.WithObserver).
+func (m *Metrics) ObserveRegistry(op string, d time.Duration, err error) {
+	m.regOps.WithLabelValues(op, outcome(err)).Observe(d.Seconds())
+}
+
+// ObserveAuditCommit records one commit of the audit writer
+// (audit.WithCommitObserver).
+func (m *Metrics) ObserveAuditCommit(_ int, d time.Duration, err error) {
+	m.commits.WithLabelValues(outcome(err)).Observe(d.Seconds())
+}
+
+// ObserveHTTP records one HTTP request; route is a fixed group (see
+// Instrument), never the raw path.
+func (m *Metrics) ObserveHTTP(route, method string, code int, d time.Duration) {
+	m.http.WithLabelValues(route, method, strconv.Itoa(code)).Observe(d.Seconds())
+}
+
+func outcome(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// Sources are the state /metrics reads when scraped: each func may be
+// nil (its series are then left out).
+type Sources struct {
+	// Sessions counts the MCP sessions of each upstream (the front).
+	Sessions func() map[string]int
+	// Spawns are the stdio servers started and the starts that failed.
+	Spawns func() (started, failed int64)
+	// AuditQueue is how many audit events wait for the writer.
+	AuditQueue func() int
+	// Cache is the registry cache's hits and misses.
+	Cache func() (hits, misses uint64)
+}
+
+// Watch registers the series read from src at each scrape.
+func (m *Metrics) Watch(src Sources) {
+	if src.Sessions != nil {
+		m.reg.MustRegister(&mapGauge{desc: prometheus.NewDesc("caphub_gateway_sessions", "MCP sessions open per upstream (saved server) of the front.", []string{"upstream"}, nil), read: src.Sessions})
+	}
+	if src.Spawns != nil {
+		for _, c := range []struct {
+			outcome string
+			pick    func(a, b int64) int64
+		}{{"ok", func(a, _ int64) int64 { return a }}, {"failed", func(_, b int64) int64 { return b }}} {
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "caphub_upstream_spawns_total", Help: "Stdio MCP servers started, by outcome.", ConstLabels: prometheus.Labels{"outcome": c.outcome},
+			}, func() float64 { a, b := src.Spawns(); return float64(c.pick(a, b)) }))
+		}
+	}
+	if src.AuditQueue != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "caphub_audit_queue_depth", Help: "Audit events waiting for the writer.",
+		}, func() float64 { return float64(src.AuditQueue()) }))
+	}
+	if src.Cache != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "caphub_registry_cache_hits_total", Help: "Reads the registry's version cache answered.",
+		}, func() float64 { h, _ := src.Cache(); return float64(h) }))
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "caphub_registry_cache_misses_total", Help: "Reads the registry's version cache sent to the store.",
+		}, func() float64 { _, n := src.Cache(); return float64(n) }))
+	}
+}
+
+// mapGauge is a gauge with one label whose values are read at scrape.
+type mapGauge struct {
+	desc *prometheus.Desc
+	read func() map[string]int
+}
+
+func (g *mapGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *mapGauge) Collect(ch chan<- prometheus.Metric) {
+	for k, v := range g.read() {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(v), k)
+	}
+}
+
+// routeGroups are the label values of caphub_http_request_duration_seconds,
+// longest prefix first: a fixed set, so no path a client sends adds a series.
+var routeGroups = []string{
+	"/registry/capabilities", "/registry/search", "/registry/resolve", "/registry/negotiate", "/registry/jobs", "/registry/index.yaml",
+	"/mcp/agents", "/mcp/servers", "/mcp/sse", "/mcp",
+	"/v1/capabilities", "/v1/invoke", "/v1/servers", "/v1/agents", "/v1/approvals", "/v1/policies", "/v1/tokens", "/v1/audit",
+	"/v0", "/healthz", "/readyz", "/metrics", "/openapi.json",
+}
+
+// RouteGroup is the group of a request path (other when none).
+func RouteGroup(path string) string {
+	for _, g := range routeGroups {
+		if path == g || strings.HasPrefix(path, g+"/") || (strings.HasPrefix(path, g) && strings.HasPrefix(path[len(g):], ".")) {
+			return g
+		}
+	}
+	return "other"
+}
+
+// Instrument records every request next serves (ObserveHTTP).
+func (m *Metrics) Instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		method := r.Method
+		switch method {
+		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		default:
+			method = "other"
+		}
+		m.ObserveHTTP(RouteGroup(r.URL.Path), method, sw.code, time.Since(start))
+	})
+}
+
+// statusWriter notes the status a handler answered with, passing flushes
+// through (MCP answers stream).
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

@@ -73,3 +73,26 @@ func TestAgentMetrics(t *testing.T) {
 		})
 	}
 }
+
+func TestWatchAndRouteGroups(t *testing.T) {
+	m := New()
+	sessions := map[string]int{"memory": 3, "filesystem": 1}
+	m.Watch(Sources{Sessions: func() map[string]int { return sessions }, Spawns: func() (int64, int64) { return 4, 1 }})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`caphub_gateway_sessions{upstream="memory"} 3`, `caphub_gateway_sessions{upstream="filesystem"} 1`,
+		`caphub_upstream_spawns_total{outcome="ok"} 4`, `caphub_upstream_spawns_total{outcome="failed"} 1`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("lacks %s", want)
+		}
+	}
+	for path, want := range map[string]string{
+		"/registry/capabilities/a/b@1": "/registry/capabilities", "/registry/search": "/registry/search", "/mcp": "/mcp",
+		"/mcp/agents/x": "/mcp/agents", "/mcp/servers/memory/sse": "/mcp/servers", "/registry/index.yaml": "/registry/index.yaml",
+		"/mcpx": "other", "/etc/passwd": "other", "/v0/servers": "/v0",
+	} {
+		if got := RouteGroup(path); got != want {
+			t.Errorf("RouteGroup(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -60,6 +60,7 @@ type Status struct {
 	ID     string `json:"id"`
 	Status string `json:"status"` // running, done, failed, cancelled
 	registry.ImportProgress
+	Warnings   int                        `json:"warnings"`              // warnings of the registered definitions (capability.Validate's SHOULDs)
 	Rate       float64                    `json:"rate"`                  // definitions handled per second
 	ETASeconds float64                    `json:"eta_seconds,omitempty"` // at that rate, while running
 	StartedAt  time.Time                  `json:"started_at"`
@@ -92,7 +93,7 @@ type Manager struct {
 type job struct {
 	mu      sync.Mutex
 	status  Status
-	results []registry.RegisterResult
+	results []Outcome
 	all     []capability.ImportFailure
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -155,10 +156,13 @@ func (m *Manager) run(ctx context.Context, j *job, src Source, cleanup func()) {
 			defs = defs[n:]
 		}
 		j.mu.Lock()
-		for i := range res {
-			res[i].Record = registry.Record{} // the definition is stored; keep only the outcome
+		for _, r := range res {
+			// The definition is stored: keep only the outcome, and count
+			// the warnings (tens of thousands of definitions can have
+			// the same few each).
+			j.status.Warnings += len(r.Warnings)
+			j.results = append(j.results, Outcome{URI: r.URI, Version: r.Version, Created: r.Created, Digest: r.Digest, TrustTier: r.TrustTier})
 		}
-		j.results = append(j.results, res...)
 		j.all = append(j.all, failures...)
 		st := &j.status
 		st.Add(res, len(failures))
@@ -261,20 +265,31 @@ func (m *Manager) Status(ctx context.Context, id string) (Status, error) {
 	return st, nil
 }
 
-// Results returns the results and every failure of a job of this process,
-// so far. ErrNoResults when the job ran in an earlier run of the server.
-func (m *Manager) Results(ctx context.Context, id string) (registry.ImportResult, Status, error) {
+// Results returns the results (without their warnings, which the status
+// counts) and every failure of a job of this process, so far. ErrNoResults when the job ran in an earlier run of the server.
+func (m *Manager) Results(ctx context.Context, id string) ([]Outcome, []capability.ImportFailure, Status, error) {
 	j := m.job(id)
 	if j == nil {
 		st, err := m.Status(ctx, id)
 		if err != nil {
-			return registry.ImportResult{}, Status{}, err
+			return nil, nil, Status{}, err
 		}
-		return registry.ImportResult{}, st, ErrNoResults
+		return nil, nil, st, ErrNoResults
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return registry.ImportResult{Results: j.results, Failures: j.all}, j.snapshot(), nil
+	return j.results, j.all, j.snapshot(), nil
+}
+
+// Outcome is what a job did with one definition: registry.RegisterResult
+// without the warnings (the status counts them) and the stored record,
+// so that a job's results stay small however many definitions it has.
+type Outcome struct {
+	URI       string `json:"uri"`
+	Version   string `json:"version"`
+	Created   bool   `json:"created"`
+	Digest    string `json:"digest"`
+	TrustTier string `json:"trust_tier,omitempty"`
 }
 
 // ErrNoResults: a job's results are held by the server process that ran

@@ -276,6 +276,23 @@ func queueInsert(b *pgx.Batch, ev chain.Event) {
 	b.Queue(insertAuditSQL, ev.Seq, ev.Time, ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
 }
 
+// lockAuditAfter runs batch, then takes the chain's advisory lock and reads
+// its last event (nil when it is empty), all in one pipeline on conn, in
+// a transaction: the lock is taken only once batch's statements are done.
+func (s *Store) lockAuditAfter(ctx context.Context, conn querier, batch *pgx.Batch) (*chain.Event, error) {
+	var last *chain.Event
+	batch.Queue(lockAuditSQL, s.schema)
+	batch.Queue(lastAuditSQL).QueryRow(func(row pgx.Row) error {
+		var err error
+		last, err = lastEvent(row)
+		return err
+	})
+	if err := conn.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, fmt.Errorf("index, take the audit chain lock and read the last event: %w", err)
+	}
+	return last, nil
+}
+
 // lockAudit takes the chain's advisory lock in tx (one per schema, released
 // at commit) and reads the chain's last event (nil when it is empty), in
 // one round trip: the two statements go in one pipeline and run in order.

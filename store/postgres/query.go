@@ -83,15 +83,24 @@ func (s *Store) readTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // List returns a page of records in the stable order; see registry.Store.
-// The page is one range scan of the order index from the cursor on;
-// Total is counted, in the same snapshot, only when asked.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	if err := s.checkOpen(); err != nil {
+	raw, err := s.ListRaw(ctx, f)
+	if err != nil {
 		return registry.Page{}, err
+	}
+	return read.DecodePage(raw)
+}
+
+// ListRaw returns a page of records in the stable order, not decoded; see
+// registry.Store. The page is one range scan of the order index from the
+// cursor on; Total is counted, in the same snapshot, only when asked.
+func (s *Store) ListRaw(ctx context.Context, f registry.ListFilter) (registry.RawPage, error) {
+	if err := s.checkOpen(); err != nil {
+		return registry.RawPage{}, err
 	}
 	cur, fp, err := registry.OpenPage("list", &f, "")
 	if err != nil {
-		return registry.Page{}, err
+		return registry.RawPage{}, err
 	}
 	a := read.NewArgs(dialect)
 	where := filterSQL(f, a)
@@ -103,11 +112,11 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 	pageSQL := `SELECT ` + recordColumns + `, c.version_key FROM capabilities c WHERE ` + where +
 		` ORDER BY ` + orderBy + ` LIMIT ` + a.Add(f.Limit+1)
 	countSQL := `SELECT count(*) FROM capabilities c WHERE ` + filterSQL(f, read.NewArgs(dialect))
-	var page registry.Page
+	var page registry.RawPage
 	readPage := func(q interface {
 		Query(context.Context, string, ...any) (pgx.Rows, error)
 	}) error {
-		page.Items = make([]registry.Record, 0, min(f.Limit, 64))
+		page.Items = make([]registry.RawRecord, 0, min(f.Limit, 64))
 		rows, err := q.Query(ctx, pageSQL, a.Vals...)
 		if err != nil {
 			return err
@@ -116,13 +125,12 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 		var lastKey string
 		for rows.Next() {
 			var vk string
-			r, err := scanRecord(rows, &vk)
+			r, err := scanRaw(rows, &vk)
 			if err != nil {
 				return err
 			}
 			if len(page.Items) == f.Limit {
-				last := page.Items[len(page.Items)-1].Key
-				page.NextCursor = registry.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
+				page.NextCursor = read.NextListCursor(fp, page.Items[len(page.Items)-1].Key, lastKey)
 				break
 			}
 			page.Items = append(page.Items, r)
@@ -133,18 +141,18 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 	if f.CountTotal {
 		// The count and the page from one snapshot.
 		err = s.readTx(ctx, func(tx pgx.Tx) error {
-			page = registry.Page{}
+			page = registry.RawPage{}
 			if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
 				return fmt.Errorf("count: %w", err)
 			}
 			return readPage(tx)
 		})
 	} else {
-		page = registry.Page{Total: registry.NotCounted}
+		page = registry.RawPage{Total: registry.NotCounted}
 		err = readPage(s.pool)
 	}
 	if err != nil {
-		return registry.Page{}, fmt.Errorf("list capabilities in postgres %s: %w", s.where, err)
+		return registry.RawPage{}, fmt.Errorf("list capabilities in postgres %s: %w", s.where, err)
 	}
 	return page, nil
 }

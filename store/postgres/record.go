@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -23,18 +21,26 @@ const recordColumns = `c.scheme, c.domain, c.name, c.version, c.definition::text
 // scanRecord reads one row of recordColumns (and any extra columns into
 // extra).
 func scanRecord(row pgx.Row, extra ...any) (registry.Record, error) {
+	raw, err := scanRaw(row, extra...)
+	if err != nil {
+		return registry.Record{}, err
+	}
+	return raw.Decode()
+}
+
+// scanRaw reads one row of recordColumns (and any extra columns into
+// extra) without decoding the definition.
+func scanRaw(row pgx.Row, extra ...any) (registry.RawRecord, error) {
 	var (
-		r            registry.Record
-		def          string
+		r            registry.RawRecord
+		def          []byte
 		deprecatedAt *time.Time
 	)
 	dest := append([]any{&r.Key.Scheme, &r.Key.Domain, &r.Key.Name, &r.Key.Version, &def, &r.Digest, &r.TrustTier, &r.RegisteredAt, &deprecatedAt}, extra...)
 	if err := row.Scan(dest...); err != nil {
-		return registry.Record{}, err
+		return registry.RawRecord{}, err
 	}
-	if err := json.Unmarshal([]byte(def), &r.Definition); err != nil {
-		return registry.Record{}, fmt.Errorf("decode stored definition of %s: %w: the database is damaged; restore it from a backup or re-register the version", r.Key, err)
-	}
+	r.Definition = def
 	r.RegisteredAt = r.RegisteredAt.UTC()
 	if deprecatedAt != nil {
 		t := deprecatedAt.UTC()

@@ -129,7 +129,13 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *ch
 	for i, r := range recs {
 		results[i].Key = r.Key
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error { return s.putInTx(ctx, tx, b, results, hook) })
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		err = s.putOnce(ctx, b, results, hook)
+		if !retryable(err) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+	}
 	if err != nil {
 		var ce *registry.ConflictError
 		if errors.As(err, &ce) {
@@ -171,40 +177,80 @@ func preparePut(recs []registry.Record) (*putBatch, error) {
 	return b, nil
 }
 
-// putInTx is one attempt of PutAudited's transaction: it fills results.
-func (s *Store) putInTx(ctx context.Context, tx pgx.Tx, b *putBatch, results []registry.PutResult, hook *chain.Hook) error {
+// querier is what the steps of a write send statements through: a
+// connection in a transaction begun by hand (putOnce), or a pgx.Tx.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// putOnce is one attempt of PutAudited's transaction, in four round trips
+// (five when some keys existed): BEGIN with the capabilities' locks; the
+// insert; the side tables, the latest versions and the notifications,
+// pipelined with the audit chain's lock and the read of its last event;
+// the events' inserts pipelined with COMMIT. The chain's lock, which every
+// appender on every replica waits for, is so held for one round trip. It
+// fills results; a failure rolls back.
+func (s *Store) putOnce(ctx context.Context, b *putBatch, results []registry.PutResult, hook *chain.Hook) (err error) {
 	for i := range results {
 		results[i].Created = false
 	}
-	if err := s.lockCapabilities(ctx, tx, b); err != nil {
-		return err
-	}
-	created, err := insertVersions(ctx, tx, b)
+	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	stored, err := storedDigests(ctx, tx, b, created)
+	defer c.Release()
+	conn := c.Conn()
+	defer func() {
+		if err != nil {
+			rollback(ctx, conn)
+		}
+	}()
+	if err := s.lockCapabilities(ctx, conn, b, beginAuditSQL); err != nil {
+		return err
+	}
+	created, err := insertVersions(ctx, conn, b)
+	if err != nil {
+		return err
+	}
+	stored, err := storedDigests(ctx, conn, b, created)
 	if err != nil {
 		return err
 	}
 	if err := b.settle(results, created, stored); err != nil {
 		return err
 	}
-	if len(created) == 0 {
-		return nil
+	final := &pgx.Batch{}
+	if len(created) > 0 {
+		batch := s.indexBatch(b, created, results)
+		keep := func(i int) bool { return results[i].Created }
+		if hook != nil && write.HookAppends(hook, keep) {
+			last, err := s.lockAuditAfter(ctx, conn, batch)
+			if err != nil {
+				return err
+			}
+			events, err := write.ChainHook(hook, last, keep)
+			if err != nil {
+				return err
+			}
+			for _, ev := range events {
+				queueInsert(final, ev)
+			}
+		} else if err := conn.SendBatch(ctx, batch).Close(); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
 	}
-	if err := s.indexCreated(ctx, tx, b, created, results); err != nil {
-		return err
-	}
-	if hook != nil {
-		return s.appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created })
+	final.Queue(commitSQL).Exec(checkCommit)
+	if err := conn.SendBatch(ctx, final).Close(); err != nil {
+		return fmt.Errorf("insert the audit events and commit: %w", err)
 	}
 	return nil
 }
 
 // lockCapabilities takes the advisory locks of the batch's capabilities,
-// in ascending order.
-func (s *Store) lockCapabilities(ctx context.Context, tx pgx.Tx, b *putBatch) error {
+// in ascending order, after the statements first (such as BEGIN) in the
+// same pipeline.
+func (s *Store) lockCapabilities(ctx context.Context, tx querier, b *putBatch, first ...string) error {
 	var locks []int64
 	for _, i := range b.unique {
 		locks = append(locks, s.capabilityLock(b.recs[i].Key))
@@ -212,6 +258,9 @@ func (s *Store) lockCapabilities(ctx context.Context, tx pgx.Tx, b *putBatch) er
 	slices.Sort(locks)
 	locks = slices.Compact(locks)
 	batch := &pgx.Batch{}
+	for _, sql := range first {
+		batch.Queue(sql)
+	}
 	for _, l := range locks {
 		batch.Queue(`SELECT pg_advisory_xact_lock($1)`, l)
 	}
@@ -260,7 +309,7 @@ func (c *insertColumns) args() []any {
 
 // insertVersions inserts the batch's keys that do not exist yet and
 // returns the ids of those it created.
-func insertVersions(ctx context.Context, tx pgx.Tx, b *putBatch) (map[registry.Key]int64, error) {
+func insertVersions(ctx context.Context, tx querier, b *putBatch) (map[registry.Key]int64, error) {
 	var cols insertColumns
 	for _, i := range b.unique {
 		cols.add(b.preps[i])
@@ -297,7 +346,7 @@ func (c *keyColumns) add(k registry.Key) {
 
 // storedDigests returns the digest of every key of the batch: the new
 // one of a created key, the stored one of a key that existed.
-func storedDigests(ctx context.Context, tx pgx.Tx, b *putBatch, created map[registry.Key]int64) (map[registry.Key]string, error) {
+func storedDigests(ctx context.Context, tx querier, b *putBatch, created map[registry.Key]int64) (map[registry.Key]string, error) {
 	stored := map[registry.Key]string{}
 	var missing keyColumns
 	for _, i := range b.unique {
@@ -362,10 +411,10 @@ var sideTables = []struct {
 	{"capability_bindings (capability_id, binding_type)", func(p write.Prepared) []string { return p.Bindings }},
 }
 
-// indexCreated fills the side tables of the created versions, recomputes
-// the latest versions of their capabilities and notifies watchers of
-// them.
-func (s *Store) indexCreated(ctx context.Context, tx pgx.Tx, b *putBatch, created map[registry.Key]int64, results []registry.PutResult) error {
+// indexBatch queues what indexes the created versions: their side
+// tables, the latest versions of their capabilities and the notifications
+// to watchers.
+func (s *Store) indexBatch(b *putBatch, created map[registry.Key]int64, results []registry.PutResult) *pgx.Batch {
 	batch := &pgx.Batch{}
 	for _, side := range sideTables {
 		var ids []int64
@@ -394,10 +443,7 @@ func (s *Store) indexCreated(ctx context.Context, tx pgx.Tx, b *putBatch, create
 		}
 	}
 	batch.Queue(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.channel, notes)
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("index: %w", err)
-	}
-	return nil
+	return batch
 }
 
 // createdCapabilities returns each capability with a created version

@@ -77,15 +77,25 @@ func sqlLimit(limit int) int {
 }
 
 // List returns a page of records in the stable order; see registry.Store.
-// The page is one range scan of the order index from the cursor on;
-// Total is counted, in the same read transaction, only when asked.
 func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page, error) {
-	cur, fp, err := registry.OpenPage("list", &f, "")
+	raw, err := s.ListRaw(ctx, f)
 	if err != nil {
 		return registry.Page{}, err
 	}
+	return read.DecodePage(raw)
+}
+
+// ListRaw returns a page of records in the stable order, not decoded; see
+// registry.Store. The page is one range scan of the order index from the
+// cursor on; Total is counted, in the same read transaction, only when
+// asked.
+func (s *Store) ListRaw(ctx context.Context, f registry.ListFilter) (registry.RawPage, error) {
+	cur, fp, err := registry.OpenPage("list", &f, "")
+	if err != nil {
+		return registry.RawPage{}, err
+	}
 	where, args := filterSQL(f)
-	page := registry.Page{Total: registry.NotCounted}
+	page := registry.RawPage{Total: registry.NotCounted}
 	var q interface {
 		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 	} = s.reader
@@ -93,11 +103,11 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 		// The count and the page from one snapshot.
 		tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
-			return registry.Page{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+			return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 		}
 		defer tx.Rollback()
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM capabilities c WHERE `+where, args...).Scan(&page.Total); err != nil {
-			return registry.Page{}, fmt.Errorf("count capabilities in sqlite database %s: %w", s.path, err)
+			return registry.RawPage{}, fmt.Errorf("count capabilities in sqlite database %s: %w", s.path, err)
 		}
 		q = tx
 	}
@@ -110,27 +120,26 @@ func (s *Store) List(ctx context.Context, f registry.ListFilter) (registry.Page,
 	rows, err := q.QueryContext(ctx, `SELECT `+recordColumns+`, c.version_key FROM capabilities c WHERE `+where+
 		` ORDER BY `+orderBy+` LIMIT ?`, append(args, f.Limit+1)...)
 	if err != nil {
-		return registry.Page{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+		return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	page.Items = make([]registry.Record, 0, min(f.Limit, 64))
+	page.Items = make([]registry.RawRecord, 0, min(f.Limit, 64))
 	var lastKey string
 	for rows.Next() {
 		var vk string
-		r, err := scanRecord(rows, &vk)
+		r, err := scanRaw(rows, &vk)
 		if err != nil {
-			return registry.Page{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+			return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 		}
 		if len(page.Items) == f.Limit {
-			last := page.Items[len(page.Items)-1].Key
-			page.NextCursor = registry.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, lastKey, last.Version}}.Encode()
+			page.NextCursor = read.NextListCursor(fp, page.Items[len(page.Items)-1].Key, lastKey)
 			break
 		}
 		page.Items = append(page.Items, r)
 		lastKey = vk
 	}
 	if err := rows.Err(); err != nil {
-		return registry.Page{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
+		return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 	}
 	return page, nil
 }

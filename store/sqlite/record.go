@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/caphub/caphub/registry"
@@ -16,27 +15,35 @@ const recordColumns = `c.scheme, c.domain, c.name, c.version, c.definition, c.di
 // scanRecord reads one row of recordColumns (and any extra columns into
 // extra).
 func scanRecord(sc scanner, extra ...any) (registry.Record, error) {
+	raw, err := scanRaw(sc, extra...)
+	if err != nil {
+		return registry.Record{}, err
+	}
+	return raw.Decode()
+}
+
+// scanRaw reads one row of recordColumns (and any extra columns into
+// extra) without decoding the definition.
+func scanRaw(sc scanner, extra ...any) (registry.RawRecord, error) {
 	var (
-		r            registry.Record
-		def          string
+		r            registry.RawRecord
+		def          []byte
 		registeredAt string
 		deprecatedAt *string
 	)
 	dest := append([]any{&r.Key.Scheme, &r.Key.Domain, &r.Key.Name, &r.Key.Version, &def, &r.Digest, &r.TrustTier, &registeredAt, &deprecatedAt}, extra...)
 	if err := sc.Scan(dest...); err != nil {
-		return registry.Record{}, err
+		return registry.RawRecord{}, err
 	}
-	if err := json.Unmarshal([]byte(def), &r.Definition); err != nil {
-		return registry.Record{}, fmt.Errorf("decode stored definition of %s: %w: the database is damaged; restore it from a backup or re-register the version", r.Key, err)
-	}
+	r.Definition = def
 	var err error
 	if r.RegisteredAt, err = parseTime(registeredAt); err != nil {
-		return registry.Record{}, fmt.Errorf("decode registered_at of %s: %w: the database is damaged", r.Key, err)
+		return registry.RawRecord{}, fmt.Errorf("decode registered_at of %s: %w: the database is damaged", r.Key, err)
 	}
 	if deprecatedAt != nil {
 		t, err := parseTime(*deprecatedAt)
 		if err != nil {
-			return registry.Record{}, fmt.Errorf("decode deprecated_at of %s: %w: the database is damaged", r.Key, err)
+			return registry.RawRecord{}, fmt.Errorf("decode deprecated_at of %s: %w: the database is damaged", r.Key, err)
 		}
 		r.DeprecatedAt = &t
 	}

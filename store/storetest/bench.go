@@ -121,16 +121,33 @@ func BenchSearch(b *testing.B, s registry.Store) {
 	}
 }
 
-// BenchList measures List of the latest versions, 50 a page, walking on
-// with the cursor (and starting again at the end).
+// BenchList measures List of the latest versions: walking 50 a page
+// with the cursor (and starting again at the end), and the first page of
+// registry.DefaultPageSize without and with its total counted
+// (CountTotal), whose cost grows with the registry.
 func BenchList(b *testing.B, s registry.Store) {
-	cursor := ""
-	for b.Loop() {
-		p, err := s.List(b.Context(), registry.ListFilter{Limit: 50, Cursor: cursor})
-		if err != nil {
-			b.Fatal(err)
+	b.Run("walk", func(b *testing.B) {
+		cursor := ""
+		for b.Loop() {
+			p, err := s.List(b.Context(), registry.ListFilter{Limit: 50, Cursor: cursor})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cursor = p.NextCursor
 		}
-		cursor = p.NextCursor
+	})
+	for _, count := range []bool{false, true} {
+		name := "first"
+		if count {
+			name = "first+total"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.List(b.Context(), registry.ListFilter{CountTotal: count}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

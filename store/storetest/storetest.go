@@ -592,6 +592,29 @@ func testListFilters(t *testing.T, s registry.Store) {
 		if p.Total != len(tt.want) || p.NextCursor != "" {
 			t.Errorf("%s: Total %d, NextCursor %q; want %d, \"\"", tt.name, p.Total, p.NextCursor, len(tt.want))
 		}
+		checkListRaw(t, s, tt.f, p)
+	}
+}
+
+// checkListRaw checks that ListRaw answers what List does, the stored
+// JSON not decoded.
+func checkListRaw(t *testing.T, s registry.Store, f registry.ListFilter, want registry.Page) {
+	t.Helper()
+	raw, err := s.ListRaw(t.Context(), f)
+	if err != nil {
+		t.Fatalf("ListRaw(%+v): %v", f, err)
+	}
+	if raw.Total != want.Total || raw.NextCursor != want.NextCursor || len(raw.Items) != len(want.Items) {
+		t.Fatalf("ListRaw(%+v): %d items, total %d, cursor %q; List said %d, %d, %q", f, len(raw.Items), raw.Total, raw.NextCursor, len(want.Items), want.Total, want.NextCursor)
+	}
+	for i, r := range raw.Items {
+		got, err := r.Decode()
+		if err != nil {
+			t.Fatalf("ListRaw(%+v) item %d: %v", f, i, err)
+		}
+		if !reflect.DeepEqual(got, want.Items[i]) {
+			t.Errorf("ListRaw(%+v) item %d decodes to\n%+v\nList gave\n%+v", f, i, got, want.Items[i])
+		}
 	}
 }
 
@@ -642,7 +665,11 @@ func testListPagination(t *testing.T, s registry.Store) {
 			got, total := walk(t, limit, func(cursor string) (registry.Page, error) {
 				f := f
 				f.Limit, f.Cursor, f.CountTotal = limit, cursor, true
-				return s.List(t.Context(), f)
+				p, err := s.List(t.Context(), f)
+				if err == nil {
+					checkListRaw(t, s, f, p)
+				}
+				return p, err
 			})
 			if !slices.Equal(got, want) || total != len(want) {
 				t.Errorf("filter %+v limit %d: pages gave %v (total %d); want %v", f, limit, got, total, want)

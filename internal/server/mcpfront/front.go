@@ -441,6 +441,13 @@ func (f *Front) Close() error {
 // Sessions reports how many downstream sessions are relayed now.
 func (f *Front) Sessions() int { return f.env.Sessions.Len() }
 
+// SessionsByServer counts the relayed sessions of each saved server.
+func (f *Front) SessionsByServer() map[string]int { return f.env.Sessions.ByServer() }
+
+// Spawns are the stdio servers the front started and the starts that
+// failed so far.
+func (f *Front) Spawns() (started, failed int64) { return f.env.Spawner.Counts() }
+
 // liftDeadlines frees an MCP request from the server's read and write
 // timeouts, which are sized for REST calls: a stream (SSE, or a tool call
 // that runs long) outlives them, and they would cut it. The body must still

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/caphub/caphub/capability"
@@ -41,13 +42,20 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request) bool {
 	if !ok || name == "" || version == "" {
 		return false
 	}
-	scheme := capability.SchemeOSSA // as getCapability: ossa first, then mcp
+	scheme := ""
 	if r.URL.RawQuery != "" {
-		if sc := r.URL.Query().Get("scheme"); sc != "" {
-			scheme = sc
+		scheme = r.URL.Query().Get("scheme")
+	}
+	var v *registry.CachedVersion
+	if scheme != "" {
+		v, ok = s.svc.CachedRaw(scheme, domain, name, version)
+	} else {
+		// As getCapability: ossa first, then mcp when ossa has none.
+		v, ok = s.svc.CachedRaw(capability.SchemeOSSA, domain, name, version)
+		if !ok && s.svc.CachedAbsent(capability.SchemeOSSA, domain, name, version) {
+			v, ok = s.svc.CachedRaw(capability.SchemeMCP, domain, name, version)
 		}
 	}
-	v, ok := s.svc.CachedRaw(scheme, domain, name, version)
 	if !ok {
 		return false
 	}
@@ -99,4 +107,34 @@ func noneMatch(header, etag string) bool {
 		header = header[end+2:]
 	}
 	return false
+}
+
+// writeRawPage answers a page of a list as ListResponse encodes it, each
+// item the stored JSON of its version written as it is (as a GET of it
+// answers), without decoding and encoding the definitions again.
+func writeRawPage(w http.ResponseWriter, p registry.RawPage) {
+	n := 64 + len(p.NextCursor)
+	for _, r := range p.Items {
+		n += len(r.Definition) + 1
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, `{"items":[`...)
+	for i, r := range p.Items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, r.Definition...)
+	}
+	buf = append(buf, ']')
+	if p.Total >= 0 {
+		buf = append(buf, `,"total":`...)
+		buf = strconv.AppendInt(buf, int64(p.Total), 10)
+	}
+	if p.NextCursor != "" {
+		buf = append(buf, `,"next_cursor":`...)
+		buf = strconv.AppendQuote(buf, p.NextCursor)
+	}
+	buf = append(buf, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf)
 }

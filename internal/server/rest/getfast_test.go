@@ -3,15 +3,19 @@ package rest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/auth"
+	"github.com/caphub/caphub/internal/server/guard"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
 )
@@ -244,3 +248,143 @@ type discardWriter struct{ h http.Header }
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(int)             {}
+
+// A list writes each version's stored JSON as it is: the bytes a GET of
+// the version answers, and what the Service's List decodes.
+func TestListWritesStoredJSON(t *testing.T) {
+	srv, svc, other := cachedServer(t)
+	if _, err := other.Register(t.Context(), fastDef("1.1.0")); err != nil {
+		t.Fatal(err)
+	}
+	a := get(srv, "/registry/capabilities?all_versions=true&total=true")
+	if a.Code != http.StatusOK || a.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("list = %d %s", a.Code, a.Body)
+	}
+	var page struct {
+		Items      []json.RawMessage `json:"items"`
+		Total      int               `json:"total"`
+		NextCursor *string           `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(a.Body.Bytes(), &page); err != nil {
+		t.Fatalf("list answer: %v\n%s", err, a.Body)
+	}
+	if len(page.Items) != 2 || page.Total != 2 || page.NextCursor != nil {
+		t.Fatalf("list = %d items, total %d, cursor %v; want 2, 2, none", len(page.Items), page.Total, page.NextCursor)
+	}
+	want, err := svc.List(t.Context(), registry.ListFilter{AllVersions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{"1.0.0", "1.1.0"} {
+		g := get(srv, "/registry/capabilities/fast/thing@"+v)
+		if !bytes.Equal(page.Items[i], g.Body.Bytes()) {
+			t.Errorf("list item %d =\n%s\nGET @%s =\n%s", i, page.Items[i], v, g.Body)
+		}
+		var d capability.Definition
+		if err := json.Unmarshal(page.Items[i], &d); err != nil || !reflect.DeepEqual(d, want.Items[i].Definition) {
+			t.Errorf("list item %d decodes to %+v (%v); Service.List gave %+v", i, d, err, want.Items[i].Definition)
+		}
+	}
+	// Paged: the cursor is a JSON string, and the Link header continues.
+	a = get(srv, "/registry/capabilities?all_versions=true&limit=1")
+	page.NextCursor = nil
+	if err := json.Unmarshal(a.Body.Bytes(), &page); err != nil || page.NextCursor == nil || len(page.Items) != 1 || a.Header().Get("Link") == "" {
+		t.Fatalf("first page of 1: %v %s", err, a.Body)
+	}
+}
+
+// The Service's List takes a version's decoded definition from the cache
+// when its stored JSON is the same, and decodes it again when it changed.
+func TestListDecodesThroughCache(t *testing.T) {
+	_, svc, other := cachedServer(t)
+	ctx := t.Context()
+	waitFor(t, "the cache's watch", func() bool {
+		p, err := svc.List(ctx, registry.ListFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := svc.List(ctx, registry.ListFilter{})
+		// Shared once cached: the same Input map.
+		return len(p.Items) == 1 && len(q.Items) == 1 && reflect.ValueOf(p.Items[0].Definition.Input).Pointer() == reflect.ValueOf(q.Items[0].Definition.Input).Pointer()
+	})
+	if _, err := other.Deprecate(ctx, "ossa", "fast", "thing", "1.0.0", registry.DeprecateRequest{MigrationGuide: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.List(ctx, registry.ListFilter{})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Definition.Stability != capability.StabilityDeprecated {
+		t.Fatalf("List right after another store's deprecation = %+v, %v; want it deprecated", p.Items, err)
+	}
+}
+
+// BenchmarkGetVersionHTTP measures a cached GET of one version over a
+// loopback HTTP connection behind the request guard, as caphub serve
+// answers it (client and server in this process).
+func BenchmarkGetVersionHTTP(b *testing.B) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "caphub.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := registry.NewService(st, registry.WithCache())
+	defer svc.Close()
+	if _, err := svc.Register(context.Background(), fastDef("1.0.0")); err != nil {
+		b.Fatal(err)
+	}
+	api := New(svc, nil)
+	srv := httptest.NewServer(guard.New(guard.Options{AcceptsYAML: api.AcceptsYAML}).Handler(api))
+	defer srv.Close()
+	url := srv.URL + "/registry/capabilities/fast/thing@1.0.0"
+	for range 1000 {
+		if _, ok := svc.CachedRaw("ossa", "fast", "thing", "1.0.0"); ok {
+			break
+		}
+		get(api, "/registry/capabilities/fast/thing@1.0.0")
+		time.Sleep(time.Millisecond)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	hc := &http.Client{Transport: tr}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := hc.Get(url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
+}
+
+// An mcp: capability asked for without a scheme (ossa first, then mcp) is
+// served from the cache too once ossa is known to have no such version.
+func TestCachedGetOfMCPCapability(t *testing.T) {
+	srv, svc, other := cachedServer(t)
+	m := capability.Definition{URI: "mcp:tools/echo@1.0", Name: "echo", Domain: "tools", Version: "1.0.0",
+		Input: capability.Schema{"type": "object"}, Output: capability.Schema{"type": "object"},
+		Bindings: capability.Bindings{MCP: &capability.MCPBinding{Server: "tools", Tool: "echo"}}}
+	if _, err := other.Register(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	const path = "/registry/capabilities/tools/echo@1.0.0"
+	waitFor(t, "the cache's watch", func() bool {
+		if a := get(srv, path); a.Code != http.StatusOK {
+			t.Fatalf("GET = %d %s", a.Code, a.Body)
+		}
+		return svc.CachedAbsent("ossa", "tools", "echo", "1.0.0")
+	})
+	want := get(srv, path+"?scheme=mcp")
+	if _, ok := svc.CachedRaw("mcp", "tools", "echo", "1.0.0"); !ok {
+		t.Fatal("the mcp version is not cached")
+	}
+	// Served by the fast path (ossa known absent, mcp cached): the same
+	// answer as with the scheme.
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	rec := httptest.NewRecorder()
+	if !srv.serveCached(rec, req) || !bytes.Equal(rec.Body.Bytes(), want.Body.Bytes()) || rec.Header().Get("ETag") != want.Header().Get("ETag") {
+		t.Errorf("fast path of the mcp capability without a scheme: %d %s; want %s", rec.Code, rec.Body, want.Body)
+	}
+}

@@ -43,7 +43,7 @@ func (s *Server) jobRoutes() []route {
 // jobAnswer is the body of a job's results.
 type jobAnswer struct {
 	jobs.Status
-	Items    []registry.RegisterResult  `json:"items"`
+	Items    []jobs.Outcome             `json:"items"`
 	Failures []capability.ImportFailure `json:"failures,omitempty"`
 }
 
@@ -190,14 +190,14 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getJobResults(w http.ResponseWriter, r *http.Request) error {
-	res, st, err := s.jobs.Results(r.Context(), r.PathValue("id"))
+	items, failures, st, err := s.jobs.Results(r.Context(), r.PathValue("id"))
 	if errors.Is(err, jobs.ErrNoResults) {
 		return &statusError{title: "The job's results are no longer held", status: http.StatusGone, detail: err.Error()}
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, jobAnswer{Status: st, Items: res.Results, Failures: res.Failures}, s.log)
+	writeJSON(w, http.StatusOK, jobAnswer{Status: st, Items: items, Failures: failures}, s.log)
 	return nil
 }
 

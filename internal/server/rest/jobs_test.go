@@ -139,3 +139,37 @@ func TestJobStale(t *testing.T) {
 		t.Errorf("results of a job of an earlier run: %d %s", a.status, a.body)
 	}
 }
+
+// TestJobCancel cancels a running job: it stops after the chunk it is
+// registering, which stays registered.
+func TestJobCancel(t *testing.T) {
+	srv, _ := newTestServer(t)
+	a := call(t, srv, "POST", "/registry/jobs", "application/json", jobDoc("cancel", 20000, -1, 0))
+	if a.status != 202 {
+		t.Fatalf("POST: %d %s", a.status, a.body)
+	}
+	d := call(t, srv, "DELETE", a.header.Get("Location"), "", nil)
+	var st jobs.Status
+	if d.status != 200 || json.Unmarshal(d.body, &st) != nil {
+		t.Fatalf("DELETE: %d %s", d.status, d.body)
+	}
+	if st.Status != jobs.Cancelled || st.Done >= st.Total || st.Done%registry.ImportChunk != 0 || !strings.Contains(st.Error, "cancelled after") {
+		t.Fatalf("cancelled job: %+v", st)
+	}
+	stored := 0
+	f := registry.ListFilter{Domain: "cancel", AllVersions: true, Limit: 100}
+	for {
+		p, err := srv.Config.Handler.(*Server).svc.Store().List(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += len(p.Items)
+		if p.NextCursor == "" {
+			break
+		}
+		f.Cursor = p.NextCursor
+	}
+	if stored != st.Registered {
+		t.Errorf("%d registered according to the job, %d stored", st.Registered, stored)
+	}
+}

@@ -83,7 +83,8 @@ func (s *Server) OpenAPI() map[string]any {
 // request is held to.
 func (s *Server) apiDescription() string {
 	return "Capability registry for AI agents: the OSSA registry API (§5.2), registration under the versioning rules, deprecation, negotiation, search, and the everruns capability shape. " +
-		fmt.Sprintf("Every list and search answers one page: %d items unless limit says otherwise, at most %d (a larger limit is refused with 400); next_cursor and a Link rel=\"next\" header continue.", DefaultPageSize, MaxPageSize) +
+		fmt.Sprintf("Every list and search answers one page: %d items unless limit says otherwise, at most %d (a larger limit is refused with 400); next_cursor and a Link rel=\"next\" header continue; a list counts its matches into total only when asked with total=true (counting reads every match). ", DefaultPageSize, MaxPageSize) +
+		"A GET of one version answers the stored JSON with an ETag of those bytes (If-None-Match answers 304), the registered content's digest in " + digestHeader + " and its trust tier in " + TrustTierHeader + "." +
 		s.budgetDescription()
 }
 

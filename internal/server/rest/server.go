@@ -50,6 +50,7 @@ type Server struct {
 	version    string
 	budget     time.Duration // time budget of a request; 0: none
 	ready      []ReadyCheck  // /readyz, beside the store's answer
+	admin      adminParts    // /v1/policies, /v1/tokens, /v1/audit (admin.go)
 }
 
 // Option configures a Server.
@@ -176,6 +177,7 @@ func (s *Server) routeTable() []route {
 	}
 	routes = append(routes, s.agentRoutes(agents)...)
 	routes = append(routes, s.approvalRoutes(s.approvals)...)
+	routes = append(routes, s.adminRoutes()...)
 	return append(routes, s.invokeRoutes()...)
 }
 
@@ -277,12 +279,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.List(r.Context(), f)
+	p, err := s.svc.ListRaw(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	setNextLink(w, r, p.NextCursor)
-	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	writeRawPage(w, p)
 	return nil
 }
 
@@ -292,12 +294,12 @@ func (s *Server) listDomain(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f.Domain = r.PathValue("domain")
-	p, err := s.svc.List(r.Context(), f)
+	p, err := s.svc.ListRaw(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	setNextLink(w, r, p.NextCursor)
-	writeJSON(w, http.StatusOK, pageResponse(p), s.log)
+	writeRawPage(w, p)
 	return nil
 }
 

@@ -209,3 +209,63 @@ func TestOpenAPIUnknownBase(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestOpenAPISharedSchemas imports PeerTube's spec from the public OpenAPI
+// directory, whose request bodies and parameters are $refs to shared
+// components (kept as $defs): PUT /api/v1/users/me takes the component
+// UpdateMe, whose properties (some $refs themselves, one into another
+// component's properties) become input fields sent in the JSON body, and
+// GET /api/v1/abuses takes predefinedReason, an array component, sent as
+// repeated query parameters (form, explode). The inputs validate against
+// the schemas with their $defs.
+func TestOpenAPISharedSchemas(t *testing.T) {
+	rec := newRecorder(t, nil)
+	res := directorySpec(t, "cpy.re/peertube.json", openapi.Options{BaseURL: rec.srv.URL})
+	byPath := map[string]*capability.Definition{}
+	for i, d := range res.Definitions {
+		meta := d.Metadata["openapi"].(map[string]any)
+		byPath[meta["endpoint_method"].(string)+" "+meta["endpoint_path"].(string)] = &res.Definitions[i]
+	}
+	env := func(string) (string, bool) { return "token", true }
+	b := httpbind.New(httpbind.Options{Getenv: env})
+
+	me := byPath["PUT /api/v1/users/me"]
+	defs, _ := me.Input["$defs"].(map[string]any)
+	if defs["password"] == nil || defs["User.properties.email"] == nil {
+		t.Fatalf("PUT /api/v1/users/me: $defs %v", defs)
+	}
+	in := map[string]any{"currentPassword": "correct horse", "password": "battery staple", "email": "ada@example.com", "displayNSFW": "both"}
+	validate(t, me, in, true)
+	validate(t, me, map[string]any{"currentPassword": "short"}, false) // password: minLength 6
+	mustInvoke(t, b, me, in)
+	s := rec.got(t)
+	if got := decodeJSON(t, s.body); s.method != "PUT" || s.path != "/api/v1/users/me" || !reflect.DeepEqual(got, map[string]any{
+		"currentPassword": "correct horse", "password": "battery staple", "email": "ada@example.com", "displayNSFW": "both"}) {
+		t.Errorf("PUT /api/v1/users/me: %s %s body %v", s.method, s.path, got)
+	}
+
+	list := byPath["GET /api/v1/abuses"]
+	loc := list.Bindings.HTTP.Extra[httpbind.ExtraParameters].(map[string]any)["predefinedReason"].(map[string]any)
+	if loc["style"] != "form" || loc["explode"] != true {
+		t.Errorf("predefinedReason (an array component): %v, want style form, explode", loc)
+	}
+	in = map[string]any{"predefinedReason": []any{"privacy", "rights"}, "state": int64(1)}
+	validate(t, list, in, true)
+	validate(t, list, map[string]any{"predefinedReason": []any{"boredom"}}, false)
+	mustInvoke(t, b, list, in)
+	if s := rec.got(t); !reflect.DeepEqual(s.query["predefinedReason"], []string{"privacy", "rights"}) || s.query.Get("state") != "1" {
+		t.Errorf("GET /api/v1/abuses: query %v", s.query)
+	}
+}
+
+// validate checks whether input is valid against d's input schema.
+func validate(t *testing.T, d *capability.Definition, input map[string]any, valid bool) {
+	t.Helper()
+	sch, issues := capability.CompileSchema(d.Input)
+	if len(issues) > 0 {
+		t.Fatalf("%s: input schema: %v", d.Name, issues)
+	}
+	if err := sch.Validate(capability.Normalize(input)); (err == nil) != valid {
+		t.Errorf("%s: input %v valid %v, want %v (%v)", d.Name, input, err == nil, valid, err)
+	}
+}

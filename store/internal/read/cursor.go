@@ -24,3 +24,22 @@ func EndSearchPage(page *registry.Page, limit int, fp string, offset int) {
 		page.NextCursor = registry.Cursor{Kind: "search", Query: fp, Offset: offset + limit}.Encode()
 	}
 }
+
+// NextListCursor is the NextCursor of a list page whose last item has key
+// last and version key versionKey (the keyset of the stable order).
+func NextListCursor(fp string, last registry.Key, versionKey string) string {
+	return registry.Cursor{Kind: "list", Query: fp, After: []string{last.Scheme, last.Domain, last.Name, versionKey, last.Version}}.Encode()
+}
+
+// DecodePage decodes the definitions of a raw list page.
+func DecodePage(raw registry.RawPage) (registry.Page, error) {
+	page := registry.Page{Total: raw.Total, NextCursor: raw.NextCursor, Items: make([]registry.Record, len(raw.Items))}
+	for i, r := range raw.Items {
+		rec, err := r.Decode()
+		if err != nil {
+			return registry.Page{}, err
+		}
+		page.Items[i] = rec
+	}
+	return page, nil
+}

@@ -140,7 +140,9 @@ func (u *upstream) launch(ctx context.Context, srv *mcpconn.Server) (int, error)
 		u.releaseSlot()
 		return http.StatusInternalServerError, fmt.Errorf("start MCP server %q: %v", u.name, err)
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	u.rl.env.Spawner.Started(err)
+	if err != nil {
 		u.releaseSlot()
 		return http.StatusBadGateway, fmt.Errorf("caphub could not start the MCP server %q (%s): %v: check that the command runs", u.name, srv.Source(), err)
 	}

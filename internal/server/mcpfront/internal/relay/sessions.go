@@ -93,6 +93,17 @@ func (t *Sessions) Add(key any, s Session, goroutines ...func()) error {
 	return nil
 }
 
+// ByServer counts the sessions of each server.
+func (t *Sessions) ByServer() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int, len(t.byServer))
+	for k, v := range t.byServer {
+		out[k] = v
+	}
+	return out
+}
+
 // Get returns the session under key, or nil.
 func (t *Sessions) Get(key any) Session {
 	t.mu.Lock()

