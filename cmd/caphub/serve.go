@@ -58,7 +58,14 @@ embedding provider embeds each capability's name, title, description, keywords, 
 parameter names; the vectors are kept in the database beside the versions, versions without
 one are embedded in the background, and a provider that is down never fails a registration.
 The provider and its key (--embed-api-key-env names the variable holding it) are the
-operator's settings: no API caller can change where texts are sent.`,
+operator's settings: no API caller can change where texts are sent.
+
+Traces (off by default): with OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT, or
+OTEL_TRACES_EXPORTER=otlp) set, OpenTelemetry spans of each request, MCP method, registry
+operation, invocation, binding attempt and upstream call are exported over OTLP/HTTP; the
+other OTEL_* variables apply (OTEL_SERVICE_NAME, default caphub). A W3C traceparent a
+request brings, in its headers or its MCP params._meta, is passed on to the upstreams its
+call reaches, traces on or off.`,
 		Example: "  caphub serve\n  caphub token create admin --scope admin && caphub serve --addr 0.0.0.0:8750\n  caphub serve --auth\n  caphub serve --addr 127.0.0.1:9000 --db /var/lib/caphub/caphub.db\n  caphub serve --db postgres://caphub@127.0.0.1:5432/caphub\n  OPENAI_API_KEY=sk-… caphub serve --embed-url https://api.openai.com --embed-model text-embedding-3-small --embed-dimensions 256 --embed-api-key-env OPENAI_API_KEY",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

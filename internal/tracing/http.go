@@ -52,23 +52,24 @@ func Middleware(route func(*http.Request) string, next http.Handler) http.Handle
 }
 
 // StartClient starts the client span of a request caphub sends upstream
-// (what names the upstream: "http binding", "delegation", an MCP
-// server's name) and writes its trace context into req's headers; end
+// (what names the caller: "http binding", "delegation") and writes its trace context into req's headers; end
 // ends the span with the answer's status code or the error. Off, it only
 // writes the trace context req's context carries, if any.
 func StartClient(req *http.Request, what string) (end func(*http.Response, error)) {
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
 	t := tracer.Load()
 	if t == nil {
 		Inject(req.Context(), req.Header)
 		return noEnd
 	}
+	// Not the path or the query: they may hold what a caller sent, or a
+	// key.
 	ctx, span := (*t).Start(req.Context(), req.Method,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(req.Method), semconv.ServerAddress(req.URL.Hostname()),
-			semconv.URLScheme(req.URL.Scheme), semconv.URLPath(req.URL.Path), attribute.String("caphub.upstream", what)))
-	if req.Header == nil {
-		req.Header = http.Header{}
-	}
+			semconv.URLScheme(req.URL.Scheme), attribute.String("caphub.upstream", what)))
 	propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	return func(resp *http.Response, err error) {
 		switch {

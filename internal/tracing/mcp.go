@@ -41,6 +41,9 @@ func MCPMethods(next mcp.MethodHandler) mcp.MethodHandler {
 		name, tool := method, ""
 		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
 			tool = p.Name
+			if len(tool) > maxToolName {
+				tool = tool[:maxToolName] // a client's string: bounded
+			}
 			name += " " + tool
 		}
 		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("mcp.method.name", method))}
@@ -65,6 +68,9 @@ func MCPMethods(next mcp.MethodHandler) mcp.MethodHandler {
 		return res, err
 	}
 }
+
+// maxToolName bounds the tool name a span is named after.
+const maxToolName = 128
 
 // metaOf is the _meta of a request's params (nil without params).
 func metaOf(req mcp.Request) map[string]any {

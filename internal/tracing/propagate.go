@@ -44,6 +44,17 @@ func FromMeta(ctx context.Context, meta map[string]any) context.Context {
 	return propagator.Extract(ctx, metaCarrier(meta))
 }
 
+// MetaParent returns ctx with the trace context in an MCP request's
+// _meta when that names another trace than the one ctx is in (the HTTP
+// request's, see MCPMethods), else ctx itself.
+func MetaParent(ctx context.Context, meta map[string]any) context.Context {
+	m := FromMeta(ctx, meta)
+	if m == ctx || trace.SpanContextFromContext(m).TraceID() == trace.SpanContextFromContext(ctx).TraceID() {
+		return ctx
+	}
+	return m
+}
+
 // Metadata is what carries an MCP message's _meta (the MCP SDK's params
 // and results are).
 type Metadata interface {

@@ -10,6 +10,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/identity"
 	"github.com/caphub/caphub/internal/server/mcpgw"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/invoke"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -17,8 +18,9 @@ import (
 // Call is a fronted tools/call the policy allowed, to record once it ends.
 type Call struct {
 	Server, Tool string
-	Caller       string    // the agent it acts as (identity.Caller.Agent)
-	Start        time.Time // when the policy was asked
+	Caller       string       // the agent it acts as (identity.Caller.Agent)
+	Start        time.Time    // when the policy was asked
+	span         tracing.Span // the call's, ended when it is recorded
 }
 
 // Authorize asks the policy about a call of a fronted tool by the caller
@@ -30,6 +32,10 @@ type Call struct {
 func (e *Env) Authorize(ctx context.Context, server, tool string, args json.RawMessage) (call Call, denied string) {
 	caller := identity.From(ctx).Agent
 	call = Call{Server: server, Tool: tool, Caller: caller, Start: time.Now()}
+	_, call.span = tracing.StartFor(ctx, "tools/call", tool, tracing.Client)
+	call.span.SetString("mcp.method.name", "tools/call")
+	call.span.SetString("gen_ai.tool.name", tool)
+	call.span.SetString("caphub.upstream", server)
 	uri := toolURI(server, tool)
 	req := &invoke.Call{URI: uri, Definition: definition(server, uri, tool), Input: arguments(args), Caller: caller, Attempt: 1}
 	err := e.Hooks.Authorize(ctx, req)
@@ -44,7 +50,8 @@ func (e *Env) Authorize(ctx context.Context, server, tool string, args json.RawM
 	return call, "DENIED: " + msg
 }
 
-// Emit records an allowed call that reached the upstream: e is its error
+// Emit records an allowed call that reached the upstream, and ends its
+// span: e is its error
 // (Classify's; nil for success).
 func (e *Env) Emit(ctx context.Context, call Call, err *invoke.Error) {
 	e.emit(ctx, call, err, true)
@@ -57,7 +64,9 @@ func (e *Env) emit(ctx context.Context, call Call, err *invoke.Error, attempted 
 	rec := invoke.Record{Time: call.Start.UTC(), URI: toolURI(call.Server, call.Tool), Caller: call.Caller, Binding: capability.BindingMCP, DurationMS: ms(d)}
 	if err != nil {
 		rec.Code, rec.Message = err.Code, err.Message
+		call.span.Fail(err.Code, err.Message)
 	}
+	call.span.End(nil)
 	if attempted {
 		rec.Attempts = []invoke.Attempt{{Binding: capability.BindingMCP, Attempt: 1, Duration: d, DurationMS: ms(d), Error: err}}
 	}
@@ -66,8 +75,9 @@ func (e *Env) emit(ctx context.Context, call Call, err *invoke.Error, attempted 
 
 // WithApproval returns ctx carrying its caller retried with the approval
 // id a tools/call names, read as caphub's own /mcp reads it
-// (mcpgw.ApprovalID).
+// (mcpgw.ApprovalID), and the trace its _meta names (tracing.MetaParent).
 func WithApproval(ctx context.Context, hdr http.Header, meta map[string]any) context.Context {
+	ctx = tracing.MetaParent(ctx, meta)
 	return identity.WithApproval(ctx, mcpgw.ApprovalID(meta, hdr, ""))
 }
 
