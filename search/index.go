@@ -2,8 +2,10 @@
 // agents write them: any of its words may match, each word weighed by how
 // rare it is (BM25F over weighted fields, each with its own length
 // normalisation), identifiers split into words, English stems, the verb's
-// kind of operation understood, general synonyms, and a "did you mean" for
-// words no capability has. The index is held in memory and is the one
+// kind of operation understood, general synonyms, for a word no capability
+// has the words nearest to it in meaning (English word vectors from GloVe,
+// package search/internal/wordvec), and a "did you mean" for words with
+// none. The index is held in memory and is the one
 // ranking of both stores; package registry keeps it current.
 package search
 
@@ -76,6 +78,9 @@ type Index struct {
 	// vocab is the sorted terms, for prefixes and suggestions; nil when
 	// stale. Searches (under the read lock) set it, writers clear it.
 	vocab atomic.Pointer[[]string]
+	// vecs is the terms of vocab that have word vectors, and the related
+	// words found for queries; nil when stale, like vocab.
+	vecs atomic.Pointer[vecVocab]
 }
 
 type doc struct {
@@ -147,6 +152,7 @@ func (ix *Index) Put(d Doc) {
 		p.doc = n
 		if _, known := ix.postings[t]; !known {
 			ix.vocab.Store(nil)
+			ix.vecs.Store(nil)
 		}
 		ix.postings[t] = append(ix.postings[t], *p)
 	}
@@ -227,6 +233,7 @@ func (ix *Index) compactLocked() {
 		if len(out) == 0 {
 			delete(ix.postings, t)
 			ix.vocab.Store(nil)
+			ix.vecs.Store(nil)
 		} else {
 			ix.postings[t] = slices.Clip(out)
 		}

@@ -115,8 +115,13 @@ func TestKeepPagesAndExplain(t *testing.T) {
 		t.Errorf("pages %q, want %q", paged, ids(all))
 	}
 	only := ix.Search(Query{Text: "issues repository pull", Keep: func(m any) bool { return m == "slack" }})
-	if only.Total != 0 {
-		t.Errorf("Keep slack only: %q", ids(only))
+	for _, h := range only.Hits {
+		if h.Meta != "slack" {
+			t.Errorf("Keep slack only: %q", ids(only))
+		}
+	}
+	if only.Total >= all.Total {
+		t.Errorf("Keep slack only: %d hits, as many as without it", only.Total)
 	}
 	ex := ix.Search(Query{Text: "create issue", Limit: 1, Explain: true})
 	if len(ex.Hits) != 1 || !strings.Contains(strings.Join(ex.Hits[0].Why, "\n"), `"issu" in name, title`) || !strings.Contains(strings.Join(ex.Hits[0].Why, "\n"), "does what was asked (crud.create)") {
@@ -129,17 +134,19 @@ func TestPutReplacesAndDeleteForgets(t *testing.T) {
 	put := func(id, name string) {
 		ix.Put(Doc{ID: id, Text: [numFields]string{FieldName: name}, Meta: name})
 	}
-	put("a", "alpha beta")
-	put("b", "beta gamma")
-	put("a", "delta")
-	if got := ids(ix.Search(Query{Text: "alpha"})); len(got) != 0 {
+	// Made-up words: they have no word vectors, so only the words
+	// themselves match.
+	put("a", "quorble zintex")
+	put("b", "zintex gravlot")
+	put("a", "plumvek")
+	if got := ids(ix.Search(Query{Text: "quorble"})); len(got) != 0 {
 		t.Errorf("replaced text still found: %q", got)
 	}
-	if got := ids(ix.Search(Query{Text: "delta"})); !slices.Equal(got, []string{"a"}) {
+	if got := ids(ix.Search(Query{Text: "plumvek"})); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("new text: %q", got)
 	}
 	ix.Delete("b")
-	if got := ids(ix.Search(Query{Text: "beta gamma"})); len(got) != 0 || ix.Len() != 1 {
+	if got := ids(ix.Search(Query{Text: "zintex gravlot"})); len(got) != 0 || ix.Len() != 1 {
 		t.Errorf("deleted: %q, len %d", got, ix.Len())
 	}
 	// Enough deletions compact the postings; what is left is still found.
@@ -149,11 +156,69 @@ func TestPutReplacesAndDeleteForgets(t *testing.T) {
 	for i := range 4000 {
 		ix.Delete(fmt.Sprint("x", i))
 	}
-	res := ix.Search(Query{Text: "filler delta"})
+	res := ix.Search(Query{Text: "filler plumvek"})
 	if res.Total != 1001 || ix.Len() != 1001 {
 		t.Errorf("after compaction: total %d, len %d, want 1001", res.Total, ix.Len())
 	}
-	if m, _, ok := ix.Lookup("a"); !ok || m != "delta" {
+	if m, _, ok := ix.Lookup("a"); !ok || m != "plumvek" {
 		t.Errorf("meta of a after compaction: %v %v", m, ok)
+	}
+}
+
+// A word no document has finds the documents of the words nearest to it in
+// meaning (by their word vectors), and says it is unknown only when nothing
+// is near.
+func TestRelatedWordsOfUnknownWords(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "list_cars", Domain: "fleet", Title: "List cars", Description: "Returns the cars of a fleet."},
+		{Name: "get_doctor", Domain: "clinic", Title: "Get a doctor", Description: "Returns a doctor's details."},
+		{Name: "list_workers", Domain: "staff", Title: "List workers", Description: "Returns every worker on the payroll."},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	for q, want := range map[string]string{
+		"show the automobiles":    "fleet/list_cars",
+		"find a physician":        "clinic/get_doctor",
+		"employees on my payroll": "staff/list_workers",
+	} {
+		res := ix.Search(Query{Text: q, Explain: true})
+		if len(res.Hits) == 0 || res.Hits[0].ID != want {
+			t.Errorf("%q: hits %q, want %s first", q, ids(res), want)
+			continue
+		}
+		if why := strings.Join(res.Hits[0].Why, "; "); !strings.Contains(why, "related to") {
+			t.Errorf("%q: explain %q does not say the word was related", q, why)
+		}
+		if len(res.Unknown) != 0 {
+			t.Errorf("%q: unknown %+v, want none: a related word was found", q, res.Unknown)
+		}
+	}
+	// A related word weighs less than the word itself, and does not count
+	// as naming the document.
+	a := ix.Search(Query{Text: "list automobiles"})
+	b := ix.Search(Query{Text: "list cars"})
+	if len(a.Hits) == 0 || len(b.Hits) == 0 || a.Hits[0].Score >= b.Hits[0].Score/2 {
+		t.Errorf("list automobiles scores %v, list cars %v: want the word itself to score more than twice as high", a.Hits, b.Hits)
+	}
+	if res := ix.Search(Query{Text: "zzyzx"}); len(res.Hits) != 0 || len(res.Unknown) != 1 {
+		t.Errorf("a word with no vector and no neighbour: hits %q, unknown %+v", ids(res), res.Unknown)
+	}
+}
+
+func BenchmarkRelatedScan(b *testing.B) {
+	ix := fixture()
+	ix.mu.RLock()
+	v := ix.vectorVocabulary()
+	ix.mu.RUnlock()
+	words := []string{"song", "pictur", "bug", "compani", "employe", "websit"}
+	i := 0
+	for b.Loop() {
+		w := words[i%len(words)]
+		i++
+		v.mu.Lock()
+		clear(v.cache)
+		v.mu.Unlock()
+		v.related(w)
 	}
 }

@@ -28,7 +28,7 @@ var actionVerbs = func() map[string]string {
 		ActionCreate: "create add new make open start post insert register submit raise write generate build launch begin spawn put",
 		ActionRead:   "get show list read fetch view see display retrieve return download describe inspect lookup load browse enumerate count check",
 		ActionUpdate: "update change edit set modify patch rename replace move edit toggle adjust alter enable disable mark assign configure",
-		ActionDelete: "delete remove cancel drop destroy erase purge revoke clear unregister close archive discard kill terminate uninstall detach unset",
+		ActionDelete: "delete remove cancel drop destroy erase purge revoke clear unregister close archive discard kill terminate uninstall detach unset forget wipe scrap",
 		ActionSearch: "search find query filter seek locate match",
 		ActionNotify: "send notify message email alert ping tell announce broadcast dm",
 	} {

@@ -73,6 +73,10 @@ type qterm struct {
 	term   string
 	weight float64
 	why    string // how it came from the query, for Explain
+	// related marks a word found by its vector: it does not count as
+	// naming a document (a name that says "review" is not asked for by
+	// "requests").
+	related bool
 }
 
 // plan is an analysed query.
@@ -87,16 +91,17 @@ type plan struct {
 // lock.
 func (ix *Index) analyse(text string) plan {
 	var p plan
-	add := func(t string, w float64, why string) {
+	// add adds term t, or raises its weight.
+	add := func(qt qterm) {
 		for i := range p.terms {
-			if p.terms[i].term == t {
-				if w > p.terms[i].weight {
-					p.terms[i].weight, p.terms[i].why = w, why
+			if p.terms[i].term == qt.term {
+				if qt.weight > p.terms[i].weight {
+					p.terms[i] = qt
 				}
 				return
 			}
 		}
-		p.terms = append(p.terms, qterm{t, w, why})
+		p.terms = append(p.terms, qt)
 	}
 	words := Words(text)
 	if len(words) > maxQueryWords {
@@ -107,7 +112,7 @@ func (ix *Index) analyse(text string) plan {
 		if firstPerson[w] {
 			if !firstPersonDone {
 				for _, t := range firstPersonTerms {
-					add(t, firstPersonWeight, fmt.Sprintf("%q asks about the caller", w))
+					add(qterm{term: t, weight: firstPersonWeight, why: fmt.Sprintf("%q asks about the caller", w)})
 				}
 				firstPersonDone = true
 			}
@@ -115,7 +120,7 @@ func (ix *Index) analyse(text string) plan {
 		}
 		if ts, ok := questions[w]; ok {
 			for _, t := range ts {
-				add(t, questionWeight, fmt.Sprintf("%q asks for it", w))
+				add(qterm{term: t, weight: questionWeight, why: fmt.Sprintf("%q asks for it", w)})
 			}
 			continue
 		}
@@ -126,15 +131,15 @@ func (ix *Index) analyse(text string) plan {
 			if p.action == "" {
 				p.action = a
 				for _, t := range actionTerms[a] {
-					add(t, actionTermWeight, fmt.Sprintf("%q asks to %s", w, strings.TrimPrefix(a, "crud.")))
+					add(qterm{term: t, weight: actionTermWeight, why: fmt.Sprintf("%q asks to %s", w, strings.TrimPrefix(a, "crud."))})
 				}
 			}
 			// A verb that is itself a usual name of its action (create,
 			// list, delete) is looked for as any word is.
 			if t := Stem(w); slices.Contains(actionTerms[a], t) {
-				add(t, 1, "")
+				add(qterm{term: t, weight: 1})
 			} else {
-				add(t, verbWeight, "the verb "+w)
+				add(qterm{term: t, weight: verbWeight, why: "the verb " + w})
 			}
 			continue
 		}
@@ -143,7 +148,7 @@ func (ix *Index) analyse(text string) plan {
 			// one ("slack"), not when it is common ("memory", "everything").
 			if n := ix.scopes[t]; p.scope == "" && n > 0 && len(ix.postings[t]) <= 2*n {
 				p.scope = t
-				add(t, 1, "names the API")
+				add(qterm{term: t, weight: 1, why: "names the API"})
 				continue
 			}
 			ix.addWord(&p, add, w, t, i == len(words)-1)
@@ -161,19 +166,27 @@ func (ix *Index) analyse(text string) plan {
 
 // addWord adds the term t of the query word w, its synonyms, and for a word
 // no document has, the known words it begins (when last) or is nearest.
-func (ix *Index) addWord(p *plan, add func(string, float64, string), w, t string, last bool) {
+func (ix *Index) addWord(p *plan, add func(qterm), w, t string, last bool) {
 	known := len(ix.postings[t]) > 0
 	if known {
-		add(t, 1, "")
+		add(qterm{term: t, weight: 1})
 	}
 	syn := false
 	for _, s := range synonyms[t] {
 		if len(ix.postings[s]) > 0 {
-			add(s, synonymWeight, "a synonym of "+w)
+			add(qterm{term: s, weight: synonymWeight, why: "a synonym of " + w})
 			syn = true
 		}
 	}
 	if known || syn {
+		return
+	}
+	// A word no document has looks for the words nearest in meaning.
+	for _, r := range ix.vectorVocabulary().related(t) {
+		add(qterm{term: r.term, weight: relatedWeight * float64(r.sim), why: "related to " + w, related: true})
+		syn = true
+	}
+	if syn {
 		return
 	}
 	vocab := ix.vocabulary()
@@ -181,7 +194,7 @@ func (ix *Index) addWord(p *plan, add func(string, float64, string), w, t string
 		i := sort.SearchStrings(vocab, t)
 		n := 0
 		for ; i < len(vocab) && strings.HasPrefix(vocab[i], t) && n < maxPrefixTerms; i++ {
-			add(vocab[i], prefixWeight, w+" begins it")
+			add(qterm{term: vocab[i], weight: prefixWeight, why: w + " begins it"})
 			n++
 		}
 		if n > 0 {
@@ -191,7 +204,7 @@ func (ix *Index) addWord(p *plan, add func(string, float64, string), w, t string
 	near := ix.nearest(vocab, t, maxSuggestions)
 	p.unknown = append(p.unknown, Unknown{Word: w, DidYouMean: near})
 	if len(near) > 0 {
-		add(near[0], suggestionWeight, "nearest known word to "+w)
+		add(qterm{term: near[0], weight: suggestionWeight, why: "nearest known word to " + w})
 	}
 }
 
@@ -287,8 +300,10 @@ func (ix *Index) accumulate(p plan) *accumulator {
 				acc.touched = append(acc.touched, d)
 			}
 			acc.score[d] += s
-			acc.named[d][0] += uint16(ps[i].tf[FieldName])
-			acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
+			if !qt.related {
+				acc.named[d][0] += uint16(ps[i].tf[FieldName])
+				acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
+			}
 			if qt.why == "" {
 				acc.own[d]++
 			}
@@ -384,7 +399,7 @@ func (ix *Index) posting(t string, d int32) *posting {
 func (ix *Index) namedOf(p plan, d int32) [2]uint16 {
 	var m [2]uint16
 	for _, qt := range p.terms {
-		if ps := ix.posting(qt.term, d); ps != nil {
+		if ps := ix.posting(qt.term, d); ps != nil && !qt.related {
 			m[0] += uint16(ps.tf[FieldName])
 			m[1] += uint16(ps.tf[FieldTitle])
 		}
