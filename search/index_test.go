@@ -298,3 +298,18 @@ func TestTheThingNamedIsWhatTheOperationActsOn(t *testing.T) {
 		t.Errorf("top 3 %q, want github/issues_list_comments first", ids(res))
 	}
 }
+
+// A word found only among an operation's parameters counts for half of one
+// found in its name or description.
+func TestAWordOnlyInParametersIsHalfFound(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(Doc{ID: "list", Text: [numFields]string{FieldName: "quorble list", FieldParams: "zintex the zintex to filter by"}})
+	ix.Put(Doc{ID: "add", Text: [numFields]string{FieldName: "quorble add zintex"}})
+	ix.mu.RLock()
+	p := ix.analyse("quorble zintex")
+	full, half := ix.coverage(p, ix.byID["add"]), ix.coverage(p, ix.byID["list"])
+	ix.mu.RUnlock()
+	if full != 1 || half >= full || half <= coverageOf(2, 2) {
+		t.Errorf("coverage: name %.2f, parameters %.2f; want 1, and less than 1 but more than for one word of two", full, half)
+	}
+}

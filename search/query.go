@@ -65,6 +65,7 @@ const (
 	scopeBoost        = 0.5  // a document of the API the query names
 	objectBoost       = 0.5  // a document acting on a thing the query names
 	qualifierObject   = 0    // × when the query names it in a qualifying phrase
+	idfPower          = 0.6  // see idf
 	maxPrefixTerms    = 16
 	maxSuggestions    = 3
 	pruneAbove        = 20000 // documents, past which common expansions are left out
@@ -366,7 +367,7 @@ func (ix *Index) accumulate(p plan) *accumulator {
 				acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
 			}
 			if qt.why == "" {
-				acc.own[d]++
+				acc.own[d] += ownCredit(&ps[i])
 			}
 		}
 	}
@@ -431,10 +432,13 @@ func (ix *Index) norms() [numFields]float64 {
 	return avg
 }
 
-// idf is BM25's inverse document frequency of a term in df documents.
+// idf is BM25's inverse document frequency of a term in df documents,
+// raised to idfPower: flattened, so that a rare word that qualifies a
+// request ("permanently remove a repository") outweighs less the thing it
+// names, which a catalog of one API has everywhere.
 func (ix *Index) idf(df int) float64 {
 	n := float64(ix.live)
-	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+	return math.Pow(math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5)), idfPower)
 }
 
 // saturated is BM25F's saturated term frequency of posting p of document
@@ -452,23 +456,36 @@ func (ix *Index) saturated(p *posting, d int32, avg *[numFields]float64) float64
 }
 
 // coverage favours documents that have more of the query's own words: 1
-// when all are found, down to 0.6 for few.
+// when all are found, down to 0.4 for few.
 func (ix *Index) coverage(p plan, d int32) float64 {
 	found := 0
 	for _, qt := range p.terms {
-		if qt.why == "" && ix.has(qt.term, d) {
-			found++
+		if ps := ix.posting(qt.term, d); qt.why == "" && ps != nil {
+			found += int(ownCredit(ps))
 		}
 	}
 	return coverageOf(p.own(), found)
 }
 
-// coverageOf is coverage for found of want words.
+// ownCredit is what a document's posting of one of the query's own words
+// counts for its coverage, in halves: a word found only among the
+// parameters is half found (a label parameter does not make an operation
+// one on labels).
+func ownCredit(p *posting) uint8 {
+	for f, tf := range p.tf {
+		if tf > 0 && Field(f) != FieldParams {
+			return 2
+		}
+	}
+	return 1
+}
+
+// coverageOf is coverage for found halves of want words.
 func coverageOf(want, found int) float64 {
 	if want <= 1 {
 		return 1
 	}
-	return 0.6 + 0.4*float64(found)/float64(want)
+	return 0.4 + 0.6*float64(found)/float64(2*want)
 }
 
 // objectMatch is how well the query names what document d acts on: the
@@ -540,7 +557,6 @@ func (ix *Index) namedOf(p plan, d int32) [2]uint16 {
 	return m
 }
 
-func (ix *Index) has(t string, d int32) bool { return ix.posting(t, d) != nil }
 
 // explain says what document d's score is made of.
 func (ix *Index) explain(p plan, d int32, aff []float64) []string {
