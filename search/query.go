@@ -557,7 +557,6 @@ func (ix *Index) namedOf(p plan, d int32) [2]uint16 {
 	return m
 }
 
-
 // explain says what document d's score is made of.
 func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 	type part struct {
