@@ -30,8 +30,59 @@ func DocOf(id string, def *capability.Definition, meta any) Doc {
 	d.Text[FieldDomain] = strings.Join(append(append([]string{def.Domain}, def.Domains...), def.Categories...), " ")
 	d.Text[FieldIntents] = strings.Join(def.Intents, " ")
 	d.Action = actionOf(def)
+	d.Object = objectOf(def)
 	d.Scope = def.Domain
 	return d
+}
+
+// objectOf is the text of what a definition acts on: the last literal
+// segment of its HTTP path (/repos/{owner}/{repo}/issues/{n}/comments:
+// comments; /chat.postMessage: message), else the words of its MCP tool or
+// name; the verbs of an action left out either way.
+func objectOf(def *capability.Definition) string {
+	var segs []string
+	if h := def.Bindings.HTTP; h != nil {
+		p := h.URL
+		if u, err := url.Parse(h.URL); err == nil && u.Host != "" {
+			p = u.Path
+		}
+		for _, seg := range strings.Split(p, "/") {
+			if j := strings.IndexByte(seg, '{'); j >= 0 {
+				seg = seg[:j] // thumbnail.{extension}, {id}
+			}
+			for _, part := range strings.Split(seg, ".") {
+				if part = nouns(part); part != "" {
+					segs = append(segs, part)
+				}
+			}
+		}
+	} else if m := def.Bindings.MCP; m != nil && m.Tool != "" {
+		segs = append(segs, nouns(m.Tool))
+	} else {
+		segs = append(segs, nouns(def.Name))
+	}
+	if len(segs) == 0 {
+		return ""
+	}
+	return segs[len(segs)-1]
+}
+
+// nouns is the words of src but for the verbs of an action that lead it
+// (postMessage: message; create_entities: entities), "" when it is only
+// verbs (conversations.list: list).
+func nouns(src string) string {
+	words := Words(src)
+	for len(words) > 0 && isVerb(words[0]) {
+		words = words[1:]
+	}
+	return strings.Join(words, " ")
+}
+
+// isVerb reports whether w is a verb of an action, and not as often a
+// thing (a message, an email, an alert).
+func isVerb(w string) bool {
+	_, ok := actionVerbs[w]
+	return ok && !thingsToo[w]
 }
 
 // links are URLs in prose (markdown links included): their words are noise.

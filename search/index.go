@@ -5,8 +5,11 @@
 // kind of operation understood, general synonyms, for a word no capability
 // has the words nearest to it in meaning (English word vectors from GloVe,
 // package search/internal/wordvec), and a "did you mean" for words with
-// none. The index is held in memory and is the one
-// ranking of both stores; package registry keeps it current.
+// none. Past the words, a document ranks higher when it acts on the thing
+// the request names (its path's last resource), does what the request's
+// verb asks, and belongs to the API the request's words are likeliest in.
+// The index is held in memory and is the one ranking of both stores;
+// package registry keeps it current.
 package search
 
 import (
@@ -55,6 +58,9 @@ type Doc struct {
 	ID     string            // unique; ties are ranked in ID order
 	Text   [numFields]string // the text of each field
 	Action string            // the kind of operation (ActionCreate, …), "" unknown
+	// Object is the text of what the operation acts on (the last
+	// resource of its path): a query that names it prefers it.
+	Object string
 	// Scope names the API or service the capability belongs to (its
 	// domain): a query that names it ("in slack") prefers its capabilities.
 	Scope string
@@ -72,9 +78,13 @@ type Index struct {
 	byID     map[string]int32
 	postings map[string][]posting
 	scopes   map[string]int // the documents of each scope stem
-	lenSum   [numFields]float64
-	live     int
-	dead     int
+	// apis numbers each Doc.Scope, apiDocs counts its live documents: a
+	// query's words tell which API it is about.
+	apis    map[string]int32
+	apiDocs []int
+	lenSum  [numFields]float64
+	live    int
+	dead    int
 	// vocab is the sorted terms, for prefixes and suggestions; nil when
 	// stale. Searches (under the read lock) set it, writers clear it.
 	vocab atomic.Pointer[[]string]
@@ -88,6 +98,8 @@ type doc struct {
 	lens   [numFields]uint16
 	action string
 	scope  []string // the stems of Doc.Scope
+	api    int32    // the number of Doc.Scope in Index.apis
+	object []string // the terms of Doc.Object
 	meta   any
 	live   bool
 	// current is Doc.Current, kept here so that the commonest filter costs
@@ -103,7 +115,7 @@ type posting struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}, scopes: map[string]int{}}
+	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}, scopes: map[string]int{}, apis: map[string]int32{}}
 }
 
 // Len is the number of documents.
@@ -142,7 +154,14 @@ func (ix *Index) Put(d Doc) {
 	for _, t := range scope {
 		ix.scopes[t]++
 	}
-	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, scope: scope, meta: d.Meta, live: true, current: d.Current})
+	api, ok := ix.apis[d.Scope]
+	if !ok {
+		api = int32(len(ix.apiDocs))
+		ix.apis[d.Scope] = api
+		ix.apiDocs = append(ix.apiDocs, 0)
+	}
+	ix.apiDocs[api]++
+	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, scope: scope, api: api, object: Terms(d.Object), meta: d.Meta, live: true, current: d.Current})
 	ix.byID[d.ID] = n
 	ix.live++
 	for f := range numFields {
@@ -200,6 +219,7 @@ func (ix *Index) deleteLocked(id string) {
 	for f := range numFields {
 		ix.lenSum[f] -= float64(d.lens[f])
 	}
+	ix.apiDocs[d.api]--
 	for _, t := range d.scope {
 		if ix.scopes[t]--; ix.scopes[t] <= 0 {
 			delete(ix.scopes, t)

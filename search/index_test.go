@@ -222,3 +222,94 @@ func BenchmarkRelatedScan(b *testing.B) {
 		v.related(w)
 	}
 }
+
+func TestObjectIsThePathsLastResource(t *testing.T) {
+	httpDef := func(method, u string) *capability.Definition {
+		return &capability.Definition{Name: "op", Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: method, URL: u}}}
+	}
+	for _, c := range []struct {
+		def  *capability.Definition
+		want string
+	}{
+		{httpDef("POST", "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/comments"), "comments"},
+		{httpDef("DELETE", "https://api.github.com/repos/{owner}/{repo}"), "repos"},
+		{httpDef("POST", "https://slack.com/api/chat.postMessage"), "message"},
+		{httpDef("GET", "https://slack.com/api/conversations.list"), "conversations"},
+		{httpDef("GET", "https://api.box.com/2.0/files/{file_id}/thumbnail.{extension}"), "thumbnail"},
+		{httpDef("GET", "/api/v1/namespaces/{namespace}/pods"), "pods"},
+		{&capability.Definition{Name: "create_entities", Bindings: capability.Bindings{MCP: &capability.MCPBinding{Tool: "create_entities"}}}, "entities"},
+		{&capability.Definition{Name: "getSum"}, "sum"},
+	} {
+		if got := objectOf(c.def); got != c.want {
+			t.Errorf("objectOf(%+v) = %q, want %q", c.def.Bindings, got, c.want)
+		}
+	}
+}
+
+func TestTheRequestsVerbSaysItsAction(t *testing.T) {
+	ix := fixture()
+	for q, want := range map[string]string{
+		"permanently remove a repository":       ActionDelete,
+		"which files did a pull request change": ActionRead, // a question asks to read
+		"is this user online":                   ActionRead,
+		"files I opened recently":               "", // the verb comes after the thing
+		"create issue":                          ActionCreate,
+	} {
+		if got := ix.Search(Query{Text: q}).Action; got != want {
+			t.Errorf("%q: action %q, want %q", q, got, want)
+		}
+	}
+	// Closing is deleting, or updating a state.
+	ix.mu.RLock()
+	p := ix.analyse("close a bug ticket")
+	ix.mu.RUnlock()
+	if !p.does(ActionDelete) || !p.does(ActionUpdate) || p.does(ActionCreate) {
+		t.Errorf("close: action %q, also %q", p.action, p.also)
+	}
+}
+
+// The thing a request names is what the operation acts on (its path's last
+// resource), not the thing that holds it: "comments of an issue" asks for
+// comments.
+func TestTheThingNamedIsWhatTheOperationActsOn(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "issues_list_comments", Domain: "github", Title: "List issue comments", Description: "You can use the REST API to list comments on issues and pull requests.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/comments"}}},
+		{Name: "issues_get", Domain: "github", Title: "Get an issue and its comments", Description: "Returns an issue with its comments (comments of pull requests too).",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}"}}},
+		{Name: "issues_update", Domain: "github", Title: "Update an issue", Description: "Issue owners and users with push access can edit an issue.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PATCH", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	ix.mu.RLock()
+	p := ix.analyse("the comments of an issue")
+	ix.mu.RUnlock()
+	comments, issue := &doc{object: []string{"comment"}}, &doc{object: []string{"issu"}}
+	if p.objectMatch(comments) != 1 || p.objectMatch(issue) != 0 {
+		t.Errorf("object match: comments %.2f, issue %.2f; want 1 and 0 (an issue qualifies what is asked for)", p.objectMatch(comments), p.objectMatch(issue))
+	}
+	res := ix.Search(Query{Text: "the comments of an issue", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "github/issues_list_comments" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("top 3 %q, want github/issues_list_comments first", ids(res))
+	}
+}
+
+// A word found only among an operation's parameters counts for half of one
+// found in its name or description.
+func TestAWordOnlyInParametersIsHalfFound(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(Doc{ID: "list", Text: [numFields]string{FieldName: "quorble list", FieldParams: "zintex the zintex to filter by"}})
+	ix.Put(Doc{ID: "add", Text: [numFields]string{FieldName: "quorble add zintex"}})
+	ix.mu.RLock()
+	p := ix.analyse("quorble zintex")
+	full, half := ix.coverage(p, ix.byID["add"]), ix.coverage(p, ix.byID["list"])
+	ix.mu.RUnlock()
+	if full != 1 || half >= full || half <= coverageOf(2, 2) {
+		t.Errorf("coverage: name %.2f, parameters %.2f; want 1, and less than 1 but more than for one word of two", full, half)
+	}
+}

@@ -41,6 +41,17 @@ var actionVerbs = func() map[string]string {
 	return m
 }()
 
+// thingsToo are verbs of an action that name a thing as often.
+var thingsToo = wordSet("message email alert")
+
+// alsoActions are other actions a verb may ask for: closing an issue or
+// archiving a card is an update of its state in most APIs.
+var alsoActions = map[string]string{"close": ActionUpdate, "archive": ActionUpdate, "cancel": ActionUpdate}
+
+// readQuestions start a question, which asks to read ("which files did it
+// change", "is this user online").
+var readQuestions = wordSet("which what who whom whose how is are does do did was were when where")
+
 // methodActions is the action of an HTTP method.
 var methodActions = map[string]string{
 	"GET": ActionRead, "HEAD": ActionRead, "POST": ActionCreate,

@@ -63,6 +63,9 @@ const (
 	actionBoost       = 0.3  // a document doing the action asked for
 	nameBoost         = 1.0  // a document whose whole name or title was asked for
 	scopeBoost        = 0.5  // a document of the API the query names
+	objectBoost       = 0.5  // a document acting on a thing the query names
+	qualifierObject   = 0    // × when the query names it in a qualifying phrase
+	idfPower          = 0.6  // see idf
 	maxPrefixTerms    = 16
 	maxSuggestions    = 3
 	pruneAbove        = 20000 // documents, past which common expansions are left out
@@ -77,12 +80,22 @@ type qterm struct {
 	// naming a document (a name that says "review" is not asked for by
 	// "requests").
 	related bool
+	// action marks a term that stands for the verb's action (or a
+	// question's, or the caller's), not for a thing.
+	action bool
+	// qualifier marks a term of a phrase that qualifies the thing asked
+	// for (after "of", "on", "in", …), not the thing itself.
+	qualifier bool
 }
+
+// prepositions start a phrase that qualifies what a query asks for.
+var prepositions = wordSet("of on to from in into for with by at about onto within via after before between over under inside")
 
 // plan is an analysed query.
 type plan struct {
 	terms   []qterm
 	action  string
+	also    string // another action the verb may ask for (close: update)
 	scope   string // a stem naming an API ("slack"), "" when none is named
 	unknown []Unknown
 }
@@ -91,13 +104,22 @@ type plan struct {
 // lock.
 func (ix *Index) analyse(text string) plan {
 	var p plan
+	// qualifying is set past the first preposition after a word of
+	// the query: "the columns of a board" asks for columns, of a board.
+	qualifying, seen := false, false
+	// named is set once the query named a thing, asking when it starts
+	// as a question.
+	named, asking := false, false
 	// add adds term t, or raises its weight.
 	add := func(qt qterm) {
+		qt.qualifier = qualifying
 		for i := range p.terms {
 			if p.terms[i].term == qt.term {
+				q := p.terms[i].qualifier && qualifying
 				if qt.weight > p.terms[i].weight {
 					p.terms[i] = qt
 				}
+				p.terms[i].qualifier = q
 				return
 			}
 		}
@@ -109,10 +131,14 @@ func (ix *Index) analyse(text string) plan {
 	}
 	firstPersonDone := false
 	for i, w := range words {
+		if prepositions[w] && seen {
+			qualifying = true
+		}
+		seen = true
 		if firstPerson[w] {
 			if !firstPersonDone {
 				for _, t := range firstPersonTerms {
-					add(qterm{term: t, weight: firstPersonWeight, why: fmt.Sprintf("%q asks about the caller", w)})
+					add(qterm{term: t, weight: firstPersonWeight, action: true, why: fmt.Sprintf("%q asks about the caller", w)})
 				}
 				firstPersonDone = true
 			}
@@ -124,22 +150,29 @@ func (ix *Index) analyse(text string) plan {
 			}
 			continue
 		}
+		if readQuestions[w] && !named && p.action == "" {
+			asking = true
+		}
 		if stopWords[w] {
 			continue
 		}
 		if a, ok := actionVerbs[w]; ok {
-			if p.action == "" {
+			// The verb that starts a request says its action; one that
+			// comes after a thing was named ("files I opened") does
+			// not, nor one in a question ("which files did it change").
+			if p.action == "" && !named && !asking {
 				p.action = a
+				p.also = alsoActions[w]
 				for _, t := range actionTerms[a] {
-					add(qterm{term: t, weight: actionTermWeight, why: fmt.Sprintf("%q asks to %s", w, strings.TrimPrefix(a, "crud."))})
+					add(qterm{term: t, weight: actionTermWeight, action: true, why: fmt.Sprintf("%q asks to %s", w, strings.TrimPrefix(a, "crud."))})
 				}
 			}
 			// A verb that is itself a usual name of its action (create,
 			// list, delete) is looked for as any word is.
 			if t := Stem(w); slices.Contains(actionTerms[a], t) {
-				add(qterm{term: t, weight: 1})
+				add(qterm{term: t, weight: 1, action: true})
 			} else {
-				add(qterm{term: t, weight: verbWeight, why: "the verb " + w})
+				add(qterm{term: t, weight: verbWeight, why: "the verb " + w, action: true})
 			}
 			continue
 		}
@@ -148,11 +181,17 @@ func (ix *Index) analyse(text string) plan {
 			// one ("slack"), not when it is common ("memory", "everything").
 			if n := ix.scopes[t]; p.scope == "" && n > 0 && len(ix.postings[t]) <= 2*n {
 				p.scope = t
-				add(qterm{term: t, weight: 1, why: "names the API"})
+				add(qterm{term: t, weight: 1, why: "names the API", action: true})
 				continue
 			}
 			ix.addWord(&p, add, w, t, i == len(words)-1)
+			// An adverb ("permanently remove") names nothing.
+			named = named || !strings.HasSuffix(w, "ly")
 		}
+	}
+	// A question asks to read.
+	if asking && p.action == "" {
+		p.action = ActionRead
 	}
 	// In a big catalog, a word the query did not say that is in a quarter
 	// of it changes scores by little and costs the most: it is left out.
@@ -221,15 +260,18 @@ func (ix *Index) Search(q Query) Result {
 	defer acc.release()
 	cands := make([]scored, 0, len(acc.touched))
 	want := p.own()
+	bestAff := ix.bestAffinity(acc.affinity)
 	for _, d := range acc.touched {
 		doc := &ix.docs[d]
 		if !doc.live || q.CurrentOnly && !doc.current || (q.Keep != nil && !q.Keep(doc.meta)) {
 			continue
 		}
 		s := acc.score[d] * coverageOf(want, int(acc.own[d])) * (1 + nameBoost*named(doc, acc.named[d]))
-		if p.action != "" && doc.action == p.action {
+		if p.does(doc.action) {
 			s *= 1 + actionBoost
 		}
+		s *= 1 + objectBoost*p.objectMatch(doc)
+		s *= ix.apiFactor(acc.affinity, bestAff, doc)
 		if p.scope != "" && slices.Contains(doc.scope, p.scope) {
 			s *= 1 + scopeBoost
 		}
@@ -249,7 +291,7 @@ func (ix *Index) Search(q Query) Result {
 	for _, b := range best {
 		h := Hit{ID: b.id, Meta: ix.docs[b.doc].meta, Score: b.score}
 		if q.Explain {
-			h.Why = ix.explain(p, b.doc)
+			h.Why = ix.explain(p, b.doc, acc.affinity)
 		}
 		res.Hits = append(res.Hits, h)
 	}
@@ -263,6 +305,11 @@ type accumulator struct {
 	named   [][2]uint16
 	own     []uint8 // the query's own words the document has
 	touched []int32
+	// affinity is how much more the query's words are found in each API
+	// than in the whole index (see addAffinity); apiHits counts a term's
+	// documents in each API.
+	affinity []float64
+	apiHits  []int32
 }
 
 var accPool = sync.Pool{New: func() any { return &accumulator{} }}
@@ -287,9 +334,24 @@ func (ix *Index) accumulate(p plan) *accumulator {
 		acc.own = make([]uint8, len(acc.score))
 	}
 	norm := ix.norms()
+	acc.affinity = acc.affinity[:0]
+	acc.affinity = append(acc.affinity, make([]float64, len(ix.apiDocs))...)
+	if cap(acc.apiHits) < len(ix.apiDocs) {
+		acc.apiHits = make([]int32, len(ix.apiDocs))
+	}
+	hits := acc.apiHits[:len(ix.apiDocs)]
 	for _, qt := range p.terms {
 		ps := ix.postings[qt.term]
 		idf := ix.idf(len(ps)) * qt.weight
+		if !qt.action && len(ix.apiDocs) > 1 {
+			clear(hits)
+			for i := range ps {
+				if d := &ix.docs[ps[i].doc]; d.live {
+					hits[d.api]++
+				}
+			}
+			ix.addAffinity(acc.affinity, hits, qt.weight)
+		}
 		for i := range ps {
 			d := ps[i].doc
 			s := idf * ix.saturated(&ps[i], d, &norm)
@@ -305,11 +367,60 @@ func (ix *Index) accumulate(p plan) *accumulator {
 				acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
 			}
 			if qt.why == "" {
-				acc.own[d]++
+				acc.own[d] += ownCredit(&ps[i])
 			}
 		}
 	}
 	return acc
+}
+
+// Affinity of a query with an API: the log of how much likelier a document
+// of the API has each of the query's terms than one of the whole index
+// (smoothed by affinityPrior documents of the index's rate), summed over
+// the terms by weight. A document of an API the query's words are less
+// likely in is ranked down by 1/(1 + affinityWeight × the difference
+// from the best API's affinity).
+const (
+	affinityPrior  = 10.0
+	affinityWeight = 0.05
+)
+
+// addAffinity adds to aff the affinity of one term of weight w found in
+// hits[a] documents of each API a.
+func (ix *Index) addAffinity(aff []float64, hits []int32, w float64) {
+	df := 0
+	for _, h := range hits {
+		df += int(h)
+	}
+	if df == 0 {
+		return
+	}
+	rate := float64(df) / float64(max(ix.live, 1))
+	for a, n := range ix.apiDocs {
+		if n > 0 {
+			aff[a] += w * math.Log((float64(hits[a])+affinityPrior*rate)/(float64(n)+affinityPrior)/rate)
+		}
+	}
+}
+
+// apiFactor is what document d's score is multiplied by for the affinity
+// of its API with the query: 1 for the best API, less for others.
+func (ix *Index) apiFactor(aff []float64, best float64, d *doc) float64 {
+	if len(aff) < 2 {
+		return 1
+	}
+	return 1 / (1 + affinityWeight*(best-aff[d.api]))
+}
+
+// bestAffinity is the largest affinity of an API with documents.
+func (ix *Index) bestAffinity(aff []float64) float64 {
+	best := math.Inf(-1)
+	for a, n := range ix.apiDocs {
+		if n > 0 && a < len(aff) {
+			best = max(best, aff[a])
+		}
+	}
+	return best
 }
 
 // norms are the average length of each field.
@@ -321,10 +432,13 @@ func (ix *Index) norms() [numFields]float64 {
 	return avg
 }
 
-// idf is BM25's inverse document frequency of a term in df documents.
+// idf is BM25's inverse document frequency of a term in df documents,
+// raised to idfPower: flattened, so that a rare word that qualifies a
+// request ("permanently remove a repository") outweighs less the thing it
+// names, which a catalog of one API has everywhere.
 func (ix *Index) idf(df int) float64 {
 	n := float64(ix.live)
-	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+	return math.Pow(math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5)), idfPower)
 }
 
 // saturated is BM25F's saturated term frequency of posting p of document
@@ -342,23 +456,59 @@ func (ix *Index) saturated(p *posting, d int32, avg *[numFields]float64) float64
 }
 
 // coverage favours documents that have more of the query's own words: 1
-// when all are found, down to 0.6 for few.
+// when all are found, down to 0.4 for few.
 func (ix *Index) coverage(p plan, d int32) float64 {
 	found := 0
 	for _, qt := range p.terms {
-		if qt.why == "" && ix.has(qt.term, d) {
-			found++
+		if ps := ix.posting(qt.term, d); qt.why == "" && ps != nil {
+			found += int(ownCredit(ps))
 		}
 	}
 	return coverageOf(p.own(), found)
 }
 
-// coverageOf is coverage for found of want words.
+// ownCredit is what a document's posting of one of the query's own words
+// counts for its coverage, in halves: a word found only among the
+// parameters is half found (a label parameter does not make an operation
+// one on labels).
+func ownCredit(p *posting) uint8 {
+	for f, tf := range p.tf {
+		if tf > 0 && Field(f) != FieldParams {
+			return 2
+		}
+	}
+	return 1
+}
+
+// coverageOf is coverage for found halves of want words.
 func coverageOf(want, found int) float64 {
 	if want <= 1 {
 		return 1
 	}
-	return 0.6 + 0.4*float64(found)/float64(want)
+	return 0.4 + 0.6*float64(found)/float64(2*want)
+}
+
+// objectMatch is how well the query names what document d acts on: the
+// weight of the best query term (its own words, their synonyms and related
+// words, not the verb's action) that is one of d's object terms, 0 for none.
+func (p plan) objectMatch(d *doc) float64 {
+	best := 0.0
+	for _, qt := range p.terms {
+		if qt.action || !slices.Contains(d.object, qt.term) {
+			continue
+		}
+		w := qt.weight
+		if qt.qualifier {
+			w *= qualifierObject
+		}
+		best = max(best, w)
+	}
+	return min(best, 1)
+}
+
+// does reports whether an operation doing action does what the query asks.
+func (p plan) does(action string) bool {
+	return action != "" && (action == p.action || action == p.also)
 }
 
 // own counts the query's own words (not verbs, synonyms or expansions).
@@ -407,10 +557,8 @@ func (ix *Index) namedOf(p plan, d int32) [2]uint16 {
 	return m
 }
 
-func (ix *Index) has(t string, d int32) bool { return ix.posting(t, d) != nil }
-
 // explain says what document d's score is made of.
-func (ix *Index) explain(p plan, d int32) []string {
+func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 	type part struct {
 		s   float64
 		txt string
@@ -446,8 +594,16 @@ func (ix *Index) explain(p plan, d int32) []string {
 	if c := ix.coverage(p, d); c < 1 {
 		out = append(out, fmt.Sprintf("×%.2f: has only some of the words asked for", c))
 	}
-	if p.action != "" && ix.docs[d].action == p.action {
-		out = append(out, fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, p.action))
+	if m := p.objectMatch(&ix.docs[d]); m > 0 {
+		out = append(out, fmt.Sprintf("×%.2f: acts on what was asked for (%s)", 1+objectBoost*m, strings.Join(ix.docs[d].object, " ")))
+	}
+	if aff != nil {
+		if f := ix.apiFactor(aff, ix.bestAffinity(aff), &ix.docs[d]); f < 1 {
+			out = append(out, fmt.Sprintf("×%.2f: the query's words are likelier in another API", f))
+		}
+	}
+	if a := ix.docs[d].action; p.does(a) {
+		out = append(out, fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, a))
 	}
 	if p.scope != "" && slices.Contains(ix.docs[d].scope, p.scope) {
 		out = append(out, fmt.Sprintf("×%.2f: of the API asked for (%s)", 1+scopeBoost, p.scope))

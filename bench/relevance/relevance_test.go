@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"text/tabwriter"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -30,16 +31,22 @@ import (
 //	queries.yaml  0.465          0.701          0.567          package search, both stores
 //	holdout.yaml  0.367          0.633          0.488
 //	holdout2.yaml 0.239          0.609          0.375          (written before tuning with word vectors)
+//	queries.yaml  0.507          0.736          0.603          the object of the request, its verb, the API its words are from
+//	holdout.yaml  0.450          0.633          0.525
+//	holdout2.yaml 0.283          0.652          0.422
+//	queries.yaml  0.535          0.764          0.619          flatter IDF (^0.6), coverage 0.4-1, a word only in parameters half found
+//	holdout.yaml  0.483          0.633          0.548
+//	holdout2.yaml 0.293          0.652          0.428
 const (
-	floorTuningRecall1   = 0.45
-	floorTuningRecall5   = 0.65
-	floorTuningMRR       = 0.54
-	floorHoldoutRecall1  = 0.30
-	floorHoldoutRecall5  = 0.55
-	floorHoldoutMRR      = 0.42
-	floorHoldout2Recall1 = 0.22
-	floorHoldout2Recall5 = 0.58
-	floorHoldout2MRR     = 0.35
+	floorTuningRecall1   = 0.52
+	floorTuningRecall5   = 0.75
+	floorTuningMRR       = 0.60
+	floorHoldoutRecall1  = 0.46
+	floorHoldoutRecall5  = 0.61
+	floorHoldoutMRR      = 0.53
+	floorHoldout2Recall1 = 0.28
+	floorHoldout2Recall5 = 0.63
+	floorHoldout2MRR     = 0.41
 )
 
 // maxStoreDisagreements bounds the queries whose top 5 differs between
@@ -387,7 +394,7 @@ func TestStoresAgree(t *testing.T) {
 }
 
 // BenchmarkSearch times one search (ten results) over the whole catalog: each
-// op is one query of the files, in turn.
+// op is one query of the files, in turn; p95-ns/op is the 95th percentile.
 func BenchmarkSearch(b *testing.B) {
 	var qs []query
 	for _, set := range loadSets(b) {
@@ -399,13 +406,19 @@ func BenchmarkSearch(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			i := 0
+			var took []time.Duration
 			for b.Loop() {
 				q := qs[i%len(qs)]
 				i++
+				start := time.Now()
 				if _, err := cat.svc.Search(ctx, registry.SearchQuery{Text: q.Q, Filter: registry.ListFilter{Limit: topK}}); err != nil {
 					b.Fatal(err)
 				}
+				took = append(took, time.Since(start))
 			}
+			// The acceptance budget is on the 95th percentile, not the mean.
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)*95/100].Nanoseconds()), "p95-ns/op")
 		})
 	}
 }
