@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -311,5 +312,30 @@ func TestAWordOnlyInParametersIsHalfFound(t *testing.T) {
 	ix.mu.RUnlock()
 	if full != 1 || half >= full || half <= coverageOf(2, 2) {
 		t.Errorf("coverage: name %.2f, parameters %.2f; want 1, and less than 1 but more than for one word of two", full, half)
+	}
+}
+
+// TestScoresFiniteAfterDeletes checks that a term whose postings still
+// hold deleted documents (before compaction) scores as a finite number:
+// its document frequency could exceed the live count, and the flattened
+// IDF's power of a negative logarithm was NaN (a search answer JSON cannot
+// encode).
+func TestScoresFiniteAfterDeletes(t *testing.T) {
+	ix := NewIndex()
+	for i := range 6 {
+		d := capability.Definition{Name: fmt.Sprintf("issues_op_%d", i), Domain: "github", Description: "works on an issue"}
+		ix.Put(DocOf(fmt.Sprint("github/", i), &d, "github"))
+	}
+	for i := range 5 {
+		ix.Delete(fmt.Sprint("github/", i))
+	}
+	res := ix.Search(Query{Text: "issue", Explain: true})
+	if len(res.Hits) == 0 {
+		t.Fatal("no hit")
+	}
+	for _, h := range res.Hits {
+		if math.IsNaN(h.Score) || math.IsInf(h.Score, 0) || h.Score <= 0 {
+			t.Errorf("score %v for %s", h.Score, h.ID)
+		}
 	}
 }

@@ -437,6 +437,10 @@ func (ix *Index) norms() [numFields]float64 {
 // request ("permanently remove a repository") outweighs less the thing it
 // names, which a catalog of one API has everywhere.
 func (ix *Index) idf(df int) float64 {
+	// A posting list may still hold removed documents (until compaction),
+	// so df can exceed the live count: clamp it, or the logarithm turns
+	// negative and its power NaN.
+	df = min(df, ix.live)
 	n := float64(ix.live)
 	return math.Pow(math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5)), idfPower)
 }

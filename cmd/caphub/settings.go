@@ -66,7 +66,6 @@ var settings = []setting{
 	{key: "allowed-origin", env: "CAPHUB_ALLOWED_ORIGINS", flag: true, kind: kindList, doc: "serve: browser origins accepted besides loopback ones"},
 	{key: "mcp-allow-host", env: "CAPHUB_MCP_ALLOW_HOSTS", flag: true, kind: kindList, doc: "serve: older name of allowed-host"},
 	{key: "mcp-allow-origin", env: "CAPHUB_MCP_ALLOW_ORIGINS", flag: true, kind: kindList, doc: "serve: older name of allowed-origin"},
-	{key: "cache-mb", env: "CAPHUB_CACHE_MB", flag: true, kind: kindInt, doc: "serve: MiB the registry's version cache may hold"},
 	{key: "tool-mode", flag: true, doc: "serve, mcp: MCP tools: tools or search"},
 	{key: "mcp-max-tools", env: envMCPMaxTools, flag: true, kind: kindInt, doc: "serve, mcp: most capability tools the tools mode lists"},
 	{key: "mcp-large-catalog", env: envMCPLargeCatalog, flag: true, doc: "serve, mcp: past mcp-max-tools: search or refuse"},
