@@ -26,9 +26,10 @@ const (
 type SavedServer struct {
 	Server  mcpconn.Server `json:"server"`
 	SavedAt time.Time      `json:"saved_at"`
-	// ViaAPI is set when the server was saved over caphub's API rather than
-	// by the operator on the machine: connecting to it is then bounded by
-	// the operator's allow-lists (Server.Permits).
+	// ViaAPI is set when the server was saved over caphub's API, or
+	// imported from an MCP registry, rather than typed by the operator on
+	// the machine: connecting to it is then bounded by the operator's
+	// allow-lists (Server.Permits).
 	ViaAPI  bool     `json:"via_api,omitempty"`
 	Listing *Listing `json:"listing,omitempty"`
 }
@@ -68,7 +69,9 @@ func APIPermits(p *permit.Permits) ServersOption {
 }
 
 // SavedOverAPI marks every server this Servers saves as saved over the API
-// (the REST API's handlers use one such).
+// (the REST API's handlers use one such, and so does caphub import
+// mcp-registry: what a registry says to run is bounded like what an API
+// caller saves).
 func SavedOverAPI() ServersOption { return func(s *Servers) { s.viaAPI = true } }
 
 // WithRecorder records every saved connection and every removal with an

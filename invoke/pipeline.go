@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/caphub/caphub/format/agentos"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -387,8 +388,11 @@ func unavailable(kind, uri string) *Error {
 		return &Error{Code: CodeNotExecutable, Binding: kind, Message: fmt.Sprintf("%s is implemented in RTFS (its metadata.rtfs.implementation) and caphub does not evaluate RTFS: "+
 			"bind it to what caphub runs (an http, mcp, cli or native binding) in a new version or in the calling agent's capability_bindings, or run it in a CCOS runtime", uri)}
 	}
-	if !isKnownKind(kind) {
+	if agentos.IsDeviceBinding(kind) {
 		return &Error{Code: CodeNotExecutable, Binding: kind, Message: fmt.Sprintf("the %s binding runs on a device (an Agent OS handler), not on a server", kind)}
+	}
+	if !isKnownKind(kind) {
+		return &Error{Code: CodeNotExecutable, Binding: kind, Message: fmt.Sprintf("the %s binding is not one caphub runs (it runs %s): bind %s to one of those in a new version or in the calling agent's capability_bindings", kind, strings.Join(capability.BindingOrder, ", "), uri)}
 	}
 	return &Error{Code: CodeNoBinding, Binding: kind, Message: fmt.Sprintf("caphub has no %s binding configured", kind)}
 }

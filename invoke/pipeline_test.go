@@ -185,6 +185,8 @@ func TestTimeoutPolicyAndDeviceBindings(t *testing.T) {
 	slow.Metadata = map[string]any{"caphub": map[string]any{"timeout": "30ms", "max_attempts": int64(2)}}
 	device := def("device", obj, obj)
 	device.Bindings = capability.Bindings{Extra: map[string]any{"intent": map[string]any{"action": "SEND"}}}
+	odd := def("odd", obj, obj)
+	odd.Bindings = capability.Bindings{Extra: map[string]any{"pigeon": map[string]any{"loft": "3"}}}
 	var calls atomic.Int32
 	handlers := map[string]native.Handler{
 		"slow": func(ctx context.Context, _ *invoke.Call) (any, error) {
@@ -193,7 +195,7 @@ func TestTimeoutPolicyAndDeviceBindings(t *testing.T) {
 			return nil, ctx.Err()
 		},
 	}
-	p, _ := setup(t, handlers, slow, device)
+	p, _ := setup(t, handlers, slow, device, odd)
 	ctx := context.Background()
 	start := time.Now()
 	_, err := p.Invoke(ctx, invoke.Request{URI: "ossa:test/slow@1.0"})
@@ -201,8 +203,13 @@ func TestTimeoutPolicyAndDeviceBindings(t *testing.T) {
 		t.Errorf("timeout: %v after %d calls", err, calls.Load())
 	}
 	_, err = p.Invoke(ctx, invoke.Request{URI: "ossa:test/device@1.0"})
-	if code(err) != invoke.CodeNotExecutable {
+	if code(err) != invoke.CodeNotExecutable || !strings.Contains(err.Error(), "runs on a device") {
 		t.Errorf("device binding: %v", err)
+	}
+	// A kind that is neither caphub's nor a device's is named as such.
+	_, err = p.Invoke(ctx, invoke.Request{URI: "ossa:test/odd@1.0"})
+	if code(err) != invoke.CodeNotExecutable || strings.Contains(err.Error(), "device") || !strings.Contains(err.Error(), "not one caphub runs") {
+		t.Errorf("unknown binding kind: %v", err)
 	}
 
 	p = invoke.New(resolverOf(t, slow, device), []invoke.Binding{native.New(handlers)}, invoke.Options{Policy: policyFunc(func(_ context.Context, c *invoke.Call) error {

@@ -9,6 +9,7 @@ package mcpconn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -61,6 +62,11 @@ type Server struct {
 	// Sessions is how fronted client sessions map to upstream sessions:
 	// SessionsPerClient (or "") or SessionsShared.
 	Sessions string `json:"sessions,omitempty" yaml:"sessions,omitempty"`
+	// Registry is the MCP Registry entry (its server.json) this connection
+	// was imported from (caphub import mcp-registry), kept with it so that
+	// caphub answers the registry API with what was published; nil for a
+	// server saved otherwise. Saving the server again without it drops it.
+	Registry json.RawMessage `json:"registry,omitempty" yaml:"-"`
 	// Permits bound what connecting may do: the program started, the
 	// variables ${VAR} reads, the host reached. A server saved over the API
 	// gets the operator's lists (discover.Servers sets them); nil is the
@@ -96,10 +102,34 @@ func (s *Server) Validate() error {
 	}
 	problems = append(problems, secretProblems("env", s.Env)...)
 	problems = append(problems, secretProblems("header", s.Headers)...)
+	if p := registryProblem(s.Registry); p != "" {
+		problems = append(problems, p)
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("MCP server %q: %s", s.Name, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// MaxRegistryBytes bounds the registry entry kept with a connection (a
+// real server.json is a few kilobytes).
+const MaxRegistryBytes = 256 << 10
+
+// registryProblem checks the registry entry kept with a connection: a
+// JSON object within MaxRegistryBytes ("" when it is, or when there is
+// none).
+func registryProblem(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if len(raw) > MaxRegistryBytes {
+		return fmt.Sprintf("registry entry is %d bytes, more than the %d-byte limit of a server.json", len(raw), MaxRegistryBytes)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "registry entry must be a server.json object: " + err.Error()
+	}
+	return ""
 }
 
 // Shared reports whether the server's upstream session is shared between

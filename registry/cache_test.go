@@ -12,6 +12,7 @@ import (
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
+	"github.com/caphub/caphub/store/storetest"
 )
 
 func cacheDef(version string) capability.Definition {
@@ -172,5 +173,64 @@ func TestCacheRemembersAbsentVersions(t *testing.T) {
 	}
 	if a.CachedAbsent("ossa", "cache", "thing", "1.0.0") {
 		t.Error("CachedAbsent after the registration")
+	}
+}
+
+// BenchmarkReads measures the Service's read paths over a SQLite store of
+// 2,000 synthetic versions, with the cache (WithCache) and without: the
+// first page of the latest versions, the stored JSON of one version, and
+// resolving a URI.
+func BenchmarkReads(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "reads.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	loaded, err := storetest.Load(ctx, st, 2000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.Close()
+	k := loaded[len(loaded)/2].Key
+	uri := capability.NewURI(k.Scheme, k.Domain, k.Name, capability.MustParseVersion(k.Version)).String()
+	for _, tc := range []struct {
+		name string
+		opts []registry.Option
+	}{{"cached", []registry.Option{registry.WithCache()}}, {"store", nil}} {
+		st, err := sqlite.Open(ctx, path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		svc := registry.NewService(st, tc.opts...)
+		for range 1000 { // the cache turns on once its watch is established
+			if _, ok := svc.CachedRaw(k.Scheme, k.Domain, k.Name, k.Version); ok || tc.opts == nil {
+				break
+			}
+			_, _, _ = svc.GetRaw(ctx, k.Scheme, k.Domain, k.Name, k.Version)
+			time.Sleep(time.Millisecond)
+		}
+		b.Run("list/"+tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := svc.List(ctx, registry.ListFilter{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("get/"+tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := svc.GetRaw(ctx, k.Scheme, k.Domain, k.Name, k.Version); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("resolve/"+tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := svc.Resolve(ctx, uri); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		svc.Close()
 	}
 }

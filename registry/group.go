@@ -48,7 +48,7 @@ type putRequest struct {
 	taken  bool          // in a group (under groupCommit.mu)
 }
 
-// put stores recs with hook through the group commit and returns their
+// groupPut stores recs with hook through the group commit and returns their
 // results as Store.PutAudited (Store.Put without a hook) would.
 func (s *Service) groupPut(ctx context.Context, recs []Record, hook *chain.Hook) ([]PutResult, error) {
 	g := &s.group

@@ -86,10 +86,10 @@ func (s *Service) Register(ctx context.Context, d capability.Definition) (Regist
 // version with identical content is a no-op; with other content it is a
 // conflict. Any refusal refuses the whole batch (*BatchError).
 func (s *Service) RegisterBatch(ctx context.Context, defs []capability.Definition) (_ []RegisterResult, err error) {
+	defer s.observe("register", time.Now(), &err)
 	ctx, span := tracing.Start(ctx, "registry register", tracing.Internal)
 	span.SetInt("caphub.definitions", len(defs))
 	defer func() { span.End(err) }()
-	defer s.observe("register", time.Now(), &err)
 	items, failures := s.prepareItems(ctx, defs)
 	if err := s.checkToolNames(ctx, defs, &failures); err != nil {
 		return nil, err

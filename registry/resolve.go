@@ -24,10 +24,10 @@ type Resolution struct {
 // resolve (a *SunsetError names the replacement); deprecated ones resolve
 // with a warning.
 func (s *Service) Resolve(ctx context.Context, uri string) (_ Resolution, err error) {
+	defer s.observe("resolve", time.Now(), &err)
 	ctx, span := tracing.Start(ctx, "registry resolve", tracing.Internal)
 	span.SetString("caphub.capability.uri", uri)
 	defer func() { span.End(err) }()
-	defer s.observe("resolve", time.Now(), &err)
 	u, err := capability.ParseURI(uri)
 	if err != nil {
 		return Resolution{}, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -219,9 +219,9 @@ func (s *Service) Versions(ctx context.Context, scheme, domain, name string) ([]
 // a version whose stored JSON was decoded before is not decoded again: its
 // definition is shared, and callers must not modify it.
 func (s *Service) List(ctx context.Context, f ListFilter) (_ Page, err error) {
+	defer s.observe("list", time.Now(), &err)
 	ctx, span := tracing.Start(ctx, "registry list", tracing.Internal)
 	defer func() { span.End(err) }()
-	defer s.observe("list", time.Now(), &err)
 	if !s.cacheActive {
 		return s.store.List(ctx, f)
 	}
@@ -241,17 +241,15 @@ func (s *Service) List(ctx context.Context, f ListFilter) (_ Page, err error) {
 // ListRaw returns the capabilities matching f with their stored JSON, not
 // decoded (the REST API writes it as it is).
 func (s *Service) ListRaw(ctx context.Context, f ListFilter) (_ RawPage, err error) {
-	ctx, span := tracing.Start(ctx, "registry list", tracing.Internal)
-	defer func() { span.End(err) }()
 	defer s.observe("list", time.Now(), &err)
 	return s.store.ListRaw(ctx, f)
 }
 
 // Search ranks the capabilities matching q.
 func (s *Service) Search(ctx context.Context, q SearchQuery) (_ Page, err error) {
+	defer s.observe("search", time.Now(), &err)
 	ctx, span := tracing.Start(ctx, "registry search", tracing.Internal)
 	defer func() { span.End(err) }()
-	defer s.observe("search", time.Now(), &err)
 	if page, ok, err := s.searchIndexed(ctx, q); ok || err != nil {
 		return page, err
 	}

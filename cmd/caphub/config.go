@@ -101,6 +101,9 @@ type serveConfig struct {
 	// requestTimeout is the time budget of a REST request:
 	// --request-timeout, default rest.DefaultRequestTimeout; 0 for none.
 	requestTimeout time.Duration
+	// cacheMB bounds the registry's read cache (registry.CacheLimits.Bytes)
+	// in MiB: --cache-mb, else $CAPHUB_CACHE_MB, else the registry's default.
+	cacheMB int
 	// allowedHosts are the Host header values served besides loopback
 	// names: --allowed-host, else $CAPHUB_ALLOWED_HOSTS; plus the older
 	// --mcp-allow-host, else $CAPHUB_MCP_ALLOW_HOSTS.
@@ -421,6 +424,16 @@ func serveConfigFrom(cmd *cobra.Command) (serveConfig, error) {
 		}
 	}
 	s.requestTimeout, _ = cmd.Flags().GetDuration("request-timeout")
+	if hasFlag(cmd, "cache-mb") {
+		n, err := intSetting(cmd, "cache-mb", envCacheMB)
+		if err != nil {
+			return s, err
+		}
+		if n < 1 {
+			return s, &usageError{fmt.Errorf("--cache-mb %d: give at least 1 (MiB the registry's read cache may hold)", n)}
+		}
+		s.cacheMB = n
+	}
 	if hasFlag(cmd, "rate-limit-token") {
 		var err error
 		if s.rateLimit, err = rateLimitFrom(cmd); err != nil {

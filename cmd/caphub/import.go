@@ -12,13 +12,13 @@ import (
 func newImportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "import",
-		Short:   "Import capabilities from OpenAPI specs, Agent OS manifests and RTFS files",
-		Example: "  caphub import openapi ./petstore.yaml --domain pets\n  caphub import agentos ./capabilities.json\n  caphub import rtfs ./capabilities/",
+		Short:   "Import capabilities from OpenAPI specs, Agent OS manifests and RTFS files, and MCP servers from an MCP registry",
+		Example: "  caphub import openapi ./petstore.yaml --domain pets\n  caphub import agentos ./capabilities.json\n  caphub import rtfs ./capabilities/\n  caphub import mcp-registry ./server.json",
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
-	cmd.AddCommand(newImportOpenAPICmd(), newImportAgentOSCmd(), newImportRTFSCmd())
+	cmd.AddCommand(newImportOpenAPICmd(), newImportAgentOSCmd(), newImportRTFSCmd(), newImportMCPRegistryCmd())
 	return cmd
 }
 

@@ -31,6 +31,9 @@ import (
 // unless told to.
 const defaultAddr = "127.0.0.1:8750"
 
+// envCacheMB sets --cache-mb.
+const envCacheMB = "CAPHUB_CACHE_MB"
+
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -78,6 +81,7 @@ call reaches, traces on or off.`,
 	cmd.Flags().String("addr", defaultAddr, "address to listen on (host:port); beyond loopback it needs an API token (caphub token create)")
 	cmd.Flags().Bool("auth", false, "require API tokens on loopback too (always on when a token exists or --addr is not loopback)")
 	cmd.Flags().Duration("request-timeout", rest.DefaultRequestTimeout, "time budget of a REST request (not of /mcp streams): past it the request is cancelled and answered 503; 0 for none")
+	cmd.Flags().Int("cache-mb", int(registry.DefaultCacheLimits.Bytes>>20), "MiB of memory the registry's read cache (single versions' stored JSON, version lists, decoded list rows) holds at most, least recently used out first; default $"+envCacheMB+", else")
 	addToolModeFlag(cmd)
 	cmd.Flags().StringArray("allowed-host", nil, "Host header value served besides loopback names (host, host:port or *), for a deployment behind a real host name; repeatable; default $CAPHUB_ALLOWED_HOSTS")
 	cmd.Flags().StringArray("allowed-origin", nil, "browser Origin accepted besides loopback ones (scheme://host[:port], scheme://host:* or *); repeatable; default $CAPHUB_ALLOWED_ORIGINS")
@@ -105,7 +109,7 @@ func runServe(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer stopTracing() // last: the spans of the shutdown too
-	a, err := newApp(ctx, cfg, registry.WithSearchIndex(false))
+	a, err := newApp(ctx, cfg, registry.WithSearchIndex(false), registry.WithCacheLimits(registry.CacheLimits{Bytes: int64(cfg.serve.cacheMB) << 20}))
 	if err != nil {
 		return err
 	}

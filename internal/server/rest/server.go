@@ -171,6 +171,7 @@ func (s *Server) routeTable() []route {
 	}
 	routes = append(routes, s.jobRoutes()...)
 	routes = append(routes, s.serverRoutes()...)
+	routes = append(routes, s.mcpRegistryRoutes()...)
 	agents := s.agents
 	if agents == nil {
 		agents = s.newAgents()
