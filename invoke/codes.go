@@ -13,6 +13,7 @@ const (
 	CodeNoBinding           = "NO_BINDING"           // no binding of the capability can run here
 	CodeTimeout             = "TIMEOUT"              // an attempt exceeded its timeout
 	CodeDenied              = "DENIED"               // the policy refused the call
+	CodePolicyUnavailable   = "POLICY_UNAVAILABLE"   // the policy could not be read, so the call was refused; retrying may help
 	CodeNotFound            = "NOT_FOUND"            // the URI does not resolve
 	CodeNotExecutable       = "NOT_EXECUTABLE"       // the binding is device-only (Agent OS handlers)
 	CodeUpstreamError       = "UPSTREAM_ERROR"       // the upstream answered with an error it did not classify
@@ -43,6 +44,7 @@ var answers = map[string]codeAnswer{
 	CodeInvalidInput:        {http.StatusUnprocessableEntity, ExitInvalid},
 	CodeInvalidOutput:       {http.StatusBadGateway, ExitInvalid},
 	CodeDenied:              {http.StatusForbidden, ExitDenied},
+	CodePolicyUnavailable:   {http.StatusServiceUnavailable, ExitDenied},
 	CodeApprovalNeeded:      {http.StatusAccepted, ExitDenied},
 	CodeTooManyApprovals:    {http.StatusTooManyRequests, ExitDeclared},
 	CodeTimeout:             {http.StatusGatewayTimeout, ExitUpstream},

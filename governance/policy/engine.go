@@ -216,8 +216,16 @@ func (e *Engine) deny(rule, key, msg string, cause error, detail ...string) (dec
 	for i := 0; i+1 < len(detail); i += 2 {
 		details[detail[i]] = detail[i+1]
 	}
+	// A refusal because the policy or a tier could not be read (cause) is
+	// still a refusal — caphub fails closed — but not a verdict: it says so
+	// (503 on REST), so that a client retries instead of taking it as
+	// forbidden.
+	code := invoke.CodeDenied
+	if cause != nil {
+		code = invoke.CodePolicyUnavailable
+	}
 	return decision{Decision: "deny", Rule: rule, Policy: key, Message: msg},
-		&invoke.Error{Code: invoke.CodeDenied, Message: msg, Cause: cause, Details: details}
+		&invoke.Error{Code: code, Message: msg, Cause: cause, Details: details}
 }
 
 // approval lets the call through when it carries an approved, unused,

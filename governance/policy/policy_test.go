@@ -448,3 +448,23 @@ func TestPolicyChangesAudited(t *testing.T) {
 		t.Fatalf("chain does not verify: %+v, %v", v, err)
 	}
 }
+
+// TestUnreadablePolicyFailsClosedButRetryable checks that a call whose
+// policy cannot be read (the store fails) is refused, with
+// POLICY_UNAVAILABLE (503 on REST), not DENIED (403): the client should
+// retry, not conclude it is forbidden.
+func TestUnreadablePolicyFailsClosedButRetryable(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "closed.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := policy.NewEngine(st, policy.Options{})
+	st.Close() // every read fails from now on
+	d := def("plain", nil, nil)
+	err = engine.Check(ctx, &invoke.Call{URI: "ossa:test/plain@1.0", Caller: "scanner", Definition: &d})
+	ie := invErr(t, err, invoke.CodePolicyUnavailable, "cannot read the policy")
+	if invoke.HTTPStatus(ie.Code) != 503 {
+		t.Errorf("status %d, want 503", invoke.HTTPStatus(ie.Code))
+	}
+}
