@@ -60,20 +60,33 @@ type searchIndex struct {
 	ready atomic.Bool
 	built chan struct{} // closed when first built, or when that failed
 	once  sync.Once
+
+	mu       sync.Mutex
+	building *indexBuild // the build under way; nil when none
+}
+
+// indexBuild is a build of the index from the store, and the capabilities
+// that changed while it ran, to read again once it is done: the watch's
+// events are taken while the index is built, so that a build that takes
+// as long as a large batch does not leave the watch behind (which closes
+// it, and starts the build all over again).
+type indexBuild struct {
+	cancel  context.CancelFunc
+	pending map[Key]bool // capabilities (no version) changed meanwhile
 }
 
 // indexed is what the index keeps of a version to filter it (ListFilter);
 // whether it is its capability's latest is the document's Current mark.
 type indexed struct {
 	key                                    Key
-	stability, source                      string
+	stability, source, trust               string
 	domains, categories, intents, bindings []string
 }
 
 func indexedOf(r *Record) *indexed {
 	d := &r.Definition
 	return &indexed{
-		key: r.Key, stability: d.Stability, source: SourceOf(d),
+		key: r.Key, stability: d.Stability, source: SourceOf(d), trust: r.TrustTier,
 		domains: DomainsOf(r.Key, d), categories: d.Categories,
 		intents: d.Intents, bindings: d.Bindings.Types(),
 	}
@@ -87,6 +100,7 @@ func (m *indexed) matches(f *ListFilter) bool {
 		f.Name != "" && m.key.Name != f.Name,
 		f.Stability != "" && m.stability != f.Stability,
 		f.Source != "" && m.source != f.Source,
+		f.TrustTier != "" && m.trust != f.TrustTier,
 		f.Intent != "" && !slices.Contains(m.intents, f.Intent),
 		f.BindingType != "" && !slices.Contains(m.bindings, f.BindingType):
 		return false
@@ -113,31 +127,90 @@ func hierarchical(filter string, values []string) bool {
 func (s *Service) startIndex(ctx context.Context) {
 	ix := s.index
 	Subscribe(ctx, s.store, Subscriber{
-		Watching: func(bool) {
+		Watching: func(resumed bool) {
 			// Built at the first watch, and again after any gap in the
 			// notifications.
-			defer ix.once.Do(func() { close(ix.built) })
-			if err := s.buildIndex(ctx); err != nil {
+			ix.mu.Lock()
+			defer ix.mu.Unlock()
+			ix.stopBuild()
+			if resumed {
+				// Let the stale index go before building the new one, so
+				// that the two are never held at once (the store answers
+				// searches meanwhile).
 				ix.ready.Store(false)
-				s.log.Warn("search index: cannot build it; searching the store", "err", err)
-				return
+				ix.ix.Store(search.NewIndex())
 			}
-			ix.ready.Store(true)
+			bctx, cancel := context.WithCancel(ctx)
+			b := &indexBuild{cancel: cancel, pending: map[Key]bool{}}
+			ix.building = b
+			go s.runBuild(bctx, b)
 		},
 		Event: func(ev Event) {
+			ix.mu.Lock()
+			if b := ix.building; b != nil {
+				k := ev.Key
+				k.Version = ""
+				b.pending[k] = true
+				ix.mu.Unlock()
+				return
+			}
+			ix.mu.Unlock()
 			if ix.ready.Load() {
 				s.indexCapability(ctx, ev.Key)
 			}
 		},
-		Closed: func() { ix.ready.Store(false) },
+		Closed: func() {
+			ix.mu.Lock()
+			defer ix.mu.Unlock()
+			ix.stopBuild()
+			ix.ready.Store(false)
+		},
 		Failed: func(err error, _ time.Duration) {
 			s.log.Warn("search index: cannot watch the store; searching the store", "err", err)
 		},
 	})
 }
 
+// stopBuild cancels the build under way, if any (under ix.mu).
+func (ix *searchIndex) stopBuild() {
+	if ix.building != nil {
+		ix.building.cancel()
+		ix.building = nil
+	}
+}
+
+// runBuild builds the index from the store, puts it in service and reads
+// again the capabilities that changed meanwhile; a build cancelled or
+// superseded (a new watch) leaves the index as it is.
+func (s *Service) runBuild(ctx context.Context, b *indexBuild) {
+	defer b.cancel()
+	ix := s.index
+	built, err := s.buildIndex(ctx)
+	ix.mu.Lock()
+	if ix.building != b {
+		ix.mu.Unlock()
+		return
+	}
+	ix.building = nil
+	if err != nil {
+		ix.ready.Store(false)
+		ix.mu.Unlock()
+		s.log.Warn("search index: cannot build it; searching the store", "err", err)
+		ix.once.Do(func() { close(ix.built) })
+		return
+	}
+	ix.ix.Store(built)
+	ix.ready.Store(true)
+	pending := b.pending
+	ix.mu.Unlock()
+	for k := range pending {
+		s.indexCapability(ctx, k)
+	}
+	ix.once.Do(func() { close(ix.built) })
+}
+
 // buildIndex reads every version from the store into a new index.
-func (s *Service) buildIndex(ctx context.Context) error {
+func (s *Service) buildIndex(ctx context.Context) (*search.Index, error) {
 	start := time.Now()
 	ix := search.NewIndex()
 	f := ListFilter{AllVersions: true, Limit: 500}
@@ -145,7 +218,7 @@ func (s *Service) buildIndex(ctx context.Context) error {
 	for {
 		page, err := s.store.List(ctx, f)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i := range page.Items {
 			r := &page.Items[i]
@@ -165,9 +238,8 @@ func (s *Service) buildIndex(ctx context.Context) error {
 	if prev != nil {
 		ix.SetCurrent(prev.String(), true)
 	}
-	s.index.ix.Store(ix)
 	s.log.Info("search index built", "versions", ix.Len(), "took", time.Since(start).Round(time.Millisecond))
-	return nil
+	return ix, nil
 }
 
 func sameCapability(a, b Key) bool {

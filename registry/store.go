@@ -118,6 +118,10 @@ type ListFilter struct {
 	// Intent is an exact element of Definition.Intents (the Agent OS intent
 	// index).
 	Intent string
+	// TrustTier is the exact Record.TrustTier (verified, trusted,
+	// community, untrusted); a version registered before tiers existed
+	// has none and matches no tier.
+	TrustTier string
 	// AllVersions lists every version; false lists only the highest version
 	// (semver precedence) of each capability.
 	AllVersions bool

@@ -119,6 +119,8 @@ func Stem(w string) string {
 	if ok {
 		return s
 	}
+	// The cache keeps its own copy: w can be a slice of a large text.
+	w = strings.Clone(w)
 	s = english.Stem(w, true)
 	stems.mu.Lock()
 	if len(stems.m) >= maxCachedStems {

@@ -31,6 +31,7 @@ func DocOf(id string, def *capability.Definition, meta any) Doc {
 	d.Text[FieldIntents] = strings.Join(def.Intents, " ")
 	d.Action = actionOf(def)
 	d.Object = objectOf(def)
+	d.Many = manyOf(def)
 	d.Scope = def.Domain
 	return d
 }
@@ -51,6 +52,9 @@ func objectOf(def *capability.Definition) string {
 				seg = seg[:j] // thumbnail.{extension}, {id}
 			}
 			for _, part := range strings.Split(seg, ".") {
+				if formats[strings.ToLower(part)] {
+					continue // Calls.json: calls
+				}
 				if part = nouns(part); part != "" {
 					segs = append(segs, part)
 				}
@@ -66,6 +70,43 @@ func objectOf(def *capability.Definition) string {
 	}
 	return segs[len(segs)-1]
 }
+
+// manyOf tells whether a definition reads many things or one: a GET whose
+// path ends in a resource (/repos/{owner}/{repo}/commits) lists them, one
+// that ends in a parameter (/commits/{ref}) reads one; ManyUnknown for
+// everything else.
+func manyOf(def *capability.Definition) Many {
+	h := def.Bindings.HTTP
+	if h == nil || !strings.EqualFold(h.Method, "GET") {
+		return ManyUnknown
+	}
+	p := h.URL
+	if u, err := url.Parse(h.URL); err == nil && u.Host != "" {
+		p = u.Path
+	}
+	p = strings.TrimRight(p, "/")
+	last := p[strings.LastIndexByte(p, '/')+1:]
+	if i := strings.LastIndexByte(last, '.'); i > 0 && formats[strings.ToLower(last[i+1:])] {
+		last = last[:i] // Calls/{Sid}.json
+	}
+	switch {
+	case strings.HasSuffix(last, "}"):
+		return ManyOne
+	case plural(last):
+		return ManyMany
+	}
+	return ManyUnknown // /readme, /content: one thing, or it cannot tell
+}
+
+// plural reports whether the word w looks like a plural (commits,
+// repositories; not status, address, analysis).
+func plural(w string) bool {
+	return len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is")
+}
+
+// formats are the file extensions a path may end with, which name the
+// format of the answer, not a thing.
+var formats = wordSet("json xml yaml yml csv txt html atom rss")
 
 // nouns is the words of src but for the verbs of an action that lead it
 // (postMessage: message; create_entities: entities), "" when it is only

@@ -7,7 +7,11 @@
 // package search/internal/wordvec), and a "did you mean" for words with
 // none. Past the words, a document ranks higher when it acts on the thing
 // the request names (its path's last resource), does what the request's
-// verb asks, and belongs to the API the request's words are likeliest in.
+// verb asks (a verb the lexicon lacks takes the action of the catalog's
+// titles that start with it, or, followed by its object, asks to write),
+// reads as many things as the request asks for (a list for a plural, one
+// after "a" or "this"), and belongs to the API the request's words are
+// likeliest in.
 // The index is held in memory and is the one ranking of both stores;
 // package registry keeps it current.
 package search
@@ -17,8 +21,10 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unique"
 )
 
 // Field is a part of a capability's text, weighed on its own.
@@ -61,6 +67,8 @@ type Doc struct {
 	// Object is the text of what the operation acts on (the last
 	// resource of its path): a query that names it prefers it.
 	Object string
+	// Many tells whether a read returns a list of things or one of them.
+	Many Many
 	// Scope names the API or service the capability belongs to (its
 	// domain): a query that names it ("in slack") prefers its capabilities.
 	Scope string
@@ -69,6 +77,15 @@ type Doc struct {
 	Current bool
 	Meta    any // returned with hits and given to Query.Keep
 }
+
+// Many is how many things an operation reads.
+type Many uint8
+
+const (
+	ManyUnknown Many = iota // not a read, or it cannot tell
+	ManyOne                 // one thing, named by a parameter
+	ManyMany                // a list
+)
 
 // Index is an in-memory inverted index. It is safe for concurrent use;
 // searches run in parallel with each other, writes one at a time.
@@ -82,9 +99,17 @@ type Index struct {
 	// query's words tell which API it is about.
 	apis    map[string]int32
 	apiDocs []int
-	lenSum  [numFields]float64
-	live    int
-	dead    int
+	// apiTerms is the stems of each Doc.Scope, shared by its documents.
+	apiTerms [][]string
+	// leads counts, for the first word of documents' titles, the
+	// documents doing each action: titles start with their
+	// verb ("Star a repository"), so a query that starts with a verb
+	// caphub's lexicon lacks borrows the action the catalog's own titles
+	// give it.
+	leads  map[string]*[numActions]int32
+	lenSum [numFields]float64
+	live   int
+	dead   int
 	// vocab is the sorted terms, for prefixes and suggestions; nil when
 	// stale. Searches (under the read lock) set it, writers clear it.
 	vocab atomic.Pointer[[]string]
@@ -97,9 +122,10 @@ type doc struct {
 	id     string
 	lens   [numFields]uint16
 	action string
-	scope  []string // the stems of Doc.Scope
-	api    int32    // the number of Doc.Scope in Index.apis
+	api    int32    // the number of Doc.Scope in Index.apis (its stems: Index.apiTerms)
 	object []string // the terms of Doc.Object
+	lead   string   // the first word of the title
+	many   Many
 	meta   any
 	live   bool
 	// current is Doc.Current, kept here so that the commonest filter costs
@@ -115,7 +141,7 @@ type posting struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}, scopes: map[string]int{}, apis: map[string]int32{}}
+	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}, scopes: map[string]int{}, apis: map[string]int32{}, leads: map[string]*[numActions]int32{}}
 }
 
 // Len is the number of documents.
@@ -129,6 +155,7 @@ func (ix *Index) Len() int {
 func (ix *Index) Put(d Doc) {
 	var tfs map[string]*posting
 	var lens [numFields]uint16
+	lead := leadOf(d.Text[FieldTitle])
 	for f := range numFields {
 		terms := Terms(d.Text[f])
 		lens[f] = uint16(min(len(terms), math.MaxUint16))
@@ -150,18 +177,22 @@ func (ix *Index) Put(d Doc) {
 	defer ix.mu.Unlock()
 	ix.deleteLocked(d.ID)
 	n := int32(len(ix.docs))
-	scope := Terms(d.Scope)
-	for _, t := range scope {
-		ix.scopes[t]++
-	}
 	api, ok := ix.apis[d.Scope]
 	if !ok {
 		api = int32(len(ix.apiDocs))
-		ix.apis[d.Scope] = api
+		ix.apis[strings.Clone(d.Scope)] = api
 		ix.apiDocs = append(ix.apiDocs, 0)
+		ix.apiTerms = append(ix.apiTerms, detach(Terms(d.Scope)))
 	}
 	ix.apiDocs[api]++
-	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, scope: scope, api: api, object: Terms(d.Object), meta: d.Meta, live: true, current: d.Current})
+	for _, t := range ix.apiTerms[api] {
+		ix.scopes[t]++
+	}
+	if lead != "" {
+		lead = unique.Make(lead).Value() // not a slice of the title
+	}
+	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, api: api, object: detach(Terms(d.Object)), lead: lead, many: d.Many, meta: d.Meta, live: true, current: d.Current})
+	ix.countLead(lead, d.Action, 1)
 	ix.byID[d.ID] = n
 	ix.live++
 	for f := range numFields {
@@ -169,12 +200,28 @@ func (ix *Index) Put(d Doc) {
 	}
 	for t, p := range tfs {
 		p.doc = n
-		if _, known := ix.postings[t]; !known {
+		ps, known := ix.postings[t]
+		if !known {
 			ix.vocab.Store(nil)
 			ix.vecs.Store(nil)
+			t = strings.Clone(t) // a new key: not a slice of d's text
 		}
-		ix.postings[t] = append(ix.postings[t], *p)
+		ix.postings[t] = append(ps, *p)
 	}
+}
+
+// detach returns terms as strings of their own: a term can be a slice of
+// the text it came from (a word already lower-case), and an index that
+// kept it would keep that whole text, a definition's description, alive.
+func detach(terms []string) []string {
+	if len(terms) == 0 {
+		return nil
+	}
+	out := make([]string, len(terms))
+	for i, t := range terms {
+		out[i] = unique.Make(t).Value()
+	}
+	return out
 }
 
 // SetCurrent sets the Current mark of document id, if there is one.
@@ -220,7 +267,8 @@ func (ix *Index) deleteLocked(id string) {
 		ix.lenSum[f] -= float64(d.lens[f])
 	}
 	ix.apiDocs[d.api]--
-	for _, t := range d.scope {
+	ix.countLead(d.lead, d.action, -1)
+	for _, t := range ix.apiTerms[d.api] {
 		if ix.scopes[t]--; ix.scopes[t] <= 0 {
 			delete(ix.scopes, t)
 		}
@@ -228,6 +276,66 @@ func (ix *Index) deleteLocked(id string) {
 	if ix.dead > 1024 && ix.dead > ix.live/3 {
 		ix.compactLocked()
 	}
+}
+
+// leadOf is the first word of a title, stop words left out.
+func leadOf(title string) string {
+	for _, w := range Words(title) {
+		if !stopWords[w] {
+			return w
+		}
+	}
+	return ""
+}
+
+// countLead adds n documents doing action to the count of their title's
+// first word.
+func (ix *Index) countLead(lead, action string, n int32) {
+	a, ok := actionIndex[action]
+	if lead == "" || !ok {
+		return
+	}
+	c := ix.leads[lead]
+	if c == nil {
+		c = new([numActions]int32)
+		ix.leads[lead] = c
+	}
+	if c[a] += n; *c == [numActions]int32{} {
+		delete(ix.leads, lead)
+	}
+}
+
+// Least documents whose titles start with a word, and the least share of
+// them doing one action, for the word to say that action.
+const (
+	minLeadDocs  = 3
+	minLeadShare = 0.6
+)
+
+// leadAction is the action the titles that start with the verb w do
+// ("follow": Follow a user; "send": Sends a message), "" when too few start
+// with it or they do different things. A word is not stemmed here: the
+// titles that start with "Follow" say nothing of a query about "followers".
+func (ix *Index) leadAction(w string) string {
+	var c [numActions]int32
+	for _, form := range [...]string{w, w + "s", w + "es"} {
+		if n := ix.leads[form]; n != nil {
+			for a := range c {
+				c[a] += n[a]
+			}
+		}
+	}
+	total, best := int32(0), 0
+	for a, n := range c {
+		total += n
+		if n > c[best] {
+			best = a
+		}
+	}
+	if total < minLeadDocs || float64(c[best]) < minLeadShare*float64(total) {
+		return ""
+	}
+	return actions[best]
 }
 
 // compactLocked drops dead documents and their postings.

@@ -238,6 +238,9 @@ func TestObjectIsThePathsLastResource(t *testing.T) {
 		{httpDef("GET", "https://slack.com/api/conversations.list"), "conversations"},
 		{httpDef("GET", "https://api.box.com/2.0/files/{file_id}/thumbnail.{extension}"), "thumbnail"},
 		{httpDef("GET", "/api/v1/namespaces/{namespace}/pods"), "pods"},
+		// Twilio's paths end in the answer's format, which is no thing.
+		{httpDef("POST", "https://api.twilio.com/2010-04-01/Accounts/{AccountSid}/Calls.json"), "calls"},
+		{httpDef("GET", "https://api.twilio.com/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json"), "calls"},
 		{&capability.Definition{Name: "create_entities", Bindings: capability.Bindings{MCP: &capability.MCPBinding{Tool: "create_entities"}}}, "entities"},
 		{&capability.Definition{Name: "getSum"}, "sum"},
 	} {
@@ -253,8 +256,10 @@ func TestTheRequestsVerbSaysItsAction(t *testing.T) {
 		"permanently remove a repository":       ActionDelete,
 		"which files did a pull request change": ActionRead, // a question asks to read
 		"is this user online":                   ActionRead,
-		"files I opened recently":               "", // the verb comes after the thing
+		"files I opened recently":               ActionRead, // the verb comes after the things, which are read
+		"file size and last modified time":      "",         // nor is one named here
 		"create issue":                          ActionCreate,
+		"stop a running CI build":               ActionDelete, // as cancel does
 	} {
 		if got := ix.Search(Query{Text: q}).Action; got != want {
 			t.Errorf("%q: action %q, want %q", q, got, want)
@@ -338,4 +343,164 @@ func TestScoresFiniteAfterDeletes(t *testing.T) {
 			t.Errorf("score %v for %s", h.Score, h.ID)
 		}
 	}
+}
+
+// followIndex holds real operations whose titles start with "Follow"
+// (GitHub's and Spotify's, all PUTs), and one that lists followers.
+func followIndex() *Index {
+	ix := NewIndex()
+	put := func(domain, name, title, method, u string) {
+		d := capability.Definition{Name: name, Domain: domain, Title: title, Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: method, URL: u}}}
+		ix.Put(DocOf(domain+"/"+name, &d, domain))
+	}
+	put("github", "users_follow", "Follow a user", "PUT", "https://api.github.com/user/following/{username}")
+	put("github", "users_list_followers_for_user", "List followers of a user", "GET", "https://api.github.com/users/{username}/followers")
+	put("spotify", "follow_artists_users", "Follow Artists or Users", "PUT", "https://api.spotify.com/v1/me/following")
+	put("spotify", "follow_playlist", "Follow Playlist", "PUT", "https://api.spotify.com/v1/playlists/{playlist_id}/followers")
+	return ix
+}
+
+func TestAVerbTheLexiconLacksTakesTheActionOfTheTitlesItStarts(t *testing.T) {
+	ix := followIndex()
+	for q, want := range map[string]string{
+		"follow a developer":       ActionUpdate, // the three titles that start with Follow are PUTs
+		"who follows me on github": ActionRead,   // a question asks to read, whatever its verb
+		"followers of a user":      ActionRead,   // no title starts with "followers": things to read
+	} {
+		if got := ix.Search(Query{Text: q}).Action; got != want {
+			t.Errorf("%q: action %q, want %q", q, got, want)
+		}
+	}
+	// Two titles are too few to teach a verb.
+	ix.Delete("spotify/follow_playlist")
+	if got := ix.Search(Query{Text: "follow developers"}).Action; got != "" {
+		t.Errorf("with two titles that start with Follow: action %q, want none", got)
+	}
+}
+
+func TestExplainSaysWhereTheActionWasLearned(t *testing.T) {
+	res := followIndex().Search(Query{Text: "follow a developer", Explain: true, Limit: 1})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "github/users_follow" {
+		t.Fatalf("top hit %v, want github/users_follow", ids(res))
+	}
+	why := strings.Join(res.Hits[0].Why, "; ")
+	if !strings.Contains(why, `does what was asked (crud.update), as the titles that start with "follow" do`) {
+		t.Errorf("explain %q does not say the action was learned from the titles", why)
+	}
+}
+
+func TestAReadOfAsManyThingsAsAskedForRanksFirst(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "repos_get_commit", Domain: "github", Title: "Get a commit", Description: "Returns the contents of a single commit reference.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{ref}"}}},
+		{Name: "repos_list_commits", Domain: "github", Title: "List commits", Description: "The response will include a verification object that describes the result of verifying the commit's signature.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	for q, want := range map[string]string{
+		"the commits of a repository": "github/repos_list_commits", // a plural asks for a list
+		"all the commit":              "github/repos_list_commits",
+		"a commit of a repository":    "github/repos_get_commit", // "a" asks for one
+	} {
+		res := ix.Search(Query{Text: q, Explain: true})
+		if len(res.Hits) == 0 || res.Hits[0].ID != want {
+			t.Errorf("%q: %v, want %s first", q, ids(res), want)
+			continue
+		}
+		if why := strings.Join(res.Hits[0].Why, "; "); !strings.Contains(why, "reads as many as were asked for") {
+			t.Errorf("%q: explain %q does not say it reads as many as asked for", q, why)
+		}
+	}
+}
+
+func TestManyOfAnOperation(t *testing.T) {
+	for u, want := range map[string]Many{
+		"https://api.github.com/repos/{owner}/{repo}/commits":                      ManyMany,
+		"https://api.github.com/repos/{owner}/{repo}/commits/{ref}":                ManyOne,
+		"https://api.github.com/repos/{owner}/{repo}/readme":                       ManyUnknown, // one thing, not a parameter
+		"https://api.twilio.com/2010-04-01/Accounts/{AccountSid}/Calls.json":       ManyMany,
+		"https://api.twilio.com/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json": ManyOne,
+		"https://api.digitalocean.com/v2/customers/my/balance":                     ManyUnknown,
+		"https://api.github.com/repos/{owner}/{repo}/actions/runs/{run_id}/logs/":  ManyMany,
+	} {
+		d := capability.Definition{Name: "op", Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: u}}}
+		if got := manyOf(&d); got != want {
+			t.Errorf("manyOf(GET %s) = %d, want %d", u, got, want)
+		}
+	}
+	post := capability.Definition{Name: "op", Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}}
+	if got := manyOf(&post); got != ManyUnknown {
+		t.Errorf("manyOf(POST …/issues) = %d, want ManyUnknown: only a read lists", got)
+	}
+}
+
+func TestAnAdverbThatStartsTitlesDoesNotTakeTheVerbsPlace(t *testing.T) {
+	ix := NewIndex()
+	put := func(domain, name, title, u string) {
+		d := capability.Definition{Name: name, Domain: domain, Title: title, Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: u}}}
+		ix.Put(DocOf(domain+"/"+name, &d, domain))
+	}
+	// Box's titles start with "Permanently".
+	put("box", "delete_files_id_trash", "Permanently remove file", "https://api.box.com/2.0/files/{file_id}/trash")
+	put("box", "delete_folders_id_trash", "Permanently remove folder", "https://api.box.com/2.0/folders/{folder_id}/trash")
+	put("box", "delete_web_links_id_trash", "Permanently remove web link", "https://api.box.com/2.0/web_links/{web_link_id}/trash")
+	put("github", "repos_delete", "Delete a repository", "https://api.github.com/repos/{owner}/{repo}")
+	res := ix.Search(Query{Text: "permanently remove a repository", Explain: true})
+	for _, h := range res.Hits {
+		if h.ID != "github/repos_delete" {
+			continue
+		}
+		if why := strings.Join(h.Why, "; "); !strings.Contains(why, `"delet" in name, title ("remove" asks to delete)`) {
+			t.Errorf("repos_delete: explain %q: the verb remove should look for delete", why)
+		}
+		return
+	}
+	t.Errorf("github/repos_delete not found: %v", ids(res))
+}
+
+func TestAnUnknownVerbBeforeItsObjectAsksToWrite(t *testing.T) {
+	ix := NewIndex()
+	for _, c := range []struct{ name, title, method, path, verb string }{
+		{"issues_create_comment", "Create an issue comment", "POST", "{issue_number}/comments", "create"},
+		{"issues_delete_comment", "Delete an issue comment", "DELETE", "comments/{comment_id}", "delete"},
+		{"issues_get_comment", "Get an issue comment", "GET", "comments/{comment_id}", "get"},
+		{"issues_list_comments", "List issue comments", "GET", "{issue_number}/comments", "list"},
+		{"issues_update_comment", "Update an issue comment", "PATCH", "comments/{comment_id}", "update"},
+	} {
+		d := capability.Definition{Name: c.name, Domain: "github", Title: c.title,
+			Description: "You can use the REST API to " + c.verb + " comments on issues and pull requests. Every pull request is an issue, but not every issue is a pull request.",
+			Bindings:    capability.Bindings{HTTP: &capability.HTTPBinding{Method: c.method, URL: "https://api.github.com/repos/{owner}/{repo}/issues/" + c.path}}}
+		ix.Put(DocOf("github/"+c.name, &d, "github"))
+	}
+	// "comment on": a word the lexicon lacks, then what starts its object.
+	res := ix.Search(Query{Text: "comment on an issue", Explain: true})
+	// It asks to write: to create, or else to update.
+	top := ids(res)
+	if res.Action != ActionCreate || len(top) < 2 || !slices.Contains(top[:2], "github/issues_create_comment") || !slices.Contains(top[:2], "github/issues_update_comment") {
+		t.Fatalf("comment on an issue: action %q, %v; want crud.create and issues_create_comment and issues_update_comment first", res.Action, top)
+	}
+	if why := strings.Join(res.Hits[0].Why, "; "); !strings.Contains(why, `as "comment" before its object asks to write`) {
+		t.Errorf("explain %q does not say why it asks to write", why)
+	}
+	// A noun phrase names no action.
+	if got := ix.Search(Query{Text: "issue comments"}).Action; got != "" {
+		t.Errorf("issue comments: action %q, want none", got)
+	}
+}
+
+func TestExplainSaysAPluralWithoutAVerbAsksToRead(t *testing.T) {
+	ix := followIndex()
+	res := ix.Search(Query{Text: "followers of a user", Explain: true})
+	for _, h := range res.Hits {
+		if h.ID != "github/users_list_followers_for_user" {
+			continue
+		}
+		if why := strings.Join(h.Why, "; "); !strings.Contains(why, `does what was asked (crud.read), as a request that starts with a plural ("followers") names things to read`) {
+			t.Errorf("explain %q does not say why it asks to read", why)
+		}
+		return
+	}
+	t.Errorf("users_list_followers_for_user not found: %v", ids(res))
 }

@@ -19,6 +19,19 @@ const (
 	ActionNotify = "notify"
 )
 
+// actions are the actions in a fixed order, and actionIndex their place.
+var actions = [...]string{ActionCreate, ActionRead, ActionUpdate, ActionDelete, ActionSearch, ActionNotify}
+
+const numActions = len(actions)
+
+var actionIndex = func() map[string]int {
+	m := map[string]int{}
+	for i, a := range actions {
+		m[a] = i
+	}
+	return m
+}()
+
 // actionVerbs maps a verb (as written, lower case) to the action it asks
 // for. A query's verbs name its action; a capability's name, title and HTTP
 // method name its own.
@@ -28,7 +41,7 @@ var actionVerbs = func() map[string]string {
 		ActionCreate: "create add new make open start post insert register submit raise write generate build launch begin spawn put",
 		ActionRead:   "get show list read fetch view see display retrieve return download describe inspect lookup load browse enumerate count check",
 		ActionUpdate: "update change edit set modify patch rename replace move edit toggle adjust alter enable disable mark assign configure",
-		ActionDelete: "delete remove cancel drop destroy erase purge revoke clear unregister close archive discard kill terminate uninstall detach unset forget wipe scrap",
+		ActionDelete: "delete remove cancel stop abort halt drop destroy erase purge revoke clear unregister close archive discard kill terminate uninstall detach unset forget wipe scrap",
 		ActionSearch: "search find query filter seek locate match",
 		ActionNotify: "send notify message email alert ping tell announce broadcast dm",
 	} {
@@ -46,7 +59,7 @@ var thingsToo = wordSet("message email alert")
 
 // alsoActions are other actions a verb may ask for: closing an issue or
 // archiving a card is an update of its state in most APIs.
-var alsoActions = map[string]string{"close": ActionUpdate, "archive": ActionUpdate, "cancel": ActionUpdate}
+var alsoActions = map[string]string{"close": ActionUpdate, "archive": ActionUpdate, "cancel": ActionUpdate, "stop": ActionUpdate, "abort": ActionUpdate, "halt": ActionUpdate}
 
 // readQuestions start a question, which asks to read ("which files did it
 // change", "is this user online").

