@@ -364,8 +364,13 @@ func (m *message) idIs(id int64) bool {
 	return err == nil && n == id
 }
 
-// decode reads JSON as the Go SDK does (field names matched exactly,
-// nesting bounded), without its per-message buffer.
+// Decode reads JSON as the Go SDK does (field names matched exactly,
+// nesting bounded), without its per-message buffer: for code that reads MCP
+// messages itself and must read them as the SDK would (the mcp gateway's
+// tools/call path, see server/mcpgw).
+func Decode(data []byte, v any) error { return decode(data, v) }
+
+// decode is Decode.
 func decode(data []byte, v any) error {
 	if err := checkDepth(data); err != nil {
 		return err

@@ -13,38 +13,70 @@ import (
 // GoEverythingPkg is the Go SDK's conformance everything-server.
 const GoEverythingPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
 
-var goEverything struct {
+// CaphubPkg is caphub's command.
+const CaphubPkg = "github.com/caphub/caphub/cmd/caphub"
+
+// builds are the binaries Build made in this test binary, by package.
+var builds struct {
+	mu   sync.Mutex
+	dirs map[string]*build
+}
+
+type build struct {
 	once sync.Once
 	dir  string
 	err  error
 	out  []byte
 }
 
-// GoEverything builds the Go SDK's everything-server once per test binary
-// (go build caches it) and returns its path, or fails the test. Call
-// RemoveBuilt from TestMain to remove the binary.
-func GoEverything(t testing.TB) string {
+// Build builds the Go package pkg once per test binary (go build caches
+// it) into a temporary directory and returns the binary's path, or fails
+// the test. Call RemoveBuilt from TestMain to remove what it built.
+func Build(t testing.TB, pkg string) string {
 	t.Helper()
-	goEverything.once.Do(func() {
-		goEverything.dir, goEverything.err = os.MkdirTemp("", "caphub-go-everything")
-		if goEverything.err != nil {
+	builds.mu.Lock()
+	if builds.dirs == nil {
+		builds.dirs = map[string]*build{}
+	}
+	b := builds.dirs[pkg]
+	if b == nil {
+		b = &build{}
+		builds.dirs[pkg] = b
+	}
+	builds.mu.Unlock()
+	name := filepath.Base(pkg)
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "caphub-build-"+name)
+		if b.err != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(goEverything.dir, "everything-server"), GoEverythingPkg)
+		cmd := exec.Command("go", "build", "-o", filepath.Join(b.dir, name), pkg)
 		cmd.Dir = RepoRoot(t)
-		goEverything.out, goEverything.err = cmd.CombinedOutput()
+		b.out, b.err = cmd.CombinedOutput()
 	})
-	if goEverything.err != nil {
-		t.Fatalf("build %s: %v\n%s\nIf go.sum lacks its dependencies, run: GOFLAGS=-mod=mod go get %s", GoEverythingPkg, goEverything.err, goEverything.out, GoEverythingPkg)
+	if b.err != nil {
+		t.Fatalf("build %s: %v\n%s\nIf go.sum lacks its dependencies, run: GOFLAGS=-mod=mod go get %s", pkg, b.err, b.out, pkg)
 	}
-	return filepath.Join(goEverything.dir, "everything-server")
+	return filepath.Join(b.dir, name)
 }
 
-// RemoveBuilt removes what GoEverything built (for TestMain, after the
-// tests ran).
+// GoEverything builds the Go SDK's everything-server once per test binary
+// and returns its path (see Build).
+func GoEverything(t testing.TB) string { return Build(t, GoEverythingPkg) }
+
+// Caphub builds caphub once per test binary and returns its path (see
+// Build).
+func Caphub(t testing.TB) string { return Build(t, CaphubPkg) }
+
+// RemoveBuilt removes what Build built (for TestMain, after the tests
+// ran).
 func RemoveBuilt() {
-	if goEverything.dir != "" {
-		_ = os.RemoveAll(goEverything.dir)
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	for _, b := range builds.dirs {
+		if b.dir != "" {
+			_ = os.RemoveAll(b.dir)
+		}
 	}
 }
 

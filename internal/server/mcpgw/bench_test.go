@@ -53,18 +53,18 @@ func BenchmarkToolsCall(b *testing.B) {
 //
 //	go test ./internal/server/mcpgw -run '^$' -bench DiscoveredCall -benchtime 5000x
 //
-// Measured on 2 shared cores (client=http, medians; the machine was loaded,
-// so ±15%): over stdio, /mcp costs 1.1–1.15× the front's SDK relay. Over
-// streamable HTTP it cost about 2.7× the HTTP relay (585 against 214
-// cpu-µs/call) while the mcp binding used the SDK's client; with
-// mcpconn.HTTPSession, which decodes only a message's envelope and the
-// result's blocks, about 2.35× (525 against 223; same runs, interleaved).
-// What remains is mostly the SDK's server side of /mcp: about six JSON
-// decodings a call, each allocating a 32 KiB buffer (over 85% of the bytes
-// allocated), and the garbage collection they cause (a fifth of the CPU);
-// caphub's own tool handler, pipeline and binding take about an eighth,
-// most of it the HTTP round trip to the upstream. /mcp with no upstream at
-// all (BenchmarkToolsCall) costs more than the front does.
+// Measured on 2 shared cores (client=http, medians of 6 interleaved runs
+// against the code before; the machine was loaded, so ±15%): /mcp cost
+// 699 cpu-µs/call over stdio and 529 over streamable HTTP, 4.7× and 2.2×
+// the front's (150 and 236), most of it the MCP SDK decoding each message
+// about six times with a fresh 32 KiB buffer (its server for the client's
+// request, its client for the upstream's answer) and the garbage
+// collection that caused. With the gateway reading a tools/call itself
+// (fast.go) and the binding's lean stdio client (mcpconn.StdioSession),
+// 189 and 240: 1.2× and 1.14× the front (157 and 210), at three times the
+// calls/s over stdio. What remains above the front is the pipeline's own
+// work (resolve, input check, policy, audit, output mapping) and decoding
+// the upstream's result into content blocks.
 func BenchmarkDiscoveredCall(b *testing.B) {
 	d := newDiscovered(b, goEverythingStdio(b, "stdio"), goEverythingHTTP(b, "http"))
 	const sessions = 4

@@ -1,5 +1,7 @@
 package mcpgw
 
+//lint:file-ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
+
 import (
 	"bytes"
 	"context"
@@ -63,6 +65,12 @@ func callContext(ctx context.Context, req *mcp.CallToolRequest, agent, given str
 	if req != nil && req.Extra != nil {
 		hdr = req.Extra.Header
 	}
+	return callerContext(ctx, meta, hdr, agent, given)
+}
+
+// callerContext is callContext from a call's _meta and its HTTP request's
+// header.
+func callerContext(ctx context.Context, meta map[string]any, hdr http.Header, agent, given string) context.Context {
 	if agent != "" {
 		who := identity.From(ctx)
 		who.Agent = agent
@@ -71,19 +79,56 @@ func callContext(ctx context.Context, req *mcp.CallToolRequest, agent, given str
 	return identity.WithApproval(ctx, ApprovalID(meta, hdr, given))
 }
 
+// callOut is where a call sends the client what comes before its result:
+// the progress of its bindings and the log message of a failure. The SDK's
+// session sends them on the request's stream (sessionOut); the gateway's
+// own tools/call path writes them on its answer (see fastAnswer).
+type callOut interface {
+	progress(ctx context.Context, p *mcp.ProgressNotificationParams)
+	log(ctx context.Context, p *mcp.LoggingMessageParams)
+}
+
+// sdkOut sends through the SDK's session.
+type sdkOut struct{ ss *mcp.ServerSession }
+
+func (o sdkOut) progress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+	_ = o.ss.NotifyProgress(ctx, p)
+}
+
+func (o sdkOut) log(ctx context.Context, p *mcp.LoggingMessageParams) {
+	// Session logging is deprecated from protocol 2026-07-28 on but still
+	// served; Log sends nothing unless the client set a level.
+	_ = o.ss.Log(ctx, p)
+}
+
+// sessionOut is the callOut of a request the SDK handles (nil without a
+// session).
+func sessionOut(req *mcp.CallToolRequest) callOut {
+	if req == nil || req.Session == nil {
+		return nil
+	}
+	return sdkOut{req.Session}
+}
+
 // toolHandler runs the capability of e with the call's arguments.
 func (g *Gateway) toolHandler(e *toolEntry) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := decodeArguments(req.Params.Arguments)
-		if err != nil {
-			return g.errorResult(ctx, req, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured), nil
-		}
-		res, err := g.inv.Invoke(withProgress(callContext(ctx, req, "", ""), req), invoke.Request{URI: e.uri, Input: args})
-		if err != nil {
-			return g.errorResult(ctx, req, e.uri, err, e.errStructured), nil
-		}
-		return capabilityResult(res, e.structured), nil
+		return g.callTool(callContext(ctx, req, "", ""), e, req.Params.Arguments, req.Params.GetProgressToken(), sessionOut(req)), nil
 	}
+}
+
+// callTool runs the capability of e with the arguments raw, reporting
+// progress with token (when not nil) and a failure's log message to out.
+func (g *Gateway) callTool(ctx context.Context, e *toolEntry, raw json.RawMessage, token any, out callOut) *mcp.CallToolResult {
+	args, err := decodeArguments(raw)
+	if err != nil {
+		return g.toolError(ctx, out, e.uri, &invoke.Error{Code: invoke.CodeInvalidInput, Message: err.Error()}, e.errStructured)
+	}
+	res, err := g.inv.Invoke(progressTo(ctx, token, out), invoke.Request{URI: e.uri, Input: args})
+	if err != nil {
+		return g.toolError(ctx, out, e.uri, err, e.errStructured)
+	}
+	return capabilityResult(res, e.structured)
 }
 
 // withProgress returns ctx reporting the progress of the call's bindings
@@ -92,16 +137,21 @@ func (g *Gateway) toolHandler(e *toolEntry) mcp.ToolHandler {
 // token, related to the request, so that they travel on its stream. The
 // SDK sends nothing once the request is answered.
 func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context {
-	if req == nil || req.Params == nil || req.Session == nil {
+	if req == nil || req.Params == nil {
 		return ctx
 	}
-	token := req.Params.GetProgressToken()
-	if token == nil {
+	return progressTo(ctx, req.Params.GetProgressToken(), sessionOut(req))
+}
+
+// progressTo returns ctx reporting the progress of the call's bindings to
+// out as notifications/progress with token; ctx itself without a token or
+// out.
+func progressTo(ctx context.Context, token any, out callOut) context.Context {
+	if token == nil || out == nil {
 		return ctx
 	}
-	ss := req.Session
 	return invoke.WithProgress(ctx, func(progress, total float64, message string) {
-		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
+		out.progress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
 	})
 }
 
@@ -191,13 +241,15 @@ func resultMeta(res *invoke.Result) mcp.Meta {
 // also sent to the session as a warning log message, when the client asked
 // for logs.
 func (g *Gateway) errorResult(ctx context.Context, req *mcp.CallToolRequest, uri string, err error, structured bool) *mcp.CallToolResult {
+	return g.toolError(ctx, sessionOut(req), uri, err, structured)
+}
+
+// toolError is errorResult with its log message sent to out (when not nil).
+func (g *Gateway) toolError(ctx context.Context, out callOut, uri string, err error, structured bool) *mcp.CallToolResult {
 	te := toolErrorOf(ctx, err)
 	g.log.Debug("mcp gateway: call failed", "uri", uri, "code", te.Code, "message", te.Message)
-	if req != nil && req.Session != nil {
-		// Session logging is deprecated from protocol 2026-07-28 on but
-		// still served; Log sends nothing unless the client set a level.
-		//lint:ignore SA1019 session logging, deprecated from protocol 2026-07-28, is served through the deprecation window
-		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "caphub",
+	if out != nil {
+		out.log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "caphub",
 			Data: map[string]any{"uri": uri, "code": te.Code, "message": te.Message}})
 	}
 	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: te.Code + ": " + te.Message}}}

@@ -36,6 +36,8 @@ func (g *Gateway) serve(byName map[string]*toolEntry) {
 			g.served = byName
 		}
 	}
+	served := g.served
+	g.servedNow.Store(&served)
 	if prev := g.catalog.Swap(st); st.over && (prev == nil || !prev.over) {
 		what := "serving the search tools instead of one tool per capability"
 		if st.refuse {

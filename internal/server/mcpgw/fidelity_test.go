@@ -235,6 +235,10 @@ func TestDiscoveredProgress(t *testing.T) {
 	if got := len(progress.list()); got != n {
 		t.Errorf("a call without a progress token got %d progress notifications", got-n)
 	}
+	// A request is counted once its handler returned, after its answer.
+	eventually(t, func() bool { return mcpgw.FastServed(d.gw) == 2 }, func() {
+		t.Errorf("the fast path answered %d calls, want 2", mcpgw.FastServed(d.gw))
+	})
 }
 
 // A client that cancels its call through /mcp (at the upstream's first
@@ -272,6 +276,10 @@ func TestDiscoveredCancellation(t *testing.T) {
 	if n := u.sessions.Load(); n != sessions {
 		t.Errorf("the upstream initialised %d sessions after the cancellation: the pooled session was dropped", n-sessions)
 	}
+	// The cancelled call's request ends once the upstream answered it.
+	eventually(t, func() bool { return mcpgw.FastServed(d.gw) == 4 }, func() {
+		t.Errorf("the fast path answered %d requests, want 4 (three calls and the cancellation)", mcpgw.FastServed(d.gw))
+	})
 }
 
 // The official TypeScript SDK client through /mcp, on server-everything
@@ -351,4 +359,8 @@ func TestTypeScriptClientDiscovered(t *testing.T) {
 	if weather.IsError || !same(t, weather.StructuredContent, json.RawMessage(`{"temperature":73,"conditions":"Sunny / Clear","humidity":48}`)) {
 		t.Errorf("get-structured-content: %+v", weather)
 	}
+	// The four calls and the cancellation took the gateway's own path.
+	eventually(t, func() bool { return mcpgw.FastServed(d.gw) >= 5 }, func() {
+		t.Errorf("the fast path answered %d of the TypeScript client's requests, want the 4 calls and the cancellation", mcpgw.FastServed(d.gw))
+	})
 }

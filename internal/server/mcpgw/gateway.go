@@ -237,6 +237,13 @@ type Gateway struct {
 	// tools/list; nil until the first build.
 	catalog atomic.Pointer[catalogState]
 	pager   *listPager
+
+	// servedNow is served, for the fast path to read without refreshMu.
+	servedNow atomic.Pointer[map[string]*toolEntry]
+	fast      fastSessions // the streamable sessions (see fast.go)
+	// fastOff sends every request to the SDK (tests and benchmarks
+	// compare both paths).
+	fastOff atomic.Bool
 }
 
 // catalogState is what the gateway serves after a build.
@@ -289,7 +296,7 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 			Tools:   &mcp.ToolCapabilities{ListChanged: opts.Mode == ModeTools},
 		},
 	})
-	g.server.AddReceivingMiddleware(tracing.MCPMethods, g.catalogMiddleware, g.pager.middleware)
+	g.server.AddReceivingMiddleware(tracing.MCPMethods, g.catalogMiddleware, g.pager.middleware, g.sessionMiddleware)
 	if opts.Mode == ModeSearch {
 		g.setSearchTools(true)
 	}
@@ -298,7 +305,9 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 		// The gateway checks Host and Origin itself, for both transports
 		// and with the configured exceptions.
 		DisableLocalhostProtection: true,
-		SessionTimeout:             max(opts.IdleTimeout, 0),
+		// Idle sessions are closed by the gateway's table of sessions
+		// (fastSessions), which sees the calls the SDK does not.
+		SessionTimeout: 0,
 		// Answer requests with an SSE stream, not application/json: the
 		// progress of a call (an upstream MCP tool's, see withProgress)
 		// travels on its request's stream, where clients look for it; the
@@ -315,8 +324,9 @@ func New(reg registry.API, store registry.Store, inv Invoker, opts Options) *Gat
 	if !opts.Lazy {
 		g.activate()
 	}
-	g.wg.Add(1)
+	g.wg.Add(2)
 	go func() { defer g.wg.Done(); g.rebuildLoop(g.ctx) }()
+	go func() { defer g.wg.Done(); g.sweepLoop(g.ctx) }()
 	return g
 }
 
@@ -333,6 +343,7 @@ func (g *Gateway) Close() error {
 		for ss := range g.server.Sessions() {
 			_ = ss.Close()
 		}
+		g.sweepSessions()
 		g.wg.Wait()
 		if g.watching != nil {
 			<-g.watching
@@ -558,6 +569,7 @@ func baseOf(k registry.Key) string { return k.Scheme + ":" + k.Domain + "/" + k.
 func (g *Gateway) addTool(e *toolEntry) {
 	defer func() {
 		if r := recover(); r != nil {
+			e.refused.Store(true)
 			g.log.Error("mcp gateway: the MCP SDK refused a tool; it is left out", "tool", e.name, "uri", e.uri, "reason", fmt.Sprint(r))
 		}
 	}()

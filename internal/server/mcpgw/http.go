@@ -21,8 +21,10 @@ import (
 //     where the client POSTs its messages;
 //   - any other path is the streamable HTTP transport (protocol 2025-03-26
 //     and later): POST for messages (answered with an SSE stream, which
-//     carries a call's progress ahead of its answer), GET for the
-//     session's stream of notifications, DELETE to end a session.
+//     carries a call's progress ahead of its answer; a tools/call the
+//     gateway reads itself, see fast.go, as application/json unless a
+//     notification goes ahead of it), GET for the session's stream of
+//     notifications, DELETE to end a session.
 //
 // Both refuse with 403 a request whose Host header is not a loopback name
 // or address (localhost, 127.0.0.1, [::1]) or one of Options.AllowedHosts,
@@ -49,7 +51,7 @@ func (g *Gateway) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveSSE(w, r)
 		return
 	}
-	g.streamable.ServeHTTP(w, r)
+	g.serveStreamable(w, r)
 }
 
 // serveSSE serves the HTTP+SSE transport. The GET that opens a session

@@ -126,6 +126,9 @@ func TestInspectorCLI(t *testing.T) {
 	if res.IsError || res.StructuredContent["result"] != 5.0 {
 		t.Errorf("inspector everruns_add(2, 3) = %s", out)
 	}
+	if n := mcpgw.FastServed(f.gw); n != 1 {
+		t.Errorf("the fast path answered %d of the inspector's requests, want its tools/call", n)
+	}
 
 	out, errOut, err = testpeers.RunNode(t, 2*time.Minute, cli, "--cli", "--transport", "http", "--server-url", f.mcpURL,
 		"--method", "tools/call", "--tool-name", "everruns_divide", "--tool-arg", "a=1", "--tool-arg", "b=0")

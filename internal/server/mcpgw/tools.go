@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
@@ -68,6 +69,9 @@ type toolEntry struct {
 	errStructured bool
 	// fingerprint changes whenever what the tool shows changes.
 	fingerprint string
+	// refused: the SDK refused the tool (see addTool), so it is not
+	// served, and the fast path must not serve it either.
+	refused atomic.Bool
 }
 
 // newToolEntry describes rec as the tool named name.

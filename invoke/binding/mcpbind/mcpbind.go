@@ -2,9 +2,10 @@
 // MCP server. Sessions are pooled, one per upstream, and reused by every
 // call; a stdio server is started once and supervised: when it exits it is
 // restarted with exponential backoff, and on Close its whole process group
-// is killed. A streamable HTTP server is reached through mcpconn's lean
-// HTTPSession (falling back to the Go SDK's client for a server it cannot
-// initialise); SSE and stdio servers through the Go SDK's client.
+// is killed. A stdio server is reached through mcpconn's lean
+// StdioSession, a streamable HTTP server through its HTTPSession (falling
+// back to the Go SDK's client for a server it cannot initialise); SSE
+// servers through the Go SDK's client.
 //
 // A call hands on the tool's result as it came (invoke.Outcome.Tool: its
 // content blocks and structured content) beside its JSON reading (Output).
@@ -164,6 +165,28 @@ func (s httpSession) callTool(ctx context.Context, b *Binding, params *mcp.CallT
 
 func (s httpSession) Close() error { return s.hs.Close() }
 
+// stdioSession is a stdio session of mcpconn: progress notifications are
+// reported by its reader (b.notify), ahead of the answer that follows
+// them.
+type stdioSession struct{ ss *mcpconn.StdioSession }
+
+func (s stdioSession) callTool(ctx context.Context, _ *Binding, params *mcp.CallToolParams, token string) (*mcp.CallToolResult, error) {
+	args, _ := params.Arguments.(map[string]any)
+	return s.ss.CallTool(ctx, params.Name, args, token)
+}
+
+func (s stdioSession) Close() error { return s.ss.Close() }
+
+// notify reports a stdio server's progress notifications.
+func (b *Binding) notify(n mcpconn.Notification) {
+	if n.Method != "notifications/progress" {
+		return
+	}
+	if p, err := mcpconn.DecodeProgress(n.Params); err == nil {
+		b.report(&mcp.ProgressNotificationParams{ProgressToken: p.ProgressToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
+	}
+}
+
 // session returns the live session of a server, starting it when needed.
 func (b *Binding) session(ctx context.Context, name string) (session, error) {
 	u, err := b.upstream(name)
@@ -200,6 +223,17 @@ func (b *Binding) start(ctx context.Context, u *upstream) (session, error) {
 		}
 		b.opts.Log.Debug("MCP server: streamable HTTP session failed, trying the SDK's client", "server", u.name, "err", err)
 	}
+	if u.config.Transport == mcpconn.TransportStdio {
+		ss, err := mcpconn.DialStdio(b.ctx, &u.config, &mcpconn.StdioOptions{ClientVersion: b.opts.ClientVersion, Notify: b.notify})
+		if err != nil {
+			b.failed(u, err)
+			return nil, &invoke.Error{Code: invoke.CodeUpstreamUnavailable, Retryable: true, Message: err.Error(), Cause: err}
+		}
+		sess := stdioSession{ss}
+		u.session, u.cmd, u.lastErr = sess, ss.Cmd(), nil
+		go b.supervise(u, sess, func() error { <-ss.Done(); return ss.Err() }, ss.Cmd())
+		return u.session, nil
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "caphub", Version: b.opts.ClientVersion}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { b.report(req.Params) },
 	})
@@ -208,8 +242,9 @@ func (b *Binding) start(ctx context.Context, u *upstream) (session, error) {
 		b.failed(u, err)
 		return nil, &invoke.Error{Code: invoke.CodeUpstreamUnavailable, Retryable: true, Message: err.Error(), Cause: err}
 	}
-	u.session, u.cmd, u.lastErr = sdkSession{cs}, cmd, nil
-	go b.supervise(u, cs, cmd)
+	sess := sdkSession{cs}
+	u.session, u.cmd, u.lastErr = sess, cmd, nil
+	go b.supervise(u, sess, cs.Wait, cmd)
 	return u.session, nil
 }
 
@@ -227,8 +262,8 @@ func (b *Binding) failed(u *upstream, err error) {
 // supervise waits for a session to end. A stdio server that exits is
 // restarted after the backoff; an HTTP session is re-established on the
 // next call.
-func (b *Binding) supervise(u *upstream, cs *mcp.ClientSession, cmd *exec.Cmd) {
-	err := cs.Wait()
+func (b *Binding) supervise(u *upstream, sess session, ended func() error, cmd *exec.Cmd) {
+	err := ended()
 	if cmd != nil {
 		_ = mcpconn.KillGroup(cmd) // take down anything it started
 		_ = cmd.Wait()
@@ -237,7 +272,7 @@ func (b *Binding) supervise(u *upstream, cs *mcp.ClientSession, cmd *exec.Cmd) {
 		return // the pool is closing
 	}
 	u.mu.Lock()
-	if s, ok := u.session.(sdkSession); !ok || s.cs != cs {
+	if u.session != sess {
 		u.mu.Unlock()
 		return
 	}
@@ -552,8 +587,9 @@ func toolError(res *mcp.CallToolResult, mapping map[string]string) error {
 }
 
 // Status reports the pool: per server, whether a session is up, which
-// client holds it ("http": mcpconn's HTTPSession; "sdk": the Go SDK's),
-// how many times it was started, and the last error.
+// client holds it ("http": mcpconn's HTTPSession; "stdio": its
+// StdioSession; "sdk": the Go SDK's), how many times it was started, and
+// the last error.
 func (b *Binding) Status() map[string]map[string]any {
 	b.mu.Lock()
 	ups := make([]*upstream, 0, len(b.upstreams))
@@ -570,6 +606,8 @@ func (b *Binding) Status() map[string]map[string]any {
 			st["client"] = "http"
 		case sdkSession:
 			st["client"] = "sdk"
+		case stdioSession:
+			st["client"] = "stdio"
 		}
 		if u.lastErr != nil {
 			st["last_error"] = u.lastErr.Error()

@@ -162,7 +162,7 @@ func TestToolErrorsAndStructuredOutput(t *testing.T) {
 // the caller's function before Invoke returns, and a cancelled call leaves
 // the pooled session up.
 func TestEverythingContentProgressCancellation(t *testing.T) {
-	t.Run("stdio", func(t *testing.T) { contentProgressCancellation(t, everything(t), "sdk") })
+	t.Run("stdio", func(t *testing.T) { contentProgressCancellation(t, everything(t), "stdio") })
 	t.Run("http", func(t *testing.T) {
 		contentProgressCancellation(t, &mcpconn.Server{Name: "everything", URL: testpeers.EverythingHTTP(t, "streamableHttp")}, "http")
 	})
