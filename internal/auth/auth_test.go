@@ -240,3 +240,49 @@ func TestTokenChangesAudited(t *testing.T) {
 		t.Fatalf("chain does not verify: %+v, %v", v, err)
 	}
 }
+
+// Authenticate keeps the records it read for RecordTTL: a token revoked
+// through the same Tokens stops authenticating at once, and one revoked
+// through another Tokens on the same database (another replica) once the
+// record it kept is older than the TTL.
+func TestRevocationReachesCachedRecords(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	a, b := New(st, nil), New(st, nil)
+	b.records.ttl = 200 * time.Millisecond
+	tok, secret, err := a.Create(ctx, "cached", []Scope{ScopeRead}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*Tokens{a, b} {
+		if _, err := x.Authenticate(ctx, secret); err != nil {
+			t.Fatalf("before revocation: %v", err)
+		}
+	}
+	if _, err := a.Revoke(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(ctx, secret); !errors.Is(err, ErrRevoked) {
+		t.Fatalf("revoked through the same Tokens: %v, want ErrRevoked at once", err)
+	}
+	// b read the record before the revocation: it may accept it within its
+	// TTL, never after.
+	deadline := time.Now().Add(b.records.ttl)
+	for {
+		_, err := b.Authenticate(ctx, secret)
+		if errors.Is(err, ErrRevoked) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("another replica: %v, want ErrRevoked or success within the TTL", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("another replica still accepts a token revoked %s ago (TTL %s)", time.Since(deadline)+b.records.ttl, b.records.ttl)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A wrong secret with a cached id is still refused.
+	if _, err := a.Authenticate(ctx, secret[:len(secret)-2]+"xx"); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("wrong secret of a known id: %v, want ErrUnknown", err)
+	}
+}

@@ -51,6 +51,7 @@ var routeScopes = map[string]string{
 	"GET /registry/capabilities/{domain}/{name}":            "read",
 	"POST /registry/capabilities":                           "publish",
 	"POST /registry/capabilities/{domain}/{name}/deprecate": "publish",
+	"GET /registry/capabilities/{domain}/{name}/diff":       "read",
 	"POST /registry/negotiate":                              "read",
 	"GET /registry/resolve":                                 "read",
 	"GET /registry/search":                                  "read",
@@ -94,6 +95,7 @@ var routeScopes = map[string]string{
 	"DELETE /v1/tokens/{id}":                                "admin",
 	"GET /v1/audit":                                         "admin",
 	"GET /v1/audit/verify":                                  "admin",
+	"GET /v1/stats":                                         "read",
 }
 
 // mcpScopes are the endpoints caphub serve mounts beside the REST API.
