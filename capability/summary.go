@@ -192,7 +192,8 @@ var abbreviations = []string{"e.g", "i.e", "etc", "vs", "cf", "approx", "no"}
 // firstSentence is the first sentence of a description, on one line:
 // markdown links keep their text, emphasis markers go, and the text stops
 // at the first blank line or at a period, question or exclamation mark
-// followed by a space (not after e.g., i.e. or a single letter).
+// followed by a space (not after e.g., i.e. or a single letter, bracketed
+// or quoted too: "(e.g. Europe/Paris)").
 func firstSentence(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.Index(s, "\n\n"); i >= 0 {
@@ -209,7 +210,7 @@ func firstSentence(s string) string {
 			continue
 		}
 		if c == '.' {
-			word := s[strings.LastIndexByte(s[:i], ' ')+1 : i]
+			word := strings.TrimLeft(s[strings.LastIndexByte(s[:i], ' ')+1:i], "([{\"'“‘")
 			if utf8.RuneCountInString(word) <= 1 || slices.Contains(abbreviations, strings.ToLower(word)) {
 				continue
 			}

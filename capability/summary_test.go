@@ -203,6 +203,8 @@ func TestSummaryDescription(t *testing.T) {
 		{"Adds two numbers.", "Adds two numbers."},
 		{"Adds two numbers. Then it rests.", "Adds two numbers."},
 		{"Lists items, e.g. files. More.", "Lists items, e.g. files."},
+		{"The IANA time zone (e.g. Europe/Paris) of the user. More.", "The IANA time zone (e.g. Europe/Paris) of the user."},
+		{"Say \"i.e. this\" then stop. Next.", "Say \"i.e. this\" then stop."},
 		{"See [the docs](https://example.com/x) for **details**. Rest.", "See the docs for details."},
 		{"No period\nbut a second line\n\nand a paragraph", "No period but a second line"},
 		{"Is it?  Yes.", "Is it?"},

@@ -387,6 +387,7 @@ func filterQuery(f registry.ListFilter) url.Values {
 	set("binding", f.BindingType)
 	set("source", f.Source)
 	set("intent", f.Intent)
+	set("trust", f.TrustTier)
 	set("cursor", f.Cursor)
 	if f.AllVersions {
 		q.Set("all_versions", "true")

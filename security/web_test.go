@@ -77,3 +77,44 @@ func TestAllowedHostAndOrigin(t *testing.T) {
 		t.Errorf("another host: %d, want 403", code)
 	}
 }
+
+// The web UI (/ and /ui/…) is behind the same guard as the API: a page of
+// another site cannot read it through a rebound name or a cross-site
+// request, and / answers the shell only, not every path REST does not know.
+func TestWebUIBehindTheGuard(t *testing.T) {
+	s := newSite(t)
+	read := s.token("reader", "--scope", "read")
+	admin := s.token("admin", "--scope", "admin")
+	s.serve()
+	for _, p := range []string{"/", "/ui/app.js", "/ui"} {
+		code, body, _ := s.do(req{method: "GET", path: p, header: map[string]string{"Host": "rebind.evil.example:8750"}})
+		if code != http.StatusForbidden || !strings.Contains(body, "--allowed-host") {
+			t.Errorf("GET %s with Host rebind.evil.example: %d %s, want 403 naming --allowed-host", p, code, body)
+		}
+		code, body, _ = s.do(req{method: "GET", path: p, header: map[string]string{"Origin": "https://evil.example"}})
+		if code != http.StatusForbidden || !strings.Contains(body, "--allowed-origin") {
+			t.Errorf("GET %s from Origin https://evil.example: %d %s, want 403 naming --allowed-origin", p, code, body)
+		}
+		// The shell and its assets carry no data: they load without a
+		// token (to show the login), with the UI's CSP.
+		code, body, h := s.do(req{method: "GET", path: p})
+		if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Security-Policy"), "default-src 'self'") || body == "" {
+			t.Errorf("GET %s without a token: %d CSP %q, want 200 with the CSP", p, code, h.Get("Content-Security-Policy"))
+		}
+	}
+	// The data is not public.
+	if code, body, _ := s.do(req{method: "GET", path: "/registry/capabilities"}); code != http.StatusUnauthorized {
+		t.Errorf("GET /registry/capabilities without a token: %d %s, want 401", code, body)
+	}
+	if code, body, _ := s.do(req{method: "GET", path: "/registry/capabilities", token: read}); code != http.StatusOK {
+		t.Errorf("GET /registry/capabilities with a read token: %d %s", code, body)
+	}
+	// Only / exactly is the shell: other paths are REST's (an unknown
+	// route needs admin, then it is REST's not-found).
+	if code, body, h := s.do(req{method: "GET", path: "/nothing-here", token: admin}); code != http.StatusNotFound || strings.Contains(body, "<main") || h.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("GET /nothing-here: %d %q %s, want REST's 404 problem", code, h.Get("Content-Type"), body)
+	}
+	if code, _, _ := s.do(req{method: "POST", path: "/ui/app.js", body: "{}"}); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /ui/app.js: %d, want 405", code)
+	}
+}

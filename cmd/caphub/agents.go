@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -26,15 +25,11 @@ import (
 // no-op when they already are), as `caphub serve` does, so that agents can
 // enable the everruns ones.
 func withAgents(cmd *cobra.Command, fn func(agentStore) error) error {
-	cfg, err := configFrom(cmd, slog.LevelWarn)
+	cfg, c, err := remoteOf(cmd)
 	if err != nil {
 		return err
 	}
-	if cfg.server != "" {
-		c, err := newClient(cfg)
-		if err != nil {
-			return &usageError{err}
-		}
+	if c != nil {
 		return fn(remoteAgents{c.Agents()})
 	}
 	agents, svc, err := openAgents(cmd.Context(), cfg, func(err error) {

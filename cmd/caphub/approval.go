@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/user"
 	"strings"
@@ -28,15 +27,11 @@ import (
 // database, with decisions recorded in its audit chain, or of the server
 // --server names.
 func withGovernance(cmd *cobra.Command, fn func(policyStore, approvalStore) error) error {
-	cfg, err := configFrom(cmd, slog.LevelWarn)
+	cfg, c, err := remoteOf(cmd)
 	if err != nil {
 		return err
 	}
-	if cfg.server != "" {
-		c, err := newClient(cfg)
-		if err != nil {
-			return &usageError{err}
-		}
+	if c != nil {
 		return fn(c.Policies(), c.Approvals())
 	}
 	policies, approvals, closeAll, err := openGovernance(cmd.Context(), cfg)

@@ -203,15 +203,11 @@ With --server it verifies a running caphub's chain and database where they are (
 // withAuditChain runs fn on the audit chain of the local database, or of
 // the server --server names.
 func withAuditChain(cmd *cobra.Command, fn func(auditChain) error) error {
-	cfg, err := configFrom(cmd, slog.LevelWarn)
+	cfg, c, err := remoteOf(cmd)
 	if err != nil {
 		return err
 	}
-	if cfg.server != "" {
-		c, err := newClient(cfg)
-		if err != nil {
-			return &usageError{err}
-		}
+	if c != nil {
 		return fn(c.Audit())
 	}
 	log, st, err := openAuditLog(cmd.Context(), cfg)

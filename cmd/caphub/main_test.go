@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/caphub/caphub/internal/testpeers"
 )
 
 // TestMain points the user's data directory, where the default database
@@ -18,5 +20,6 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_DATA_HOME", dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	testpeers.RemoveBuilt()
 	os.Exit(code)
 }

@@ -169,6 +169,7 @@ func filterFlags(cmd *cobra.Command) {
 	cmd.Flags().String("binding", "", "binding type: native, mcp, http, grpc, cli or delegation")
 	cmd.Flags().String("source", "", "provenance method, e.g. mcp_introspection, or manual")
 	cmd.Flags().String("intent", "", "Agent OS intent, e.g. messaging.send_text")
+	cmd.Flags().String("trust", "", "trust tier: verified, trusted, community or untrusted")
 	cmd.Flags().Bool("all-versions", false, "every version, not only the highest of each capability")
 	cmd.Flags().Int("limit", 0, "print at most N (default: every match)")
 	addFormatFlag(cmd)
@@ -178,7 +179,7 @@ func filterFromFlags(cmd *cobra.Command) registry.ListFilter {
 	get := func(n string) string { v, _ := cmd.Flags().GetString(n); return v }
 	all, _ := cmd.Flags().GetBool("all-versions")
 	return registry.ListFilter{Domain: get("domain"), Category: get("category"), Stability: get("stability"),
-		BindingType: get("binding"), Source: get("source"), Intent: get("intent"), AllVersions: all}
+		BindingType: get("binding"), Source: get("source"), Intent: get("intent"), TrustTier: get("trust"), AllVersions: all}
 }
 
 // collect pages through a list or search until limit items (0: all),

@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,12 +23,28 @@ import (
 	"github.com/caphub/caphub/governance/policy"
 	"github.com/caphub/caphub/internal/auth"
 	"github.com/caphub/caphub/registry"
+	"github.com/spf13/cobra"
 )
 
 // newClient is the client of the server cfg names, with its token and
 // timeout.
 func newClient(cfg config) (*client.Client, error) {
 	return client.New(cfg.server, client.WithTimeout(cfg.timeout), client.WithToken(cfg.token))
+}
+
+// remoteOf reads cmd's configuration and, when it names a server
+// (--server), returns that server's client; c is nil for the local
+// database. The administration commands' with… functions start with it.
+func remoteOf(cmd *cobra.Command) (cfg config, c *client.Client, err error) {
+	cfg, err = configFrom(cmd, slog.LevelWarn)
+	if err != nil || cfg.server == "" {
+		return cfg, nil, err
+	}
+	c, err = newClient(cfg)
+	if err != nil {
+		return cfg, nil, &usageError{err}
+	}
+	return cfg, c, nil
 }
 
 // policyStore is *policy.Policies or the server's (*client.Policies).

@@ -22,6 +22,7 @@ import (
 	"github.com/caphub/caphub/internal/server/mcpfront"
 	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/caphub/caphub/internal/server/rest"
+	"github.com/caphub/caphub/internal/server/web"
 	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/registry"
 	"github.com/spf13/cobra"
@@ -130,22 +131,31 @@ func runServe(ctx context.Context, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another caphub running? choose another --addr)", sc.addr, err)
 	}
-	var handler http.Handler = rateLimited(sc.rateLimit, a.metrics.RateLimited, h.mux)
+	handler := h.chain(a, sc, enforce)
 	if enforce {
-		handler = tokens.Middleware(h.mux.ScopeOf, handler)
 		// A revoked or expired token's open streams end within
 		// tokenRecheck.
 		go tokens.Supervise(ctx, tokenRecheck, func(id string, n int) {
 			cfg.log.Info("token no longer valid: its open requests were ended", "token", id, "requests", n)
 		})
 	}
+	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "mcp_max_tools", sc.mcp.maxTools, "mcp_large_catalog", sc.mcp.largeCatalog, "auth", enforce, "db", cfg.db, "version", buildVersion())
+	return serveUntilDone(ctx, cfg.log, newHTTPServer(handler, h), ln)
+}
+
+// chain wraps the routes in what every request passes, outermost first:
+// tracing, metrics, the request guard, authentication (when enforced) and
+// the rate limits.
+func (h *serveHandler) chain(a *app, sc serveConfig, enforce bool) http.Handler {
+	var handler http.Handler = rateLimited(sc.rateLimit, a.metrics.RateLimited, h.mux)
+	if enforce {
+		handler = a.tokens.Middleware(h.mux.ScopeOf, handler)
+	}
 	// The guard comes first: a request a web page forged is refused
 	// before anything reads it.
 	handler = a.metrics.Instrument(guard.New(guard.Options{AllowedHosts: sc.allowedHosts, AllowedOrigins: sc.allowedOrigins, AcceptsYAML: h.api.AcceptsYAML}).Handler(handler))
 	// Outermost: a refused request is traced too, named by its route.
-	handler = tracing.Middleware(h.mux.Route, handler)
-	cfg.log.Info("caphub serving", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "tool_mode", h.gw.Mode(), "mcp_max_tools", sc.mcp.maxTools, "mcp_large_catalog", sc.mcp.largeCatalog, "auth", enforce, "db", cfg.db, "version", buildVersion())
-	return serveUntilDone(ctx, cfg.log, newHTTPServer(handler, h), ln)
+	return tracing.Middleware(h.mux.Route, handler)
 }
 
 // serveHandler is what serve answers with: the REST API, the registry's
@@ -228,14 +238,22 @@ func serveUntilDone(ctx context.Context, log *slog.Logger, srv *http.Server, ln 
 	return nil
 }
 
-// serveRoutes mounts the MCP endpoints beside the REST API, each with the
-// scope it needs: every MCP request calls tools (invoke).
+// serveRoutes mounts the MCP endpoints and the web UI beside the REST API,
+// each with the scope it needs: every MCP request calls tools (invoke).
 func serveRoutes(api auth.Scoped, gateway, agents, front http.Handler) *auth.Routes {
 	mux := auth.NewRoutes()
 	mux.Handle("/mcp/agents/", auth.ScopeInvoke, agents) // one agent's tools: /mcp/agents/{id}
 	mux.Handle("/mcp", auth.ScopeInvoke, gateway)        // streamable HTTP
 	mux.Handle("/mcp/sse", auth.ScopeInvoke, gateway)    // HTTP+SSE (GET opens, POST ?sessionid=… sends)
 	mux.Handle("/mcp/servers/", auth.ScopeInvoke, front) // saved upstreams fronted: /mcp/servers/{name}[/sse]
+	// The web UI's shell and assets carry no data (the page must load to
+	// show its login; its data comes from the API with the token): public,
+	// but behind the same guard. "/{$}" is / exactly, so REST keeps its own
+	// not-found for every other path.
+	ui := web.Handler()
+	mux.Handle("GET /{$}", auth.Public, ui)
+	mux.Handle("GET /ui", auth.Public, ui)
+	mux.Handle("/ui/", auth.Public, ui)
 	mux.Mount("/", api)
 	return mux
 }

@@ -19,36 +19,14 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/client"
+	"github.com/caphub/caphub/internal/testpeers"
 	"github.com/caphub/caphub/registry"
 	"github.com/jackc/pgx/v5"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// caphubBinary builds the real caphub binary once per test run.
-func caphubBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "caphub-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "caphub")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// caphubBinary builds the real caphub binary once per test run (removed
+// by TestMain).
+func caphubBinary(t testing.TB) string { return testpeers.Caphub(t) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,15 +39,11 @@ $CAPHUB_TOKEN); a token may create tokens with its own scopes only.`,
 // withTokens runs fn on the tokens of the local database, or of the server
 // --server names.
 func withTokens(cmd *cobra.Command, fn func(tokenStore) error) error {
-	cfg, err := configFrom(cmd, slog.LevelWarn)
+	cfg, c, err := remoteOf(cmd)
 	if err != nil {
 		return err
 	}
-	if cfg.server != "" {
-		c, err := newClient(cfg)
-		if err != nil {
-			return &usageError{err}
-		}
+	if c != nil {
 		return fn(c.Tokens())
 	}
 	cmd.SetContext(identity.With(cmd.Context(), identity.Caller{Actor: localActor()}))

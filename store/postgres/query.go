@@ -36,7 +36,7 @@ func filterSQL(f registry.ListFilter, a *read.Args) string {
 		conds = append(conds, "c.is_latest")
 	}
 	for _, eq := range []struct{ col, val string }{
-		{"c.scheme", f.Scheme}, {"c.name", f.Name}, {"c.stability", f.Stability}, {"c.source", f.Source},
+		{"c.scheme", f.Scheme}, {"c.name", f.Name}, {"c.stability", f.Stability}, {"c.source", f.Source}, {"c.trust_tier", f.TrustTier},
 	} {
 		if eq.val != "" {
 			conds = append(conds, eq.col+" = "+a.Add(eq.val))

@@ -31,7 +31,7 @@ func filterSQL(f registry.ListFilter) (string, []any) {
 		conds = append(conds, "c.is_latest = 1")
 	}
 	for _, eq := range []struct{ col, val string }{
-		{"c.scheme", f.Scheme}, {"c.name", f.Name}, {"c.stability", f.Stability}, {"c.source", f.Source},
+		{"c.scheme", f.Scheme}, {"c.name", f.Name}, {"c.stability", f.Stability}, {"c.source", f.Source}, {"c.trust_tier", f.TrustTier},
 	} {
 		if eq.val != "" {
 			conds = append(conds, eq.col+" = ?")

@@ -522,7 +522,17 @@ func filterFixture() []capability.Definition {
 }
 
 func testListFilters(t *testing.T, s registry.Store) {
-	put(t, s, filterFixture()...)
+	defs := filterFixture()
+	recs := make([]registry.Record, len(defs))
+	tiers := map[string]string{"ossa:github/create_issue@1.0.0": "verified", "ossa:git/commit@1.0.0": "verified",
+		"ossa:github/list_repos@1.0.0": "community", "ossa:git/commit@2.0.0": "trusted"}
+	for i, d := range defs {
+		recs[i] = NewRecord(d)
+		recs[i].TrustTier = tiers[recs[i].Key.String()]
+	}
+	if _, err := s.Put(t.Context(), recs); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
 	const (
 		createIssue  = "ossa:github/create_issue@1.0.0"
 		listRepos    = "ossa:github/list_repos@1.0.0"
@@ -572,6 +582,11 @@ func testListFilters(t *testing.T, s registry.Store) {
 		{"intent is exact", registry.ListFilter{Intent: "issues"}, nil},
 		{"intent of an older version, latest only", registry.ListFilter{Intent: "vcs.commit"}, nil},
 		{"intent of an older version, all versions", registry.ListFilter{Intent: "vcs.commit", AllVersions: true}, []string{commit1}},
+		{"trust latest", registry.ListFilter{TrustTier: "verified"}, []string{createIssue}},
+		{"trust all versions", registry.ListFilter{TrustTier: "verified", AllVersions: true}, []string{commit1, createIssue}},
+		{"trust of a newer version", registry.ListFilter{TrustTier: "trusted"}, []string{commit2}},
+		{"trust none", registry.ListFilter{TrustTier: "untrusted"}, nil},
+		{"trust combined", registry.ListFilter{Domain: "github", TrustTier: "community"}, []string{listRepos}},
 		{"combined", registry.ListFilter{Domain: "github", BindingType: "http", Category: "crud", Stability: "beta"}, []string{listRepos}},
 		{"combined none", registry.ListFilter{Domain: "github", BindingType: "cli"}, nil},
 		{"nothing matches", registry.ListFilter{Scheme: "nope"}, nil},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -261,6 +262,15 @@ func TestAuditRoutes(t *testing.T) {
 	}
 	if len(next.Items) != 1 || next.NextCursor != "" || next.Items[0].Seq <= page.Items[1].Seq || !strings.Contains(string(next.Items[0].Data), `"c"`) {
 		t.Errorf("second page = %s", a.body)
+	}
+	// head_seq names the chain's last event: after_seq=head_seq-1 lists it.
+	if next.HeadSeq != next.Items[0].Seq || page.HeadSeq != next.HeadSeq {
+		t.Errorf("head_seq %d and %d, want the last event %d", page.HeadSeq, next.HeadSeq, next.Items[0].Seq)
+	}
+	a = e.call(t, e.admin, "GET", fmt.Sprintf("/v1/audit?after_seq=%d", next.HeadSeq-1), "")
+	var last AuditList
+	if err := json.Unmarshal(a.body, &last); err != nil || len(last.Items) != 1 || last.Items[0].Seq != next.HeadSeq {
+		t.Errorf("after_seq=head_seq-1 = %s", a.body)
 	}
 	first := page.Items[0]
 	a = e.call(t, e.admin, "GET", "/v1/audit?since="+url.QueryEscape(first.Time.Format("2006-01-02T15:04:05.999999999Z07:00"))+"&until="+url.QueryEscape(page.Items[1].Time.Format("2006-01-02T15:04:05.999999999Z07:00")), "")

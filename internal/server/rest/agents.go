@@ -186,8 +186,9 @@ func (h agentHandlers) config(w http.ResponseWriter, r *http.Request) error {
 // (the problem's detail) speaks of the agent rather than of a capability
 // definition.
 type agentIssueError struct {
-	msg string
-	ve  *capability.ValidationError
+	msg     string
+	ve      *capability.ValidationError
+	partial *agent.AgentConfig // what could be composed, for GET config's 422
 }
 
 func (e *agentIssueError) Error() string { return e.msg }
@@ -199,11 +200,12 @@ func agentIssues(msg string, issues []capability.Issue) error {
 
 // configProblem turns a *agent.ConfigError into a 422 whose issues name
 // each capability at fault (Path: the capability id; Rule:
-// "agent-config:<code>"); other errors pass through.
+// "agent-config:<code>") and whose partial member is what could be composed
+// (the web UI shows it beside the issues); other errors pass through.
 func configProblem(err error) error {
 	var ce *agent.ConfigError
 	if errors.As(err, &ce) {
-		return agentIssues(ce.Error(), ce.Issues())
+		return &agentIssueError{msg: ce.Error(), ve: &capability.ValidationError{Issues: ce.Issues()}, partial: ce.Partial}
 	}
 	return err
 }

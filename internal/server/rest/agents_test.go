@@ -207,6 +207,11 @@ func TestAgentRouteRefusals(t *testing.T) {
 	if !strings.Contains(string(a.body), "the capabilities of agent broken cannot be applied") {
 		t.Errorf("detail: %s", a.body)
 	}
+	// Beside the issues, what could be composed (the web UI shows it).
+	var p Problem
+	if err := json.Unmarshal(a.body, &p); err != nil || p.Partial == nil || p.Partial.SystemPrompt == "" || len(p.Partial.Tools) == 0 {
+		t.Errorf("the 422 lacks the partial config: %v\n%s", err, a.body)
+	}
 }
 
 func contains(list []string, s string) bool {

@@ -128,6 +128,24 @@ func TestApprovalFlowREST(t *testing.T) {
 	if status != 200 || body["used_at"] == nil {
 		t.Errorf("used approval: %d %v", status, body)
 	}
+
+	// The approval may come in the body instead of the header (the web UI).
+	status, body = do(t, "POST", srv.URL+"/v1/invoke", wipeCall, ops)
+	id2, _ := body["details"].(map[string]any)["approval_id"].(string)
+	if status != http.StatusAccepted || id2 == "" || id2 == id {
+		t.Fatalf("another call: %d %v", status, body)
+	}
+	if status, body = do(t, "POST", srv.URL+"/v1/approvals/"+id2+"/approve", "", nil); status != 200 {
+		t.Fatalf("approve %s: %d %v", id2, status, body)
+	}
+	withID := strings.Replace(wipeCall, "{", `{"approval_id": "`+id2+`", `, 1)
+	if status, body = do(t, "POST", srv.URL+"/v1/invoke", withID, map[string]string{"X-Caphub-Agent": "ops", ApprovalHeader: id}); status != 400 {
+		t.Errorf("body and header naming two approvals: %d %v", status, body)
+	}
+	status, body = do(t, "POST", srv.URL+"/v1/invoke", withID, ops)
+	if status != 200 || body["output"].(map[string]any)["wiped"] != true || runs.Load() != 2 {
+		t.Fatalf("retry with approval_id in the body: %d %v (runs %d)", status, body, runs.Load())
+	}
 }
 
 func TestApprovalDenyREST(t *testing.T) {

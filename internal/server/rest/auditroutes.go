@@ -30,7 +30,7 @@ func (s *Server) auditRoutes() []route {
 	params = append(params, pageParams...)
 	return []route{
 		{method: "GET", path: "/v1/audit", scope: auth.ScopeAdmin, summary: "List audit events, oldest first, a page at a time (no total: the chain may be long)", params: params, handler: s.listAudit,
-			responses: map[int]string{200: "items and next_cursor", 400: "a malformed time or sequence number; " + pageRefused}},
+			responses: map[int]string{200: "items, next_cursor and head_seq (the chain's last event: after_seq=head_seq-N lists the newest N)", 400: "a malformed time or sequence number; " + pageRefused}},
 		{method: "GET", path: "/v1/audit/verify", scope: auth.ScopeAdmin, summary: "Verify the whole audit chain (from its first event, or from the checkpoint of the last prune) and that every stored version has its registration event",
 			handler: s.verifyAudit, responses: map[int]string{200: "the result: ok, count, from_seq, from_hash, head_seq, head_hash, checkpoint, break (the first broken link), registrations; ok false when the chain is broken or versions lack their event"}},
 	}
@@ -40,6 +40,9 @@ func (s *Server) auditRoutes() []route {
 type AuditList struct {
 	Items      []chain.Event `json:"items"`
 	NextCursor string        `json:"next_cursor,omitempty"`
+	// HeadSeq is the chain's last event (0 when empty), so that a reader
+	// can start from the newest: after_seq=HeadSeq-N lists the last N.
+	HeadSeq int64 `json:"head_seq"`
 }
 
 // auditCursorKind tells the audit list's cursors apart from other lists'.
@@ -56,7 +59,14 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	state, err := s.svc.Store().AuditState(r.Context())
+	if err != nil {
+		return err
+	}
 	out := AuditList{Items: events}
+	if state.Last != nil {
+		out.HeadSeq = state.Last.Seq
+	}
 	if len(events) > limit {
 		out.Items = events[:limit]
 		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(auditCursorKind + "\x00" + strconv.FormatInt(out.Items[limit-1].Seq, 10)))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/caphub/caphub/agent"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/internal/problem"
@@ -37,6 +38,10 @@ type Problem struct {
 	Retryable bool           `json:"retryable,omitempty"`
 	Binding   string         `json:"binding,omitempty"`
 	Details   map[string]any `json:"details,omitempty"`
+	// Partial is what an agent's capabilities compose to when some cannot
+	// be applied (GET /v1/agents/{id}/config answering 422): for showing
+	// the agent, never for running it.
+	Partial *agent.AgentConfig `json:"partial,omitempty"`
 }
 
 // BatchFailure is one refused definition of a batch registration.
@@ -71,7 +76,7 @@ func problemFor(err error) *Problem {
 	case errors.As(err, &sc):
 		return &Problem{Type: problem.Base + "insufficient-scope", Title: "The token lacks the scope this request needs", Status: http.StatusForbidden, Detail: err.Error()}
 	case errors.As(err, &ae):
-		return &Problem{Type: problem.Base + "invalid-agent", Title: "The agent's manifest or capabilities cannot be applied", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ae.ve.Issues}
+		return &Problem{Type: problem.Base + "invalid-agent", Title: "The agent's manifest or capabilities cannot be applied", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ae.ve.Issues, Partial: ae.partial}
 	case errors.As(err, &ve):
 		return &Problem{Type: problem.Base + "invalid-definition", Title: "The capability definition is invalid", Status: http.StatusUnprocessableEntity, Detail: err.Error(), Issues: ve.Issues}
 	case errors.As(err, &be):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,4 +125,62 @@ func TestSearchExplainsItsRanking(t *testing.T) {
 		t.Errorf("misspelt search: %v %s", err, a.body)
 	}
 	expect(t, call(t, srv, "GET", "/registry/search?q=x&explain=maybe", "", nil), 400, "explain=maybe")
+}
+
+// TestTrustFilter: trust=TIER keeps the versions stored with that tier, in
+// a list and in a search, from the store and from the search index alike.
+func TestTrustFilter(t *testing.T) {
+	for _, indexed := range []bool{false, true} {
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "caphub.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tierOf := func(_ context.Context, d *capability.Definition) (string, error) {
+			if strings.HasPrefix(d.Name, "signed_") {
+				return "verified", nil
+			}
+			return "community", nil
+		}
+		svc := registry.NewService(st, registry.WithSearchIndex(indexed), registry.WithVerifier(tierOf))
+		srv := httptest.NewServer(New(svc, nil))
+		for _, name := range []string{"signed_report", "plain_report", "signed_export"} {
+			def := map[string]any{"uri": "ossa:docs/" + name + "@1.0", "name": name, "domain": "docs", "version": "1.0.0",
+				"description": strings.ReplaceAll(name, "_", " "), "input": map[string]any{"type": "object"}, "output": map[string]any{"type": "object"},
+				"bindings": map[string]any{"http": map[string]any{"method": "POST", "url": "http://127.0.0.1:9/" + name}}}
+			body, _ := json.Marshal(map[string]any{"capability": def})
+			expect(t, call(t, srv, "POST", "/registry/capabilities", "application/json", body), 201, "register")
+		}
+		uris := func(path string) []string {
+			a := call(t, srv, "GET", path, "", nil)
+			expect(t, a, 200, path)
+			var got struct {
+				Items []struct {
+					URI string `json:"uri"`
+				} `json:"items"`
+			}
+			if err := json.Unmarshal(a.body, &got); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			var out []string
+			for _, it := range got.Items {
+				out = append(out, it.URI)
+			}
+			return out
+		}
+		for path, want := range map[string]string{
+			"/registry/capabilities?trust=verified":    "ossa:docs/signed_export@1.0 ossa:docs/signed_report@1.0",
+			"/registry/capabilities?trust=community":   "ossa:docs/plain_report@1.0",
+			"/registry/capabilities?trust=untrusted":   "",
+			"/registry/search?q=report&trust=verified": "ossa:docs/signed_report@1.0",
+			"/registry/search?q=report&trust=trusted":  "",
+		} {
+			got := uris(path)
+			slices.Sort(got)
+			if strings.Join(got, " ") != want {
+				t.Errorf("index %v: %s = %v, want %q", indexed, path, got, want)
+			}
+		}
+		srv.Close()
+		svc.Close()
+	}
 }

@@ -17,9 +17,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caphub/caphub/agent"
+	"github.com/caphub/caphub/audit/stats"
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/discover"
 	"github.com/caphub/caphub/format/ossa"
@@ -51,6 +53,8 @@ type Server struct {
 	budget     time.Duration // time budget of a request; 0: none
 	ready      []ReadyCheck  // /readyz, beside the store's answer
 	admin      adminParts    // /v1/policies, /v1/tokens, /v1/audit (admin.go)
+	statsOnce  sync.Once
+	stats      *stats.Tracker // GET /v1/stats (stats.go)
 }
 
 // Option configures a Server.
@@ -127,6 +131,7 @@ var listParams = []param{
 	{name: "binding", in: "query", desc: "binding type: native, mcp, http, grpc, cli, delegation"},
 	{name: "source", in: "query", desc: "provenance method, e.g. mcp_introspection, or manual"},
 	{name: "intent", in: "query", desc: "Agent OS intent, e.g. messaging.send_text"},
+	{name: "trust", in: "query", desc: "trust tier: verified, trusted, community or untrusted"},
 	{name: "scheme", in: "query", desc: "ossa or mcp"},
 	{name: "name", in: "query", desc: "exact capability name"},
 	{name: "all_versions", in: "query", desc: "true to list every version, not only the highest of each capability"},
@@ -157,6 +162,9 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/registry/capabilities/{domain}/{name}", scope: auth.ScopeRead, summary: "The versions of a capability (ascending, a page at a time), or with name@version one version", params: append(append(dn, param{name: "scheme", in: "query", desc: "ossa (default) or mcp"}), pageParams...), handler: s.getCapability, responses: map[int]string{200: "the definition(s)", 400: pageRefused, 404: "not found"}},
 		{method: "POST", path: "/registry/capabilities", scope: auth.ScopePublish, summary: "Register one or many definitions (OSSA file format, JSON or YAML with Content-Type application/yaml), all or nothing; a body over 4 MiB is registered as a job instead (202, as POST /registry/jobs)", body: "OSSA capability document", yaml: true, handler: s.register,
 			responses: map[int]string{201: "registered", 200: "identical content already registered", 202: "a large body: registered as a job; Location is its status URL", 409: "version registered with other content, or the MCP tool name is another capability's (tool-name-taken)", 422: "invalid definition or version bump too small"}},
+		{method: "GET", path: "/registry/capabilities/{domain}/{name}/diff", scope: auth.ScopeRead, summary: "The changes between two versions of a capability, each classified major, minor or patch with its reason (as caphub capability diff prints)",
+			params:  []param{dn[0], {name: "name", in: "path", required: true, desc: "capability name"}, {name: "from", in: "query", required: true, desc: "the older version (MAJOR, MAJOR.MINOR or full)"}, {name: "to", in: "query", required: true, desc: "the newer version"}, {name: "scheme", in: "query", desc: "ossa (default) or mcp"}},
+			handler: s.diff, responses: map[int]string{200: "capability, old, new, changes (path, kind, description, bump), required, declared, satisfied, problem", 400: "a version missing or not a version", 404: "a version is not registered"}},
 		{method: "POST", path: "/registry/capabilities/{domain}/{name}/deprecate", scope: auth.ScopePublish, summary: "Deprecate a version (name@version)", params: dn, body: "deprecated_by, sunset_date, migration_guide", handler: s.deprecate, responses: map[int]string{200: "deprecated", 400: "sunset date too early", 404: "not found"}},
 		{method: "POST", path: "/registry/negotiate", scope: auth.ScopeRead, summary: "Negotiate a version (OSSA §7.1 capability_request)", body: "capability_request", handler: s.negotiate, responses: map[int]string{200: "capability_response"}},
 		{method: "GET", path: "/registry/resolve", scope: auth.ScopeRead, summary: "Resolve a URI to the version it names", params: []param{{name: "uri", in: "query", required: true, desc: "capability URI"}}, handler: s.resolve, responses: map[int]string{200: "resolution", 404: "not found", 410: "sunset"}},
@@ -177,6 +185,7 @@ func (s *Server) routeTable() []route {
 		agents = s.newAgents()
 	}
 	routes = append(routes, s.agentRoutes(agents)...)
+	routes = append(routes, s.statsRoutes(agents)...)
 	routes = append(routes, s.approvalRoutes(s.approvals)...)
 	routes = append(routes, s.adminRoutes()...)
 	return append(routes, s.invokeRoutes()...)
@@ -218,7 +227,7 @@ func (s *Server) Route(r *http.Request) string { return s.mux.Route(r) }
 func filterFrom(q url.Values) (registry.ListFilter, error) {
 	f := registry.ListFilter{
 		Scheme: q.Get("scheme"), Name: q.Get("name"), Domain: q.Get("domain"), Category: q.Get("category"), Stability: q.Get("stability"),
-		BindingType: q.Get("binding"), Source: q.Get("source"), Intent: q.Get("intent"), Cursor: q.Get("cursor"),
+		BindingType: q.Get("binding"), Source: q.Get("source"), Intent: q.Get("intent"), TrustTier: q.Get("trust"), Cursor: q.Get("cursor"),
 	}
 	if v := q.Get("all_versions"); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -20,7 +20,7 @@ func (s *Server) serverRoutes() []route {
 		{method: "PUT", path: "/v1/servers/{name}", scope: auth.ScopePublish, summary: "Save an MCP server connection (secrets only as ${VAR} references)", params: name, body: "connection", handler: s.putServer, responses: map[int]string{200: "saved", 400: "invalid"}},
 		{method: "DELETE", path: "/v1/servers/{name}", scope: auth.ScopePublish, summary: "Forget a saved MCP server", params: name, handler: s.deleteServer, responses: map[int]string{204: "removed", 404: "not saved"}},
 		{method: "PUT", path: "/v1/servers/{name}/listing", scope: auth.ScopePublish, summary: "Cache a server's tool listing", params: name, body: "listing", handler: s.putListing, responses: map[int]string{200: "saved"}},
-		{method: "POST", path: "/v1/servers/{name}/discover", scope: auth.ScopePublish, summary: "Discover an MCP server from this caphub and (register=true) register its tools", params: append(name, param{name: "register", in: "query", desc: "true (default) or false"}), body: "connection", handler: s.discoverServer, responses: map[int]string{200: "report"}},
+		{method: "POST", path: "/v1/servers/{name}/discover", scope: auth.ScopePublish, summary: "Discover an MCP server from this caphub and (register=true) register its tools; without a body, re-discover the saved server (its new, changed, unchanged and vanished tools in plan)", params: append(name, param{name: "register", in: "query", desc: "true (default) or false"}), body: "connection (optional: none re-discovers the saved server)", handler: s.discoverServer, responses: map[int]string{200: "report", 403: "the server runs a program and the token lacks admin", 404: "no body and no saved server of that name"}},
 	}
 }
 
@@ -63,6 +63,13 @@ func (s *Server) readServer(r *http.Request) (*mcpconn.Server, error) {
 	if err := decodeJSON(r, &srv); err != nil {
 		return nil, err
 	}
+	return s.checkServer(r, srv)
+}
+
+// checkServer checks a connection given for the path's server: its name,
+// its validity, admin scope when it runs a program; and binds it to the
+// API's allow-lists.
+func (s *Server) checkServer(r *http.Request, srv mcpconn.Server) (*mcpconn.Server, error) {
 	if srv.Name == "" {
 		srv.Name = r.PathValue("name")
 	}
@@ -114,9 +121,22 @@ func (s *Server) putListing(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// discoverServer discovers the server the body describes or, without a
+// body, the saved one (re-discovery: the new, changed and vanished tools
+// since its last listing), checked as if its connection had been sent.
 func (s *Server) discoverServer(w http.ResponseWriter, r *http.Request) error {
-	srv, err := s.readServer(r)
-	if err != nil {
+	var srv *mcpconn.Server
+	var err error
+	if r.ContentLength == 0 {
+		saved, err := s.servers.GetServer(r.Context(), r.PathValue("name"))
+		if err != nil {
+			return err
+		}
+		srv, err = s.checkServer(r, saved.Server)
+		if err != nil {
+			return err
+		}
+	} else if srv, err = s.readServer(r); err != nil {
 		return err
 	}
 	register := true
