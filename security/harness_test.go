@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,10 +18,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/caphub/caphub/internal/testpeers"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -120,54 +119,9 @@ func (s *site) token(name string, flags ...string) string {
 // serve starts `caphub serve` on a free loopback port with extra flags and
 // waits until /healthz answers; the server is stopped when the test ends.
 func (s *site) serve(flags ...string) {
-	t := s.t
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s.url = "http://" + addr
-	cmd := exec.Command(caphubBin, append([]string{"serve", "--addr", addr}, flags...)...)
-	cmd.Dir = s.dir
-	cmd.Env = append(append(os.Environ(), "CAPHUB_DB="+s.db), s.env...)
-	cmd.Stdout, cmd.Stderr = s.logs, s.logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	s.proc, s.exited = cmd, done
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("caphub serve log:\n%s", s.logs.String())
-		}
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			t.Fatalf("caphub serve exited:\n%s", s.logs.String())
-		default:
-		}
-		if resp, err := http.Get(s.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("caphub serve did not become healthy:\n%s", s.logs.String())
+	s.t.Helper()
+	srv := testpeers.StartServe(s.t, testpeers.ServeOptions{Bin: caphubBin, Dir: s.dir, Env: append([]string{"CAPHUB_DB=" + s.db}, s.env...), Flags: flags, Logs: s.logs, LogText: s.logs.String})
+	s.url, s.proc, s.exited = srv.URL, srv.Cmd, srv.Exited
 }
 
 // req is one HTTP request to the site.
