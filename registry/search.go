@@ -63,6 +63,15 @@ type searchIndex struct {
 
 	mu       sync.Mutex
 	building *indexBuild // the build under way; nil when none
+
+	// ctx is the Service's (its watches'), for work that outlives a request.
+	ctx context.Context
+	// owed are capabilities of this Service's own writes, too many to
+	// index before the write returned, not yet indexed; settled is closed
+	// when owed empties (nil while it is empty). A search waits for them,
+	// so that it sees what this Service wrote (read your writes).
+	owed    map[Key]bool
+	settled chan struct{}
 }
 
 // indexBuild is a build of the index from the store, and the capabilities
@@ -126,6 +135,7 @@ func hierarchical(filter string, values []string) bool {
 // startIndex follows the store to build the index and keep it current.
 func (s *Service) startIndex(ctx context.Context) {
 	ix := s.index
+	ix.ctx = ctx
 	Subscribe(ctx, s.store, Subscriber{
 		Watching: func(resumed bool) {
 			// Built at the first watch, and again after any gap in the
@@ -157,6 +167,9 @@ func (s *Service) startIndex(ctx context.Context) {
 			ix.mu.Unlock()
 			if ix.ready.Load() {
 				s.indexCapability(ctx, ev.Key)
+				k := ev.Key
+				k.Version = ""
+				ix.paid(k)
 			}
 		},
 		Closed: func() {
@@ -164,6 +177,9 @@ func (s *Service) startIndex(ctx context.Context) {
 			defer ix.mu.Unlock()
 			ix.stopBuild()
 			ix.ready.Store(false)
+			// The store answers searches until the rebuild, which reads
+			// everything owed.
+			ix.forgiveLocked()
 		},
 		Failed: func(err error, _ time.Duration) {
 			s.log.Warn("search index: cannot watch the store; searching the store", "err", err)
@@ -206,7 +222,103 @@ func (s *Service) runBuild(ctx context.Context, b *indexBuild) {
 	for k := range pending {
 		s.indexCapability(ctx, k)
 	}
+	// The build read the store after, or took the notifications of, every
+	// write owed so far.
+	ix.mu.Lock()
+	ix.forgiveLocked()
+	ix.mu.Unlock()
 	ix.once.Do(func() { close(ix.built) })
+}
+
+// owe records keys (no version) as written by this Service and not yet
+// indexed, and starts indexing them if that is not under way.
+func (s *Service) owe(keys map[Key]bool) {
+	ix := s.index
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.building != nil || !ix.ready.Load() {
+		return // the store answers searches until the build, which reads them
+	}
+	drain := ix.owed == nil
+	if drain {
+		ix.owed = make(map[Key]bool, len(keys))
+		ix.settled = make(chan struct{})
+	}
+	for k := range keys {
+		ix.owed[k] = true
+	}
+	if drain {
+		go s.drainOwed()
+	}
+}
+
+// drainOwed indexes the owed capabilities until none is left (their
+// notifications also pay them, whichever comes first). It does not wait
+// for the notifications: a write's may have been taken before it was owed.
+func (s *Service) drainOwed() {
+	ix := s.index
+	for ix.ctx.Err() == nil {
+		ix.mu.Lock()
+		var k Key
+		found := false
+		for k = range ix.owed {
+			found = true
+			break
+		}
+		ix.mu.Unlock()
+		if !found {
+			return
+		}
+		s.indexCapability(ix.ctx, k)
+		ix.paid(k)
+	}
+}
+
+// paid marks k indexed.
+func (ix *searchIndex) paid(k Key) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.owed == nil {
+		return
+	}
+	delete(ix.owed, k)
+	if len(ix.owed) == 0 {
+		ix.forgiveLocked()
+	}
+}
+
+// forgiveLocked drops every owed capability (under ix.mu): the index has
+// them, or the store answers until it has.
+func (ix *searchIndex) forgiveLocked() {
+	if ix.settled != nil {
+		close(ix.settled)
+	}
+	ix.owed, ix.settled = nil, nil
+}
+
+// ownWritesWait bounds how long a search waits for the index to take in
+// this Service's own big writes; past it, it answers from the index as it
+// is.
+const ownWritesWait = 10 * time.Second
+
+// awaitOwed waits until this Service's own writes are indexed, at most
+// ownWritesWait.
+func (ix *searchIndex) awaitOwed(ctx context.Context) error {
+	ix.mu.Lock()
+	settled := ix.settled
+	ix.mu.Unlock()
+	if settled == nil {
+		return nil
+	}
+	t := time.NewTimer(ownWritesWait)
+	defer t.Stop()
+	select {
+	case <-settled:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // buildIndex reads every version from the store into a new index.
@@ -264,8 +376,8 @@ func (s *Service) indexCapability(ctx context.Context, k Key) {
 }
 
 // maxSyncIndexed bounds the capabilities of one write that the index takes
-// in before the write returns; a bigger batch is indexed from the store's
-// notifications, a moment later.
+// in before the write returns; a bigger batch is indexed right after it, and
+// a search on this Service waits for that (owe).
 const maxSyncIndexed = 64
 
 // indexWritten takes this Service's own write of keys into the index at
@@ -278,13 +390,14 @@ func (s *Service) indexWritten(ctx context.Context, keys []Key) {
 	seen := map[Key]bool{}
 	for _, k := range keys {
 		k.Version = ""
-		if !seen[k] {
-			seen[k] = true
-			if len(seen) > maxSyncIndexed {
-				return
-			}
-			s.indexCapability(ctx, k)
-		}
+		seen[k] = true
+	}
+	if len(seen) > maxSyncIndexed {
+		s.owe(seen)
+		return
+	}
+	for k := range seen {
+		s.indexCapability(ctx, k)
 	}
 }
 
@@ -304,6 +417,9 @@ func (s *Service) searchIndexed(ctx context.Context, q SearchQuery) (Page, bool,
 	}
 	if !ix.ready.Load() {
 		return Page{}, false, nil
+	}
+	if err := ix.awaitOwed(ctx); err != nil {
+		return Page{}, true, err
 	}
 	f := q.Filter
 	cur, fp, err := OpenPage("search", &f, q.Text)

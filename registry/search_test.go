@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -112,5 +113,35 @@ func TestSearchIndexFollowsTheStore(t *testing.T) {
 			t.Fatalf("the other store's new version never reached the index: %q", got)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A batch too big to index before the write returns (an import of GitHub's
+// API: 1,223 capabilities) is found whole by the next search on the same
+// Service, as a small write is: the search waits for the index to take it
+// in. It found a part of it (a loaded CI machine paged 370 of 450).
+func TestSearchIndexSeesItsOwnBigBatch(t *testing.T) {
+	ctx := context.Background()
+	st, _ := twoStores(t)
+	svc := registry.NewService(st, registry.WithSearchIndex(true))
+	defer svc.Close()
+	if _, err := svc.Search(ctx, registry.SearchQuery{Text: "anything"}); err != nil {
+		t.Fatal(err) // waits for the first build
+	}
+	for round, n := range []int{300, 500} {
+		defs := make([]capability.Definition, n)
+		for i := range defs {
+			defs[i] = searchDef("bulk", fmt.Sprintf("r%d_cap_%04d", round, i), "1.0.0", fmt.Sprintf("Paged capability %d of round %d", i, round))
+		}
+		if _, err := svc.RegisterBatch(ctx, defs); err != nil {
+			t.Fatal(err)
+		}
+		p, err := svc.Search(ctx, registry.SearchQuery{Text: fmt.Sprintf("paged round r%d", round), Filter: registry.ListFilter{Limit: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Total < n {
+			t.Errorf("round %d: a search right after a batch of %d counts %d hits", round, n, p.Total)
+		}
 	}
 }
