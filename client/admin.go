@@ -176,11 +176,12 @@ func (a *Approvals) List(ctx context.Context, status string) ([]*policy.Approval
 
 func approvalPath(id, verb string) string { return "/v1/approvals/" + url.PathEscape(id) + "/" + verb }
 
-// Approve approves a pending call. The server records the decision as made
-// by the client's token (token:NAME); by is not sent.
-func (a *Approvals) Approve(ctx context.Context, id, _ string) (*policy.Approval, error) {
+// Approve approves a pending call, for reason (optional). The server
+// records the decision as made by the client's token (token:NAME); by is
+// not sent.
+func (a *Approvals) Approve(ctx context.Context, id, _, reason string) (*policy.Approval, error) {
 	var ap policy.Approval
-	if _, err := a.c.do(ctx, http.MethodPost, approvalPath(id, "approve"), nil, &ap); err != nil {
+	if _, err := a.c.do(ctx, http.MethodPost, approvalPath(id, "approve"), map[string]string{"reason": reason}, &ap); err != nil {
 		return nil, err
 	}
 	return &ap, nil

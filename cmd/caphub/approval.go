@@ -128,7 +128,7 @@ func newApprovalDecideCmd(approve bool) *cobra.Command {
 		"  caphub approval deny apr_4f1c2a9e0b7d6c5a4f3e2d1c --reason \"not on production\""
 	if approve {
 		verb, short, example = "approve", "Approve a pending call: the caller may then make it once, within 15 minutes",
-			"  caphub approval approve apr_4f1c2a9e0b7d6c5a4f3e2d1c\n  caphub approval approve apr_4f1c2a9e0b7d6c5a4f3e2d1c --by alice"
+			"  caphub approval approve apr_4f1c2a9e0b7d6c5a4f3e2d1c --reason \"reviewed the input\"\n  caphub approval approve apr_4f1c2a9e0b7d6c5a4f3e2d1c --by alice"
 	}
 	cmd := &cobra.Command{
 		Use:     verb + " ID",
@@ -152,10 +152,10 @@ func newApprovalDecideCmd(approve bool) *cobra.Command {
 					return &usageError{errors.New("--by names the decider in a local database only: a server records the decision as made by your token (token:NAME)")}
 				}
 				var ap *policy.Approval
+				reason, _ := cmd.Flags().GetString("reason")
 				if approve {
-					ap, err = a.Approve(cmd.Context(), args[0], by)
+					ap, err = a.Approve(cmd.Context(), args[0], by, reason)
 				} else {
-					reason, _ := cmd.Flags().GetString("reason")
 					ap, err = a.Deny(cmd.Context(), args[0], by, reason)
 				}
 				if err != nil {
@@ -175,7 +175,9 @@ func newApprovalDecideCmd(approve bool) *cobra.Command {
 		},
 	}
 	cmd.Flags().String("by", "", "who decides, recorded in the approval and the audit chain (default cli:$USER; with --server, your token)")
-	if !approve {
+	if approve {
+		cmd.Flags().String("reason", "", "why, kept with the decision and in the audit chain")
+	} else {
 		cmd.Flags().String("reason", "", "why, shown to the caller when it retries")
 	}
 	addFormatFlag(cmd)

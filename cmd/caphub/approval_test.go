@@ -57,7 +57,7 @@ func TestPolicyAndApprovalCLI(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, ids[0]) || !strings.Contains(out, "2 approval(s)") || !strings.Contains(out, `{"path":"/x"}`) {
 		t.Fatalf("approval list: %d %s %s", code, out, errOut)
 	}
-	code, out, errOut = caphub(t, "approval", "approve", ids[0], "--db", db, "--by", "alice")
+	code, out, errOut = caphub(t, "approval", "approve", ids[0], "--db", db, "--by", "alice", "--reason", "looked at /x")
 	if code != exitOK || !strings.Contains(out, "approved "+ids[0]) {
 		t.Fatalf("approve: %d %s %s", code, out, errOut)
 	}
@@ -69,7 +69,7 @@ func TestPolicyAndApprovalCLI(t *testing.T) {
 		t.Errorf("deny approved: %d %s", code, errOut)
 	}
 	code, out, _ = caphub(t, "approval", "list", "--db", db, "--status", "all", "--format", "json")
-	if code != exitOK || !strings.Contains(out, `"decided_by": "alice"`) || !strings.Contains(out, `"reason": "no"`) {
+	if code != exitOK || !strings.Contains(out, `"decided_by": "alice"`) || !strings.Contains(out, `"reason": "no"`) || !strings.Contains(out, `"reason": "looked at /x"`) {
 		t.Errorf("list all: %d %s", code, out)
 	}
 	if code, _, _ = caphub(t, "approval", "list", "--db", db, "--status", "maybe"); code != exitUsage {

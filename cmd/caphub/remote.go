@@ -58,7 +58,7 @@ type policyStore interface {
 // approvalStore is *policy.Approvals or the server's (*client.Approvals).
 type approvalStore interface {
 	List(ctx context.Context, status string) ([]*policy.Approval, error)
-	Approve(ctx context.Context, id, by string) (*policy.Approval, error)
+	Approve(ctx context.Context, id, by, reason string) (*policy.Approval, error)
 	Deny(ctx context.Context, id, by, reason string) (*policy.Approval, error)
 }
 

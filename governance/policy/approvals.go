@@ -188,9 +188,10 @@ func (a *Approvals) List(ctx context.Context, status string) ([]*Approval, error
 }
 
 // Approve lets the call of a pending approval run once, within the
-// approval TTL from now. by names who decided.
-func (a *Approvals) Approve(ctx context.Context, id, by string) (*Approval, error) {
-	return a.decide(ctx, id, by, StatusApproved, "")
+// approval TTL from now. by names who decided; reason (optional) is kept
+// with the decision and in its audit event.
+func (a *Approvals) Approve(ctx context.Context, id, by, reason string) (*Approval, error) {
+	return a.decide(ctx, id, by, StatusApproved, reason)
 }
 
 // Deny refuses the call of a pending approval; reason is shown to the

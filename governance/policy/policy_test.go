@@ -266,7 +266,7 @@ func TestApprovalFlow(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].ID != id || pending[0].Agent != "a" || pending[0].URI != "ossa:test/wipe@1.0" || pending[0].Input["path"] != "/tmp/x" {
 		t.Fatalf("pending: %+v %v", pending, err)
 	}
-	if _, err := ap.Approve(ctx, id, "alice"); err != nil {
+	if _, err := ap.Approve(ctx, id, "alice", "checked the path"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ap.Deny(ctx, id, "bob", "late"); !errors.Is(err, policy.ErrDecided) {
@@ -291,11 +291,11 @@ func TestApprovalFlow(t *testing.T) {
 		t.Errorf("wipe ran %d times after reuse", e.ran("wipe"))
 	}
 	got, err := ap.Get(ctx, id)
-	if err != nil || got.Status != policy.StatusApproved || got.DecidedBy != "alice" || got.UsedAt == nil {
+	if err != nil || got.Status != policy.StatusApproved || got.DecidedBy != "alice" || got.Reason != "checked the path" || got.UsedAt == nil {
 		t.Errorf("approval after use: %+v %v", got, err)
 	}
 	evs, _ := e.audit.List(ctx, chain.Filter{Kind: audit.KindApproval})
-	if len(evs) != 1 || evs[0].Actor != "alice" || !strings.Contains(string(evs[0].Data), `"decision":"approved"`) {
+	if len(evs) != 1 || evs[0].Actor != "alice" || !strings.Contains(string(evs[0].Data), `"decision":"approved"`) || !strings.Contains(string(evs[0].Data), `"reason":"checked the path"`) {
 		t.Errorf("approval events: %+v", evs)
 	}
 	_, err = e.call(identity.WithApproval(ctx, "apr_nope"), "a", "wipe", in)
@@ -346,7 +346,7 @@ func TestToolPolicyRequiresApproval(t *testing.T) {
 	if e.ran("plain") != 0 {
 		t.Fatal("plain ran before approval")
 	}
-	if _, err := e.engine.Approvals().Approve(ctx, id, "alice"); err != nil {
+	if _, err := e.engine.Approvals().Approve(ctx, id, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.call(identity.WithApproval(ctx, id), "anyone", "plain", nil); err != nil || e.ran("plain") != 1 {
@@ -385,7 +385,7 @@ func TestApprovalExpiry(t *testing.T) {
 	if err != nil || got.Status != policy.StatusExpired {
 		t.Fatalf("after the TTL: %+v %v", got, err)
 	}
-	if _, err := ap.Approve(ctx, id, "alice"); !errors.Is(err, policy.ErrDecided) || !strings.Contains(err.Error(), "expired") {
+	if _, err := ap.Approve(ctx, id, "alice", ""); !errors.Is(err, policy.ErrDecided) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("approve expired: %v", err)
 	}
 	_, err = e.call(identity.WithApproval(ctx, id), "a", "plain", nil)
@@ -395,7 +395,7 @@ func TestApprovalExpiry(t *testing.T) {
 	_, err = e.call(ctx, "a", "plain", nil)
 	id2 := approvalID(t, err)
 	e.clock.add(50 * time.Second)
-	if _, err := ap.Approve(ctx, id2, "alice"); err != nil {
+	if _, err := ap.Approve(ctx, id2, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.add(30 * time.Second) // 80s after creation, 30s after approval: still usable
@@ -404,7 +404,7 @@ func TestApprovalExpiry(t *testing.T) {
 	}
 	_, err = e.call(ctx, "a", "plain", nil)
 	id3 := approvalID(t, err)
-	if _, err := ap.Approve(ctx, id3, "alice"); err != nil {
+	if _, err := ap.Approve(ctx, id3, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.add(2 * time.Minute)

@@ -68,7 +68,7 @@ func TestApprovalRetryOverMCP(t *testing.T) {
 	if res := retry(id, args); !res.IsError || !strings.Contains(text(res), "still pending") {
 		t.Errorf("retry before the decision: %s, want still pending", text(res))
 	}
-	if _, err := approvals.Approve(ctx, id, "alice"); err != nil {
+	if _, err := approvals.Approve(ctx, id, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	if res := retry(id, map[string]any{"a": 2, "b": 4}); !res.IsError || !strings.Contains(text(res), "another input") {
@@ -96,7 +96,7 @@ func TestApprovalRetrySearchMode(t *testing.T) {
 	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: f.mcpURL, HTTPClient: agentClient("calculator")}, "", nil)
 	in := map[string]any{"uri": "ossa:everruns/add@1.0", "input": map[string]any{"a": 2, "b": 3}}
 	id := pendingApproval(t, call(t, cs, mcpgw.ToolInvokeCapability, in))
-	if _, err := approvals.Approve(ctx, id, "alice"); err != nil {
+	if _, err := approvals.Approve(ctx, id, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	in["approval_id"] = id

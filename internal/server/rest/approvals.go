@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 
@@ -35,8 +36,9 @@ type ApprovalList struct {
 	NextCursor string             `json:"next_cursor,omitempty"`
 }
 
-// DenyApproval is the body of POST /v1/approvals/{id}/deny.
-type DenyApproval struct {
+// ApprovalDecision is the optional body of POST /v1/approvals/{id}/approve
+// and /deny: why, kept with the decision and in the audit chain.
+type ApprovalDecision struct {
 	Reason string `json:"reason"`
 }
 
@@ -53,7 +55,7 @@ func (s *Server) approvalRoutes(a *policy.Approvals) []route {
 		{method: "GET", path: "/v1/approvals", scope: auth.ScopeAdmin, summary: "List approvals, oldest first, a page at a time", params: append([]param{{name: "status", in: "query", desc: "pending, approved, denied or expired (default: all)"}}, pageParams...),
 			handler: h.list, responses: map[int]string{200: "items, total and next_cursor", 400: "unknown status; " + pageRefused}},
 		{method: "GET", path: "/v1/approvals/{id}", scope: auth.ScopeAdmin, summary: "An approval: caller, capability, input, status, decision", params: id, handler: h.get, responses: map[int]string{200: "approval", 404: "no such approval"}},
-		{method: "POST", path: "/v1/approvals/{id}/approve", scope: auth.ScopeAdmin, summary: "Approve a pending call: the caller may then run it once, retrying with header X-Caphub-Approval: {id}", params: id,
+		{method: "POST", path: "/v1/approvals/{id}/approve", scope: auth.ScopeAdmin, summary: "Approve a pending call: the caller may then run it once, retrying with header X-Caphub-Approval: {id}", params: id, body: "{\"reason\": \"...\"} (optional)",
 			handler: h.approve, responses: map[int]string{200: "approval", 404: "no such approval", 409: "not pending (decided or expired)"}},
 		{method: "POST", path: "/v1/approvals/{id}/deny", scope: auth.ScopeAdmin, summary: "Deny a pending call", params: id, body: "{\"reason\": \"...\"} (optional)",
 			handler: h.deny, responses: map[int]string{200: "approval", 404: "no such approval", 409: "not pending (decided or expired)"}},
@@ -99,19 +101,38 @@ func (h approvalHandlers) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h approvalHandlers) approve(w http.ResponseWriter, r *http.Request) error {
-	ap, err := h.a.Approve(r.Context(), r.PathValue("id"), decider(r))
+	reason, err := decisionReason(r)
+	if err != nil {
+		return err
+	}
+	ap, err := h.a.Approve(r.Context(), r.PathValue("id"), decider(r), reason)
 	return h.decided(w, r, ap, err)
 }
 
 func (h approvalHandlers) deny(w http.ResponseWriter, r *http.Request) error {
-	var body DenyApproval
+	reason, err := decisionReason(r)
+	if err != nil {
+		return err
+	}
+	ap, err := h.a.Deny(r.Context(), r.PathValue("id"), decider(r), reason)
+	return h.decided(w, r, ap, err)
+}
+
+// maxDecisionReason bounds a decision's reason (bytes).
+const maxDecisionReason = 2000
+
+// decisionReason reads the optional ApprovalDecision body.
+func decisionReason(r *http.Request) (string, error) {
+	var body ApprovalDecision
 	if r.ContentLength != 0 {
 		if err := decodeJSON(r, &body); err != nil {
-			return err
+			return "", err
 		}
 	}
-	ap, err := h.a.Deny(r.Context(), r.PathValue("id"), decider(r), body.Reason)
-	return h.decided(w, r, ap, err)
+	if len(body.Reason) > maxDecisionReason {
+		return "", badRequest(fmt.Sprintf("reason: %d bytes, over the %d allowed; say it shorter", len(body.Reason), maxDecisionReason))
+	}
+	return body.Reason, nil
 }
 
 // decided answers a decision: the approval, or 409 when it was not pending.

@@ -135,8 +135,13 @@ func TestApprovalFlowREST(t *testing.T) {
 	if status != http.StatusAccepted || id2 == "" || id2 == id {
 		t.Fatalf("another call: %d %v", status, body)
 	}
-	if status, body = do(t, "POST", srv.URL+"/v1/approvals/"+id2+"/approve", "", nil); status != 200 {
-		t.Fatalf("approve %s: %d %v", id2, status, body)
+	long := `{"reason": "` + strings.Repeat("x", 2001) + `"}`
+	if status, body = do(t, "POST", srv.URL+"/v1/approvals/"+id2+"/approve", long, nil); status != 400 || !strings.Contains(body["detail"].(string), "reason") {
+		t.Errorf("approve with a reason over 2,000 bytes: %d %v", status, body)
+	}
+	// An approval keeps its reason (the web UI's and the CLI's --reason).
+	if status, body = do(t, "POST", srv.URL+"/v1/approvals/"+id2+"/approve", `{"reason": "ops asked for it"}`, nil); status != 200 || body["reason"] != "ops asked for it" {
+		t.Fatalf("approve %s with a reason: %d %v", id2, status, body)
 	}
 	withID := strings.Replace(wipeCall, "{", `{"approval_id": "`+id2+`", `, 1)
 	if status, body = do(t, "POST", srv.URL+"/v1/invoke", withID, map[string]string{"X-Caphub-Agent": "ops", ApprovalHeader: id}); status != 400 {

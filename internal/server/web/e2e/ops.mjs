@@ -108,6 +108,7 @@ const scenarios = {
     report.checks.pending = await text('#ap-list');
     await shot('approvals');
     const card = page.locator(`article.approval[data-id="${params.approval}"]`);
+    await card.locator('input[name=reason]').fill('checked the input');
     await card.locator('button', { hasText: 'Approve' }).click();
     await card.locator('button', { hasText: 'Run the approved call' }).waitFor();
     report.checks.approved = await card.innerText();

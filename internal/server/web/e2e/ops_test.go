@@ -228,7 +228,7 @@ func TestOperatorPages(t *testing.T) {
 		}
 		// The API agrees: one call ran, once.
 		_, ap := s.api(admin, "GET", "/v1/approvals/"+held[0], "")
-		if ap["status"] != "approved" || ap["used_at"] == nil {
+		if ap["status"] != "approved" || ap["used_at"] == nil || ap["reason"] != "checked the input" {
 			t.Errorf("approval %s: %v", held[0], ap)
 		}
 		_, ap = s.api(admin, "GET", "/v1/approvals/"+held[1], "")

@@ -74,7 +74,8 @@ function card(ap, ctx) {
       btns.forEach((b) => { b.disabled = true; });
       status.textContent = '';
       try {
-        const body = verb === 'deny' ? { reason: reasonIn.value.trim() } : undefined;
+        const reason = reasonIn.value.trim();
+        const body = reason ? { reason } : undefined;
         const next = await api.post(`/v1/approvals/${encodeURIComponent(a.id)}/${verb}`, body);
         draw(next);
         el.querySelector('.ap-status').textContent = verb === 'approve' ? 'Approved: the caller may now run the call once.' : 'Denied.';
@@ -89,7 +90,7 @@ function card(ap, ctx) {
     if (a.status === 'pending') {
       const approve = h('button', { type: 'button', class: 'primary', 'aria-describedby': `ap-${a.id}`, onclick: () => decide('approve', [approve, deny]) }, 'Approve');
       const deny = h('button', { type: 'button', class: 'danger', 'aria-describedby': `ap-${a.id}`, onclick: () => decide('deny', [approve, deny]) }, 'Deny');
-      decideBox = h('div', { class: 'decide' }, field('Reason (for a denial)', reasonIn), approve, deny);
+      decideBox = h('div', { class: 'decide' }, field('Reason (optional; a denial shows it to the caller)', reasonIn), approve, deny);
     }
     let runBox = null;
     if (a.status === 'approved' && !a.used_at) {
