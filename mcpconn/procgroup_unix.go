@@ -3,6 +3,7 @@
 package mcpconn
 
 import (
+	"github.com/caphub/caphub/internal/procattr"
 	"os/exec"
 	"syscall"
 )
@@ -11,9 +12,10 @@ import (
 // process group of its own), so that KillGroup can stop whatever it
 // started too (npx starts node, for one), and so that Linux's autogroup
 // scheduler gives it its own CPU share: in caphub's session, many servers
-// starting at once would share one slice and all time out.
+// starting at once would share one slice and all time out. It dies with
+// caphub (procattr).
 func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = procattr.Session()
 }
 
 // KillGroup kills the process group of a started server.

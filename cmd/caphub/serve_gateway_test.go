@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,62 @@ func TestServeSIGTERMLeavesNoProcess(t *testing.T) {
 		for testpeers.Alive(proc.PID) {
 			if time.Now().After(deadline) {
 				t.Errorf("process %d (%s), started by caphub serve, is still alive after it stopped", proc.PID, proc.Cmdline)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// Killed outright (SIGKILL, the OOM killer, a crash), caphub serve cannot
+// stop what it started: the kernel does (each stdio server it starts is
+// killed when caphub dies). npm server-everything outlived it before,
+// orphaned (server-memory exits when its stdin closes; it does not).
+func TestServeSIGKILLLeavesNoStdioServer(t *testing.T) {
+	node := testpeers.Node22(t)
+	memory := filepath.Join(testpeers.NPMPackage(t, "@modelcontextprotocol/server-memory"), "dist", "index.js")
+	everything := filepath.Join(testpeers.NPMPackage(t, "@modelcontextprotocol/server-everything"), "dist", "index.js")
+	db := filepath.Join(t.TempDir(), "caphub.db")
+	// A server run by a wrapper that outlives it (sh waits, then sleeps):
+	// its stdin closing when caphub dies does not end the wrapper.
+	wrapped := fmt.Sprintf(`/bin/sh -c '%s %s stdio; sleep 600'`, node, everything)
+	for _, s := range [][]string{{"memory", node + " " + memory}, {"everything", wrapped}} {
+		if out, err := exec.Command(caphubBinary(t), "discover", "mcp", s[0], "--command", s[1], "--db", db).CombinedOutput(); err != nil {
+			t.Fatalf("discover %s: %v\n%s", s[0], err, out)
+		}
+	}
+	p := startServe(t, db)
+	// Through the front (the stdio relay) and through /mcp (the discovered
+	// tools' bindings).
+	echo := map[string]any{"message": "hi"}
+	for _, c := range []struct{ path, tool string }{
+		{"/mcp/servers/memory", "read_graph"}, {"/mcp/servers/everything", "echo"},
+		{"/mcp", "mcp_memory_read_graph"}, {"/mcp", "mcp_everything_echo"},
+	} {
+		s := testpeers.RawSession{T: t, URL: p.url + c.path}
+		s.Initialize(nil)
+		args := map[string]any{}
+		if strings.HasSuffix(c.tool, "echo") {
+			args = echo
+		}
+		if got := s.Call("tools/call", map[string]any{"name": c.tool, "arguments": args}); strings.Contains(got, `"isError":true`) || strings.Contains(got, `"error"`) {
+			t.Fatalf("%s %s: %s", c.path, c.tool, got)
+		}
+	}
+	started := testpeers.Descendants(t, p.cmd.Process.Pid)
+	if len(started) < 4 {
+		t.Fatalf("caphub serve runs %d processes (%v), want the 4 stdio servers", len(started), started)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, proc := range started {
+		for testpeers.Alive(proc.PID) {
+			if time.Now().After(deadline) {
+				t.Errorf("process %d (%s), started by caphub serve, is still alive after it was killed", proc.PID, proc.Cmdline)
+				_ = syscall.Kill(proc.PID, syscall.SIGKILL)
 				break
 			}
 			time.Sleep(20 * time.Millisecond)

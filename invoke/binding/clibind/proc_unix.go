@@ -3,15 +3,17 @@
 package clibind
 
 import (
+	"github.com/caphub/caphub/internal/procattr"
 	"os"
 	"os/exec"
 	"syscall"
 )
 
 // setGroup makes the program the leader of a new process group, so that it
-// and everything it starts can be killed together.
+// and everything it starts can be killed together; it dies with caphub
+// (procattr).
 func setGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procattr.Group()
 }
 
 // killGroup sends SIGKILL to p's whole process group. A group that is
