@@ -18,6 +18,8 @@ package search
 
 import (
 	"container/heap"
+	"hash/fnv"
+	"io"
 	"math"
 	"slices"
 	"sort"
@@ -128,6 +130,8 @@ type doc struct {
 	many   Many
 	meta   any
 	live   bool
+	// sum is Doc.sum: a Put of the same again changes no posting.
+	sum uint64
 	// current is Doc.Current, kept here so that the commonest filter costs
 	// no call.
 	current bool
@@ -151,8 +155,17 @@ func (ix *Index) Len() int {
 	return ix.live
 }
 
-// Put adds d, replacing the document with the same ID.
+// Put adds d, replacing the document with the same ID. Putting a document
+// again as it is (its text and attributes; Current and Meta may differ)
+// only updates its Current and Meta: a replaced document's postings stay
+// until compaction and count in its terms' document frequencies, so a
+// ranking would otherwise depend on how often the same thing was indexed
+// (a write's own indexing and its notification both put it).
 func (ix *Index) Put(d Doc) {
+	sum := d.sum()
+	if ix.refresh(&d, sum) {
+		return
+	}
 	var tfs map[string]*posting
 	var lens [numFields]uint16
 	lead := leadOf(d.Text[FieldTitle])
@@ -175,6 +188,9 @@ func (ix *Index) Put(d Doc) {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if ix.refreshLocked(&d, sum) {
+		return
+	}
 	ix.deleteLocked(d.ID)
 	n := int32(len(ix.docs))
 	api, ok := ix.apis[d.Scope]
@@ -191,7 +207,7 @@ func (ix *Index) Put(d Doc) {
 	if lead != "" {
 		lead = unique.Make(lead).Value() // not a slice of the title
 	}
-	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, api: api, object: detach(Terms(d.Object)), lead: lead, many: d.Many, meta: d.Meta, live: true, current: d.Current})
+	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, api: api, object: detach(Terms(d.Object)), lead: lead, many: d.Many, meta: d.Meta, live: true, current: d.Current, sum: sum})
 	ix.countLead(lead, d.Action, 1)
 	ix.byID[d.ID] = n
 	ix.live++
@@ -208,6 +224,43 @@ func (ix *Index) Put(d Doc) {
 		}
 		ix.postings[t] = append(ps, *p)
 	}
+}
+
+// sum hashes what a document's postings and ranking come from: all of it
+// but Current and Meta.
+func (d *Doc) sum() uint64 {
+	h := fnv.New64a()
+	for _, s := range append(d.Text[:], d.ID, d.Action, d.Object, d.Scope) {
+		_, _ = io.WriteString(h, s)
+		_, _ = h.Write([]byte{0})
+	}
+	_, _ = h.Write([]byte{byte(d.Many)})
+	return h.Sum64()
+}
+
+// refresh updates the Current and Meta of the live document d.ID if it
+// holds d's sum, and says whether it did.
+func (ix *Index) refresh(d *Doc, sum uint64) bool {
+	ix.mu.RLock()
+	n, ok := ix.byID[d.ID]
+	same := ok && ix.docs[n].sum == sum
+	ix.mu.RUnlock()
+	if !same {
+		return false
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.refreshLocked(d, sum)
+}
+
+// refreshLocked is refresh under ix.mu.
+func (ix *Index) refreshLocked(d *Doc, sum uint64) bool {
+	n, ok := ix.byID[d.ID]
+	if !ok || ix.docs[n].sum != sum {
+		return false
+	}
+	ix.docs[n].current, ix.docs[n].meta = d.Current, d.Meta
+	return true
 }
 
 // detach returns terms as strings of their own: a term can be a slice of

@@ -14,6 +14,15 @@ import (
 // importers name them.
 func fixture() *Index {
 	ix := NewIndex()
+	for _, d := range fixtureDocs() {
+		ix.Put(d)
+	}
+	return ix
+}
+
+// fixtureDocs is fixture's documents.
+func fixtureDocs() []Doc {
+	var docs []Doc
 	for _, d := range []capability.Definition{
 		{Name: "issues_create", Domain: "github", Title: "Create an issue", Description: "Any user with pull access to a repository can create an issue.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}},
@@ -32,9 +41,9 @@ func fixture() *Index {
 		{Name: "skip_users_playback_to_next_track", Domain: "spotify", Title: "Skip To Next", Description: "Skips to next track in the user's queue.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.spotify.com/v1/me/player/next"}}},
 	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+		docs = append(docs, DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
 	}
-	return ix
+	return docs
 }
 
 func ids(res Result) []string {
@@ -163,6 +172,42 @@ func TestPutReplacesAndDeleteForgets(t *testing.T) {
 	}
 	if m, _, ok := ix.Lookup("a"); !ok || m != "plumvek" {
 		t.Errorf("meta of a after compaction: %v %v", m, ok)
+	}
+}
+
+// The same document put again (a write's own indexing, then its
+// notification; a new version flipping an old one's Current) ranks as if
+// put once: the replaced copies' postings used to count in their terms'
+// document frequencies, so the ranking depended on how often each thing
+// had been indexed (two stores importing the same catalog ranked it
+// differently).
+func TestPutAgainRanksAsPutOnce(t *testing.T) {
+	once, again := fixture(), NewIndex()
+	docs := fixtureDocs()
+	for round := range 3 {
+		for i := range docs {
+			d := docs[(i+round)%len(docs)]
+			d.Current = round == 2
+			again.Put(d)
+		}
+	}
+	for _, q := range []string{"create an issue", "list pull requests", "skip to the next song", "who am I", "send a message"} {
+		a, b := once.Search(Query{Text: q}), again.Search(Query{Text: q})
+		if len(a.Hits) == 0 || len(a.Hits) != len(b.Hits) {
+			t.Fatalf("%q: %d hits put once, %d put again", q, len(a.Hits), len(b.Hits))
+		}
+		for i := range a.Hits {
+			if a.Hits[i].ID != b.Hits[i].ID || a.Hits[i].Score != b.Hits[i].Score {
+				t.Errorf("%q hit %d: %s %.6f put once, %s %.6f put again", q, i, a.Hits[i].ID, a.Hits[i].Score, b.Hits[i].ID, b.Hits[i].Score)
+			}
+		}
+	}
+	// Current and Meta still change on a put of the same text.
+	d := docs[0]
+	d.Current, d.Meta = false, "changed"
+	again.Put(d)
+	if m, cur, ok := again.Lookup(d.ID); !ok || cur || m != "changed" {
+		t.Errorf("after a put of the same text: meta %v current %v", m, cur)
 	}
 }
 
