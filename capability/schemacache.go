@@ -34,11 +34,17 @@ type schemaCache struct {
 
 var compiledSchemas schemaCache
 
-// schemaKey is s's cache key; ok is false when s is not to be cached (it
-// does not encode, or is too large).
-func schemaKey(s Schema) (key schemaID, ok bool) {
-	b, err := json.Marshal(s)
-	if err != nil || len(b) > maxCachedSchemaBytes/10 {
+// schemaKey is s's cache key, from enc (its encoding) when not nil; ok is
+// false when s is not to be cached (it does not encode, or is too large).
+func schemaKey(s Schema, enc []byte) (key schemaID, ok bool) {
+	b := enc
+	if b == nil {
+		var err error
+		if b, err = json.Marshal(s); err != nil {
+			return key, false
+		}
+	}
+	if len(b) > maxCachedSchemaBytes/10 {
 		return key, false
 	}
 	return schemaID{sha256.Sum256(b), len(b)}, true
