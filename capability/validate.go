@@ -735,6 +735,7 @@ func compileEncoded(s Schema, enc []byte) (*jsonschema.Schema, []SchemaIssue) {
 func compileSchema(s Schema) (*jsonschema.Schema, []SchemaIssue) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refusingLoader{})
+	c.UseRegexpEngine(compiledPatterns.compile)
 	if err := c.AddResource(schemaResource, map[string]any(s)); err != nil {
 		return nil, []SchemaIssue{{Message: err.Error()}}
 	}
