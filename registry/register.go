@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -114,6 +113,7 @@ type batchItem struct {
 	warnings []capability.Issue
 	digest   string
 	tier     string
+	json     []byte // def encoded, as stored
 }
 
 // parallelPrepare is the batch size from which prepareItems spreads the
@@ -162,7 +162,14 @@ func (s *Service) prepareItem(ctx context.Context, i int, d capability.Definitio
 	if d.Stability == "" {
 		d.Stability = capability.StabilityStable
 	}
-	issues := capability.Validate(&d)
+	// The schemas are encoded once, for validation, the digest and the
+	// stored document; not before the budgets are checked, so that a
+	// schema too large to compile is not encoded either.
+	var enc capability.EncodedSchemas
+	if budget := capability.CheckSchemaBudget(d.Input, d.Output); len(budget) == 0 {
+		enc, _ = capability.EncodeSchemas(&d) // a schema that does not encode is refused below
+	}
+	issues := capability.ValidateEncoded(&d, enc)
 	if capability.HasErrors(issues) {
 		return nil, &BatchFailure{Index: i, URI: d.URI, Err: &capability.ValidationError{Issues: issues}}
 	}
@@ -183,7 +190,10 @@ func (s *Service) prepareItem(ctx context.Context, i int, d capability.Definitio
 			it.warnings = append(it.warnings, iss)
 		}
 	}
-	digest, err := Digest(&d)
+	digest, err := digestEncoded(&d, enc)
+	if err == nil {
+		it.json, err = capability.MarshalEncoded(d, enc)
+	}
 	if err != nil {
 		return nil, &BatchFailure{Index: i, URI: d.URI, Err: invalidf("cannot encode the definition: %v", err)}
 	}
@@ -263,6 +273,7 @@ func (s *Service) storeBatch(ctx context.Context, items []*batchItem) ([]Registe
 		recs[i] = Record{Key: it.key, Definition: it.def, Digest: it.digest, TrustTier: it.tier, RegisteredAt: now}
 		out[i] = RegisterResult{URI: capability.NewURI(it.key.Scheme, it.key.Domain, it.key.Name, it.ver).String(),
 			Version: it.key.Version, Digest: it.digest, Warnings: it.warnings, Record: recs[i]}
+		recs[i].JSON = it.json // for the store only: the results outlive the write
 	}
 	put, err := s.put(ctx, recs, out)
 	keys := make([]Key, len(recs))
@@ -316,6 +327,12 @@ func inferenceSource(d *capability.Definition) string {
 // idempotent no-op, and leaving out when it was discovered or imported
 // (provenance.created_at), so that importing the same thing again is too.
 func Digest(d *capability.Definition) (string, error) {
+	return digestEncoded(d, capability.EncodedSchemas{})
+}
+
+// digestEncoded is Digest with d's schemas encoded already (enc, zero when
+// not).
+func digestEncoded(d *capability.Definition, enc capability.EncodedSchemas) (string, error) {
 	c := *d
 	c.Stability, c.DeprecatedBy, c.SunsetDate, c.MigrationGuide = "", "", "", ""
 	if c.Provenance != nil {
@@ -323,7 +340,7 @@ func Digest(d *capability.Definition) (string, error) {
 		p.CreatedAt = ""
 		c.Provenance = &p
 	}
-	b, err := json.Marshal(c)
+	b, err := capability.MarshalEncoded(c, enc)
 	if err != nil {
 		return "", err
 	}

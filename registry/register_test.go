@@ -1,7 +1,11 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -88,6 +92,48 @@ func TestRegisterEachConflicts(t *testing.T) {
 	for _, f := range failures {
 		if !strings.Contains(f.Reason, "already registered with other content") {
 			t.Errorf("failure %v", f)
+		}
+	}
+}
+
+// A registration stores each definition as json.Marshal encodes it, and
+// its digest is the SHA-256 of its encoding without the lifecycle fields
+// and provenance.created_at, as before the schemas were encoded once for
+// both: digests already stored stay comparable.
+func TestRegisterEncodesOnce(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(st)
+	defer svc.Close()
+	defs := storetest.Synthetic(40, 3)
+	for i := range defs {
+		defs[i].Provenance = &capability.Provenance{Method: "openapi", CreatedAt: "2026-01-01T00:00:00Z"}
+		defs[i].Description += ` <"input":null,"output":null> & more`
+	}
+	res, err := svc.RegisterBatch(ctx, defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		raw, err := st.GetRaw(ctx, r.Record.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(r.Record.Definition)
+		if !bytes.Equal(raw.Definition, want) {
+			t.Fatalf("%s stored as\n%s\nwant json.Marshal's\n%s", r.URI, raw.Definition, want)
+		}
+		c := r.Record.Definition
+		c.Stability, c.DeprecatedBy, c.SunsetDate, c.MigrationGuide = "", "", "", ""
+		p := *c.Provenance
+		p.CreatedAt = ""
+		c.Provenance = &p
+		b, _ := json.Marshal(c)
+		if sum := sha256.Sum256(b); r.Digest != hex.EncodeToString(sum[:]) || raw.Digest != r.Digest {
+			t.Fatalf("%s: digest %s (stored %s), want %x", r.URI, r.Digest, raw.Digest, sum)
 		}
 	}
 }

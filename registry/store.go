@@ -47,6 +47,10 @@ type Record struct {
 	// compares digests to tell an idempotent re-registration from a conflict;
 	// it never computes one.
 	Digest string
+	// JSON is Definition encoded (json.Marshal), when the service has it
+	// already: a store writes it as the stored document rather than encode
+	// the definition again. Empty, the store encodes Definition.
+	JSON []byte
 	// TrustTier is the governance tier ("" until governance exists).
 	TrustTier string
 	// RegisteredAt is when the version was first stored. Put uses the given

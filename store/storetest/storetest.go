@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"SearchPagination", testSearchPagination},
 		{"Deprecate", testDeprecate},
 		{"GetRaw", testGetRaw},
+		{"PutEncoded", testPutEncoded},
 		{"KeysWithPrefix", testKeysWithPrefix},
 		{"Watch", testWatch},
 		{"WatchClosedOnClose", testWatchClosedOnClose},
@@ -1151,6 +1153,35 @@ func testGetRaw(t *testing.T, s registry.Store) {
 	missing.Version = "9.9.9"
 	if _, err := s.GetRaw(ctx, missing); !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), missing.String()) {
 		t.Errorf("GetRaw of a missing version: %v; want ErrNotFound naming it", err)
+	}
+}
+
+// testPutEncoded checks that a record's JSON, when set, is the stored
+// document as it is (the service encodes each definition once, and the
+// store does not encode it again), and that the results do not carry it.
+func testPutEncoded(t *testing.T, s registry.Store) {
+	ctx := t.Context()
+	rec := NewRecord(fullDefinition())
+	d := rec.Definition
+	d.Description = "encoded by the caller"
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.JSON = b
+	if _, err := s.Put(ctx, []registry.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.GetRaw(ctx, rec.Key)
+	if err != nil {
+		t.Fatalf("GetRaw: %v", err)
+	}
+	if !bytes.Equal(raw.Definition, b) {
+		t.Errorf("stored document:\n%s\nwant the record's JSON as it is:\n%s", raw.Definition, b)
+	}
+	got, err := s.Get(ctx, rec.Key)
+	if err != nil || got.Definition.Description != d.Description || got.JSON != nil {
+		t.Errorf("Get = description %q, JSON %d bytes, %v; want %q from the stored JSON, no JSON", got.Definition.Description, len(got.JSON), err, d.Description)
 	}
 }
 

@@ -64,10 +64,14 @@ func Prepare(r registry.Record, now time.Time) (Prepared, error) {
 	if r.Digest == "" {
 		return Prepared{}, fmt.Errorf("put %s: the record has no content digest: the registry service computes it before storing", k)
 	}
-	def, err := MarshalDefinition(r.Definition)
-	if err != nil {
-		return Prepared{}, fmt.Errorf("put %s: %w", k, err)
+	def := string(r.JSON)
+	if def == "" {
+		var err error
+		if def, err = MarshalDefinition(r.Definition); err != nil {
+			return Prepared{}, fmt.Errorf("put %s: %w", k, err)
+		}
 	}
+	r.JSON = nil // Prepared.Definition holds it; Rec need not hold it twice
 	at := r.RegisteredAt
 	if at.IsZero() {
 		at = now
