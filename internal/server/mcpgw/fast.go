@@ -20,9 +20,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The gateway answers the hot request of an established streamable HTTP
+// The gateway answers the hot requests of an established streamable HTTP
 // session itself: a POST holding one tools/call of a capability tool (and
-// the notifications/cancelled of such a call). The MCP SDK's server decodes
+// the notifications/cancelled of such a call), a tools/list or a ping (see
+// fastlist.go). The MCP SDK's server decodes
 // each message about six times, with a fresh 32 KiB buffer each time, which
 // cost more CPU than the call itself; this path decodes it once, runs the
 // same code as the SDK's tool handler (callTool: the caller the session
