@@ -1,6 +1,7 @@
 package mcpgw_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/caphub/caphub/internal/server/mcpgw"
 	"github.com/caphub/caphub/internal/testpeers"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The fast path's ping and tools/list (fastlist.go): taken, and answering
@@ -225,5 +227,62 @@ func TestFastPathTypeScriptClientLists(t *testing.T) {
 	}
 	if len(sdk.Pages) < 2 || !slices.Equal(fast.Tools, sdk.Tools) || !slices.Equal(fast.Pages, sdk.Pages) {
 		t.Errorf("the TypeScript client lists %d tools in pages of %v bytes on the fast path, %d in %v through the SDK", len(fast.Tools), fast.Pages, len(sdk.Tools), sdk.Pages)
+	}
+}
+
+// TestFastPathListAndPingEachProtocol: on sessions of each protocol
+// version before 2026-07-28, tools/list and ping are answered on the fast
+// path as the SDK answers them at that version.
+func TestFastPathListAndPingEachProtocol(t *testing.T) {
+	f := newFixture(t, mcpgw.Options{MaxListBytes: mcpgw.MinMaxListBytes})
+	for _, version := range []string{"2025-03-26", "2025-06-18", "2025-11-25"} {
+		resp, body := rawPost(t, f.mcpURL, "", strings.Replace(initializeBody, "2025-11-25", version, 1))
+		sid := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != http.StatusOK || sid == "" || !strings.Contains(string(body), `"protocolVersion":"`+version+`"`) {
+			t.Fatalf("initialize %s: %s %s", version, resp.Status, body)
+		}
+		hdr := []string{"Mcp-Protocol-Version", version}
+		rawPost(t, f.mcpURL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr...)
+		_, next := nextCursor(t, sameAnswer(t, f, sid, listBody(1, ""), hdr...))
+		sameAnswer(t, f, sid, listBody(2, next), hdr...)
+		sameAnswer(t, f, sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, hdr...)
+	}
+}
+
+// TestFastPathGoClient: the Go SDK's client (protocol 2025-11-25) pings
+// and pages through the tools on the fast path, and lists what it lists
+// through the SDK.
+func TestFastPathGoClient(t *testing.T) {
+	f := newFixture(t, mcpgw.Options{MaxListBytes: mcpgw.MinMaxListBytes})
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: f.mcpURL, DisableStandaloneSSE: true}, "2025-11-25", nil)
+	list := func() (names []string, pages int) {
+		cursor := ""
+		for {
+			res, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: cursor})
+			if err != nil {
+				t.Fatalf("tools/list: %v", err)
+			}
+			pages++
+			for _, tool := range res.Tools {
+				names = append(names, tool.Name)
+			}
+			if cursor = res.NextCursor; cursor == "" || pages > 100 {
+				return names, pages
+			}
+		}
+	}
+	mcpgw.SetFast(f.gw, false)
+	sdk, _ := list()
+	mcpgw.SetFast(f.gw, true)
+	n := mcpgw.FastServed(f.gw)
+	if err := cs.Ping(context.Background(), nil); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	fast, pages := list()
+	if served := mcpgw.FastServed(f.gw) - n; served != int64(pages)+1 || pages < 2 {
+		t.Errorf("the fast path answered %d requests, want the ping and the %d pages", served, pages)
+	}
+	if !slices.Equal(fast, sdk) {
+		t.Errorf("the Go client lists %v on the fast path, %v through the SDK", fast, sdk)
 	}
 }
