@@ -38,6 +38,7 @@ func (g *Gateway) serve(byName map[string]*toolEntry) {
 	}
 	served := g.served
 	g.servedNow.Store(&served)
+	g.listing.Store(g.newToolListing(st))
 	if prev := g.catalog.Swap(st); st.over && (prev == nil || !prev.over) {
 		what := "serving the search tools instead of one tool per capability"
 		if st.refuse {
@@ -113,7 +114,7 @@ func (g *Gateway) catalogMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // refusal is the error of a refused tools/list.
-func (g *Gateway) refusal(st *catalogState) error {
+func (g *Gateway) refusal(st *catalogState) *jsonrpc.Error {
 	data, _ := json.Marshal(map[string]any{"tools": st.tools, "max_tools": g.opts.MaxTools})
 	return &jsonrpc.Error{Code: CodeCatalogTooLarge, Data: data, Message: fmt.Sprintf(
 		"tools/list refused: caphub's registry holds %d invocable capabilities, more than the %d this MCP endpoint lists as tools, and its operator chose to refuse the list rather than serve search tools. "+

@@ -20,9 +20,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The gateway answers the hot request of an established streamable HTTP
+// The gateway answers the hot requests of an established streamable HTTP
 // session itself: a POST holding one tools/call of a capability tool (and
-// the notifications/cancelled of such a call). The MCP SDK's server decodes
+// the notifications/cancelled of such a call), a tools/list or a ping (see
+// fastlist.go). The MCP SDK's server decodes
 // each message about six times, with a fresh 32 KiB buffer each time, which
 // cost more CPU than the call itself; this path decodes it once, runs the
 // same code as the SDK's tool handler (callTool: the caller the session
@@ -323,8 +324,8 @@ type fastCancel struct {
 }
 
 // serveFast answers a POST of the session s when it is one tools/call of
-// a capability tool the SDK serves, or the cancellation of a call it
-// runs, and reports whether it did. When it did not, r's body is as it
+// a capability tool the SDK serves, the cancellation of a call it runs, a
+// tools/list or a ping (fastlist.go), and reports whether it did. When it did not, r's body is as it
 // came (what was read is put back), for the SDK.
 func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, s *fastSession) bool {
 	if !fastHeaders(r.Header, s.version) || r.ContentLength > maxFastBody {
@@ -343,6 +344,10 @@ func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, s *fastSessi
 		return g.fastCall(w, r, s, &m)
 	case m.Method == "notifications/cancelled" && m.ID == nil:
 		return fastCancelCall(w, s, &m)
+	case m.Method == "tools/list" && len(m.ID) > 0:
+		return g.fastList(w, r, s, &m)
+	case m.Method == "ping" && len(m.ID) > 0:
+		return g.fastPing(w, r, s, &m)
 	}
 	return false
 }

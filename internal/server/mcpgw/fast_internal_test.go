@@ -5,15 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// FuzzServeFast: whatever the body of a POST on a session, the fast path
-// answers it or leaves it to the SDK with the body as it came, and never
-// panics; an id it echoes is keyed as a cancellation naming it is.
+// FuzzServeFast: whatever the body of a POST on a session (a tools/call,
+// a cancellation, a ping, a tools/list), the fast path answers it or
+// leaves it to the SDK with the body as it came, and never panics; an id
+// it echoes is keyed as a cancellation naming it is.
 func FuzzServeFast(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}`,
@@ -21,11 +25,15 @@ func FuzzServeFast(f *testing.F) {
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"id":1.5}`, `{"id":-0}`, `{`, ``, ` {} `,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"Y2FwaHViLXRvb2xzAHQ"}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/list","params":null}`,
 	} {
 		f.Add([]byte(s))
 	}
-	g := &Gateway{}
+	g := &Gateway{pager: newListPager(MinMaxListBytes, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	g.servedNow.Store(&map[string]*toolEntry{})
+	g.listing.Store(&toolListing{tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}, pages: map[string][]byte{}, bounds: map[string]bool{}})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		s := &fastSession{id: "s", ctx: context.Background(), version: "2025-11-25", inflight: map[string]context.CancelFunc{}}
 		s.inflight["n:7"] = func() {}

@@ -189,9 +189,10 @@ func TestFastPathHeaders(t *testing.T) {
 }
 
 // TestFastPathLeavesTheRestToTheSDK: what is not one plainly well-formed
-// tools/call of a capability tool goes to the SDK, which answers as
-// without the fast path: batches, ids it would re-encode, other methods,
-// unknown tools, invalid params and messages.
+// tools/call of a capability tool, tools/list or ping goes to the SDK,
+// which answers as without the fast path: batches, ids it would re-encode,
+// notifications, other methods, unknown tools, invalid params and
+// messages, the newer protocol's per-request _meta.
 func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 	f := newFixture(t, mcpgw.Options{})
 	sid := rawInit(t, f.mcpURL)
@@ -203,8 +204,18 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","id":12345678901234567,"method":"tools/call","params":{"name":"everruns_add","arguments":{"a":2,"b":3}}}`,
 		`{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"name":"everruns_add","arguments":{"a":2,"b":3}}}`,
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"everruns_add","arguments":{"a":2,"b":3}}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-		`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":[]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":5}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":"x"}`,
+		`{"jsonrpc":"2.0","id":2.5,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":7}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":[1]}`,
+		`{"jsonrpc":"2.0","id":"\u0033","method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"prompts/list"}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":null}`,
 		`{"jsonrpc":"2.0","id":6,"method":"tools/call"}`,

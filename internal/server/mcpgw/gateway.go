@@ -231,8 +231,9 @@ type Gateway struct {
 	byName    map[string]*toolEntry
 	byBase    map[string]*toolEntry // by scheme:domain/name
 
-	served    map[string]*toolEntry // the capability tools the MCP server serves
-	searching bool                  // the MCP server serves the search tools
+	served      map[string]*toolEntry // the capability tools the MCP server serves
+	searching   bool                  // the MCP server serves the search tools
+	searchTools []*mcp.Tool           // the search tools, as given to the MCP server
 	// catalog is what the MCP server serves now, for its instructions and
 	// tools/list; nil until the first build.
 	catalog atomic.Pointer[catalogState]
@@ -240,7 +241,10 @@ type Gateway struct {
 
 	// servedNow is served, for the fast path to read without refreshMu.
 	servedNow atomic.Pointer[map[string]*toolEntry]
-	fast      fastSessions // the streamable sessions (see fast.go)
+	// listing is what tools/list answers now, for the fast path (nil
+	// until the first build).
+	listing atomic.Pointer[toolListing]
+	fast    fastSessions // the streamable sessions (see fast.go)
 	// fastOff sends every request to the SDK (tests and benchmarks
 	// compare both paths).
 	fastOff atomic.Bool

@@ -21,10 +21,10 @@ import (
 //     where the client POSTs its messages;
 //   - any other path is the streamable HTTP transport (protocol 2025-03-26
 //     and later): POST for messages (answered with an SSE stream, which
-//     carries a call's progress ahead of its answer; a tools/call the
-//     gateway reads itself, see fast.go, as application/json unless a
-//     notification goes ahead of it), GET for the session's stream of
-//     notifications, DELETE to end a session.
+//     carries a call's progress ahead of its answer; a tools/call, a
+//     tools/list or a ping the gateway reads itself, see fast.go, as
+//     application/json unless a notification goes ahead of it), GET for
+//     the session's stream of notifications, DELETE to end a session.
 //
 // Both refuse with 403 a request whose Host header is not a loopback name
 // or address (localhost, 127.0.0.1, [::1]) or one of Options.AllowedHosts,

@@ -68,12 +68,10 @@ func (p *listPager) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		after := ""
 		if lr.Params != nil && lr.Params.Cursor != "" {
-			b, err := base64.RawURLEncoding.DecodeString(lr.Params.Cursor)
-			if err != nil || !strings.HasPrefix(string(b), listCursorKind) {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-					Message: "tools/list: the cursor " + quoteCut(lr.Params.Cursor) + " was not made by this server: list again without a cursor"}
+			var err error
+			if after, err = cursorAfter(lr.Params.Cursor); err != nil {
+				return nil, err
 			}
-			after = strings.TrimPrefix(string(b), listCursorKind)
 			lr.Params.Cursor = ""
 		}
 		res, err := next(ctx, method, req)
@@ -87,9 +85,25 @@ func (p *listPager) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// cursorAfter reads a tools/list cursor ("" none): the name of the tool
+// its page starts after, or the invalid params error of a cursor this
+// server did not make.
+func cursorAfter(cursor string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || !strings.HasPrefix(string(b), listCursorKind) {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "tools/list: the cursor " + quoteCut(cursor) + " was not made by this server: list again without a cursor"}
+	}
+	return strings.TrimPrefix(string(b), listCursorKind), nil
+}
+
 // page makes all, every tool in name order, the page after the tool named
-// after.
-func (p *listPager) page(all *mcp.ListToolsResult, after string) {
+// after, and returns the name its next page starts after ("" it is the
+// last).
+func (p *listPager) page(all *mcp.ListToolsResult, after string) (next string) {
 	tools := all.Tools
 	start := 0
 	if after != "" {
@@ -97,7 +111,7 @@ func (p *listPager) page(all *mcp.ListToolsResult, after string) {
 	}
 	budget := p.max - listOverhead
 	page := []*mcp.Tool{}
-	used, next := 0, ""
+	used := 0
 	p.mu.Lock()
 	for _, t := range tools[start:] {
 		lt := p.sized(t, budget)
@@ -120,6 +134,7 @@ func (p *listPager) page(all *mcp.ListToolsResult, after string) {
 	if next != "" {
 		all.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(listCursorKind + next))
 	}
+	return next
 }
 
 // sized returns what to list for t and its size (p.mu held).

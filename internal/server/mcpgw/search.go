@@ -141,10 +141,16 @@ var invokeOutputSchema = json.RawMessage(`{
 // searchToolNames are the tools of the search mode.
 var searchToolNames = []string{ToolFindCapabilities, ToolDescribeCapability, ToolInvokeCapability}
 
-// addSearchTools serves the search mode's three tools.
+// addSearchTools serves the search mode's three tools (kept in
+// searchTools, for the fast path's tools/list).
 func (g *Gateway) addSearchTools() {
 	no, yes := false, true
-	g.server.AddTool(&mcp.Tool{
+	g.searchTools = nil
+	add := func(t *mcp.Tool, h mcp.ToolHandler) {
+		g.server.AddTool(t, h)
+		g.searchTools = append(g.searchTools, t)
+	}
+	add(&mcp.Tool{
 		Name:  ToolFindCapabilities,
 		Title: "Find capabilities",
 		Description: "Search caphub's capability registry for capabilities that can do a task. Returns, best first, a compact summary of each (" + findDefaultLimitText + " by default): its URI, title, one-line description and parameters (name: type, * marks required ones). " +
@@ -153,7 +159,7 @@ func (g *Gateway) addSearchTools() {
 		OutputSchema: admitErrors(findOutputSchema),
 		Annotations:  &mcp.ToolAnnotations{Title: "Find capabilities", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no},
 	}, g.findCapabilities)
-	g.server.AddTool(&mcp.Tool{
+	add(&mcp.Tool{
 		Name:  ToolDescribeCapability,
 		Title: "Describe a capability",
 		Description: "The full definition of one capability of caphub's registry, by the URI find_capabilities gave: its whole description, input and output JSON Schemas, declared error codes, bindings, effects and deprecation. " +
@@ -162,7 +168,7 @@ func (g *Gateway) addSearchTools() {
 		OutputSchema: admitErrors(describeOutputSchema),
 		Annotations:  &mcp.ToolAnnotations{Title: "Describe a capability", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no},
 	}, g.describeCapability)
-	g.server.AddTool(&mcp.Tool{
+	add(&mcp.Tool{
 		Name:  ToolInvokeCapability,
 		Title: "Invoke a capability",
 		Description: "Run a capability of caphub's registry: give its URI (from find_capabilities) and an input object matching its input schema (summarised by find_capabilities, in full by describe_capability). " +
