@@ -1,0 +1,91 @@
+package search_test
+
+import (
+	"math/rand"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caphub/caphub/search"
+	"github.com/caphub/caphub/store/storetest"
+)
+
+// benchDocs is the size of the benchmarks' catalog: issue 15's target.
+const benchDocs = 100_000
+
+var (
+	benchOnce  sync.Once
+	benchIndex *search.Index
+)
+
+// synthetic returns an index of storetest.Synthetic(n), each capability's
+// last version marked current, as the registry builds it.
+func synthetic(n int) *search.Index {
+	ix := search.NewIndex()
+	defs := storetest.Synthetic(n, 1)
+	for i := range defs {
+		d := &defs[i]
+		doc := search.DocOf(d.URI, d, nil)
+		doc.Current = i == len(defs)-1 || defs[i+1].Name != d.Name || defs[i+1].Domain != d.Domain
+		ix.Put(doc)
+	}
+	return ix
+}
+
+func benchIndex100k() *search.Index {
+	benchOnce.Do(func() { benchIndex = synthetic(benchDocs) })
+	return benchIndex
+}
+
+// The query mix of bench/registry (read.go): words, word pairs and
+// phrases as agents write them.
+var (
+	benchWords   = []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
+	benchPhrases = []string{"open a new ticket for a customer", "who am I", "send a message to the team", "list the invoices of last month", "scan my repository for vulnerabilities"}
+)
+
+func benchQuery(r *rand.Rand) string {
+	q := benchWords[r.Intn(len(benchWords))]
+	switch r.Intn(3) {
+	case 0:
+		q += " " + benchWords[r.Intn(len(benchWords))]
+	case 1:
+		q = benchPhrases[r.Intn(len(benchPhrases))]
+	}
+	return q
+}
+
+// BenchmarkSearch100k searches a 100k catalog with bench/registry's query
+// mix, 10 results a page of current versions, and reports the latency
+// percentiles besides the mean.
+func BenchmarkSearch100k(b *testing.B) {
+	ix := benchIndex100k()
+	r := rand.New(rand.NewSource(1))
+	var took []time.Duration
+	for b.Loop() {
+		q := search.Query{Text: benchQuery(r), Limit: 10, CurrentOnly: true}
+		start := time.Now()
+		ix.Search(q)
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	for _, p := range []struct {
+		unit string
+		q    float64
+	}{{"p50-µs", 0.5}, {"p95-µs", 0.95}, {"p99-µs", 0.99}} {
+		b.ReportMetric(float64(took[int(p.q*float64(len(took)-1))].Microseconds()), p.unit)
+	}
+}
+
+// BenchmarkSearch100kQueries searches each query of the mix on its own.
+func BenchmarkSearch100kQueries(b *testing.B) {
+	ix := benchIndex100k()
+	for _, q := range append(slices.Clone(benchWords), append(benchPhrases, "scan invoice", "secure message")...) {
+		b.Run(q, func(b *testing.B) {
+			for b.Loop() {
+				ix.Search(search.Query{Text: q, Limit: 10, CurrentOnly: true})
+			}
+		})
+	}
+}
