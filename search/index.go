@@ -17,7 +17,6 @@
 package search
 
 import (
-	"container/heap"
 	"hash/fnv"
 	"io"
 	"math"
@@ -437,9 +436,6 @@ func (ix *Index) vocabulary() []string {
 	return v
 }
 
-// hitHeap keeps the best hits seen, worst on top.
-type hitHeap []scored
-
 type scored struct {
 	doc   int32
 	score float64
@@ -454,34 +450,64 @@ func better(a, b scored) bool {
 	return a.id < b.id
 }
 
-func (h hitHeap) Len() int           { return len(h) }
-func (h hitHeap) Less(i, j int) bool { return better(h[j], h[i]) }
-func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *hitHeap) Push(x any)        { *h = append(*h, x.(scored)) }
-func (h *hitHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// topK keeps the best n hits offered (all of them when n < 0): a heap
+// with the worst of them on top, so that a page of a large match costs
+// the page, not a sort of every match.
+type topK struct {
+	n int
+	h []scored
 }
 
-// top returns the best n of the candidates, best first.
-func top(cands []scored, n int) []scored {
-	if n <= 0 {
-		return nil
-	}
-	h := make(hitHeap, 0, min(n, len(cands)))
-	for _, c := range cands {
-		if len(h) < n {
-			heap.Push(&h, c)
-		} else if better(c, h[0]) {
-			h[0] = c
-			heap.Fix(&h, 0)
+// full reports whether a hit must beat the worst kept to be kept.
+func (t *topK) full() bool { return t.n >= 0 && len(t.h) >= t.n }
+
+// worst is the worst hit kept; only when full.
+func (t *topK) worst() scored { return t.h[0] }
+
+// add offers c.
+func (t *topK) add(c scored) {
+	switch {
+	case t.n < 0:
+		t.h = append(t.h, c)
+	case len(t.h) < t.n:
+		t.h = append(t.h, c)
+		for i := len(t.h) - 1; i > 0; {
+			up := (i - 1) / 2
+			if !better(t.h[up], t.h[i]) {
+				break
+			}
+			t.h[up], t.h[i] = t.h[i], t.h[up]
+			i = up
+		}
+	case t.n > 0 && better(c, t.h[0]):
+		t.h[0] = c
+		for i := 0; ; {
+			worst, l := i, 2*i+1
+			if l < len(t.h) && better(t.h[worst], t.h[l]) {
+				worst = l
+			}
+			if r := l + 1; r < len(t.h) && better(t.h[worst], t.h[r]) {
+				worst = r
+			}
+			if worst == i {
+				break
+			}
+			t.h[i], t.h[worst] = t.h[worst], t.h[i]
+			i = worst
 		}
 	}
-	out := make([]scored, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(&h).(scored)
-	}
-	return out
+}
+
+// sorted returns the hits kept, best first.
+func (t *topK) sorted() []scored {
+	slices.SortFunc(t.h, func(a, b scored) int {
+		switch {
+		case better(a, b):
+			return -1
+		case better(b, a):
+			return 1
+		}
+		return 0
+	})
+	return t.h
 }

@@ -337,34 +337,50 @@ func (ix *Index) Search(q Query) Result {
 	}
 	acc := ix.accumulate(p)
 	defer acc.release()
-	cands := make([]scored, 0, len(acc.touched))
 	want := p.own()
-	bestAff := ix.bestAffinity(acc.affinity)
+	apis := ix.apiRanks(p, acc)
+	kept := topK{n: -1}
+	if q.Limit > 0 {
+		kept = topK{n: max(q.Offset, 0) + q.Limit, h: acc.kept[:0]}
+	}
+	// The factors past the action's cost the most (map lookups), and
+	// raise a score by at most maxRest: once the page is full, a document
+	// they could not lift past its worst hit is not scored further. The
+	// bound multiplies in the same order as the score, so that rounding
+	// cannot make the score exceed it.
+	maxObject := 1 + objectBoost*p.maxObjectMatch()
 	for _, d := range acc.touched {
 		doc := &ix.docs[d]
 		if !doc.live || q.CurrentOnly && !doc.current || (q.Keep != nil && !q.Keep(doc.meta)) {
 			continue
 		}
+		res.Total++
 		s := acc.score[d] * coverageOf(want, int(acc.own[d])) * (1 + nameBoost*named(doc, acc.named[d]))
 		if p.does(doc.action) {
 			s *= 1 + actionBoost
+		}
+		api := &apis[doc.api]
+		if kept.full() {
+			bound := s * maxObject * (1 + numberBoost) * api.factor
+			if api.named {
+				bound *= 1 + scopeBoost
+			}
+			if bound < kept.worst().score {
+				continue
+			}
 		}
 		s *= 1 + objectBoost*p.objectMatch(doc)
 		if p.number(doc) {
 			s *= 1 + numberBoost
 		}
-		s *= ix.apiFactor(acc.affinity, bestAff, doc)
-		if p.scope != "" && slices.Contains(ix.apiTerms[doc.api], p.scope) {
+		s *= api.factor
+		if api.named {
 			s *= 1 + scopeBoost
 		}
-		cands = append(cands, scored{doc: d, score: s, id: doc.id})
+		kept.add(scored{doc: d, score: s, id: doc.id})
 	}
-	res.Total = len(cands)
-	n := len(cands)
-	if q.Limit > 0 {
-		n = min(n, q.Offset+q.Limit)
-	}
-	best := top(cands, n)
+	best := kept.sorted()
+	acc.kept = best[:0]
 	if q.Offset < len(best) {
 		best = best[max(q.Offset, 0):]
 	} else {
@@ -392,6 +408,8 @@ type accumulator struct {
 	// documents in each API.
 	affinity []float64
 	apiHits  []int32
+	apis     []apiRank
+	kept     []scored // the buffer of a page's hits
 }
 
 var accPool = sync.Pool{New: func() any { return &accumulator{} }}
@@ -425,18 +443,19 @@ func (ix *Index) accumulate(p plan) *accumulator {
 	for _, qt := range p.terms {
 		ps := ix.postings[qt.term]
 		idf := ix.idf(len(ps)) * qt.weight
-		if !qt.action && len(ix.apiDocs) > 1 {
+		// A word of the thing asked for tells the API: its documents of
+		// each are counted in the same pass as they are scored.
+		apis := !qt.action && len(ix.apiDocs) > 1
+		if apis {
 			clear(hits)
-			for i := range ps {
-				if d := &ix.docs[ps[i].doc]; d.live {
-					hits[d.api]++
-				}
-			}
-			ix.addAffinity(acc.affinity, hits, qt.weight)
 		}
 		for i := range ps {
 			d := ps[i].doc
-			s := idf * ix.saturated(&ps[i], d, &norm)
+			doc := &ix.docs[d]
+			if apis && doc.live {
+				hits[doc.api]++
+			}
+			s := idf * saturated(&ps[i], &doc.lens, &norm)
 			if s == 0 {
 				continue
 			}
@@ -451,6 +470,9 @@ func (ix *Index) accumulate(p plan) *accumulator {
 			if qt.why == "" {
 				acc.own[d] += ownCredit(&ps[i])
 			}
+		}
+		if apis {
+			ix.addAffinity(acc.affinity, hits, qt.weight)
 		}
 	}
 	return acc
@@ -494,6 +516,29 @@ func (ix *Index) apiFactor(aff []float64, best float64, d *doc) float64 {
 	return 1 / (1 + affinityWeight*(best-aff[d.api]))
 }
 
+// apiRank is what a document's score is multiplied by for its API:
+// factor for the API's affinity with the query (apiFactor), and
+// 1+scopeBoost more when named, when the query names the API.
+type apiRank struct {
+	factor float64
+	named  bool
+}
+
+// apiRanks returns each API's apiRank for plan p, whose terms acc
+// accumulated: computed once a query, not once a document.
+func (ix *Index) apiRanks(p plan, acc *accumulator) []apiRank {
+	best := ix.bestAffinity(acc.affinity)
+	ranks := slices.Grow(acc.apis[:0], len(ix.apiDocs))[:len(ix.apiDocs)]
+	for a := range ranks {
+		ranks[a] = apiRank{factor: 1, named: p.scope != "" && slices.Contains(ix.apiTerms[a], p.scope)}
+		if len(acc.affinity) >= 2 {
+			ranks[a].factor = 1 / (1 + affinityWeight*(best-acc.affinity[a]))
+		}
+	}
+	acc.apis = ranks
+	return ranks
+}
+
 // bestAffinity is the largest affinity of an API with documents.
 func (ix *Index) bestAffinity(aff []float64) float64 {
 	best := math.Inf(-1)
@@ -527,11 +572,10 @@ func (ix *Index) idf(df int) float64 {
 	return math.Pow(math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5)), idfPower)
 }
 
-// saturated is BM25F's saturated term frequency of posting p of document
-// d: the field frequencies, each normalised by its field's length and
-// weighted, summed, then saturated.
-func (ix *Index) saturated(p *posting, d int32, avg *[numFields]float64) float64 {
-	lens := &ix.docs[d].lens
+// saturated is BM25F's saturated term frequency of posting p of a
+// document whose fields have lens terms: the field frequencies, each
+// normalised by its field's length and weighted, summed, then saturated.
+func saturated(p *posting, lens *[numFields]uint16, avg *[numFields]float64) float64 {
 	tf := 0.0
 	for f := range numFields {
 		if c := p.tf[f]; c > 0 {
@@ -587,6 +631,19 @@ func (p plan) objectMatch(d *doc) float64 {
 			}
 			best = max(best, w)
 		}
+	}
+	return min(best, 1)
+}
+
+// maxObjectMatch is the most objectMatch can be for any document.
+func (p plan) maxObjectMatch() float64 {
+	best := 0.0
+	for _, ot := range p.objects {
+		w := ot.weight
+		if ot.qualifier {
+			w *= qualifierObject
+		}
+		best = max(best, w)
 	}
 	return min(best, 1)
 }
@@ -716,7 +773,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		if ps == nil {
 			continue
 		}
-		s := ix.idf(len(ix.postings[qt.term])) * qt.weight * ix.saturated(ps, d, &norm)
+		s := ix.idf(len(ix.postings[qt.term])) * qt.weight * saturated(ps, &ix.docs[d].lens, &norm)
 		var fields []string
 		for f := range numFields {
 			if ps.tf[f] > 0 {
