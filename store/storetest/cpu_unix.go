@@ -17,3 +17,8 @@ func cpuTime() (d time.Duration, ok bool) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
+
+// CPUTime is the CPU time this process has used so far, for benchmarks
+// of other packages that report CPU per operation (robust to a loaded
+// machine, unlike wall time); ok is false where it cannot be read.
+func CPUTime() (d time.Duration, ok bool) { return cpuTime() }
