@@ -49,16 +49,25 @@ func TestTopKIsTheSortedPrefix(t *testing.T) {
 	}
 }
 
-// randomIndex is an index of n documents of random text from a small
-// vocabulary (verbs, things, API names), so that queries match many
-// documents with many equal scores; every third document is not current.
+// randomIndex is an index of randomDocs.
 func randomIndex(r *rand.Rand, n int) *Index {
+	ix := NewIndex()
+	for _, d := range randomDocs(r, n) {
+		ix.Put(d)
+	}
+	return ix
+}
+
+// randomDocs are n documents of random text from a small vocabulary
+// (verbs, things, API names), so that queries match many documents with
+// many equal scores; every third document is not current.
+func randomDocs(r *rand.Rand, n int) []Doc {
 	verbs := strings.Fields("create list get delete send update archive search")
 	things := strings.Fields("issue message file user invoice ticket repository report channel")
 	apis := strings.Fields("github slack box jira stripe")
 	extra := strings.Fields("secure fast batch quota tenant webhook streaming")
 	pick := func(l []string) string { return l[r.Intn(len(l))] }
-	ix := NewIndex()
+	var docs []Doc
 	for i := range n {
 		verb, thing, api := pick(verbs), pick(things), pick(apis)
 		d := Doc{ID: fmt.Sprintf("ossa:%s/%s_%s_%d@1.0.0", api, verb, thing, i), Scope: api, Object: thing + "s", Action: actionVerbs[verb], Current: i%3 != 0}
@@ -70,9 +79,9 @@ func randomIndex(r *rand.Rand, n int) *Index {
 		d.Text[FieldTags] = pick(extra)
 		d.Text[FieldDomain] = api
 		d.Many = Many(r.Intn(3))
-		ix.Put(d)
+		docs = append(docs, d)
 	}
-	return ix
+	return docs
 }
 
 // TestPagesAreTheFullRanking checks that every page of a search is the
@@ -138,6 +147,38 @@ func TestTiesRankInIDOrder(t *testing.T) {
 			}
 			if got := ids(res); !slices.Equal(got, want) {
 				t.Fatalf("limit %d: %q, want %q", limit, got, want)
+			}
+		}
+	}
+}
+
+// TestPutAgainChangesNoScore checks that putting documents again as they
+// were (the registry re-reads a capability on each of its notifications,
+// and again for its own big writes, as often as these race) leaves every
+// score as it was: a replaced document's postings stay until compaction
+// and counted in its words' document frequencies, so that rankings
+// depended on how the notifications raced.
+func TestPutAgainChangesNoScore(t *testing.T) {
+	docs := randomDocs(rand.New(rand.NewSource(4)), 400)
+	once, again := NewIndex(), NewIndex()
+	for _, d := range docs {
+		once.Put(d)
+		again.Put(d)
+	}
+	r := rand.New(rand.NewSource(5))
+	for range 3 {
+		for _, i := range r.Perm(len(docs))[:200] {
+			again.Put(docs[i])
+		}
+	}
+	for _, q := range []string{"issue", "create issue", "send a message in slack", "secure quota"} {
+		a, b := once.Search(Query{Text: q, Limit: 10}), again.Search(Query{Text: q, Limit: 10})
+		if a.Total != b.Total || len(a.Hits) != len(b.Hits) {
+			t.Fatalf("%q: %d hits of %d, after putting documents again %d of %d", q, len(a.Hits), a.Total, len(b.Hits), b.Total)
+		}
+		for i := range a.Hits {
+			if a.Hits[i].ID != b.Hits[i].ID || a.Hits[i].Score != b.Hits[i].Score {
+				t.Fatalf("%q: hit %d is %s (%v), after putting documents again %s (%v)", q, i, a.Hits[i].ID, a.Hits[i].Score, b.Hits[i].ID, b.Hits[i].Score)
 			}
 		}
 	}
