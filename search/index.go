@@ -91,9 +91,13 @@ const (
 // Index is an in-memory inverted index. It is safe for concurrent use;
 // searches run in parallel with each other, writes one at a time.
 type Index struct {
-	mu       sync.RWMutex
-	docs     []doc
-	byID     map[string]int32
+	mu   sync.RWMutex
+	docs []doc
+	byID map[string]int32
+	// hot holds what a search reads of every document it matches, by
+	// the same number as docs: scoring a long posting list then reads 40
+	// bytes a document, not the whole doc.
+	hot      []hotDoc
 	postings map[string][]posting
 	scopes   map[string]int // the documents of each scope stem
 	// apis numbers each Doc.Scope, apiDocs counts its live documents: a
@@ -121,13 +125,18 @@ type Index struct {
 
 type doc struct {
 	id     string
-	lens   [numFields]uint16
-	action string
-	api    int32    // the number of Doc.Scope in Index.apis (its stems: Index.apiTerms)
 	object []string // the terms of Doc.Object
 	lead   string   // the first word of the title
 	many   Many
 	meta   any
+	sum    uint64 // Doc.sum: a Put of the same again changes no posting
+}
+
+// hotDoc is the part of a document every search that matches it reads.
+type hotDoc struct {
+	lens   [numFields]uint16
+	action string
+	api    int32 // the number of Doc.Scope in Index.apis (its stems: Index.apiTerms)
 	live   bool
 	// sum is Doc.sum: a Put of the same again changes no posting.
 	sum uint64
@@ -206,7 +215,8 @@ func (ix *Index) Put(d Doc) {
 	if lead != "" {
 		lead = unique.Make(lead).Value() // not a slice of the title
 	}
-	ix.docs = append(ix.docs, doc{id: d.ID, lens: lens, action: d.Action, api: api, object: detach(Terms(d.Object)), lead: lead, many: d.Many, meta: d.Meta, live: true, current: d.Current, sum: sum})
+	ix.docs = append(ix.docs, doc{id: d.ID, object: detach(Terms(d.Object)), lead: lead, many: d.Many, meta: d.Meta, sum: sum})
+	ix.hot = append(ix.hot, hotDoc{lens: lens, action: d.Action, api: api, live: true, current: d.Current})
 	ix.countLead(lead, d.Action, 1)
 	ix.byID[d.ID] = n
 	ix.live++
@@ -258,7 +268,7 @@ func (ix *Index) refreshLocked(d *Doc, sum uint64) bool {
 	if !ok || ix.docs[n].sum != sum {
 		return false
 	}
-	ix.docs[n].current, ix.docs[n].meta = d.Current, d.Meta
+	ix.hot[n].current, ix.docs[n].meta = d.Current, d.Meta
 	return true
 }
 
@@ -281,7 +291,7 @@ func (ix *Index) SetCurrent(id string, current bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if n, ok := ix.byID[id]; ok {
-		ix.docs[n].current = current
+		ix.hot[n].current = current
 	}
 }
 
@@ -293,7 +303,7 @@ func (ix *Index) Lookup(id string) (meta any, current, ok bool) {
 	if !ok {
 		return nil, false, false
 	}
-	return ix.docs[n].meta, ix.docs[n].current, true
+	return ix.docs[n].meta, ix.hot[n].current, true
 }
 
 // Delete removes document id, if there is one.
@@ -310,17 +320,17 @@ func (ix *Index) deleteLocked(id string) {
 	if !ok {
 		return
 	}
-	d := &ix.docs[n]
-	d.live, d.meta = false, nil
+	d, h := &ix.docs[n], &ix.hot[n]
+	h.live, d.meta = false, nil
 	delete(ix.byID, id)
 	ix.live--
 	ix.dead++
 	for f := range numFields {
-		ix.lenSum[f] -= float64(d.lens[f])
+		ix.lenSum[f] -= float64(h.lens[f])
 	}
-	ix.apiDocs[d.api]--
-	ix.countLead(d.lead, d.action, -1)
-	for _, t := range ix.apiTerms[d.api] {
+	ix.apiDocs[h.api]--
+	ix.countLead(d.lead, h.action, -1)
+	for _, t := range ix.apiTerms[h.api] {
 		if ix.scopes[t]--; ix.scopes[t] <= 0 {
 			delete(ix.scopes, t)
 		}
@@ -394,12 +404,14 @@ func (ix *Index) leadAction(w string) string {
 func (ix *Index) compactLocked() {
 	renum := make([]int32, len(ix.docs))
 	docs := make([]doc, 0, ix.live)
+	hot := make([]hotDoc, 0, ix.live)
 	for i, d := range ix.docs {
 		renum[i] = -1
-		if d.live {
+		if ix.hot[i].live {
 			renum[i] = int32(len(docs))
 			ix.byID[d.id] = renum[i]
 			docs = append(docs, d)
+			hot = append(hot, ix.hot[i])
 		}
 	}
 	for t, ps := range ix.postings {
@@ -418,7 +430,7 @@ func (ix *Index) compactLocked() {
 			ix.postings[t] = slices.Clip(out)
 		}
 	}
-	ix.docs, ix.dead = docs, 0
+	ix.docs, ix.hot, ix.dead = docs, hot, 0
 }
 
 // vocabulary returns the sorted terms; the caller holds at least the read

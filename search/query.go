@@ -350,16 +350,16 @@ func (ix *Index) Search(q Query) Result {
 	// cannot make the score exceed it.
 	maxObject := 1 + objectBoost*p.maxObjectMatch()
 	for _, d := range acc.touched {
-		doc := &ix.docs[d]
-		if !doc.live || q.CurrentOnly && !doc.current || (q.Keep != nil && !q.Keep(doc.meta)) {
+		h := &ix.hot[d]
+		if !h.live || q.CurrentOnly && !h.current || (q.Keep != nil && !q.Keep(ix.docs[d].meta)) {
 			continue
 		}
 		res.Total++
-		s := acc.score[d] * coverageOf(want, int(acc.own[d])) * (1 + nameBoost*named(doc, acc.named[d]))
-		if p.does(doc.action) {
+		s := acc.score[d] * coverageOf(want, int(acc.own[d])) * (1 + nameBoost*named(&h.lens, acc.named[d]))
+		if p.does(h.action) {
 			s *= 1 + actionBoost
 		}
-		api := &apis[doc.api]
+		api := &apis[h.api]
 		if kept.full() {
 			bound := s * maxObject * (1 + numberBoost) * api.factor
 			if api.named {
@@ -369,6 +369,7 @@ func (ix *Index) Search(q Query) Result {
 				continue
 			}
 		}
+		doc := &ix.docs[d]
 		s *= 1 + objectBoost*p.objectMatch(doc)
 		if p.number(doc) {
 			s *= 1 + numberBoost
@@ -451,11 +452,11 @@ func (ix *Index) accumulate(p plan) *accumulator {
 		}
 		for i := range ps {
 			d := ps[i].doc
-			doc := &ix.docs[d]
-			if apis && doc.live {
-				hits[doc.api]++
+			h := &ix.hot[d]
+			if apis && h.live {
+				hits[h.api]++
 			}
-			s := idf * saturated(&ps[i], &doc.lens, &norm)
+			s := idf * saturated(&ps[i], &h.lens, &norm)
 			if s == 0 {
 				continue
 			}
@@ -509,7 +510,7 @@ func (ix *Index) addAffinity(aff []float64, hits []int32, w float64) {
 
 // apiFactor is what document d's score is multiplied by for the affinity
 // of its API with the query: 1 for the best API, less for others.
-func (ix *Index) apiFactor(aff []float64, best float64, d *doc) float64 {
+func (ix *Index) apiFactor(aff []float64, best float64, d *hotDoc) float64 {
 	if len(aff) < 2 {
 		return 1
 	}
@@ -725,13 +726,13 @@ func (p plan) own() int {
 	return n
 }
 
-// named is the largest share of document d's name or title that the query
-// matched, squared: 1 when the query asked for all of it ("create issue"
-// and issues_create), less for names that say more.
-func named(d *doc, matched [2]uint16) float64 {
+// named is the largest share of a document's name or title (their lengths
+// in lens) that the query matched, squared: 1 when the query asked for all
+// of it ("create issue" and issues_create), less for names that say more.
+func named(lens *[numFields]uint16, matched [2]uint16) float64 {
 	best := 0.0
 	for i, f := range [2]Field{FieldName, FieldTitle} {
-		if n := d.lens[f]; n > 0 {
+		if n := lens[f]; n > 0 {
 			best = max(best, min(float64(matched[i])/float64(n), 1))
 		}
 	}
@@ -773,7 +774,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		if ps == nil {
 			continue
 		}
-		s := ix.idf(len(ix.postings[qt.term])) * qt.weight * saturated(ps, &ix.docs[d].lens, &norm)
+		s := ix.idf(len(ix.postings[qt.term])) * qt.weight * saturated(ps, &ix.hot[d].lens, &norm)
 		var fields []string
 		for f := range numFields {
 			if ps.tf[f] > 0 {
@@ -791,7 +792,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 	for _, pt := range parts {
 		out = append(out, pt.txt)
 	}
-	if n := named(&ix.docs[d], ix.namedOf(p, d)); n > 0 {
+	if n := named(&ix.hot[d].lens, ix.namedOf(p, d)); n > 0 {
 		out = append(out, fmt.Sprintf("×%.2f: the query asks for most of its name or title", 1+nameBoost*n))
 	}
 	if c := ix.coverage(p, d); c < 1 {
@@ -808,18 +809,18 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		out = append(out, fmt.Sprintf("×%.2f: reads as many as were asked for (%s)", 1+numberBoost, what))
 	}
 	if aff != nil {
-		if f := ix.apiFactor(aff, ix.bestAffinity(aff), &ix.docs[d]); f < 1 {
+		if f := ix.apiFactor(aff, ix.bestAffinity(aff), &ix.hot[d]); f < 1 {
 			out = append(out, fmt.Sprintf("×%.2f: the query's words are likelier in another API", f))
 		}
 	}
-	if a := ix.docs[d].action; p.does(a) {
+	if a := ix.hot[d].action; p.does(a) {
 		txt := fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, a)
 		if p.origin != "" {
 			txt += ", " + p.origin
 		}
 		out = append(out, txt)
 	}
-	if p.scope != "" && slices.Contains(ix.apiTerms[ix.docs[d].api], p.scope) {
+	if p.scope != "" && slices.Contains(ix.apiTerms[ix.hot[d].api], p.scope) {
 		out = append(out, fmt.Sprintf("×%.2f: of the API asked for (%s)", 1+scopeBoost, p.scope))
 	}
 	return out

@@ -183,3 +183,43 @@ func TestPutAgainChangesNoScore(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactedRanksAsBuilt checks that an index that dropped its deleted
+// documents (compaction renumbers them) ranks as one built from the
+// documents left, current marks and all.
+func TestCompactedRanksAsBuilt(t *testing.T) {
+	docs := randomDocs(rand.New(rand.NewSource(6)), 2100)
+	ix := NewIndex()
+	for _, d := range docs {
+		ix.Put(d)
+	}
+	// 1025 deletions compact: more than 1024, and than a third of the
+	// rest.
+	gone := map[int]bool{}
+	for _, i := range rand.New(rand.NewSource(7)).Perm(len(docs))[:1025] {
+		gone[i] = true
+		ix.Delete(docs[i].ID)
+	}
+	built := NewIndex()
+	for i, d := range docs {
+		if !gone[i] {
+			built.Put(d)
+		}
+	}
+	if ix.dead != 0 || len(ix.docs) != len(ix.hot) || len(ix.docs) != built.Len() {
+		t.Fatalf("after compaction: %d dead, %d docs, %d hot, want 0 dead and %d", ix.dead, len(ix.docs), len(ix.hot), built.Len())
+	}
+	for _, q := range []string{"issue", "create issue", "send a message in slack", "secure quota", "list my files"} {
+		for _, current := range []bool{false, true} {
+			a, b := ix.Search(Query{Text: q, Limit: 20, CurrentOnly: current}), built.Search(Query{Text: q, Limit: 20, CurrentOnly: current})
+			if a.Total != b.Total || len(a.Hits) != len(b.Hits) {
+				t.Fatalf("%q: %d hits of %d, built without the deleted %d of %d", q, len(a.Hits), a.Total, len(b.Hits), b.Total)
+			}
+			for i := range a.Hits {
+				if a.Hits[i].ID != b.Hits[i].ID || a.Hits[i].Score != b.Hits[i].Score {
+					t.Fatalf("%q: hit %d is %s (%v), built without the deleted %s (%v)", q, i, a.Hits[i].ID, a.Hits[i].Score, b.Hits[i].ID, b.Hits[i].Score)
+				}
+			}
+		}
+	}
+}
