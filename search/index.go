@@ -124,9 +124,11 @@ type Index struct {
 }
 
 type doc struct {
-	id     string
-	object []string // the terms of Doc.Object
-	lead   string   // the first word of the title
+	id string
+	// object is the terms of Doc.Object, interned: a query's are compared
+	// with them by handle, not hashed once a document.
+	object []unique.Handle[string]
+	lead   string // the first word of the title
 	many   Many
 	meta   any
 	sum    uint64 // Doc.sum: a Put of the same again changes no posting
@@ -135,7 +137,7 @@ type doc struct {
 // hotDoc is the part of a document every search that matches it reads.
 type hotDoc struct {
 	lens   [numFields]uint16
-	action string
+	action uint8 // Doc.Action's place in actions; noAction for another or none
 	api    int32 // the number of Doc.Scope in Index.apis (its stems: Index.apiTerms)
 	live   bool
 	// sum is Doc.sum: a Put of the same again changes no posting.
@@ -215,9 +217,10 @@ func (ix *Index) Put(d Doc) {
 	if lead != "" {
 		lead = unique.Make(lead).Value() // not a slice of the title
 	}
-	ix.docs = append(ix.docs, doc{id: d.ID, object: detach(Terms(d.Object)), lead: lead, many: d.Many, meta: d.Meta, sum: sum})
-	ix.hot = append(ix.hot, hotDoc{lens: lens, action: d.Action, api: api, live: true, current: d.Current})
-	ix.countLead(lead, d.Action, 1)
+	action := actionCode(d.Action)
+	ix.docs = append(ix.docs, doc{id: d.ID, object: interned(Terms(d.Object)), lead: lead, many: d.Many, meta: d.Meta, sum: sum})
+	ix.hot = append(ix.hot, hotDoc{lens: lens, action: action, api: api, live: true, current: d.Current})
+	ix.countLead(lead, action, 1)
 	ix.byID[d.ID] = n
 	ix.live++
 	for f := range numFields {
@@ -286,6 +289,30 @@ func detach(terms []string) []string {
 	return out
 }
 
+// interned returns terms as handles of their own (see detach).
+func interned(terms []string) []unique.Handle[string] {
+	if len(terms) == 0 {
+		return nil
+	}
+	out := make([]unique.Handle[string], len(terms))
+	for i, t := range terms {
+		out[i] = unique.Make(t)
+	}
+	return out
+}
+
+// noAction is the action code of a document whose action is none of
+// actions: no query asks for it (a plan's actions are among them).
+const noAction = uint8(numActions)
+
+// actionCode is action's place in actions, noAction when it is none.
+func actionCode(action string) uint8 {
+	if a, ok := actionIndex[action]; ok {
+		return uint8(a)
+	}
+	return noAction
+}
+
 // SetCurrent sets the Current mark of document id, if there is one.
 func (ix *Index) SetCurrent(id string, current bool) {
 	ix.mu.Lock()
@@ -350,11 +377,10 @@ func leadOf(title string) string {
 	return ""
 }
 
-// countLead adds n documents doing action to the count of their title's
+// countLead adds n documents doing action a (its code) to the count of their title's
 // first word.
-func (ix *Index) countLead(lead, action string, n int32) {
-	a, ok := actionIndex[action]
-	if lead == "" || !ok {
+func (ix *Index) countLead(lead string, a uint8, n int32) {
+	if lead == "" || a >= noAction {
 		return
 	}
 	c := ix.leads[lead]

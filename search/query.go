@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unique"
 )
 
 // Query is one search.
@@ -109,7 +110,7 @@ type plan struct {
 	// origin says how the action was learned from lead, for Explain.
 	origin  string
 	scope   string // a stem naming an API ("slack"), "" when none is named
-	objects map[string]objectTerm
+	objects []objectTerm
 	unknown []Unknown
 }
 
@@ -349,6 +350,10 @@ func (ix *Index) Search(q Query) Result {
 	// bound multiplies in the same order as the score, so that rounding
 	// cannot make the score exceed it.
 	maxObject := 1 + objectBoost*p.maxObjectMatch()
+	var does [noAction + 1]bool // by action code
+	for a, action := range actions {
+		does[a] = p.does(action)
+	}
 	for _, d := range acc.touched {
 		h := &ix.hot[d]
 		if !h.live || q.CurrentOnly && !h.current || (q.Keep != nil && !q.Keep(ix.docs[d].meta)) {
@@ -356,7 +361,7 @@ func (ix *Index) Search(q Query) Result {
 		}
 		res.Total++
 		s := acc.score[d] * coverageOf(want, int(acc.own[d])) * (1 + nameBoost*named(&h.lens, acc.named[d]))
-		if p.does(h.action) {
+		if does[h.action] {
 			s *= 1 + actionBoost
 		}
 		api := &apis[h.api]
@@ -625,7 +630,7 @@ func coverageOf(want, found int) float64 {
 func (p plan) objectMatch(d *doc) float64 {
 	best := 0.0
 	for _, o := range d.object {
-		if ot, ok := p.objects[o]; ok {
+		if ot, ok := p.object(o); ok {
 			w := ot.weight
 			if ot.qualifier {
 				w *= qualifierObject
@@ -652,22 +657,43 @@ func (p plan) maxObjectMatch() float64 {
 // objectTerm is what a query term may say of a document's object: its
 // weight, place among the terms, and how many things it asks for.
 type objectTerm struct {
+	term      unique.Handle[string]
 	weight    float64
 	order     int
 	many      Many
 	qualifier bool
 }
 
-// objectTerms indexes the query's terms that may name a thing (not its
-// action's), so that each document's few object terms are looked up in it.
-func objectTerms(terms []qterm) map[string]objectTerm {
-	m := make(map[string]objectTerm, len(terms))
+// objectTerms are the query's terms that may name a thing (not its
+// action's), interned, so that each document's few object terms are
+// looked up among them by handle.
+func objectTerms(terms []qterm) []objectTerm {
+	var out []objectTerm
 	for i, qt := range terms {
 		if !qt.action {
-			m[qt.term] = objectTerm{weight: qt.weight, order: i, many: qt.many, qualifier: qt.qualifier}
+			out = append(out, objectTerm{term: unique.Make(qt.term), weight: qt.weight, order: i, many: qt.many, qualifier: qt.qualifier})
 		}
 	}
-	return m
+	return out
+}
+
+// object returns the query's object term t (a plan's terms are distinct).
+func (p plan) object(t unique.Handle[string]) (objectTerm, bool) {
+	for i := range p.objects {
+		if p.objects[i].term == t {
+			return p.objects[i], true
+		}
+	}
+	return objectTerm{}, false
+}
+
+// objectText is the text of a document's object terms.
+func objectText(object []unique.Handle[string]) string {
+	words := make([]string, len(object))
+	for i, o := range object {
+		words[i] = o.Value()
+	}
+	return strings.Join(words, " ")
 }
 
 // number reports whether document d, a read, returns as many things as
@@ -679,7 +705,7 @@ func (p plan) number(d *doc) bool {
 	// The first of the query's words that names its object says.
 	first, many := len(p.terms), ManyUnknown
 	for _, o := range d.object {
-		if ot, ok := p.objects[o]; ok && ot.many != ManyUnknown && !ot.qualifier && ot.order < first {
+		if ot, ok := p.object(o); ok && ot.many != ManyUnknown && !ot.qualifier && ot.order < first {
 			first, many = ot.order, ot.many
 		}
 	}
@@ -799,7 +825,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		out = append(out, fmt.Sprintf("×%.2f: has only some of the words asked for", c))
 	}
 	if m := p.objectMatch(&ix.docs[d]); m > 0 {
-		out = append(out, fmt.Sprintf("×%.2f: acts on what was asked for (%s)", 1+objectBoost*m, strings.Join(ix.docs[d].object, " ")))
+		out = append(out, fmt.Sprintf("×%.2f: acts on what was asked for (%s)", 1+objectBoost*m, objectText(ix.docs[d].object)))
 	}
 	if p.number(&ix.docs[d]) {
 		what := "one"
@@ -813,8 +839,8 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 			out = append(out, fmt.Sprintf("×%.2f: the query's words are likelier in another API", f))
 		}
 	}
-	if a := ix.hot[d].action; p.does(a) {
-		txt := fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, a)
+	if a := ix.hot[d].action; a < noAction && p.does(actions[a]) {
+		txt := fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, actions[a])
 		if p.origin != "" {
 			txt += ", " + p.origin
 		}
