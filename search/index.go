@@ -140,8 +140,6 @@ type hotDoc struct {
 	action uint8 // Doc.Action's place in actions; noAction for another or none
 	api    int32 // the number of Doc.Scope in Index.apis (its stems: Index.apiTerms)
 	live   bool
-	// sum is Doc.sum: a Put of the same again changes no posting.
-	sum uint64
 	// current is Doc.Current, kept here so that the commonest filter costs
 	// no call.
 	current bool
