@@ -40,6 +40,9 @@ type Summary struct {
 	Stability string `json:"stability,omitempty"`
 	// DeprecatedBy is the replacement of a deprecated capability.
 	DeprecatedBy string `json:"deprecated_by,omitempty"`
+	// TrustTier is the governance tier of the version (verified, trusted,
+	// community, untrusted), when the summary is of a registered one.
+	TrustTier string `json:"trust_tier,omitempty"`
 }
 
 // MaxSummaryBytes bounds the JSON of a Summary (encoding/json's, HTML

@@ -239,6 +239,18 @@ const (
 	EventDeprecated = "deprecated"
 )
 
+// Summary is the compact summary of a registered version
+// (capability.Summarize) with its trust tier, at most
+// capability.MaxSummaryBytes of JSON.
+func (r *Record) Summary() capability.Summary {
+	s := capability.Summarize(&r.Definition)
+	if r.TrustTier != "" {
+		s.TrustTier = r.TrustTier
+		s.Fit(capability.MaxSummaryBytes)
+	}
+	return s
+}
+
 // Event is a change to a store.
 type Event struct {
 	Kind string // EventRegistered or EventDeprecated

@@ -373,7 +373,7 @@ func printSummaries(cmd *cobra.Command, recs []registry.Record, total int, forma
 	out := cmd.OutOrStdout()
 	sums := make([]capability.Summary, len(recs))
 	for i := range recs {
-		sums[i] = capability.Summarize(&recs[i].Definition)
+		sums[i] = recs[i].Summary()
 	}
 	if format == "json" {
 		return writeJSON(out, map[string]any{"items": sums, "total": total})

@@ -261,7 +261,7 @@ func (g *Gateway) match(r registry.Record) (capability.Summary, bool) {
 		return capability.Summary{}, false
 	}
 	s := capability.Summarize(&e.def)
-	s.URI, s.Version, s.ToolName = e.uri, e.version, e.name
+	s.URI, s.Version, s.ToolName, s.TrustTier = e.uri, e.version, e.name, r.TrustTier
 	return s, true
 }
 

@@ -150,12 +150,14 @@ func TestTrustFilter(t *testing.T) {
 			body, _ := json.Marshal(map[string]any{"capability": def})
 			expect(t, call(t, srv, "POST", "/registry/capabilities", "application/json", body), 201, "register")
 		}
+		tiers := map[string]string{} // of the search hits (compact summaries)
 		uris := func(path string) []string {
 			a := call(t, srv, "GET", path, "", nil)
 			expect(t, a, 200, path)
 			var got struct {
 				Items []struct {
-					URI string `json:"uri"`
+					URI  string `json:"uri"`
+					Tier string `json:"trust_tier"`
 				} `json:"items"`
 			}
 			if err := json.Unmarshal(a.body, &got); err != nil {
@@ -164,6 +166,9 @@ func TestTrustFilter(t *testing.T) {
 			var out []string
 			for _, it := range got.Items {
 				out = append(out, it.URI)
+				if strings.HasPrefix(path, "/registry/search") {
+					tiers[it.URI] = it.Tier
+				}
 			}
 			return out
 		}
@@ -179,6 +184,11 @@ func TestTrustFilter(t *testing.T) {
 			if strings.Join(got, " ") != want {
 				t.Errorf("index %v: %s = %v, want %q", indexed, path, got, want)
 			}
+		}
+		// Each search hit says its tier (the catalog marks it).
+		uris("/registry/search?q=report")
+		if tiers["ossa:docs/signed_report@1.0"] != "verified" || tiers["ossa:docs/plain_report@1.0"] != "community" {
+			t.Errorf("index %v: the search hits' tiers %v", indexed, tiers)
 		}
 		srv.Close()
 		svc.Close()

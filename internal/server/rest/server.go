@@ -576,7 +576,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := SummaryListResponse{Items: make([]capability.Summary, len(p.Items)), Total: p.Total, NextCursor: p.NextCursor, Ranking: rankingOf(p, explain)}
 	for i := range p.Items {
-		out.Items[i] = capability.Summarize(&p.Items[i].Definition)
+		out.Items[i] = p.Items[i].Summary()
 	}
 	writeJSON(w, http.StatusOK, out, s.log)
 	return nil

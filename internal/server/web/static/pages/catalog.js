@@ -4,6 +4,8 @@
 // shared and survives a reload.
 
 const PAGE = 25;
+// A search hit's trust tier, as the capability page marks it.
+const TIERS = { verified: 'ok', trusted: 'ok', community: 'warn', untrusted: 'bad' };
 const FILTERS = ['domain', 'category', 'binding', 'stability', 'trust', 'source'];
 const CHOICES = {
   binding: ['native', 'mcp', 'http', 'grpc', 'cli', 'delegation'],
@@ -131,6 +133,7 @@ export async function render(root, route, ctx) {
         h('code', { class: 'small' }, s.uri),
         s.version ? h('span', { class: 'muted small' }, `v${s.version}`) : null,
         s.stability && s.stability !== 'stable' ? badge(s.stability, s.stability === 'deprecated' ? 'bad' : 'warn') : null,
+        s.trust_tier ? badge(`trust: ${s.trust_tier}`, TIERS[s.trust_tier] || '') : null,
         (s.bindings || []).map((b) => badge(b, 'info'))),
       s.description ? h('p', { class: 'hit-desc' }, s.description) : null,
       s.params ? h('p', { class: 'small muted hit-params' }, h('span', { class: 'sr-only' }, 'Parameters: '), s.params) : null)));
