@@ -165,7 +165,7 @@ func TestServeShutdownKeepsAuditEvents(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.wait(); err != nil {
 		t.Fatalf("serve did not stop cleanly: %v\n%s", err, p.logs)
 	}
 	code, out, errOut := caphub(t, "audit", "list", "--db", db, "--kind", "invocation", "--format", "json")
@@ -354,7 +354,7 @@ func TestAuditRetentionServe(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.wait(); err != nil {
 		t.Fatalf("serve did not stop cleanly: %v\n%s", err, p.logs)
 	}
 	code, out, errOut := caphub(t, "audit", "verify", "--db", db)

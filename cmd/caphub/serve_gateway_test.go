@@ -53,7 +53,7 @@ func TestServeSIGTERMLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
+	go func() { exited <- p.wait() }()
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -116,7 +116,7 @@ func TestServeSIGKILLLeavesNoStdioServer(t *testing.T) {
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.cmd.Wait()
+	_ = p.wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, proc := range started {
 		for testpeers.Alive(proc.PID) {

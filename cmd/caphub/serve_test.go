@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,22 +27,16 @@ import (
 // by TestMain).
 func caphubBinary(t testing.TB) string { return testpeers.Caphub(t) }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// serveProc is a running `caphub serve` process.
+// serveProc is a running `caphub serve` process (testpeers.StartServe).
 type serveProc struct {
+	*testpeers.Serve
 	cmd  *exec.Cmd
 	url  string
 	logs *bytes.Buffer
 }
+
+// wait waits until the process has exited and returns how.
+func (p *serveProc) wait() error { return p.Wait() }
 
 // startServe starts `caphub serve` on db (with extra flags) and waits until
 // /healthz answers.
@@ -56,41 +49,10 @@ func startServe(t *testing.T, db string, flags ...string) *serveProc {
 // environment.
 func startServeEnv(t *testing.T, env []string, db string, flags ...string) *serveProc {
 	t.Helper()
-	addr := freeAddr(t)
-	p := &serveProc{url: "http://" + addr, logs: &bytes.Buffer{}}
-	p.cmd = exec.Command(caphubBinary(t), append([]string{"serve", "--addr", addr, "--db", db}, flags...)...)
-	if env != nil {
-		p.cmd.Env = append(os.Environ(), env...)
-	}
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = p.cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = p.cmd.Process.Kill()
-			}
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(p.url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("caphub serve did not become healthy:\n%s", p.logs.String())
-	return nil
+	logs := &bytes.Buffer{}
+	s := testpeers.StartServe(t, testpeers.ServeOptions{Bin: caphubBinary(t), Env: env, Flags: append([]string{"--db", db}, flags...),
+		Logs: logs, LogText: logs.String})
+	return &serveProc{Serve: s, cmd: s.Cmd, url: s.URL, logs: logs}
 }
 
 func synthetic(prefix string, batch, n int) []capability.Definition {
@@ -175,7 +137,7 @@ func TestServeKill9DuringBulkRegistration(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.cmd.Wait()
+	_ = p.wait()
 	close(stop)
 	<-done
 	mu.Lock()

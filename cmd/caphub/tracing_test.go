@@ -125,7 +125,7 @@ func (p *serveProc) stop(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.wait(); err != nil {
 		t.Fatalf("caphub serve: %v\n%s", err, p.logs)
 	}
 }

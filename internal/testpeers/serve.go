@@ -15,6 +15,14 @@ type Serve struct {
 	URL    string        // http://127.0.0.1:PORT
 	Cmd    *exec.Cmd     // the process
 	Exited chan struct{} // closed once the process has exited
+	err    error         // how it exited (cmd.Wait's error), once Exited is closed
+}
+
+// Wait waits until the process has exited and returns how (exec.Cmd.Wait's
+// error: nil for exit status 0).
+func (s *Serve) Wait() error {
+	<-s.Exited
+	return s.err
 }
 
 // ServeOptions say how StartServe runs caphub serve.
@@ -50,7 +58,7 @@ func StartServe(t testing.TB, o ServeOptions) *Serve {
 		t.Fatal(err)
 	}
 	s := &Serve{URL: "http://" + addr, Cmd: cmd, Exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.Exited) }()
+	go func() { s.err = cmd.Wait(); close(s.Exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
