@@ -43,23 +43,26 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *ch
 	st := s.put.in(ctx, tx)
 	defer st.close()
 
-	touched := map[registry.Key]bool{} // capabilities with a created version (Key without Version)
+	var created []createdRow
 	var events []registry.Event
 	for i, p := range preps {
 		k := p.Rec.Key
 		results[i].Key = k
-		created, err := st.insertRecord(ctx, p)
+		id, ok, err := st.insertRecord(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		if created {
+		if ok {
 			results[i].Created = true
-			touched[registry.Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name}] = true
+			created = append(created, createdRow{id: id, prep: &preps[i]})
 			events = append(events, registry.Event{Kind: registry.EventRegistered, Key: k})
 		}
 	}
-	if err := st.markLatest(ctx, touched); err != nil {
-		return nil, err
+	if err := indexRecords(ctx, tx, created); err != nil {
+		return nil, fmt.Errorf("put %d records into sqlite database %s: %w", len(recs), s.path, err)
+	}
+	if err := markLatest(ctx, tx, created); err != nil {
+		return nil, fmt.Errorf("put %d records into sqlite database %s: %w", len(recs), s.path, err)
 	}
 	if hook != nil {
 		if err := s.appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created }); err != nil {
@@ -87,25 +90,23 @@ func prepareAll(recs []registry.Record) ([]write.Prepared, error) {
 	return preps, nil
 }
 
-// insertRecord inserts one version with its side tables and full-text
-// row, and reports whether it created it. A key that exists with the
-// same digest is a no-op (false); with another digest it is a conflict
-// that rolls back the whole batch.
-func (st *statements) insertRecord(ctx context.Context, p write.Prepared) (bool, error) {
+// insertRecord inserts one version's row and reports its id and whether
+// it created it; indexRecords and markLatest do the rest for all the
+// created rows at once. A key that exists with the same digest is a no-op
+// (false); with another digest it is a conflict that rolls back the whole
+// batch.
+func (st *statements) insertRecord(ctx context.Context, p write.Prepared) (int64, bool, error) {
 	k := p.Rec.Key
 	var id int64
 	err := st.insert.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version, p.VersionKey, p.Stability, p.Source,
 		p.Definition, p.Rec.Digest, p.Rec.TrustTier, formatTime(p.RegisteredAt)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, st.checkSameDigest(ctx, p.Rec)
+		return 0, false, st.checkSameDigest(ctx, p.Rec)
 	}
 	if err != nil {
-		return false, fmt.Errorf("put %s into sqlite database %s: %w", k, st.path, err)
+		return 0, false, fmt.Errorf("put %s into sqlite database %s: %w", k, st.path, err)
 	}
-	if err := st.indexRecord(ctx, id, p); err != nil {
-		return false, err
-	}
-	return true, nil
+	return id, true, nil
 }
 
 // checkSameDigest returns a *registry.ConflictError when r's key is
@@ -121,46 +122,11 @@ func (st *statements) checkSameDigest(ctx context.Context, r registry.Record) er
 	return nil
 }
 
-// indexRecord fills the side tables and the full-text row of the version
-// just inserted as id.
-func (st *statements) indexRecord(ctx context.Context, id int64, p write.Prepared) error {
-	k := p.Rec.Key
-	for _, side := range []struct {
-		stmt   *sql.Stmt
-		values []string
-	}{{st.domain, p.Domains}, {st.category, p.Categories}, {st.intent, p.Intents}, {st.binding, p.Bindings}} {
-		for _, v := range side.values {
-			if _, err := side.stmt.ExecContext(ctx, id, v); err != nil {
-				return fmt.Errorf("put %s: index %q: %w", k, v, err)
-			}
-		}
-	}
-	f := p.FTS
-	if _, err := st.fts.ExecContext(ctx, id, f.Name, f.Title, f.Description, f.Keywords, f.Intents, f.Domains, f.Categories); err != nil {
-		return fmt.Errorf("put %s: full-text index: %w", k, err)
-	}
-	return nil
-}
-
-// markLatest recomputes the latest version, and the latest-only full-text
-// index, of each capability in caps.
-func (st *statements) markLatest(ctx context.Context, caps map[registry.Key]bool) error {
-	for c := range caps {
-		for _, stmt := range []*sql.Stmt{st.latest, st.ftsLatestDelete, st.ftsLatestInsert} {
-			if _, err := stmt.ExecContext(ctx, c.Scheme, c.Domain, c.Name); err != nil {
-				return fmt.Errorf("put: mark the latest version of %s:%s/%s: %w", c.Scheme, c.Domain, c.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
 // statements are the statements Put runs for each record: the writer's,
 // prepared once (Store.put), or those bound to one transaction (in).
 type statements struct {
-	path                                                           string // the database, for messages
-	insert, digest, domain, category, intent, binding, fts, latest *sql.Stmt
-	ftsLatestDelete, ftsLatestInsert                               *sql.Stmt
+	path           string // the database, for messages
+	insert, digest *sql.Stmt
 }
 
 // prepare prepares the statements on the writer, once (Open): modernc.org/sqlite
@@ -176,25 +142,6 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 			ON CONFLICT (scheme, domain, name, version) DO NOTHING
 			RETURNING id`},
 		{&st.digest, `SELECT digest FROM capabilities WHERE scheme = ? AND domain = ? AND name = ? AND version = ?`},
-		{&st.domain, `INSERT OR IGNORE INTO capability_domains (capability_id, domain) VALUES (?, ?)`},
-		{&st.category, `INSERT OR IGNORE INTO capability_categories (capability_id, category) VALUES (?, ?)`},
-		{&st.intent, `INSERT OR IGNORE INTO capability_intents (capability_id, intent) VALUES (?, ?)`},
-		{&st.binding, `INSERT OR IGNORE INTO capability_bindings (capability_id, binding_type) VALUES (?, ?)`},
-		{&st.fts, `INSERT INTO capabilities_fts (rowid, name, title, description, keywords, intents, domains, categories) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
-		// The highest version by precedence (then by version text, for
-		// versions differing only in build metadata) is the latest.
-		{&st.latest, `UPDATE capabilities AS c
-			SET is_latest = (c.id = (SELECT h.id FROM capabilities h
-				WHERE h.scheme = c.scheme AND h.domain = c.domain AND h.name = c.name
-				ORDER BY h.version_key DESC, h.version DESC LIMIT 1))
-			WHERE c.scheme = ?1 AND c.domain = ?2 AND c.name = ?3`},
-		// The latest-only full-text index follows is_latest.
-		{&st.ftsLatestDelete, `DELETE FROM capabilities_fts_latest WHERE rowid IN
-			(SELECT id FROM capabilities WHERE scheme = ?1 AND domain = ?2 AND name = ?3)`},
-		{&st.ftsLatestInsert, `INSERT INTO capabilities_fts_latest (rowid, name, title, description, keywords, intents, domains, categories)
-			SELECT f.rowid, f.name, f.title, f.description, f.keywords, f.intents, f.domains, f.categories
-			FROM capabilities c JOIN capabilities_fts f ON f.rowid = c.id
-			WHERE c.scheme = ?1 AND c.domain = ?2 AND c.name = ?3 AND c.is_latest = 1`},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -210,19 +157,11 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 // whose one connection they are already prepared). Close them before tx
 // ends.
 func (st *statements) in(ctx context.Context, tx *sql.Tx) *statements {
-	out := &statements{path: st.path}
-	for _, p := range []struct{ dst, src **sql.Stmt }{
-		{&out.insert, &st.insert}, {&out.digest, &st.digest}, {&out.domain, &st.domain}, {&out.category, &st.category},
-		{&out.intent, &st.intent}, {&out.binding, &st.binding}, {&out.fts, &st.fts}, {&out.latest, &st.latest},
-		{&out.ftsLatestDelete, &st.ftsLatestDelete}, {&out.ftsLatestInsert, &st.ftsLatestInsert},
-	} {
-		*p.dst = tx.StmtContext(ctx, *p.src)
-	}
-	return out
+	return &statements{path: st.path, insert: tx.StmtContext(ctx, st.insert), digest: tx.StmtContext(ctx, st.digest)}
 }
 
 func (st *statements) close() {
-	for _, s := range []**sql.Stmt{&st.insert, &st.digest, &st.domain, &st.category, &st.intent, &st.binding, &st.fts, &st.latest, &st.ftsLatestDelete, &st.ftsLatestInsert} {
+	for _, s := range []**sql.Stmt{&st.insert, &st.digest} {
 		if *s != nil {
 			(*s).Close()
 			*s = nil
