@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -197,6 +198,33 @@ func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]re
 		return nil, fmt.Errorf("list versions of %s:%s/%s in sqlite database %s: %w", scheme, domain, name, s.path, err)
 	}
 	return out, nil
+}
+
+// VersionsOf returns the versions of many capabilities in one query; see
+// registry.Store.
+func (s *Store) VersionsOf(ctx context.Context, caps []registry.Key) ([][]registry.Record, error) {
+	if len(caps) == 0 {
+		return [][]registry.Record{}, nil
+	}
+	names := make([][3]string, len(caps))
+	for i, c := range caps {
+		names[i] = [3]string{c.Scheme, c.Domain, c.Name}
+	}
+	list, err := json.Marshal(names)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %d capabilities: %w", len(caps), err)
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+recordColumns+` FROM json_each(?) j
+		JOIN capabilities c ON c.scheme = j.value ->> 0 AND c.domain = j.value ->> 1 AND c.name = j.value ->> 2
+		ORDER BY c.scheme, c.domain, c.name, c.version_key, c.version`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %d capabilities in sqlite database %s: %w", len(caps), s.path, err)
+	}
+	recs, err := collect(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %d capabilities in sqlite database %s: %w", len(caps), s.path, err)
+	}
+	return read.GroupVersions(caps, recs), nil
 }
 
 // collect reads and closes rows of recordColumns. It returns an empty,
