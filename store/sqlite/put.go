@@ -2,10 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"math/bits"
 
 	"github.com/caphub/caphub/store/internal/write"
 )
@@ -17,40 +16,82 @@ type createdRow struct {
 	prep *write.Prepared
 }
 
+// The tables Put fills with multi-row inserts (statements.rows), by
+// rowHeads' index.
+const (
+	rowsDomains = iota
+	rowsCategories
+	rowsIntents
+	rowsBindings
+	rowsFTS
+	rowsFTSLatest
+)
+
+// rowHeads are the multi-row inserts of Put: the statement before its
+// VALUES rows, and how many values a row has.
+var rowHeads = [...]struct {
+	sql   string
+	width int
+}{
+	rowsDomains:    {`INSERT OR IGNORE INTO capability_domains (capability_id, domain) VALUES `, 2},
+	rowsCategories: {`INSERT OR IGNORE INTO capability_categories (capability_id, category) VALUES `, 2},
+	rowsIntents:    {`INSERT OR IGNORE INTO capability_intents (capability_id, intent) VALUES `, 2},
+	rowsBindings:   {`INSERT OR IGNORE INTO capability_bindings (capability_id, binding_type) VALUES `, 2},
+	rowsFTS:        {`INSERT INTO capabilities_fts (rowid, name, title, description, keywords, intents, domains, categories) VALUES `, 8},
+	rowsFTSLatest:  {`INSERT INTO capabilities_fts_latest (rowid, name, title, description, keywords, intents, domains, categories) VALUES `, 8},
+}
+
+// maxRowsBits bounds a multi-row insert to 1<<maxRowsBits rows (1,024
+// values at most, well within SQLite's 32,766). A batch is inserted a
+// power of two rows a statement, so every statement is prepared once.
+const maxRowsBits = 7
+
+// markLatest's statements, by index in latestSQL.
+const (
+	latestRead = iota
+	latestDemote
+	latestDemoteFTS
+	latestPromote
+)
+
+// latestSQL are markLatest's statements; each takes a JSON array of row
+// ids (json_each).
+var latestSQL = [...]string{
+	// The created rows are not flagged yet, so the flagged rows of their
+	// capabilities are those stored before the Put.
+	latestRead: `SELECT DISTINCT l.id, l.scheme, l.domain, l.name, l.version_key, l.version
+		FROM capabilities n JOIN capabilities l
+			ON l.scheme = n.scheme AND l.domain = n.domain AND l.name = n.name AND l.is_latest = 1
+		WHERE n.id IN (SELECT value FROM json_each(?))`,
+	latestDemote:    `UPDATE capabilities SET is_latest = 0 WHERE id IN (SELECT value FROM json_each(?))`,
+	latestDemoteFTS: `DELETE FROM capabilities_fts_latest WHERE rowid IN (SELECT value FROM json_each(?))`,
+	latestPromote:   `UPDATE capabilities SET is_latest = 1 WHERE id IN (SELECT value FROM json_each(?))`,
+}
+
 // indexRecords fills the side tables and the full-text index of the
 // created rows, a few multi-row statements for the whole batch rather than
 // one statement per value.
-func indexRecords(ctx context.Context, tx *sql.Tx, created []createdRow) error {
-	var side [4][]any
+func (st *statements) indexRecords(ctx context.Context, created []createdRow) error {
+	var side [rowsBindings + 1][]any
 	fts := make([]any, 0, 8*len(created))
 	for _, c := range created {
 		p := c.prep
-		for i, values := range [4][]string{p.Domains, p.Categories, p.Intents, p.Bindings} {
+		for t, values := range [...][]string{rowsDomains: p.Domains, rowsCategories: p.Categories, rowsIntents: p.Intents, rowsBindings: p.Bindings} {
 			for _, v := range values {
-				side[i] = append(side[i], c.id, v)
+				side[t] = append(side[t], c.id, v)
 			}
 		}
 		fts = appendFTS(fts, c)
 	}
-	for i, head := range [4]string{
-		`INSERT OR IGNORE INTO capability_domains (capability_id, domain) VALUES `,
-		`INSERT OR IGNORE INTO capability_categories (capability_id, category) VALUES `,
-		`INSERT OR IGNORE INTO capability_intents (capability_id, intent) VALUES `,
-		`INSERT OR IGNORE INTO capability_bindings (capability_id, binding_type) VALUES `,
-	} {
-		if err := insertRows(ctx, tx, head, 2, side[i]); err != nil {
+	for t, values := range side {
+		if err := st.insertRows(ctx, t, values); err != nil {
 			return fmt.Errorf("index the filters: %w", err)
 		}
 	}
-	if err := insertRows(ctx, tx, insertFTS("capabilities_fts"), 8, fts); err != nil {
+	if err := st.insertRows(ctx, rowsFTS, fts); err != nil {
 		return fmt.Errorf("full-text index: %w", err)
 	}
 	return nil
-}
-
-// insertFTS is the head of a multi-row insert into an FTS table.
-func insertFTS(table string) string {
-	return `INSERT INTO ` + table + ` (rowid, name, title, description, keywords, intents, domains, categories) VALUES `
 }
 
 // appendFTS appends the values of c's row of a full-text table.
@@ -59,28 +100,17 @@ func appendFTS(values []any, c createdRow) []any {
 	return append(values, c.id, f.Name, f.Title, f.Description, f.Keywords, f.Intents, f.Domains, f.Categories)
 }
 
-// rowsPerInsert bounds the rows of one multi-row insert, well within
-// SQLite's limit on bound parameters (32,766).
-const rowsPerInsert = 200
-
-// insertRows runs head followed by the rows of values, width values a
-// row, rowsPerInsert rows a statement.
-func insertRows(ctx context.Context, tx *sql.Tx, head string, width int, values []any) error {
-	row := "(?" + strings.Repeat(", ?", width-1) + ")"
-	full := ""
-	for len(values) > 0 {
-		n := min(len(values)/width, rowsPerInsert)
-		q := full
-		if n < rowsPerInsert || q == "" {
-			q = head + row + strings.Repeat(", "+row, n-1)
-			if n == rowsPerInsert {
-				full = q
-			}
-		}
-		if _, err := tx.ExecContext(ctx, q, values[:n*width]...); err != nil {
+// insertRows inserts the rows of values into the table of rowHeads[t],
+// the largest power of two rows (up to 1<<maxRowsBits) a statement.
+func (st *statements) insertRows(ctx context.Context, t int, values []any) error {
+	width := rowHeads[t].width
+	for n := len(values) / width; n > 0; {
+		b := min(bits.Len(uint(n))-1, maxRowsBits)
+		k := 1 << b
+		if err := st.exec(ctx, st.rows[t][b], values[:k*width]...); err != nil {
 			return err
 		}
-		values = values[n*width:]
+		values, n = values[k*width:], n-k
 	}
 	return nil
 }
@@ -107,7 +137,7 @@ func (r latestRow) above(o latestRow) bool {
 // statements for the whole batch: it reads the capabilities' latest rows
 // before this Put in one query, picks each one's highest version, and
 // moves the flag only where a created version is above the stored one.
-func markLatest(ctx context.Context, tx *sql.Tx, created []createdRow) error {
+func (st *statements) markLatest(ctx context.Context, created []createdRow) error {
 	if len(created) == 0 {
 		return nil
 	}
@@ -124,12 +154,7 @@ func markLatest(ctx context.Context, tx *sql.Tx, created []createdRow) error {
 			best[ck] = r
 		}
 	}
-	// The created rows are not flagged yet, so the flagged rows of their
-	// capabilities are those stored before.
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT l.id, l.scheme, l.domain, l.name, l.version_key, l.version
-		FROM capabilities n JOIN capabilities l
-			ON l.scheme = n.scheme AND l.domain = n.domain AND l.name = n.name AND l.is_latest = 1
-		WHERE n.id IN (SELECT value FROM json_each(?))`, idList(ids))
+	rows, done, err := st.query(ctx, st.latest[latestRead], idList(ids))
 	if err != nil {
 		return fmt.Errorf("read the latest versions: %w", err)
 	}
@@ -138,7 +163,7 @@ func markLatest(ctx context.Context, tx *sql.Tx, created []createdRow) error {
 		var r latestRow
 		var ck capKey
 		if err := rows.Scan(&r.id, &ck.scheme, &ck.domain, &ck.name, &r.versionKey, &r.version); err != nil {
-			rows.Close()
+			done()
 			return fmt.Errorf("read the latest versions: %w", err)
 		}
 		if b := best[ck]; b.above(r) {
@@ -147,8 +172,9 @@ func markLatest(ctx context.Context, tx *sql.Tx, created []createdRow) error {
 			best[ck] = r
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	err = rows.Err()
+	done()
+	if err != nil {
 		return fmt.Errorf("read the latest versions: %w", err)
 	}
 	var promote []int64
@@ -160,21 +186,17 @@ func markLatest(ctx context.Context, tx *sql.Tx, created []createdRow) error {
 		}
 	}
 	for _, u := range []struct {
-		sql string
-		ids []int64
-	}{
-		{`UPDATE capabilities SET is_latest = 0 WHERE id IN (SELECT value FROM json_each(?))`, demote},
-		{`DELETE FROM capabilities_fts_latest WHERE rowid IN (SELECT value FROM json_each(?))`, demote},
-		{`UPDATE capabilities SET is_latest = 1 WHERE id IN (SELECT value FROM json_each(?))`, promote},
-	} {
+		stmt int
+		ids  []int64
+	}{{latestDemote, demote}, {latestDemoteFTS, demote}, {latestPromote, promote}} {
 		if len(u.ids) == 0 {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, u.sql, idList(u.ids)); err != nil {
+		if err := st.exec(ctx, st.latest[u.stmt], idList(u.ids)); err != nil {
 			return fmt.Errorf("mark the latest versions: %w", err)
 		}
 	}
-	if err := insertRows(ctx, tx, insertFTS("capabilities_fts_latest"), 8, fts); err != nil {
+	if err := st.insertRows(ctx, rowsFTSLatest, fts); err != nil {
 		return fmt.Errorf("latest-only full-text index: %w", err)
 	}
 	return nil

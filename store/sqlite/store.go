@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/caphub/caphub/audit/chain"
@@ -59,10 +60,10 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *ch
 			events = append(events, registry.Event{Kind: registry.EventRegistered, Key: k})
 		}
 	}
-	if err := indexRecords(ctx, tx, created); err != nil {
+	if err := st.indexRecords(ctx, created); err != nil {
 		return nil, fmt.Errorf("put %d records into sqlite database %s: %w", len(recs), s.path, err)
 	}
-	if err := markLatest(ctx, tx, created); err != nil {
+	if err := st.markLatest(ctx, created); err != nil {
 		return nil, fmt.Errorf("put %d records into sqlite database %s: %w", len(recs), s.path, err)
 	}
 	if hook != nil {
@@ -123,27 +124,43 @@ func (st *statements) checkSameDigest(ctx context.Context, r registry.Record) er
 	return nil
 }
 
-// statements are the statements Put runs for each record: the writer's,
-// prepared once (Store.put), or those bound to one transaction (in).
+// statements are the statements Put runs: the writer's, prepared once
+// (Store.put), or those bound to one transaction (in).
 type statements struct {
 	path           string // the database, for messages
 	insert, digest *sql.Stmt
+	// rows[t][b] inserts 1<<b rows into the table of rowHeads[t].
+	rows [len(rowHeads)][maxRowsBits + 1]*sql.Stmt
+	// latest are markLatest's statements, by latestSQL's order.
+	latest [len(latestSQL)]*sql.Stmt
+	tx     *sql.Tx // in a transaction: what exec binds the statements to
 }
 
 // prepare prepares the statements on the writer, once (Open): modernc.org/sqlite
 // would otherwise parse each statement's SQL in every transaction.
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 	st.close() // from an attempt of Open that failed after it
-	for _, p := range []struct {
+	type prep struct {
 		dst **sql.Stmt
 		sql string
-	}{
+	}
+	list := []prep{
 		{&st.insert, `INSERT INTO capabilities (scheme, domain, name, version, version_key, stability, source, definition, digest, trust_tier, registered_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (scheme, domain, name, version) DO NOTHING
 			RETURNING id`},
 		{&st.digest, `SELECT digest FROM capabilities WHERE scheme = ? AND domain = ? AND name = ? AND version = ?`},
-	} {
+	}
+	for t, h := range rowHeads {
+		row := "(?" + strings.Repeat(", ?", h.width-1) + ")"
+		for b := range st.rows[t] {
+			list = append(list, prep{&st.rows[t][b], h.sql + row + strings.Repeat(", "+row, 1<<b-1)})
+		}
+	}
+	for i, q := range latestSQL {
+		list = append(list, prep{&st.latest[i], q})
+	}
+	for _, p := range list {
 		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			st.close()
@@ -158,11 +175,45 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 // whose one connection they are already prepared). Close them before tx
 // ends.
 func (st *statements) in(ctx context.Context, tx *sql.Tx) *statements {
-	return &statements{path: st.path, insert: tx.StmtContext(ctx, st.insert), digest: tx.StmtContext(ctx, st.digest)}
+	out := *st
+	out.insert, out.digest, out.tx = tx.StmtContext(ctx, st.insert), tx.StmtContext(ctx, st.digest), tx
+	return &out
 }
 
+// exec runs one of the writer's prepared statements in the transaction.
+func (st *statements) exec(ctx context.Context, stmt *sql.Stmt, args ...any) error {
+	s := st.tx.StmtContext(ctx, stmt)
+	defer s.Close()
+	_, err := s.ExecContext(ctx, args...)
+	return err
+}
+
+// query is exec for a statement that returns rows.
+func (st *statements) query(ctx context.Context, stmt *sql.Stmt, args ...any) (*sql.Rows, func(), error) {
+	s := st.tx.StmtContext(ctx, stmt)
+	rows, err := s.QueryContext(ctx, args...)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return rows, func() { rows.Close(); s.Close() }, nil
+}
+
+// close closes the statements: the writer's (Open's, at Close) or those
+// bound to a transaction (in's, only insert and digest).
 func (st *statements) close() {
-	for _, s := range []**sql.Stmt{&st.insert, &st.digest} {
+	list := []**sql.Stmt{&st.insert, &st.digest}
+	if st.tx == nil {
+		for t := range st.rows {
+			for b := range st.rows[t] {
+				list = append(list, &st.rows[t][b])
+			}
+		}
+		for i := range st.latest {
+			list = append(list, &st.latest[i])
+		}
+	}
+	for _, s := range list {
 		if *s != nil {
 			(*s).Close()
 			*s = nil
