@@ -261,9 +261,10 @@ func (s *Store) lockCapabilities(ctx context.Context, tx querier, b *putBatch, f
 	for _, sql := range first {
 		batch.Queue(sql)
 	}
-	for _, l := range locks {
-		batch.Queue(`SELECT pg_advisory_xact_lock($1)`, l)
-	}
+	// One statement takes them all, in the array's (ascending) order: a
+	// function scan yields its rows in order, and each row's lock is taken
+	// as the row is produced.
+	batch.Queue(`SELECT count(pg_advisory_xact_lock(l)) FROM unnest($1::bigint[]) AS l`, locks)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("lock capabilities: %w", err)
 	}
