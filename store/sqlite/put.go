@@ -132,6 +132,9 @@ func (r latestRow) above(o latestRow) bool {
 	return r.version > o.version
 }
 
+// capKey is a capability: a Key without Version.
+type capKey struct{ scheme, domain, name string }
+
 // markLatest moves the latest flag, and the latest-only full-text index,
 // of every capability with a created version, in a fixed number of
 // statements for the whole batch: it reads the capabilities' latest rows
@@ -141,7 +144,6 @@ func (st *statements) markLatest(ctx context.Context, created []createdRow) erro
 	if len(created) == 0 {
 		return nil
 	}
-	type capKey struct{ scheme, domain, name string }
 	best := map[capKey]latestRow{}
 	ids := make([]int64, len(created))
 	for i := range created {
@@ -154,26 +156,7 @@ func (st *statements) markLatest(ctx context.Context, created []createdRow) erro
 			best[ck] = r
 		}
 	}
-	rows, done, err := st.query(ctx, st.latest[latestRead], idList(ids))
-	if err != nil {
-		return fmt.Errorf("read the latest versions: %w", err)
-	}
-	var demote []int64
-	for rows.Next() {
-		var r latestRow
-		var ck capKey
-		if err := rows.Scan(&r.id, &ck.scheme, &ck.domain, &ck.name, &r.versionKey, &r.version); err != nil {
-			done()
-			return fmt.Errorf("read the latest versions: %w", err)
-		}
-		if b := best[ck]; b.above(r) {
-			demote = append(demote, r.id)
-		} else {
-			best[ck] = r
-		}
-	}
-	err = rows.Err()
-	done()
+	demote, err := st.readLatest(ctx, ids, best)
 	if err != nil {
 		return fmt.Errorf("read the latest versions: %w", err)
 	}
@@ -200,6 +183,32 @@ func (st *statements) markLatest(ctx context.Context, created []createdRow) erro
 		return fmt.Errorf("latest-only full-text index: %w", err)
 	}
 	return nil
+}
+
+// readLatest reads the stored latest rows of the capabilities of the
+// created rows ids, and keeps each in best when it is above the created
+// versions of its capability; it returns those it does not keep, to be
+// demoted.
+func (st *statements) readLatest(ctx context.Context, ids []int64, best map[capKey]latestRow) ([]int64, error) {
+	rows, done, err := st.query(ctx, st.latest[latestRead], idList(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var demote []int64
+	for rows.Next() {
+		var r latestRow
+		var ck capKey
+		if err := rows.Scan(&r.id, &ck.scheme, &ck.domain, &ck.name, &r.versionKey, &r.version); err != nil {
+			return nil, err
+		}
+		if b := best[ck]; b.above(r) {
+			demote = append(demote, r.id)
+		} else {
+			best[ck] = r
+		}
+	}
+	return demote, rows.Err()
 }
 
 // idList encodes row ids as a JSON array, for json_each.
