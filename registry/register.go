@@ -201,24 +201,38 @@ func (s *Service) prepareItem(ctx context.Context, i int, d capability.Definitio
 	return it, nil
 }
 
+// versionsPerQuery bounds the capabilities whose registered versions
+// checkVersionRules reads in one query (Store.VersionsOf), and so holds in
+// memory at once.
+const versionsPerQuery = 500
+
 // checkVersionRules applies the version rules per capability: every new
 // version against the one just below it among the registered and the
-// batched versions. items holds nil for refused definitions.
+// batched versions. items holds nil for refused definitions. The
+// registered versions are read for many capabilities a query.
 func (s *Service) checkVersionRules(ctx context.Context, items []*batchItem) ([]BatchFailure, error) {
-	groups := map[string][]int{}
+	groups := map[Key][]int{}
+	var caps []Key
 	for i, it := range items {
 		if it != nil {
-			base := it.key.Scheme + ":" + it.key.Domain + "/" + it.key.Name
-			groups[base] = append(groups[base], i)
+			c := Key{Scheme: it.key.Scheme, Domain: it.key.Domain, Name: it.key.Name}
+			if _, ok := groups[c]; !ok {
+				caps = append(caps, c)
+			}
+			groups[c] = append(groups[c], i)
 		}
 	}
 	var failures []BatchFailure
-	for _, idxs := range groups {
-		f, err := s.checkCapabilityVersions(ctx, items, idxs)
+	for len(caps) > 0 {
+		chunk := caps[:min(len(caps), versionsPerQuery)]
+		caps = caps[len(chunk):]
+		existing, err := s.store.VersionsOf(ctx, chunk)
 		if err != nil {
 			return nil, err
 		}
-		failures = append(failures, f...)
+		for j, c := range chunk {
+			failures = append(failures, checkCapabilityVersions(items, groups[c], existing[j])...)
+		}
 	}
 	return failures, nil
 }
@@ -231,14 +245,9 @@ type orderedVersion struct {
 }
 
 // checkCapabilityVersions checks the batched versions items[idxs] of one
-// capability against its registered ones: a bump smaller than the
+// capability against its registered ones (existing): a bump smaller than the
 // changes from the version just below needs is a *BreakingChangeError.
-func (s *Service) checkCapabilityVersions(ctx context.Context, items []*batchItem, idxs []int) ([]BatchFailure, error) {
-	first := items[idxs[0]]
-	existing, err := s.store.Versions(ctx, first.key.Scheme, first.key.Domain, first.key.Name)
-	if err != nil {
-		return nil, err
-	}
+func checkCapabilityVersions(items []*batchItem, idxs []int, existing []Record) []BatchFailure {
 	var all []orderedVersion
 	for j := range existing {
 		if v, err := capability.ParseVersion(existing[j].Key.Version); err == nil {
@@ -260,7 +269,7 @@ func (s *Service) checkCapabilityVersions(ctx context.Context, items []*batchIte
 				Err: &BreakingChangeError{URI: items[v.idx].key.String(), Previous: prev.ver.Full(), Report: report}})
 		}
 	}
-	return failures, nil
+	return failures
 }
 
 // storeBatch stores the checked items in one transaction and reports

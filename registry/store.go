@@ -290,6 +290,10 @@ type Store interface {
 	// Versions returns every version of a capability in ascending semver
 	// precedence; an empty slice, not an error, when there is none.
 	Versions(ctx context.Context, scheme, domain, name string) ([]Record, error)
+	// VersionsOf is Versions of many capabilities (keys without Version)
+	// in one query, for the version check of a batch: out[i] holds the
+	// versions of caps[i], an empty slice when it has none.
+	VersionsOf(ctx context.Context, caps []Key) ([][]Record, error)
 	// List returns records in a stable order: scheme, domain, name, then
 	// version precedence.
 	List(ctx context.Context, f ListFilter) (Page, error)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caphub/caphub/format/openapi"
 	"github.com/caphub/caphub/internal/testpeers"
 )
 
@@ -105,5 +106,28 @@ func writeFile(t *testing.T, p, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSizesAfterTimedWindow: the definitions' sizes are measured by
+// importSpec after it stops the clock, not by importAndRegister inside
+// the timed window (encoding every definition three more times).
+func TestSizesAfterTimedWindow(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "pets.json"), `{"openapi": "3.0.0", "info": {"title": "Pets", "version": "1.0.0"},
+		"servers": [{"url": "https://pets.example.com"}],
+		"paths": {"/pets": {"get": {"operationId": "listPets", "responses": {"200": {"description": "ok",
+			"content": {"application/json": {"schema": {"type": "array", "items": {"type": "string"}}}}}}}}}}`)
+	s := spec{rel: "pets.json"}
+	inside, defs := importAndRegister(t.Context(), root, s, nil, openapi.Options{})
+	if inside.outcome != outcomeFull || len(defs) != 1 {
+		t.Fatalf("import: %s (%s), %d definitions; want 1 imported fully", inside.outcome, inside.reason, len(defs))
+	}
+	if inside.defBytes != 0 || inside.schemaBytes != 0 {
+		t.Errorf("importAndRegister measured %d and %d bytes inside the timed window", inside.defBytes, inside.schemaBytes)
+	}
+	r := importSpec(t.Context(), &config{timeout: time.Minute}, root, s, nil)
+	if want, _ := sizes(defs); r.outcome != outcomeFull || r.defBytes != want || r.schemaBytes <= 0 {
+		t.Errorf("importSpec: %s, %d and %d bytes; want full, %d bytes of definitions and some of schemas", r.outcome, r.defBytes, r.schemaBytes, want)
 	}
 }

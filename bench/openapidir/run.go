@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/format/openapi"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
@@ -178,25 +179,34 @@ func run(ctx context.Context, c *config) (*report, error) {
 	return rep, nil
 }
 
-// importSpec imports and registers one spec within the timeout. A panic is
-// recovered as a failure; an import still running at the timeout is left
-// to end on its own (Import checks its context between operations).
+// importSpec imports and registers one spec within the timeout, then
+// measures the definitions' sizes outside the timed window (encoding them
+// again is the report's cost, not the import's). A panic is recovered as a
+// failure; an import still running at the timeout is left to end on its
+// own (Import checks its context between operations).
 func importSpec(ctx context.Context, c *config, root string, s spec, svc *registry.Service) result {
 	start, cpu := time.Now(), cpuTime()
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	done := make(chan result, 1)
+	type imported struct {
+		r    result
+		defs []capability.Definition
+	}
+	done := make(chan imported, 1)
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{spec: s, outcome: outcomeFailed, panicked: true, reason: fmt.Sprintf("panic: %v\n%s", p, debug.Stack())}
+				done <- imported{r: result{spec: s, outcome: outcomeFailed, panicked: true, reason: fmt.Sprintf("panic: %v\n%s", p, debug.Stack())}}
 			}
 		}()
-		done <- importAndRegister(ctx, root, s, svc, openapi.Options{MaxSharedBytes: c.shared})
+		r, defs := importAndRegister(ctx, root, s, svc, openapi.Options{MaxSharedBytes: c.shared})
+		done <- imported{r, defs}
 	}()
 	var r result
+	var defs []capability.Definition
 	select {
-	case r = <-done:
+	case got := <-done:
+		r, defs = got.r, got.defs
 	case <-ctx.Done():
 		r = result{spec: s, outcome: outcomeTimedOut, reason: fmt.Sprintf("not done within %s", c.timeout)}
 	}
@@ -204,7 +214,22 @@ func importSpec(ctx context.Context, c *config, root string, s spec, svc *regist
 		r.outcome = outcomeTimedOut
 	}
 	r.elapsed, r.cpu = time.Since(start), cpuTime()-cpu
+	r.defBytes, r.schemaBytes = sizes(defs)
 	return r
+}
+
+// sizes returns the JSON size of defs and that of their input and output
+// schemas.
+func sizes(defs []capability.Definition) (defBytes, schemaBytes int64) {
+	for i := range defs {
+		d := &defs[i]
+		b, _ := json.Marshal(d)
+		in, _ := json.Marshal(d.Input)
+		out, _ := json.Marshal(d.Output)
+		defBytes += int64(len(b))
+		schemaBytes += int64(len(in) + len(out))
+	}
+	return defBytes, schemaBytes
 }
 
 // cpuTime is the CPU time the process has used.
@@ -216,20 +241,22 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// importAndRegister reads, imports and registers one spec.
-func importAndRegister(ctx context.Context, root string, s spec, svc *registry.Service, opts openapi.Options) result {
+// importAndRegister reads, imports and registers one spec, and returns
+// the definitions the import gave (for their sizes, which importSpec
+// measures after the timed window).
+func importAndRegister(ctx context.Context, root string, s spec, svc *registry.Service, opts openapi.Options) (result, []capability.Definition) {
 	r := result{spec: s, outcome: outcomeFailed}
 	p := filepath.Join(root, filepath.FromSlash(s.rel))
 	data, err := os.ReadFile(p)
 	if err != nil {
 		r.reason = err.Error()
-		return r
+		return r, nil
 	}
 	domain := domainOf(s)
 	if s.yaml {
 		if data, err = jsonToYAML(data); err != nil {
 			r.reason = "re-serialise as YAML: " + err.Error()
-			return r
+			return r, nil
 		}
 		p = strings.TrimSuffix(p, filepath.Ext(p)) + ".yaml"
 	}
@@ -237,17 +264,9 @@ func importAndRegister(ctx context.Context, root string, s spec, svc *registry.S
 	res, err := openapi.Import(ctx, p, data, opts)
 	if err != nil {
 		r.reason = err.Error()
-		return r
+		return r, nil
 	}
 	r.operations, r.imported = res.Operations, len(res.Definitions)
-	for i := range res.Definitions {
-		d := &res.Definitions[i]
-		b, _ := json.Marshal(d)
-		in, _ := json.Marshal(d.Input)
-		out, _ := json.Marshal(d.Output)
-		r.defBytes += int64(len(b))
-		r.schemaBytes += int64(len(in) + len(out))
-	}
 	if len(res.Failures) > 0 {
 		r.reason = res.Failures[0].String()
 	}
@@ -269,7 +288,7 @@ func importAndRegister(ctx context.Context, root string, s spec, svc *registry.S
 	case r.registered > 0:
 		r.outcome = outcomePartial
 	}
-	return r
+	return r, res.Definitions
 }
 
 // domainOf is a spec's domain: its path without the extension, in

@@ -261,9 +261,10 @@ func (s *Store) lockCapabilities(ctx context.Context, tx querier, b *putBatch, f
 	for _, sql := range first {
 		batch.Queue(sql)
 	}
-	for _, l := range locks {
-		batch.Queue(`SELECT pg_advisory_xact_lock($1)`, l)
-	}
+	// One statement takes them all, in the array's (ascending) order: a
+	// function scan yields its rows in order, and each row's lock is taken
+	// as the row is produced.
+	batch.Queue(`SELECT count(pg_advisory_xact_lock(l)) FROM unnest($1::bigint[]) AS l`, locks)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("lock capabilities: %w", err)
 	}
@@ -506,6 +507,32 @@ func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]re
 		return nil, fmt.Errorf("list versions of %s:%s/%s in postgres %s: %w", scheme, domain, name, s.where, err)
 	}
 	return out, nil
+}
+
+// VersionsOf returns the versions of many capabilities in one query; see
+// registry.Store.
+func (s *Store) VersionsOf(ctx context.Context, caps []registry.Key) ([][]registry.Record, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if len(caps) == 0 {
+		return [][]registry.Record{}, nil
+	}
+	var schemes, domains, names []string
+	for _, c := range caps {
+		schemes, domains, names = append(schemes, c.Scheme), append(domains, c.Domain), append(names, c.Name)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM capabilities c
+		WHERE (c.scheme, c.domain, c.name) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+		ORDER BY c.scheme, c.domain, c.name, c.version_key, c.version`, schemes, domains, names)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %d capabilities in postgres %s: %w", len(caps), s.where, err)
+	}
+	recs, err := collect(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %d capabilities in postgres %s: %w", len(caps), s.where, err)
+	}
+	return read.GroupVersions(caps, recs), nil
 }
 
 // collect reads and closes rows of recordColumns. It returns an empty,

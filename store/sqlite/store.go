@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/caphub/caphub/audit/chain"
@@ -43,23 +45,26 @@ func (s *Store) PutAudited(ctx context.Context, recs []registry.Record, hook *ch
 	st := s.put.in(ctx, tx)
 	defer st.close()
 
-	touched := map[registry.Key]bool{} // capabilities with a created version (Key without Version)
+	var created []createdRow
 	var events []registry.Event
 	for i, p := range preps {
 		k := p.Rec.Key
 		results[i].Key = k
-		created, err := st.insertRecord(ctx, p)
+		id, ok, err := st.insertRecord(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		if created {
+		if ok {
 			results[i].Created = true
-			touched[registry.Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name}] = true
+			created = append(created, createdRow{id: id, prep: &preps[i]})
 			events = append(events, registry.Event{Kind: registry.EventRegistered, Key: k})
 		}
 	}
-	if err := st.markLatest(ctx, touched); err != nil {
-		return nil, err
+	if err := st.indexRecords(ctx, created); err != nil {
+		return nil, fmt.Errorf("put %d records into sqlite database %s: %w", len(recs), s.path, err)
+	}
+	if err := st.markLatest(ctx, created); err != nil {
+		return nil, fmt.Errorf("put %d records into sqlite database %s: %w", len(recs), s.path, err)
 	}
 	if hook != nil {
 		if err := s.appendHook(ctx, tx, hook, func(i int) bool { return results[i].Created }); err != nil {
@@ -87,25 +92,23 @@ func prepareAll(recs []registry.Record) ([]write.Prepared, error) {
 	return preps, nil
 }
 
-// insertRecord inserts one version with its side tables and full-text
-// row, and reports whether it created it. A key that exists with the
-// same digest is a no-op (false); with another digest it is a conflict
-// that rolls back the whole batch.
-func (st *statements) insertRecord(ctx context.Context, p write.Prepared) (bool, error) {
+// insertRecord inserts one version's row and reports its id and whether
+// it created it; indexRecords and markLatest do the rest for all the
+// created rows at once. A key that exists with the same digest is a no-op
+// (false); with another digest it is a conflict that rolls back the whole
+// batch.
+func (st *statements) insertRecord(ctx context.Context, p write.Prepared) (int64, bool, error) {
 	k := p.Rec.Key
 	var id int64
 	err := st.insert.QueryRowContext(ctx, k.Scheme, k.Domain, k.Name, k.Version, p.VersionKey, p.Stability, p.Source,
 		p.Definition, p.Rec.Digest, p.Rec.TrustTier, formatTime(p.RegisteredAt)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, st.checkSameDigest(ctx, p.Rec)
+		return 0, false, st.checkSameDigest(ctx, p.Rec)
 	}
 	if err != nil {
-		return false, fmt.Errorf("put %s into sqlite database %s: %w", k, st.path, err)
+		return 0, false, fmt.Errorf("put %s into sqlite database %s: %w", k, st.path, err)
 	}
-	if err := st.indexRecord(ctx, id, p); err != nil {
-		return false, err
-	}
-	return true, nil
+	return id, true, nil
 }
 
 // checkSameDigest returns a *registry.ConflictError when r's key is
@@ -121,81 +124,43 @@ func (st *statements) checkSameDigest(ctx context.Context, r registry.Record) er
 	return nil
 }
 
-// indexRecord fills the side tables and the full-text row of the version
-// just inserted as id.
-func (st *statements) indexRecord(ctx context.Context, id int64, p write.Prepared) error {
-	k := p.Rec.Key
-	for _, side := range []struct {
-		stmt   *sql.Stmt
-		values []string
-	}{{st.domain, p.Domains}, {st.category, p.Categories}, {st.intent, p.Intents}, {st.binding, p.Bindings}} {
-		for _, v := range side.values {
-			if _, err := side.stmt.ExecContext(ctx, id, v); err != nil {
-				return fmt.Errorf("put %s: index %q: %w", k, v, err)
-			}
-		}
-	}
-	f := p.FTS
-	if _, err := st.fts.ExecContext(ctx, id, f.Name, f.Title, f.Description, f.Keywords, f.Intents, f.Domains, f.Categories); err != nil {
-		return fmt.Errorf("put %s: full-text index: %w", k, err)
-	}
-	return nil
-}
-
-// markLatest recomputes the latest version, and the latest-only full-text
-// index, of each capability in caps.
-func (st *statements) markLatest(ctx context.Context, caps map[registry.Key]bool) error {
-	for c := range caps {
-		for _, stmt := range []*sql.Stmt{st.latest, st.ftsLatestDelete, st.ftsLatestInsert} {
-			if _, err := stmt.ExecContext(ctx, c.Scheme, c.Domain, c.Name); err != nil {
-				return fmt.Errorf("put: mark the latest version of %s:%s/%s: %w", c.Scheme, c.Domain, c.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
-// statements are the statements Put runs for each record: the writer's,
-// prepared once (Store.put), or those bound to one transaction (in).
+// statements are the statements Put runs: the writer's, prepared once
+// (Store.put), or those bound to one transaction (in).
 type statements struct {
-	path                                                           string // the database, for messages
-	insert, digest, domain, category, intent, binding, fts, latest *sql.Stmt
-	ftsLatestDelete, ftsLatestInsert                               *sql.Stmt
+	path           string // the database, for messages
+	insert, digest *sql.Stmt
+	// rows[t][b] inserts 1<<b rows into the table of rowHeads[t].
+	rows [len(rowHeads)][maxRowsBits + 1]*sql.Stmt
+	// latest are markLatest's statements, by latestSQL's order.
+	latest [len(latestSQL)]*sql.Stmt
+	tx     *sql.Tx // in a transaction: what exec binds the statements to
 }
 
 // prepare prepares the statements on the writer, once (Open): modernc.org/sqlite
 // would otherwise parse each statement's SQL in every transaction.
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 	st.close() // from an attempt of Open that failed after it
-	for _, p := range []struct {
+	type prep struct {
 		dst **sql.Stmt
 		sql string
-	}{
+	}
+	list := []prep{
 		{&st.insert, `INSERT INTO capabilities (scheme, domain, name, version, version_key, stability, source, definition, digest, trust_tier, registered_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (scheme, domain, name, version) DO NOTHING
 			RETURNING id`},
 		{&st.digest, `SELECT digest FROM capabilities WHERE scheme = ? AND domain = ? AND name = ? AND version = ?`},
-		{&st.domain, `INSERT OR IGNORE INTO capability_domains (capability_id, domain) VALUES (?, ?)`},
-		{&st.category, `INSERT OR IGNORE INTO capability_categories (capability_id, category) VALUES (?, ?)`},
-		{&st.intent, `INSERT OR IGNORE INTO capability_intents (capability_id, intent) VALUES (?, ?)`},
-		{&st.binding, `INSERT OR IGNORE INTO capability_bindings (capability_id, binding_type) VALUES (?, ?)`},
-		{&st.fts, `INSERT INTO capabilities_fts (rowid, name, title, description, keywords, intents, domains, categories) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
-		// The highest version by precedence (then by version text, for
-		// versions differing only in build metadata) is the latest.
-		{&st.latest, `UPDATE capabilities AS c
-			SET is_latest = (c.id = (SELECT h.id FROM capabilities h
-				WHERE h.scheme = c.scheme AND h.domain = c.domain AND h.name = c.name
-				ORDER BY h.version_key DESC, h.version DESC LIMIT 1))
-			WHERE c.scheme = ?1 AND c.domain = ?2 AND c.name = ?3`},
-		// The latest-only full-text index follows is_latest.
-		{&st.ftsLatestDelete, `DELETE FROM capabilities_fts_latest WHERE rowid IN
-			(SELECT id FROM capabilities WHERE scheme = ?1 AND domain = ?2 AND name = ?3)`},
-		{&st.ftsLatestInsert, `INSERT INTO capabilities_fts_latest (rowid, name, title, description, keywords, intents, domains, categories)
-			SELECT f.rowid, f.name, f.title, f.description, f.keywords, f.intents, f.domains, f.categories
-			FROM capabilities c JOIN capabilities_fts f ON f.rowid = c.id
-			WHERE c.scheme = ?1 AND c.domain = ?2 AND c.name = ?3 AND c.is_latest = 1`},
-	} {
+	}
+	for t, h := range rowHeads {
+		row := "(?" + strings.Repeat(", ?", h.width-1) + ")"
+		for b := range st.rows[t] {
+			list = append(list, prep{&st.rows[t][b], h.sql + row + strings.Repeat(", "+row, 1<<b-1)})
+		}
+	}
+	for i, q := range latestSQL {
+		list = append(list, prep{&st.latest[i], q})
+	}
+	for _, p := range list {
 		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			st.close()
@@ -210,19 +175,45 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 // whose one connection they are already prepared). Close them before tx
 // ends.
 func (st *statements) in(ctx context.Context, tx *sql.Tx) *statements {
-	out := &statements{path: st.path}
-	for _, p := range []struct{ dst, src **sql.Stmt }{
-		{&out.insert, &st.insert}, {&out.digest, &st.digest}, {&out.domain, &st.domain}, {&out.category, &st.category},
-		{&out.intent, &st.intent}, {&out.binding, &st.binding}, {&out.fts, &st.fts}, {&out.latest, &st.latest},
-		{&out.ftsLatestDelete, &st.ftsLatestDelete}, {&out.ftsLatestInsert, &st.ftsLatestInsert},
-	} {
-		*p.dst = tx.StmtContext(ctx, *p.src)
-	}
-	return out
+	out := *st
+	out.insert, out.digest, out.tx = tx.StmtContext(ctx, st.insert), tx.StmtContext(ctx, st.digest), tx
+	return &out
 }
 
+// exec runs one of the writer's prepared statements in the transaction.
+func (st *statements) exec(ctx context.Context, stmt *sql.Stmt, args ...any) error {
+	s := st.tx.StmtContext(ctx, stmt)
+	defer s.Close()
+	_, err := s.ExecContext(ctx, args...)
+	return err
+}
+
+// query is exec for a statement that returns rows.
+func (st *statements) query(ctx context.Context, stmt *sql.Stmt, args ...any) (*sql.Rows, func(), error) {
+	s := st.tx.StmtContext(ctx, stmt)
+	rows, err := s.QueryContext(ctx, args...)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return rows, func() { rows.Close(); s.Close() }, nil
+}
+
+// close closes the statements: the writer's (Open's, at Close) or those
+// bound to a transaction (in's, only insert and digest).
 func (st *statements) close() {
-	for _, s := range []**sql.Stmt{&st.insert, &st.digest, &st.domain, &st.category, &st.intent, &st.binding, &st.fts, &st.latest, &st.ftsLatestDelete, &st.ftsLatestInsert} {
+	list := []**sql.Stmt{&st.insert, &st.digest}
+	if st.tx == nil {
+		for t := range st.rows {
+			for b := range st.rows[t] {
+				list = append(list, &st.rows[t][b])
+			}
+		}
+		for i := range st.latest {
+			list = append(list, &st.latest[i])
+		}
+	}
+	for _, s := range list {
 		if *s != nil {
 			(*s).Close()
 			*s = nil
@@ -258,6 +249,33 @@ func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]re
 		return nil, fmt.Errorf("list versions of %s:%s/%s in sqlite database %s: %w", scheme, domain, name, s.path, err)
 	}
 	return out, nil
+}
+
+// VersionsOf returns the versions of many capabilities in one query; see
+// registry.Store.
+func (s *Store) VersionsOf(ctx context.Context, caps []registry.Key) ([][]registry.Record, error) {
+	if len(caps) == 0 {
+		return [][]registry.Record{}, nil
+	}
+	names := make([][3]string, len(caps))
+	for i, c := range caps {
+		names[i] = [3]string{c.Scheme, c.Domain, c.Name}
+	}
+	list, err := json.Marshal(names)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %d capabilities: %w", len(caps), err)
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+recordColumns+` FROM json_each(?) j
+		JOIN capabilities c ON c.scheme = j.value ->> 0 AND c.domain = j.value ->> 1 AND c.name = j.value ->> 2
+		ORDER BY c.scheme, c.domain, c.name, c.version_key, c.version`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %d capabilities in sqlite database %s: %w", len(caps), s.path, err)
+	}
+	recs, err := collect(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %d capabilities in sqlite database %s: %w", len(caps), s.path, err)
+	}
+	return read.GroupVersions(caps, recs), nil
 }
 
 // collect reads and closes rows of recordColumns. It returns an empty,

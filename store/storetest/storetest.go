@@ -39,6 +39,8 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"InvalidKeys", testInvalidKeys},
 		{"NotFound", testNotFound},
 		{"Versions", testVersions},
+		{"VersionsOf", testVersionsOf},
+		{"BatchLatest", testBatchLatest},
 		{"ListFilters", testListFilters},
 		{"ListPagination", testListPagination},
 		{"InvalidCursor", testInvalidCursor},

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/caphub/caphub/audit/chain"
+	"github.com/caphub/caphub/registry"
 )
 
 // PrefixEnd returns the least valid UTF-8 string greater than every string
@@ -105,4 +106,30 @@ func ScanAudit(ctx context.Context, list func(context.Context, chain.Filter) ([]
 		}
 		after = page[len(page)-1].Seq
 	}
+}
+
+// GroupVersions returns recs, every version of the capabilities caps
+// (keys without Version) ordered by capability and then precedence, as
+// VersionsOf answers: out[i] holds caps[i]'s versions, an empty slice when
+// it has none.
+func GroupVersions(caps []registry.Key, recs []registry.Record) [][]registry.Record {
+	byCap := make(map[registry.Key][]registry.Record, len(caps))
+	for start := 0; start < len(recs); {
+		k := recs[start].Key
+		k.Version = ""
+		end := start + 1
+		for end < len(recs) && recs[end].Key.Scheme == k.Scheme && recs[end].Key.Domain == k.Domain && recs[end].Key.Name == k.Name {
+			end++
+		}
+		byCap[k] = recs[start:end:end]
+		start = end
+	}
+	out := make([][]registry.Record, len(caps))
+	for i, c := range caps {
+		c.Version = ""
+		if out[i] = byCap[c]; out[i] == nil {
+			out[i] = []registry.Record{}
+		}
+	}
+	return out
 }
