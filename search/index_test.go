@@ -549,3 +549,24 @@ func TestExplainSaysAPluralWithoutAVerbAsksToRead(t *testing.T) {
 	}
 	t.Errorf("users_list_followers_for_user not found: %v", ids(res))
 }
+
+// "assign" finds the operation that adds assignees (Snowball stems
+// assignees to "assigne", apart from "assign").
+func TestAssignFindsAssignees(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "issues_add_assignees", Domain: "github", Title: "Add assignees to an issue", Description: "Adds up to 10 assignees to an issue.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/assignees"}}},
+		{Name: "issues_add_labels", Domain: "github", Title: "Add labels to an issue", Description: "Adds labels to an issue. An empty array of labels leaves the issue as it was.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/labels"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "assign an issue to a developer", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "github/issues_add_assignees" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("top 3 %q, want github/issues_add_assignees first", ids(res))
+	}
+}
