@@ -570,3 +570,24 @@ func TestAssignFindsAssignees(t *testing.T) {
 		t.Errorf("top 3 %q, want github/issues_add_assignees first", ids(res))
 	}
 }
+
+// "set a goal" creates one as often as it changes one: an operation that
+// creates it does what was asked, as one that updates it does.
+func TestSettingAThingMayCreateIt(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "create_goal", Domain: "asana", Title: "Create a goal", Description: "Creates a goal.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/goals"}}},
+		{Name: "replace_goal", Domain: "asana", Title: "Replace a goal", Description: "Replaces a goal in a workspace.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://app.asana.com/api/1.0/goals/{gid}"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "set a goal", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "asana/create_goal" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("top 3 %q, want asana/create_goal first", ids(res))
+	}
+}

@@ -58,8 +58,9 @@ var actionVerbs = func() map[string]string {
 var thingsToo = wordSet("message email alert")
 
 // alsoActions are other actions a verb may ask for: closing an issue or
-// archiving a card is an update of its state in most APIs.
-var alsoActions = map[string]string{"close": ActionUpdate, "archive": ActionUpdate, "cancel": ActionUpdate, "stop": ActionUpdate, "abort": ActionUpdate, "halt": ActionUpdate}
+// archiving a card is an update of its state in most APIs, and setting a
+// goal or a reminder creates one.
+var alsoActions = map[string]string{"set": ActionCreate, "close": ActionUpdate, "archive": ActionUpdate, "cancel": ActionUpdate, "stop": ActionUpdate, "abort": ActionUpdate, "halt": ActionUpdate}
 
 // readQuestions start a question, which asks to read ("which files did it
 // change", "is this user online").
