@@ -619,3 +619,14 @@ func TestTheObjectsLastWordIsWhatItActsOn(t *testing.T) {
 		t.Errorf("top 3 %q, want kubernetes/list_core_v1_node first", ids(res))
 	}
 }
+
+// A request that starts with a plural without an s ("people who …") names
+// things to read, as one that starts with "users who …" does.
+func TestAnIrregularPluralAsksToRead(t *testing.T) {
+	ix := fixture()
+	for _, q := range []string{"people who reported my mail as spam", "children of a page"} {
+		if got := ix.Search(Query{Text: q}).Action; got != ActionRead {
+			t.Errorf("%q: action %q, want %q", q, got, ActionRead)
+		}
+	}
+}
