@@ -630,3 +630,30 @@ func TestAnIrregularPluralAsksToRead(t *testing.T) {
 		}
 	}
 }
+
+// A hyphenated word of a query that the index or the synonyms know as one
+// word is read as one: "to-do" is a todo (a task), not two stop words.
+func TestAHyphenatedWordOfAQueryIsOneWord(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "create_task", Domain: "asana", Title: "Create a task", Description: "Creating a new task is as easy as POSTing to the /tasks endpoint.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/tasks"}}},
+		{Name: "create_project", Domain: "asana", Title: "Create a project", Description: "Create a new project in a workspace or team.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/projects"}}},
+		{Name: "get-current-user", Domain: "asana", Title: "Get the current user",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://app.asana.com/api/1.0/users/me"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "add a to-do", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "asana/create_task" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("add a to-do: top 3 %q, want asana/create_task first", ids(res))
+	}
+	// A hyphenated identifier the index does not know whole is its words.
+	if res := ix.Search(Query{Text: "get-current-user", Limit: 1}); len(res.Hits) == 0 || res.Hits[0].ID != "asana/get-current-user" {
+		t.Errorf("get-current-user: top %q, want asana/get-current-user", ids(res))
+	}
+}

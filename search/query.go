@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -118,7 +119,7 @@ type plan struct {
 // analyse turns text into the terms to look for; the caller holds the read
 // lock.
 func (ix *Index) analyse(text string) plan {
-	a := analyser{ix: ix, words: Words(text), many: ManyUnknown}
+	a := analyser{ix: ix, words: Words(ix.joinHyphenated(text)), many: ManyUnknown}
 	if len(a.words) > maxQueryWords {
 		a.words = a.words[:maxQueryWords]
 	}
@@ -126,6 +127,26 @@ func (ix *Index) analyse(text string) plan {
 		a.word(i, w)
 	}
 	return a.finish()
+}
+
+// hyphenated is a word of prose written with hyphens (to-do, e-mail).
+var hyphenated = regexp.MustCompile(`\b[A-Za-z]+(?:-[A-Za-z]+)+\b`)
+
+// joinHyphenated writes a hyphenated word of a query as one word when the
+// index or the synonyms know it so ("to-do": todo, "e-mail": email), and
+// leaves it to be split into its words otherwise: in a query, "to-do" is
+// one word, not two stop words.
+func (ix *Index) joinHyphenated(text string) string {
+	if !strings.Contains(text, "-") {
+		return text
+	}
+	return hyphenated.ReplaceAllStringFunc(text, func(w string) string {
+		joined := strings.ToLower(strings.ReplaceAll(w, "-", ""))
+		if t := Stem(joined); len(ix.postings[t]) > 0 || len(synonyms[t]) > 0 {
+			return joined
+		}
+		return w
+	})
 }
 
 // analyser is analyse's state as it reads a query's words in order.
