@@ -657,3 +657,24 @@ func TestAHyphenatedWordOfAQueryIsOneWord(t *testing.T) {
 		t.Errorf("get-current-user: top %q, want asana/get-current-user", ids(res))
 	}
 }
+
+// Archiving a thing is an update of its state in most APIs (Trello's
+// closed cards, GitHub's archived repositories), before a deletion.
+func TestArchivingIsAnUpdateFirst(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "update_cards_closed_by_id_card", Domain: "trello", Title: "updateCardsClosedByIdCard()",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://api.trello.com/1/cards/{idCard}/closed"}}},
+		{Name: "delete_cards_by_id_card", Domain: "trello", Title: "deleteCardsByIdCard()",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.trello.com/1/cards/{idCard}"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "archive a trello card", Limit: 3, Explain: true})
+	if res.Action != ActionUpdate || len(res.Hits) == 0 || res.Hits[0].ID != "trello/update_cards_closed_by_id_card" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("action %q, top 3 %q; want %q and trello/update_cards_closed_by_id_card first", res.Action, ids(res), ActionUpdate)
+	}
+}
