@@ -592,34 +592,6 @@ func TestSettingAThingMayCreateIt(t *testing.T) {
 	}
 }
 
-// The thing an operation acts on is the last word of its object: "nodes"
-// asks for the nodes more than for the node pools.
-func TestTheObjectsLastWordIsWhatItActsOn(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
-		{Name: "kubernetes_list_node_pools", Domain: "digitalocean", Title: "List all node pools in a Kubernetes cluster", Description: "Lists all of the node pools in a Kubernetes cluster.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.digitalocean.com/v2/kubernetes/clusters/{cluster_id}/node_pools"}}},
-		{Name: "list_core_v1_node", Domain: "kubernetes", Title: "list or watch objects of kind Node", Description: "list or watch objects of kind Node",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://kubernetes.local/api/v1/nodes"}}},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
-	ix.mu.RLock()
-	p := ix.analyse("list the nodes")
-	ix.mu.RUnlock()
-	pool, node := &doc{object: interned([]string{"node", "pool"})}, &doc{object: interned([]string{"node"})}
-	if p.objectMatch(node) != 1 || p.objectMatch(pool) >= 1 {
-		t.Errorf("object match: node %.2f, node pool %.2f; want 1 and less", p.objectMatch(node), p.objectMatch(pool))
-	}
-	res := ix.Search(Query{Text: "list the nodes", Limit: 3, Explain: true})
-	if len(res.Hits) == 0 || res.Hits[0].ID != "kubernetes/list_core_v1_node" {
-		for _, h := range res.Hits {
-			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
-		}
-		t.Errorf("top 3 %q, want kubernetes/list_core_v1_node first", ids(res))
-	}
-}
-
 // A request that starts with a plural without an s ("people who …") names
 // things to read, as one that starts with "users who …" does.
 func TestAnIrregularPluralAsksToRead(t *testing.T) {

@@ -68,7 +68,6 @@ const (
 	objectBoost       = 0.5  // a document acting on a thing the query names
 	numberBoost       = 0.1  // a read of as many things as the query asks for
 	qualifierObject   = 0    // × when the query names it in a qualifying phrase
-	modifierObject    = 0.5  // × when it is not the last word of the object (the node of "node pool")
 	idfPower          = 0.6  // see idf
 	maxPrefixTerms    = 16
 	maxSuggestions    = 3
@@ -648,19 +647,14 @@ func coverageOf(want, found int) float64 {
 
 // objectMatch is how well the query names what document d acts on: the
 // weight of the best query term (its own words, their synonyms and related
-// words, not the verb's action) that is one of d's object terms, halved
-// when it is not the last (the head of a compound: a node pool is a pool),
-// 0 for none.
+// words, not the verb's action) that is one of d's object terms, 0 for none.
 func (p plan) objectMatch(d *doc) float64 {
 	best := 0.0
-	for i, o := range d.object {
+	for _, o := range d.object {
 		if ot, ok := p.object(o); ok {
 			w := ot.weight
 			if ot.qualifier {
 				w *= qualifierObject
-			}
-			if i < len(d.object)-1 {
-				w *= modifierObject
 			}
 			best = max(best, w)
 		}
