@@ -650,3 +650,39 @@ func TestArchivingIsAnUpdateFirst(t *testing.T) {
 		t.Errorf("action %q, top 3 %q; want %q and trello/update_cards_closed_by_id_card first", res.Action, ids(res), ActionUpdate)
 	}
 }
+
+// A word few documents have also looks for the words nearest in meaning:
+// "small" finds the smaller image of a file, in a catalog where one link
+// preview says "small".
+func TestARareWordAlsoLooksForRelatedWords(t *testing.T) {
+	ix := NewIndex()
+	for i := range 300 {
+		ix.Put(Doc{ID: fmt.Sprintf("box/get_folder_%d", i), Text: [numFields]string{FieldName: fmt.Sprintf("get folder %d", i), FieldTitle: "Get a folder", FieldDescription: "Returns a folder and the files in it."}})
+	}
+	for _, d := range []capability.Definition{
+		{Name: "get_files_id_thumbnail", Domain: "box", Title: "Get a file thumbnail", Description: "Returns a smaller image of a file.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.box.com/2.0/files/{file_id}/thumbnail"}}},
+		{Name: "get_files_id_content", Domain: "box", Title: "Get a file content", Description: "Returns the full image of a file.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.box.com/2.0/files/{file_id}/content"}}},
+		{Name: "chat_unfurl", Domain: "slack", Title: "Unfurl links", Description: "Shows small previews of links.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://slack.com/api/chat.unfurl"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "a small image of a file", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "box/get_files_id_thumbnail" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("top 3 %q, want box/get_files_id_thumbnail first", ids(res))
+	}
+	// A word many documents have does not.
+	ix.mu.RLock()
+	p := ix.analyse("a folder")
+	ix.mu.RUnlock()
+	for _, qt := range p.terms {
+		if qt.related {
+			t.Errorf("a folder: %q is looked for as a related word; a common word's related words are not", qt.term)
+		}
+	}
+}

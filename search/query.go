@@ -318,6 +318,14 @@ func (ix *Index) addWord(p *plan, add func(qterm), w, t string, last bool) {
 			syn = true
 		}
 	}
+	// A word few documents have, and no synonym, also looks for the
+	// words nearest in meaning, at half their weight: the catalog may say
+	// "thumbnail" where the query says "preview".
+	if known && !syn && len(ix.postings[t])*rareShare <= ix.live {
+		for _, r := range ix.vectorVocabulary().related(t) {
+			add(qterm{term: r.term, weight: rareRelatedWeight * relatedWeight * float64(r.sim), why: "related to " + w, related: true})
+		}
+	}
 	if known || syn {
 		return
 	}
