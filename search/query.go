@@ -319,41 +319,49 @@ func (ix *Index) addWord(p *plan, add func(qterm), w, t string, last bool) {
 		}
 	}
 	// A word few documents have, and no synonym, also looks for the
-	// words nearest in meaning, at half their weight: the catalog may say
-	// "thumbnail" where the query says "preview".
+	// words nearest in meaning, at part of their weight: the catalog may
+	// say "smaller" where the query says "small".
 	if known && !syn && len(ix.postings[t])*rareShare <= ix.live {
-		for _, r := range ix.vectorVocabulary().related(t) {
-			add(qterm{term: r.term, weight: rareRelatedWeight * relatedWeight * float64(r.sim), why: "related to " + w, related: true})
-		}
+		ix.addRelated(add, w, t, rareRelatedWeight)
 	}
-	if known || syn {
-		return
-	}
-	// A word no document has looks for the words nearest in meaning.
-	for _, r := range ix.vectorVocabulary().related(t) {
-		add(qterm{term: r.term, weight: relatedWeight * float64(r.sim), why: "related to " + w, related: true})
-		syn = true
-	}
-	if syn {
+	// A word no document has looks for them at their full weight.
+	if known || syn || ix.addRelated(add, w, t, 1) {
 		return
 	}
 	vocab := ix.vocabulary()
-	if last && len(t) >= 3 {
-		i := sort.SearchStrings(vocab, t)
-		n := 0
-		for ; i < len(vocab) && strings.HasPrefix(vocab[i], t) && n < maxPrefixTerms; i++ {
-			add(qterm{term: vocab[i], weight: prefixWeight, why: w + " begins it"})
-			n++
-		}
-		if n > 0 {
-			return
-		}
+	if last && ix.addPrefixed(add, vocab, w, t) {
+		return
 	}
 	near := ix.nearest(vocab, t, maxSuggestions)
 	p.unknown = append(p.unknown, Unknown{Word: w, DidYouMean: near})
 	if len(near) > 0 {
 		add(qterm{term: near[0], weight: suggestionWeight, why: "nearest known word to " + w})
 	}
+}
+
+// addPrefixed adds the known words that t, the term of the unfinished
+// query word w, begins, and reports whether there were any.
+func (ix *Index) addPrefixed(add func(qterm), vocab []string, w, t string) bool {
+	if len(t) < 3 {
+		return false
+	}
+	n := 0
+	for i := sort.SearchStrings(vocab, t); i < len(vocab) && strings.HasPrefix(vocab[i], t) && n < maxPrefixTerms; i++ {
+		add(qterm{term: vocab[i], weight: prefixWeight, why: w + " begins it"})
+		n++
+	}
+	return n > 0
+}
+
+// addRelated adds the words of the index nearest in meaning to t, the
+// term of the query word w, at scale × their weight, and reports whether
+// there were any.
+func (ix *Index) addRelated(add func(qterm), w, t string, scale float64) bool {
+	rs := ix.vectorVocabulary().related(t)
+	for _, r := range rs {
+		add(qterm{term: r.term, weight: scale * relatedWeight * float64(r.sim), why: "related to " + w, related: true})
+	}
+	return len(rs) > 0
 }
 
 // Search ranks the documents for q.
