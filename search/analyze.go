@@ -108,7 +108,10 @@ func appendTerms(out []string, w string) []string {
 }
 
 // Stem is the English Snowball stem of a lower-case word; words of digits
-// and words of two letters or fewer are kept as they are.
+// and words of two letters or fewer are kept as they are. A person named
+// for what is done to them (assignee, invitee, trustee) stems as the verb
+// does: Snowball keeps "assigne" apart from "assign", so that "assign a
+// ticket" never found the operation that adds assignees.
 func Stem(w string) string {
 	if len(w) <= 2 || w[0] >= '0' && w[0] <= '9' {
 		return w
@@ -121,7 +124,11 @@ func Stem(w string) string {
 	}
 	// The cache keeps its own copy: w can be a slice of a large text.
 	w = strings.Clone(w)
-	s = english.Stem(w, true)
+	if base := strings.TrimSuffix(w, "s"); strings.HasSuffix(base, "ee") && len(base) >= minEeBase+2 {
+		s = english.Stem(base[:len(base)-2], true)
+	} else {
+		s = english.Stem(w, true)
+	}
 	stems.mu.Lock()
 	if len(stems.m) >= maxCachedStems {
 		clear(stems.m)
@@ -139,6 +146,10 @@ var stems = struct {
 }{m: map[string]string{}}
 
 const maxCachedStems = 1 << 16
+
+// minEeBase is the shortest verb Stem reads in a word ending in -ee: not
+// the "thr" of three or the "agr" of agree.
+const minEeBase = 4
 
 // stopWords are left out of both documents and queries: PostgreSQL's
 // english stop words, which carry no meaning for a search, but for "me"

@@ -56,3 +56,18 @@ func FuzzWords(f *testing.F) {
 		}
 	})
 }
+
+// A person named for what is done to them stems as the verb: "assign"
+// finds assignees, "invite" invitees; short words ending in -ee are kept.
+func TestAPersonEndingInEeStemsAsTheVerb(t *testing.T) {
+	for word, verb := range map[string]string{"assignees": "assign", "assignee": "assigning", "invitees": "invite", "trustee": "trust"} {
+		if a, b := Stem(word), Stem(verb); a != b {
+			t.Errorf("Stem(%q) = %q, Stem(%q) = %q: want the same", word, a, verb, b)
+		}
+	}
+	for _, w := range []string{"three", "agree", "free"} {
+		if got := Stem(w); len(got) < len(w)-1 {
+			t.Errorf("Stem(%q) = %q: a short word ending in -ee lost its ending", w, got)
+		}
+	}
+}

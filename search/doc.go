@@ -99,10 +99,13 @@ func manyOf(def *capability.Definition) Many {
 }
 
 // plural reports whether the word w looks like a plural (commits,
-// repositories; not status, address, analysis).
+// repositories, people; not status, address, analysis).
 func plural(w string) bool {
-	return len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is")
+	return irregularPlurals[w] || len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is")
 }
+
+// irregularPlurals are plurals without an s.
+var irregularPlurals = wordSet("people children men women criteria")
 
 // formats are the file extensions a path may end with, which name the
 // format of the answer, not a thing.

@@ -3,7 +3,8 @@
 // rare it is (BM25F over weighted fields, each with its own length
 // normalisation), identifiers split into words, English stems, the verb's
 // kind of operation understood, general synonyms, for a word no capability
-// has the words nearest to it in meaning (English word vectors from GloVe,
+// has (and, at less weight, for a rare one) the words nearest to it in
+// meaning (English word vectors from GloVe,
 // package search/internal/wordvec), and a "did you mean" for words with
 // none. Past the words, a document ranks higher when it acts on the thing
 // the request names (its path's last resource), does what the request's

@@ -549,3 +549,140 @@ func TestExplainSaysAPluralWithoutAVerbAsksToRead(t *testing.T) {
 	}
 	t.Errorf("users_list_followers_for_user not found: %v", ids(res))
 }
+
+// "assign" finds the operation that adds assignees (Snowball stems
+// assignees to "assigne", apart from "assign").
+func TestAssignFindsAssignees(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "issues_add_assignees", Domain: "github", Title: "Add assignees to an issue", Description: "Adds up to 10 assignees to an issue.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/assignees"}}},
+		{Name: "issues_add_labels", Domain: "github", Title: "Add labels to an issue", Description: "Adds labels to an issue. An empty array of labels leaves the issue as it was.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/labels"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "assign an issue to a developer", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "github/issues_add_assignees" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("top 3 %q, want github/issues_add_assignees first", ids(res))
+	}
+}
+
+// "set a goal" creates one as often as it changes one: an operation that
+// creates it does what was asked, as one that updates it does.
+func TestSettingAThingMayCreateIt(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "create_goal", Domain: "asana", Title: "Create a goal", Description: "Creates a goal.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/goals"}}},
+		{Name: "replace_goal", Domain: "asana", Title: "Replace a goal", Description: "Replaces a goal in a workspace.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://app.asana.com/api/1.0/goals/{gid}"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "set a goal", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "asana/create_goal" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("top 3 %q, want asana/create_goal first", ids(res))
+	}
+}
+
+// A request that starts with a plural without an s ("people who …") names
+// things to read, as one that starts with "users who …" does.
+func TestAnIrregularPluralAsksToRead(t *testing.T) {
+	ix := fixture()
+	for _, q := range []string{"people who reported my mail as spam", "children of a page"} {
+		if got := ix.Search(Query{Text: q}).Action; got != ActionRead {
+			t.Errorf("%q: action %q, want %q", q, got, ActionRead)
+		}
+	}
+}
+
+// A hyphenated word of a query that the index or the synonyms know as one
+// word is read as one: "to-do" is a todo (a task), not two stop words.
+func TestAHyphenatedWordOfAQueryIsOneWord(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "create_task", Domain: "asana", Title: "Create a task", Description: "Creating a new task is as easy as POSTing to the /tasks endpoint.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/tasks"}}},
+		{Name: "create_project", Domain: "asana", Title: "Create a project", Description: "Create a new project in a workspace or team.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/projects"}}},
+		{Name: "get-current-user", Domain: "asana", Title: "Get the current user",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://app.asana.com/api/1.0/users/me"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "add a to-do", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "asana/create_task" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("add a to-do: top 3 %q, want asana/create_task first", ids(res))
+	}
+	// A hyphenated identifier the index does not know whole is its words.
+	if res := ix.Search(Query{Text: "get-current-user", Limit: 1}); len(res.Hits) == 0 || res.Hits[0].ID != "asana/get-current-user" {
+		t.Errorf("get-current-user: top %q, want asana/get-current-user", ids(res))
+	}
+}
+
+// Archiving a thing is an update of its state in most APIs (Trello's
+// closed cards, GitHub's archived repositories), before a deletion.
+func TestArchivingIsAnUpdateFirst(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "update_cards_closed_by_id_card", Domain: "trello", Title: "updateCardsClosedByIdCard()",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://api.trello.com/1/cards/{idCard}/closed"}}},
+		{Name: "delete_cards_by_id_card", Domain: "trello", Title: "deleteCardsByIdCard()",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.trello.com/1/cards/{idCard}"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "archive a trello card", Limit: 3, Explain: true})
+	if res.Action != ActionUpdate || len(res.Hits) == 0 || res.Hits[0].ID != "trello/update_cards_closed_by_id_card" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("action %q, top 3 %q; want %q and trello/update_cards_closed_by_id_card first", res.Action, ids(res), ActionUpdate)
+	}
+}
+
+// A word few documents have also looks for the words nearest in meaning:
+// "small" finds the smaller image of a file, in a catalog where one link
+// preview says "small".
+func TestARareWordAlsoLooksForRelatedWords(t *testing.T) {
+	ix := NewIndex()
+	for i := range 300 {
+		ix.Put(Doc{ID: fmt.Sprintf("box/get_folder_%d", i), Text: [numFields]string{FieldName: fmt.Sprintf("get folder %d", i), FieldTitle: "Get a folder", FieldDescription: "Returns a folder and the files in it."}})
+	}
+	for _, d := range []capability.Definition{
+		{Name: "get_files_id_thumbnail", Domain: "box", Title: "Get a file thumbnail", Description: "Returns a smaller image of a file.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.box.com/2.0/files/{file_id}/thumbnail"}}},
+		{Name: "get_files_id_content", Domain: "box", Title: "Get a file content", Description: "Returns the full image of a file.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.box.com/2.0/files/{file_id}/content"}}},
+		{Name: "chat_unfurl", Domain: "slack", Title: "Unfurl links", Description: "Shows small previews of links.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://slack.com/api/chat.unfurl"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	res := ix.Search(Query{Text: "a small image of a file", Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "box/get_files_id_thumbnail" {
+		for _, h := range res.Hits {
+			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+		}
+		t.Errorf("top 3 %q, want box/get_files_id_thumbnail first", ids(res))
+	}
+	// A word many documents have does not.
+	ix.mu.RLock()
+	p := ix.analyse("a folder")
+	ix.mu.RUnlock()
+	for _, qt := range p.terms {
+		if qt.related {
+			t.Errorf("a folder: %q is looked for as a related word; a common word's related words are not", qt.term)
+		}
+	}
+}

@@ -40,8 +40,8 @@ var actionVerbs = func() map[string]string {
 	for action, verbs := range map[string]string{
 		ActionCreate: "create add new make open start post insert register submit raise write generate build launch begin spawn put",
 		ActionRead:   "get show list read fetch view see display retrieve return download describe inspect lookup load browse enumerate count check",
-		ActionUpdate: "update change edit set modify patch rename replace move edit toggle adjust alter enable disable mark assign configure",
-		ActionDelete: "delete remove cancel stop abort halt drop destroy erase purge revoke clear unregister close archive discard kill terminate uninstall detach unset forget wipe scrap",
+		ActionUpdate: "update change edit set modify patch rename replace move edit toggle adjust alter enable disable mark assign configure archive",
+		ActionDelete: "delete remove cancel stop abort halt drop destroy erase purge revoke clear unregister close discard kill terminate uninstall detach unset forget wipe scrap",
 		ActionSearch: "search find query filter seek locate match",
 		ActionNotify: "send notify message email alert ping tell announce broadcast dm",
 	} {
@@ -57,9 +57,10 @@ var actionVerbs = func() map[string]string {
 // thingsToo are verbs of an action that name a thing as often.
 var thingsToo = wordSet("message email alert")
 
-// alsoActions are other actions a verb may ask for: closing an issue or
-// archiving a card is an update of its state in most APIs.
-var alsoActions = map[string]string{"close": ActionUpdate, "archive": ActionUpdate, "cancel": ActionUpdate, "stop": ActionUpdate, "abort": ActionUpdate, "halt": ActionUpdate}
+// alsoActions are other actions a verb may ask for: closing an issue is an
+// update of its state in most APIs, setting a goal or a reminder creates
+// one, and archiving (an update of its state first) may delete.
+var alsoActions = map[string]string{"set": ActionCreate, "close": ActionUpdate, "archive": ActionDelete, "cancel": ActionUpdate, "stop": ActionUpdate, "abort": ActionUpdate, "halt": ActionUpdate}
 
 // readQuestions start a question, which asks to read ("which files did it
 // change", "is this user online").

@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -117,7 +118,7 @@ type plan struct {
 // analyse turns text into the terms to look for; the caller holds the read
 // lock.
 func (ix *Index) analyse(text string) plan {
-	a := analyser{ix: ix, words: Words(text), many: ManyUnknown}
+	a := analyser{ix: ix, words: Words(ix.joinHyphenated(text)), many: ManyUnknown}
 	if len(a.words) > maxQueryWords {
 		a.words = a.words[:maxQueryWords]
 	}
@@ -125,6 +126,26 @@ func (ix *Index) analyse(text string) plan {
 		a.word(i, w)
 	}
 	return a.finish()
+}
+
+// hyphenated is a word of prose written with hyphens (to-do, e-mail).
+var hyphenated = regexp.MustCompile(`\b[A-Za-z]+(?:-[A-Za-z]+)+\b`)
+
+// joinHyphenated writes a hyphenated word of a query as one word when the
+// index or the synonyms know it so ("to-do": todo, "e-mail": email), and
+// leaves it to be split into its words otherwise: in a query, "to-do" is
+// one word, not two stop words.
+func (ix *Index) joinHyphenated(text string) string {
+	if !strings.Contains(text, "-") {
+		return text
+	}
+	return hyphenated.ReplaceAllStringFunc(text, func(w string) string {
+		joined := strings.ToLower(strings.ReplaceAll(w, "-", ""))
+		if t := Stem(joined); len(ix.postings[t]) > 0 || len(synonyms[t]) > 0 {
+			return joined
+		}
+		return w
+	})
 }
 
 // analyser is analyse's state as it reads a query's words in order.
@@ -297,34 +318,50 @@ func (ix *Index) addWord(p *plan, add func(qterm), w, t string, last bool) {
 			syn = true
 		}
 	}
-	if known || syn {
-		return
+	// A word few documents have, and no synonym, also looks for the
+	// words nearest in meaning, at part of their weight: the catalog may
+	// say "smaller" where the query says "small".
+	if known && !syn && len(ix.postings[t])*rareShare <= ix.live {
+		ix.addRelated(add, w, t, rareRelatedWeight)
 	}
-	// A word no document has looks for the words nearest in meaning.
-	for _, r := range ix.vectorVocabulary().related(t) {
-		add(qterm{term: r.term, weight: relatedWeight * float64(r.sim), why: "related to " + w, related: true})
-		syn = true
-	}
-	if syn {
+	// A word no document has looks for them at their full weight.
+	if known || syn || ix.addRelated(add, w, t, 1) {
 		return
 	}
 	vocab := ix.vocabulary()
-	if last && len(t) >= 3 {
-		i := sort.SearchStrings(vocab, t)
-		n := 0
-		for ; i < len(vocab) && strings.HasPrefix(vocab[i], t) && n < maxPrefixTerms; i++ {
-			add(qterm{term: vocab[i], weight: prefixWeight, why: w + " begins it"})
-			n++
-		}
-		if n > 0 {
-			return
-		}
+	if last && ix.addPrefixed(add, vocab, w, t) {
+		return
 	}
 	near := ix.nearest(vocab, t, maxSuggestions)
 	p.unknown = append(p.unknown, Unknown{Word: w, DidYouMean: near})
 	if len(near) > 0 {
 		add(qterm{term: near[0], weight: suggestionWeight, why: "nearest known word to " + w})
 	}
+}
+
+// addPrefixed adds the known words that t, the term of the unfinished
+// query word w, begins, and reports whether there were any.
+func (ix *Index) addPrefixed(add func(qterm), vocab []string, w, t string) bool {
+	if len(t) < 3 {
+		return false
+	}
+	n := 0
+	for i := sort.SearchStrings(vocab, t); i < len(vocab) && strings.HasPrefix(vocab[i], t) && n < maxPrefixTerms; i++ {
+		add(qterm{term: vocab[i], weight: prefixWeight, why: w + " begins it"})
+		n++
+	}
+	return n > 0
+}
+
+// addRelated adds the words of the index nearest in meaning to t, the
+// term of the query word w, at scale × their weight, and reports whether
+// there were any.
+func (ix *Index) addRelated(add func(qterm), w, t string, scale float64) bool {
+	rs := ix.vectorVocabulary().related(t)
+	for _, r := range rs {
+		add(qterm{term: r.term, weight: scale * relatedWeight * float64(r.sim), why: "related to " + w, related: true})
+	}
+	return len(rs) > 0
 }
 
 // Search ranks the documents for q.

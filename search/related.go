@@ -17,6 +17,11 @@ const (
 	relatedMin    = 0.5  // the least cosine similarity of a related word
 	relatedMax    = 4    // related words per query word
 	relatedWeight = 0.55 // × the similarity: the weight of a related word
+	// A word the query has that is in at most one document in rareShare
+	// also looks for its related words, at rareRelatedWeight × their
+	// weight.
+	rareShare         = 256
+	rareRelatedWeight = 0.5
 	// relatedSignBits is how many of the dimensions' signs two vectors
 	// may disagree on and still be compared in full: a vector within
 	// relatedMin of another disagrees on about a third of them, so the

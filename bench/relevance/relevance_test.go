@@ -45,19 +45,23 @@ import (
 //	holdout.yaml  0.450          0.633          0.516          before its object asks to write, a read of one or of
 //	holdout2.yaml 0.315          0.609          0.433          many, a plural without a verb asks to read, stop →
 //	holdout3.yaml 0.420          0.760          0.563          cancel, a path's .json dropped, the API named ×2
+//	queries.yaml  0.500          0.757          0.603          assignee stems as assign, set may create, archive
+//	holdout.yaml  0.450          0.633          0.518          updates first, irregular plurals, a query's to-do is
+//	holdout2.yaml 0.337          0.609          0.451          one word, a rare word's related words at half weight
+//	holdout3.yaml 0.440          0.780          0.581
 const (
 	floorTuningRecall1   = 0.49
-	floorTuningRecall5   = 0.73
-	floorTuningMRR       = 0.59
+	floorTuningRecall5   = 0.75
+	floorTuningMRR       = 0.60
 	floorHoldoutRecall1  = 0.44
 	floorHoldoutRecall5  = 0.62
 	floorHoldoutMRR      = 0.50
-	floorHoldout2Recall1 = 0.30
+	floorHoldout2Recall1 = 0.33
 	floorHoldout2Recall5 = 0.60
-	floorHoldout2MRR     = 0.42
-	floorHoldout3Recall1 = 0.40
-	floorHoldout3Recall5 = 0.74
-	floorHoldout3MRR     = 0.55
+	floorHoldout2MRR     = 0.45
+	floorHoldout3Recall1 = 0.43
+	floorHoldout3Recall5 = 0.77
+	floorHoldout3MRR     = 0.58
 )
 
 // maxStoreDisagreements bounds the queries whose top 5 differs between
