@@ -163,9 +163,22 @@ const scenarios = {
     await shot('diff');
     await page.evaluate(() => window.scrollTo(0, document.getElementById('h-versions').getBoundingClientRect().top + window.scrollY - 16));
     await shot('readme-diff', { fullPage: false });
+    // Two quick changes, the first answered last (as by a loaded server):
+    // the page shows the comparison asked last, not the answer that came
+    // last (it did, under load: a CI run saw 2.0.0 against itself).
+    let stale = null;
+    await page.route(/\/diff\?from=2\.0\.0&to=2\.0\.0/, (route) => {
+      stale = new Promise((r) => setTimeout(r, 1000)).then(() => route.continue()).catch(() => {});
+    });
     await page.selectOption('#diff-from', '2.0.0');
     await page.selectOption('#diff-to', '1.0.0');
     await page.locator('#diff-result .bad-text').waitFor();
+    if (stale) {
+      const answered = page.waitForResponse((r) => r.url().includes('from=2.0.0&to=2.0.0'), { timeout: 5000 }).catch(() => null);
+      await stale;
+      if (await answered) await page.waitForTimeout(300);
+    }
+    await page.unroute(/\/diff\?from=2\.0\.0&to=2\.0\.0/);
     report.checks.backwards = await text('#diff-result');
     await page.setViewportSize({ width: 390, height: 844 });
     report.checks.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);

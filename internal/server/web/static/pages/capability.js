@@ -100,13 +100,19 @@ export async function render(root, route, ctx) {
     const from = h('select', { id: 'diff-from' }, opts(versions[idx > 0 ? idx - 1 : 0].version));
     const to = h('select', { id: 'diff-to' }, opts(versions[idx > 0 ? idx : 1].version));
     const out = h('div', { id: 'diff-result', 'aria-live': 'polite' });
+    // One comparison at a time: changing both versions quickly must show
+    // the last one asked, not whichever answer came last.
+    let controller = null;
     const run = async () => {
+      if (controller) controller.abort();
+      const mine = new AbortController();
+      controller = mine;
       out.replaceChildren(ctx.ui.loading('Comparing…'));
       try {
-        const d = await ctx.api.get(`${base}/diff`, { from: from.value, to: to.value, ...sq });
-        out.replaceChildren(diffView(d));
+        const d = await ctx.api.get(`${base}/diff`, { from: from.value, to: to.value, ...sq }, { signal: mine.signal });
+        if (controller === mine) out.replaceChildren(diffView(d));
       } catch (e) {
-        out.replaceChildren(ctx.ui.errorBox(e));
+        if (controller === mine && !(e && e.name === 'AbortError')) out.replaceChildren(ctx.ui.errorBox(e));
       }
     };
     from.addEventListener('change', run);
