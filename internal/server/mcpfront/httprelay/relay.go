@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/wire"
@@ -32,6 +33,16 @@ type Relay struct {
 	env *relay.Env
 	// upstream carries the requests to every upstream.
 	upstream *http.Transport
+	// HeaderDelay is how long SSE bytes that need not go at once are held
+	// (headerDelay when 0); set it before the relay serves.
+	HeaderDelay time.Duration
+}
+
+func (rl *Relay) headerDelay() time.Duration {
+	if rl.HeaderDelay > 0 {
+		return rl.HeaderDelay
+	}
+	return headerDelay
 }
 
 // New returns the HTTP relay of a front.
