@@ -209,7 +209,7 @@ func (s *Session) copyHeaders(w http.ResponseWriter, resp *http.Response) {
 			h[k] = v
 		}
 	}
-	h.Set(headerSessionID, s.id) // the client's id for the session, whatever the upstream's
+	h[headerSessionID] = s.idHeader // the client's id for the session, whatever the upstream's
 }
 
 // relayFailure answers a request the upstream refused or failed. An
