@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -694,4 +695,116 @@ func TestCallerAndApproval(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRelayOneWritePerCall checks that the answer to a tools/call reaches
+// the client in one write to its connection: the event that answers the
+// POST's last call is held for the end of the upstream's stream, and sent
+// with it (and with the headers), not flushed on its own first. The delay
+// that bounds the hold is an hour here, so the count depends on no timing.
+func TestRelayOneWritePerCall(t *testing.T) {
+	e, _, _ := relayEnv(t, Options{}, nil, nil)
+	e.front.http.HeaderDelay = time.Hour
+	var writes atomic.Int64
+	url := serveFront(t, e.front, func(s *httptest.Server) {
+		s.Listener = &countingListener{Listener: s.Listener, writes: &writes}
+	})
+	c := &raw{t: t, url: url + "/mcp/servers/up"}
+	c.initialize("2025-06-18")
+	for i := range 3 {
+		before := writes.Load()
+		resp, body := c.do(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, 10+i))
+		n := writes.Load() - before
+		if got := messages(t, resp, body)[fmt.Sprint(10+i)].text(); got != "echo: x" {
+			t.Fatalf("call %d: answer %q (%s), want echo: x", i, got, body)
+		}
+		if n != 1 {
+			t.Errorf("call %d took %d writes to the client's connection, want 1", i, n)
+		}
+	}
+	if recs := e.hooks.records(); len(recs) != 3 {
+		t.Errorf("%d calls recorded, want 3", len(recs))
+	}
+}
+
+// countingListener counts the writes to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, writes: l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestRelayHeldAnswerReachesClient checks that the answer to a POST's last
+// call reaches the client though the upstream keeps the stream open after
+// it: what the relay holds for the stream's end goes out after
+// headerDelay all the same.
+func TestRelayHeldAnswerReachesClient(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		w.Header().Set("Mcp-Session-Id", "up-1")
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"open","version":"1"}}}`, m.ID)
+		case "tools/call":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"held\"}]}}\n\n", m.ID)
+			w.(http.Flusher).Flush()
+			select { // the stream stays open
+			case <-release:
+			case <-r.Context().Done():
+			}
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer up.Close()
+	servers := savedServers{"open": {Name: "open", Transport: mcpconn.TransportHTTP, URL: up.URL}}
+	hooks := &recorder{}
+	front := New(servers, hooks, Options{Version: "test", Log: testLog()})
+	c := &raw{t: t, url: serveFront(t, front, nil) + "/mcp/servers/open"}
+	c.initialize("2025-06-18")
+	req, _ := http.NewRequestWithContext(timeout(t), http.MethodPost, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"held"`) {
+			if recs := hooks.records(); len(recs) != 1 || recs[0].Code != "" {
+				t.Errorf("records = %+v, want the call's success", recs)
+			}
+			return
+		}
+	}
+	t.Fatalf("the answer never came while the upstream kept its stream open: %v", sc.Err())
 }

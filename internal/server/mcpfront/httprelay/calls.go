@@ -36,11 +36,8 @@ func (s *Session) authorize(ctx context.Context, hdr http.Header, m *wire.Msg) (
 	if !ok {
 		return nil, errorResponse(m.ID, jsonrpc.CodeInvalidParams, "tools/call needs params with the name of the tool to call")
 	}
-	var p struct {
-		Meta map[string]any `json:"_meta"`
-	}
-	_ = json.Unmarshal(m.Params, &p) // wire.ParseBody checked it is JSON; a _meta that is not an object carries no approval
-	call, denied := s.rl.env.Authorize(relay.WithApproval(ctx, hdr, p.Meta), s.name, name, args)
+	// A _meta that is not an object carries no approval.
+	call, denied := s.rl.env.Authorize(relay.WithApproval(ctx, hdr, wire.CallMeta(m.Params)), s.name, name, args)
 	if denied != "" {
 		return nil, resultResponse(m.ID, relay.RefusedResult(denied))
 	}

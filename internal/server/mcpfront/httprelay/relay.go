@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/relay"
 	"github.com/caphub/caphub/internal/server/mcpfront/internal/wire"
@@ -32,11 +33,24 @@ type Relay struct {
 	env *relay.Env
 	// upstream carries the requests to every upstream.
 	upstream *http.Transport
+	// userAgent is the User-Agent header of every upstream request, made
+	// once: header values are shared, never changed.
+	userAgent []string
+	// HeaderDelay is how long SSE bytes that need not go at once are held
+	// (headerDelay when 0); set it before the relay serves.
+	HeaderDelay time.Duration
+}
+
+func (rl *Relay) headerDelay() time.Duration {
+	if rl.HeaderDelay > 0 {
+		return rl.HeaderDelay
+	}
+	return headerDelay
 }
 
 // New returns the HTTP relay of a front.
 func New(env *relay.Env) *Relay {
-	return &Relay{env: env, upstream: newUpstreamTransport()}
+	return &Relay{env: env, upstream: newUpstreamTransport(), userAgent: []string{"caphub/" + env.Version}}
 }
 
 // CloseIdleConnections closes the relay's idle upstream connections.
@@ -119,7 +133,7 @@ func (rl *Relay) open(w http.ResponseWriter, r *http.Request, name string, srv *
 		s.cancel()
 		return true
 	}
-	s.upID = resp.Header.Get(headerSessionID)
+	s.setUpID(resp.Header.Get(headerSessionID))
 	if err := s.register(); err != nil {
 		s.cancel()
 		s.deleteUpstream()
@@ -147,9 +161,10 @@ func (rl *Relay) newSession(name string, srv *mcpconn.Server) (*Session, int, er
 	}
 	ctx, cancel := context.WithCancel(rl.env.Ctx)
 	s := &Session{
-		rl: rl, name: name, id: rand.Text(), url: u, headers: headers,
+		rl: rl, name: name, url: u, headers: headers,
 		ctx: ctx, cancel: cancel, pending: map[string]*pendingCall{},
 	}
+	s.setID(rand.Text())
 	s.idle.Touch()
 	return s, 0, nil
 }

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,9 +24,8 @@ import (
 // front's own responses to add (the refused calls of a batch).
 func (s *Session) relayOK(w http.ResponseWriter, r *http.Request, resp *http.Response, calls []*pendingCall, answers [][]byte) {
 	s.copyHeaders(w, resp)
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mediaType == "text/event-stream" {
-		err := s.relaySSE(w, resp.Body, answers)
+	if mediaType, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); strings.EqualFold(strings.TrimSpace(mediaType), "text/event-stream") {
+		err := s.relaySSE(w, resp.Body, calls, answers)
 		if err != nil && !errors.Is(err, errDownstream) && r.Context().Err() == nil && s.ctx.Err() == nil {
 			s.rl.env.Log.Debug("mcpfront: upstream stream broke", "server", s.name, "session", s.id, "error", err)
 		}
@@ -57,62 +56,50 @@ var errDownstream = errors.New("the client went away")
 // bufPool holds the buffers SSE streams are relayed through.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// headerDelay is how long the relay holds the headers of an SSE response
-// for its first bytes, to send both at once: a call answered at once then
-// costs the client one read, not two. An upstream that sends nothing for
-// longer (a standalone stream, a long call) gets its headers relayed
-// alone.
+// headerDelay is how long the relay holds the bytes of an SSE response
+// that it need not send at once, to send them with what follows: its
+// headers, for its first bytes (a call answered at once then costs the
+// client one read, not two), and the event that answers the last of the
+// POST's calls, for the end of the stream (the upstream ends it then, and
+// net/http sends both in one write). An upstream that sends nothing for
+// longer (a standalone stream, a long call, a stream kept open) gets what
+// was held relayed alone. Relay.HeaderDelay sets it for a relay.
 const headerDelay = time.Millisecond
 
-// relaySSE relays an SSE stream as it comes, flushing after each read, and
-// reads its events on the way: the response to a pending call is recorded
-// before the bytes that end it are relayed, so the record exists when the
-// client has the response. answers are sent first, as events of their own.
-func (s *Session) relaySSE(w http.ResponseWriter, body io.Reader, answers [][]byte) error {
-	rc := http.NewResponseController(w)
+// relaySSE relays an SSE stream as it comes, and reads its events on the
+// way: the response to a pending call is recorded before the bytes that
+// end it are relayed, so the record exists when the client has the
+// response. What it reads is flushed at once, unless it answers the last
+// of calls (see headerDelay). answers are sent first, as events of their
+// own.
+func (s *Session) relaySSE(w http.ResponseWriter, body io.Reader, calls []*pendingCall, answers [][]byte) error {
+	f := &heldFlush{w: w, rc: http.NewResponseController(w), delay: s.rl.headerDelay()}
+	defer f.end()
 	w.WriteHeader(http.StatusOK)
-	var mu sync.Mutex // w is written by this goroutine, and by the timer that flushes the headers
-	flushed := false
 	if len(answers) > 0 {
 		for _, a := range answers {
 			_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", a)
 		}
-		if err := rc.Flush(); err != nil {
+		if err := f.write(nil, false); err != nil {
 			return errDownstream
 		}
-		flushed = true
 	} else {
-		timer := time.AfterFunc(headerDelay, func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if !flushed {
-				flushed = true
-				_ = rc.Flush()
-			}
-		})
-		defer func() {
-			timer.Stop()
-			mu.Lock() // waits for a flush under way: w is not to be used once the handler returns
-			flushed = true
-			mu.Unlock()
-		}()
+		f.hold()
 	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
 	p := sseParser{onEvent: s.observe}
+	answered := len(calls) == 0 // nothing to hold for: flush every read
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
 			p.feed(buf[:n])
-			mu.Lock()
-			flushed = true
-			_, werr := w.Write(buf[:n])
-			if werr == nil {
-				werr = rc.Flush()
-			}
-			mu.Unlock()
-			if werr != nil {
+			// Held once, when these bytes answer the last call: what comes
+			// after is not held again.
+			last := !answered && allDone(calls)
+			answered = answered || last
+			if f.write(buf[:n], last) != nil {
 				return errDownstream
 			}
 		}
@@ -123,6 +110,84 @@ func (s *Session) relaySSE(w http.ResponseWriter, body io.Reader, answers [][]by
 			return err
 		}
 	}
+}
+
+// allDone reports whether every call has ended.
+func allDone(calls []*pendingCall) bool {
+	for _, pc := range calls {
+		if !pc.done.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// heldFlush writes a response, flushing at once or holding what was
+// written for at most delay (see headerDelay). Its timer flushes from
+// another goroutine: w is used under mu.
+type heldFlush struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	delay time.Duration
+
+	mu    sync.Mutex
+	held  bool // bytes (or headers) written and not flushed
+	ended bool // the handler is returning: w is not to be used
+	timer *time.Timer
+}
+
+// write writes b and flushes, or holds it (hold).
+func (f *heldFlush) write(b []byte, hold bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(b) > 0 {
+		if _, err := f.w.Write(b); err != nil {
+			return err
+		}
+	}
+	if hold {
+		f.holdLocked()
+		return nil
+	}
+	f.held = false
+	return f.rc.Flush()
+}
+
+// hold holds what was written (the headers, at first).
+func (f *heldFlush) hold() {
+	f.mu.Lock()
+	f.holdLocked()
+	f.mu.Unlock()
+}
+
+func (f *heldFlush) holdLocked() {
+	f.held = true
+	if f.timer == nil {
+		f.timer = time.AfterFunc(f.delay, f.expire)
+	} else {
+		f.timer.Reset(f.delay)
+	}
+}
+
+// expire flushes what is still held once its delay passed.
+func (f *heldFlush) expire() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held && !f.ended {
+		f.held = false
+		_ = f.rc.Flush()
+	}
+}
+
+// end stops the timer, waiting for a flush under way: what is held is
+// left to net/http, which sends it with the end of the response.
+func (f *heldFlush) end() {
+	f.mu.Lock()
+	f.ended = true
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	f.mu.Unlock()
 }
 
 // relayAsIs relays a response with its status and body as they are.
@@ -144,7 +209,7 @@ func (s *Session) copyHeaders(w http.ResponseWriter, resp *http.Response) {
 			h[k] = v
 		}
 	}
-	h.Set(headerSessionID, s.id) // the client's id for the session, whatever the upstream's
+	h[headerSessionID] = s.idHeader // the client's id for the session, whatever the upstream's
 }
 
 // relayFailure answers a request the upstream refused or failed. An

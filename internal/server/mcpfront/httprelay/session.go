@@ -19,12 +19,15 @@ import (
 // Session is a downstream session relayed at the HTTP level to one
 // session of a streamable HTTP server.
 type Session struct {
-	rl      *Relay
-	name    string // the saved server's
-	id      string // the session id the client sees, made by the front
-	upID    string // the upstream's session id; "" for a server without sessions
-	url     *url.URL
-	headers http.Header // the saved server's headers, expanded
+	rl   *Relay
+	name string // the saved server's
+	id   string // the session id the client sees, made by the front
+	upID string // the upstream's session id; "" for a server without sessions
+	// idHeader and upIDHeader are id and upID as header values, made once
+	// (setID, setUpID): every request and response carries one.
+	idHeader, upIDHeader []string
+	url                  *url.URL
+	headers              http.Header // the saved server's headers, expanded
 
 	// ctx ends with the session, and every relayed request with it.
 	ctx    context.Context
@@ -38,6 +41,9 @@ type Session struct {
 
 	closeOnce sync.Once
 }
+
+func (s *Session) setID(id string)   { s.id, s.idHeader = id, []string{id} }
+func (s *Session) setUpID(id string) { s.upID, s.upIDHeader = id, []string{id} }
 
 // The session as the front sees it.
 
@@ -211,9 +217,9 @@ func (s *Session) request(ctx context.Context, method string, down *http.Request
 		}
 	}
 	if s.upID != "" {
-		h[headerSessionID] = []string{s.upID}
+		h[headerSessionID] = s.upIDHeader
 	}
-	h["User-Agent"] = []string{"caphub/" + s.rl.env.Version}
+	h["User-Agent"] = s.rl.userAgent
 	if u := s.url.User; u != nil {
 		pass, _ := u.Password()
 		req.SetBasicAuth(u.Username(), pass)

@@ -93,13 +93,29 @@ func parseMessage(raw []byte) (Msg, error) {
 				err = errors.New("the method must be a string")
 				return false
 			}
-			m.Method = string(Unquote(value))
+			m.Method = methodName(Unquote(value))
 		case bytes.EqualFold(name, []byte("params")):
 			m.Params = value
 		}
 		return true
 	})
 	return m, err
+}
+
+// methodName is a method as a string, without allocating one for the
+// methods of most messages.
+func methodName(b []byte) string {
+	switch string(b) { // compared without a copy
+	case relay.MethodCallTool:
+		return relay.MethodCallTool
+	case relay.NotifyCancelled:
+		return relay.NotifyCancelled
+	case "notifications/progress":
+		return "notifications/progress"
+	case "ping":
+		return "ping"
+	}
+	return string(b)
 }
 
 // CallParams reads the tool name and arguments of tools/call params.
@@ -117,6 +133,24 @@ func CallParams(params []byte) (name string, args []byte, ok bool) {
 		return true
 	})
 	return name, args, ok && name != ""
+}
+
+// CallMeta decodes the _meta object of request params (its name matched
+// regardless of case, as CallParams matches members and encoding/json
+// decodes structs); nil when there is none or it is not an object. It
+// decodes _meta alone: the arguments may be large.
+func CallMeta(params []byte) map[string]any {
+	var meta map[string]any
+	EachMember(params, func(n, v []byte) bool {
+		if !bytes.EqualFold(n, []byte("_meta")) {
+			return true
+		}
+		if len(v) > 0 && v[0] == '{' {
+			_ = json.Unmarshal(v, &meta)
+		}
+		return false
+	})
+	return meta
 }
 
 func IsNull(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
@@ -248,17 +282,23 @@ const foldDepth = 2
 
 // duplicateKey reports the first member name that an object of a JSON
 // value repeats: exactly, or (in the outer foldDepth objects) up to case.
+// The frames and names live in arrays on the stack while a message nests
+// shallowly and has few members (every message of a relayed call): it runs
+// on every message, and allocating them cost more than the scan.
 func duplicateKey(b []byte) (string, bool) {
-	var stack []keyFrame
+	var frameBuf [8]keyFrame
+	var keyBuf [32][]byte
+	stack, keys := frameBuf[:0], keyBuf[:0]
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '{':
-			stack = append(stack, keyFrame{object: true, expectKey: true})
+			stack = append(stack, keyFrame{object: true, expectKey: true, first: len(keys)})
 		case '[':
-			stack = append(stack, keyFrame{})
+			stack = append(stack, keyFrame{first: len(keys)})
 		case '}', ']':
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
+			if n := len(stack); n > 0 {
+				keys = keys[:stack[n-1].first] // the object's names are done with
+				stack = stack[:n-1]
 			}
 		case ',':
 			if n := len(stack); n > 0 && stack[n-1].object {
@@ -266,7 +306,9 @@ func duplicateKey(b []byte) (string, bool) {
 			}
 		case '"':
 			end := stringEnd(b, i)
-			if key, dup := memberName(stack, b[i:end+1]); dup {
+			var key []byte
+			var dup bool
+			if key, keys, dup = memberName(stack, keys, b[i:end+1]); dup {
 				return string(key), true
 			}
 			i = end
@@ -275,32 +317,31 @@ func duplicateKey(b []byte) (string, bool) {
 	return "", false
 }
 
-// keyFrame is an array or object duplicateKey is in, with the member
-// names seen so far of an object.
+// keyFrame is an array or object duplicateKey is in; the member names
+// seen so far of an object are keys[first:].
 type keyFrame struct {
 	object    bool
 	expectKey bool // the next string is a member name
-	keys      [][]byte
+	first     int
 }
 
-// memberName records the string literal lit when it is a member name of
-// the innermost object of stack, and reports whether that object already
-// has the name (up to case within foldDepth).
-func memberName(stack []keyFrame, lit []byte) (key []byte, dup bool) {
+// memberName records the string literal lit in keys when it is a member
+// name of the innermost object of stack, and reports whether that object
+// already has the name (up to case within foldDepth).
+func memberName(stack []keyFrame, keys [][]byte, lit []byte) (key []byte, _ [][]byte, dup bool) {
 	n := len(stack)
 	if n == 0 || !stack[n-1].object || !stack[n-1].expectKey {
-		return nil, false
+		return nil, keys, false
 	}
 	top := &stack[n-1]
 	top.expectKey = false
 	key = Unquote(lit)
-	for _, k := range top.keys {
+	for _, k := range keys[top.first:] {
 		if bytes.Equal(k, key) || (n <= foldDepth && bytes.EqualFold(k, key)) {
-			return key, true
+			return key, keys, true
 		}
 	}
-	top.keys = append(top.keys, key)
-	return key, false
+	return key, append(keys, key), false
 }
 
 // stringEnd returns the index of the quote that closes the JSON string

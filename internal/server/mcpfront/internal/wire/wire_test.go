@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -84,7 +85,34 @@ func FuzzParseBody(f *testing.F) {
 				if json.Unmarshal(m.Params, &p) == nil && ok && name != p.Name {
 					t.Fatalf("%s: tool %q, encoding/json reads %q", m.Raw, name, p.Name)
 				}
+				var withMeta struct {
+					Meta map[string]any `json:"_meta"`
+				}
+				if json.Unmarshal(m.Params, &withMeta) == nil && !reflect.DeepEqual(CallMeta(m.Params), withMeta.Meta) {
+					t.Fatalf("%s: _meta %v, encoding/json reads %v", m.Raw, CallMeta(m.Params), withMeta.Meta)
+				}
 			}
 		}
 	})
+}
+
+// TestParseBodyAllocs checks that reading a tools/call body allocates only
+// the message list: the relays read every body of every call, and its
+// duplicate check allocated a list of names per object it met.
+func TestParseBodyAllocs(t *testing.T) {
+	body := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ping","n":[1,{"a":2}]},"_meta":{"progressToken":3}}}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, _, err := ParseBody(body); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2 { // its []Msg; the race detector keeps one more off the stack
+		t.Errorf("ParseBody of a tools/call allocates %v times, want at most 2", allocs)
+	}
+	if meta := CallMeta([]byte(`{"name":"x","arguments":{"_meta":1},"_Meta":{"a":"b"}}`)); meta["a"] != "b" {
+		t.Errorf("CallMeta = %v, want the _meta object", meta)
+	}
+	if meta := CallMeta([]byte(`{"name":"x","_meta":[1]}`)); meta != nil {
+		t.Errorf("CallMeta of a _meta that is no object = %v, want nil", meta)
+	}
 }
