@@ -38,24 +38,6 @@ func benchIndex100k() *search.Index {
 	return benchIndex
 }
 
-// The query mix of bench/registry (read.go): words, word pairs and
-// phrases as agents write them.
-var (
-	benchWords   = []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
-	benchPhrases = []string{"open a new ticket for a customer", "who am I", "send a message to the team", "list the invoices of last month", "scan my repository for vulnerabilities"}
-)
-
-func benchQuery(r *rand.Rand) string {
-	q := benchWords[r.Intn(len(benchWords))]
-	switch r.Intn(3) {
-	case 0:
-		q += " " + benchWords[r.Intn(len(benchWords))]
-	case 1:
-		q = benchPhrases[r.Intn(len(benchPhrases))]
-	}
-	return q
-}
-
 // BenchmarkSearch100k searches a 100k catalog with bench/registry's query
 // mix, 10 results a page of current versions, and reports the latency
 // percentiles besides the mean, in wall time and in the process's CPU
@@ -65,7 +47,7 @@ func BenchmarkSearch100k(b *testing.B) {
 	r := rand.New(rand.NewSource(1))
 	var took, cpu []time.Duration
 	for b.Loop() {
-		q := search.Query{Text: benchQuery(r), Limit: 10, CurrentOnly: true}
+		q := search.Query{Text: storetest.SearchQuery(r), Limit: 10, CurrentOnly: true}
 		c0, ok := storetest.CPUTime()
 		start := time.Now()
 		ix.Search(q)
@@ -93,7 +75,7 @@ func BenchmarkSearch100k(b *testing.B) {
 // BenchmarkSearch100kQueries searches each query of the mix on its own.
 func BenchmarkSearch100kQueries(b *testing.B) {
 	ix := benchIndex100k()
-	for _, q := range append(slices.Clone(benchWords), append(benchPhrases, "scan invoice", "secure message")...) {
+	for _, q := range append(storetest.SearchQueries(), "scan invoice", "secure message") {
 		b.Run(q, func(b *testing.B) {
 			for b.Loop() {
 				ix.Search(search.Query{Text: q, Limit: 10, CurrentOnly: true})

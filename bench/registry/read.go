@@ -7,6 +7,7 @@ import (
 
 	"github.com/caphub/caphub/bench/internal/load"
 	"github.com/caphub/caphub/registry"
+	"github.com/caphub/caphub/store/storetest"
 )
 
 // measureResolve resolves random loaded URIs through each target's
@@ -105,26 +106,6 @@ func deepCursor(b *bench, t *target) (string, error) {
 	return cursors[len(cursors)*9/10], nil
 }
 
-// searchWords and searchPhrases are what the search measurement asks:
-// one- and two-word queries and phrases as agents write them.
-var (
-	searchWords   = []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
-	searchPhrases = []string{"open a new ticket for a customer", "who am I", "send a message to the team", "list the invoices of last month", "scan my repository for vulnerabilities"}
-)
-
-// searchQuery is the i-th query of a sequence: a word, two words or a
-// phrase.
-func searchQuery(r *rand.Rand) string {
-	q := searchWords[r.Intn(len(searchWords))]
-	switch r.Intn(3) {
-	case 0:
-		q += " " + searchWords[r.Intn(len(searchWords))]
-	case 1:
-		q = searchPhrases[r.Intn(len(searchPhrases))]
-	}
-	return q
-}
-
 // measureSearch searches, 10 results a page, through each target's
 // search index (a Service with WithSearchIndex, built on first use) and
 // through the store's own full-text search; the reference is the official
@@ -142,18 +123,18 @@ func (b *bench) measureSearch(round int) error {
 		}
 		r := rand.New(rand.NewSource(int64(round + 1)))
 		b.tab.add(idxLabel, kLatency, t.col, round, latencyStat(load.Drive(1, b.cfg.duration, func(int) error {
-			_, err := t.idx.Search(b.ctx, registry.SearchQuery{Text: searchQuery(r), Filter: registry.ListFilter{Limit: 10}})
+			_, err := t.idx.Search(b.ctx, registry.SearchQuery{Text: storetest.SearchQuery(r), Filter: registry.ListFilter{Limit: 10}})
 			return err
 		})))
 		r = rand.New(rand.NewSource(int64(round + 1)))
 		b.tab.add(ownLabel, kLatency, t.col, round, latencyStat(load.Drive(1, b.cfg.duration, func(int) error {
-			_, err := t.store.Search(b.ctx, registry.SearchQuery{Text: searchQuery(r), Filter: registry.ListFilter{Limit: 10}})
+			_, err := t.store.Search(b.ctx, registry.SearchQuery{Text: storetest.SearchQuery(r), Filter: registry.ListFilter{Limit: 10}})
 			return err
 		})))
 	}
 	if b.ref != nil {
 		r := rand.New(rand.NewSource(int64(round + 1)))
-		res := load.Drive(1, b.cfg.duration, func(int) error { return b.ref.search(b.ctx, searchQuery(r), 10) })
+		res := load.Drive(1, b.cfg.duration, func(int) error { return b.ref.search(b.ctx, storetest.SearchQuery(r), 10) })
 		b.tab.add(idxLabel, kLatency, colRef, round, latencyStat(res))
 		b.tab.add(ownLabel, kLatency, colRef, round, latencyStat(res))
 		b.tab.note("search reference: the official registry's ?search= (ILIKE '%%text%%' on the name or the description, trigram-indexed; a phrase matches only as a whole), its SQL replayed with pgx; the same sample serves both search rows.")

@@ -143,3 +143,26 @@ func Synthetic(n int, seed int64) []capability.Definition {
 	}
 	return out
 }
+
+// SearchQuery is one query of the benchmarks' search mix over a Synthetic
+// catalog: a word, two words or a phrase, as agents write them.
+func SearchQuery(r *rand.Rand) string {
+	q := searchWords[r.Intn(len(searchWords))]
+	switch r.Intn(3) {
+	case 0:
+		q += " " + searchWords[r.Intn(len(searchWords))]
+	case 1:
+		q = searchPhrases[r.Intn(len(searchPhrases))]
+	}
+	return q
+}
+
+// SearchQueries is every word and phrase of the mix, each on its own.
+func SearchQueries() []string {
+	return append(append([]string(nil), searchWords...), searchPhrases...)
+}
+
+var (
+	searchWords   = []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
+	searchPhrases = []string{"open a new ticket for a customer", "who am I", "send a message to the team", "list the invoices of last month", "scan my repository for vulnerabilities"}
+)
