@@ -85,6 +85,21 @@ func comparable(answer []byte) string {
 	return durations.ReplaceAllString(string(answer), `"duration_ms":0`)
 }
 
+// leftToSDK posts body through the SDK, then with the fast path on, and
+// fails unless the fast path left it to the SDK, which answered the same.
+func leftToSDK(t *testing.T, f *fixture, sid, body string, hdr ...string) {
+	t.Helper()
+	sresp, sdk := viaSDK(t, f, sid, body, hdr...)
+	n := mcpgw.FastServed(f.gw)
+	resp, data := rawPost(t, f.mcpURL, sid, body, hdr...)
+	if mcpgw.FastServed(f.gw) != n {
+		t.Errorf("%.200s %q: answered on the fast path", body, hdr)
+	}
+	if resp.StatusCode != sresp.StatusCode || comparable(answerOf(resp, data)) != comparable(answerOf(sresp, sdk)) {
+		t.Errorf("%.200s %q: %s %s, the SDK answers %s %s", body, hdr, resp.Status, data, sresp.Status, sdk)
+	}
+}
+
 // viaSDK and viaFast post body with the fast path off, then on, and
 // return each answer; viaFast fails unless the fast path answered it.
 func viaSDK(t *testing.T, f *fixture, sid, body string, hdr ...string) (*http.Response, []byte) {
@@ -176,15 +191,7 @@ func TestFastPathHeaders(t *testing.T) {
 		{"Mcp-Name", "everruns_add"},
 		{"Last-Event-ID", "x_1"},
 	} {
-		sresp, sdk := viaSDK(t, f, sid, body, hdr...)
-		n := mcpgw.FastServed(f.gw)
-		resp, data := rawPost(t, f.mcpURL, sid, body, hdr...)
-		if mcpgw.FastServed(f.gw) != n {
-			t.Errorf("%q: answered on the fast path", hdr)
-		}
-		if resp.StatusCode != sresp.StatusCode || comparable(answerOf(resp, data)) != comparable(answerOf(sresp, sdk)) {
-			t.Errorf("%q: %s %s, the SDK answers %s %s", hdr, resp.Status, data, sresp.Status, sdk)
-		}
+		leftToSDK(t, f, sid, body, hdr...)
 	}
 }
 
@@ -228,15 +235,7 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`,
 		``,
 	} {
-		sresp, sdk := viaSDK(t, f, sid, body)
-		n := mcpgw.FastServed(f.gw)
-		resp, data := rawPost(t, f.mcpURL, sid, body)
-		if mcpgw.FastServed(f.gw) != n {
-			t.Errorf("%s: answered on the fast path", body)
-		}
-		if resp.StatusCode != sresp.StatusCode || comparable(answerOf(resp, data)) != comparable(answerOf(sresp, sdk)) {
-			t.Errorf("%s: %s %s, the SDK answers %s %s", body, resp.Status, data, sresp.Status, sdk)
-		}
+		leftToSDK(t, f, sid, body)
 	}
 }
 
