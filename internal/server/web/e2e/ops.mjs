@@ -139,6 +139,23 @@ const scenarios = {
     await page.waitForFunction(() => !document.getElementById('page').hasAttribute('aria-busy'));
     report.checks.hash = new URL(page.url()).hash;
     report.checks.kinds = await page.locator('main table tbody tr td:nth-child(3)').allInnerTexts();
+    // Two quick filters, the first answered last (as by a loaded server):
+    // the page shows the events asked last, and only them.
+    let stale = null;
+    const registered = /\/v1\/audit\?.*kind=registered/;
+    await page.route(registered, (route) => {
+      stale = new Promise((r) => setTimeout(r, 1000)).then(() => route.continue()).catch(() => {});
+    });
+    await page.evaluate(() => { location.hash = '#/audit?kind=registered'; });
+    await page.waitForFunction(() => location.hash.includes('kind=registered'));
+    await page.evaluate(() => { location.hash = '#/audit?kind=invocation'; });
+    await page.locator('main table').waitFor();
+    await page.waitForFunction(() => !document.getElementById('page').hasAttribute('aria-busy'));
+    if (stale) await stale;
+    await page.waitForTimeout(300);
+    await page.unroute(registered);
+    report.checks.staleTables = await page.locator('main table').count();
+    report.checks.staleKinds = await page.locator('main table tbody tr td:nth-child(3)').allInnerTexts();
     await page.click('#au-newest');
     await page.waitForFunction(() => location.hash.includes('after_seq='));
     await page.waitForFunction(() => !document.getElementById('page').hasAttribute('aria-busy'));

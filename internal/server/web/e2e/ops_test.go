@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,6 +255,13 @@ func TestOperatorPages(t *testing.T) {
 			if k != "invocation" {
 				t.Errorf("filtered by kind invocation, a row of kind %v", k)
 			}
+		}
+		// A filter answered after the one that replaced it shows nothing.
+		if n, _ := r.Checks["staleTables"].(float64); n != 1 {
+			t.Errorf("after two quick filters the page holds %v tables, want 1 (the late answer was drawn too)", r.Checks["staleTables"])
+		}
+		if ks, _ := r.Checks["staleKinds"].([]any); len(ks) != len(kinds) || slices.ContainsFunc(ks, func(k any) bool { return k != "invocation" }) {
+			t.Errorf("after two quick filters (registered, then invocation) the rows are of kinds %v, want the %d invocations", ks, len(kinds))
 		}
 		// Newest: the last 50 events of the chain, of those the filter keeps.
 		if h := str(r, "newestHash"); !strings.Contains(h, "kind=invocation") || !strings.Contains(h, "after_seq=") {

@@ -2,7 +2,10 @@
 // each name loads its page module, which exports
 //   render(root, route, ctx) → optional cleanup function
 // with root the cleared <main>, route = {name, parts, query: URLSearchParams}
-// and ctx = {api, ui, navigate(hash), replace(hash), rerender()}.
+// and ctx = {api, ui, navigate(hash), replace(hash), rerender(), signal}.
+// Each render has its own ctx: its signal is aborted, and so are the API
+// requests its api makes, as soon as another render starts, so that a page
+// answered late never writes into the page that replaced it.
 
 import { api, ApiError, onUnauthorized, getToken, setToken } from './api.js';
 import * as ui from './ui.js';
@@ -45,6 +48,7 @@ export function routeHash(name, parts = [], query) {
 const root = document.getElementById('page');
 let cleanup = null;
 let seq = 0;
+let current = null; // the AbortController of the render under way
 let first = true;
 
 function navigate(hash) {
@@ -60,6 +64,21 @@ function replace(hash) {
 
 const ctx = { api, ui, navigate, replace, rerender: () => render() };
 
+// renderContext is ctx for one render: its api's requests end with the
+// render (an AbortError), besides any signal a page passes itself.
+function renderContext(signal) {
+  const bound = (opts) => ({ ...opts, signal: opts && opts.signal ? AbortSignal.any([signal, opts.signal]) : signal });
+  const scoped = {
+    ...api,
+    get: (path, query, opts = {}) => api.get(path, query, bound(opts)),
+    post: (path, body, opts = {}) => api.post(path, body, bound(opts)),
+    put: (path, body, opts = {}) => api.put(path, body, bound(opts)),
+    del: (path, opts = {}) => api.del(path, bound(opts)),
+    send: (method, path, opts = {}) => api.send(method, path, bound(opts)),
+  };
+  return { ...ctx, api: scoped, signal };
+}
+
 function markNav(name) {
   for (const a of document.querySelectorAll('header nav a')) {
     const on = (a.dataset.route || '').split(' ').includes(name);
@@ -73,6 +92,9 @@ async function render() {
   }
   const route = parseRoute(location.hash);
   const mine = ++seq;
+  if (current) current.abort();
+  current = new AbortController();
+  const pageCtx = renderContext(current.signal);
   if (cleanup) { try { cleanup(); } catch (e) { console.error(e); } cleanup = null; }
   markNav(route.name);
   document.title = `${titles[route.name] || 'Not found'} · caphub`;
@@ -101,7 +123,7 @@ async function render() {
   if (mine !== seq) return;
   root.replaceChildren();
   try {
-    const done = await mod.render(root, route, ctx);
+    const done = await mod.render(root, route, pageCtx);
     if (mine !== seq) { if (typeof done === 'function') done(); return; }
     if (typeof done === 'function') cleanup = done;
   } catch (e) {
