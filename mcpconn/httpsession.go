@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,19 +166,9 @@ func (hs *HTTPSession) initialize(ctx context.Context) error {
 	if m.Error != nil {
 		return fmt.Errorf("MCP server %q at %s refused initialize: %w", hs.name, hs.url, m.Error)
 	}
-	var res struct {
-		ProtocolVersion string             `json:"protocolVersion"`
-		ServerInfo      mcp.Implementation `json:"serverInfo"`
-	}
-	if err := decode(m.Result, &res); err != nil {
-		return fmt.Errorf("MCP server %q at %s: unreadable initialize result: %w", hs.name, hs.url, err)
-	}
-	supported := false
-	for _, v := range httpProtocolVersions {
-		supported = supported || v == res.ProtocolVersion
-	}
-	if !supported {
-		return fmt.Errorf("MCP server %q at %s: unsupported protocol version %q (caphub speaks %s)", hs.name, hs.url, res.ProtocolVersion, strings.Join(httpProtocolVersions, ", "))
+	res, err := readInitialized(m.Result)
+	if err != nil {
+		return fmt.Errorf("MCP server %q at %s: %w", hs.name, hs.url, err)
 	}
 	proto := []string{res.ProtocolVersion}
 	resp, err = hs.post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), sid, proto)
@@ -733,15 +724,8 @@ func (hs *HTTPSession) Close() error {
 // order, before CallTool returns. The result is decoded as the Go SDK's
 // client decodes it (see DecodeToolResult).
 func (hs *HTTPSession) CallTool(ctx context.Context, name string, args map[string]any, progressToken string, notify func(Notification)) (*mcp.CallToolResult, error) {
-	if args == nil {
-		args = map[string]any{}
-	}
-	p := callParams{Name: name, Arguments: args}
-	if progressToken != "" {
-		p.Meta = map[string]any{"progressToken": progressToken}
-	}
-	p.Meta = tracing.InjectMap(ctx, p.Meta)
-	raw, err := hs.Request(ctx, "tools/call", &p, notify)
+	p := newCallParams(ctx, name, args, progressToken)
+	raw, err := hs.Request(ctx, "tools/call", p, notify)
 	if err != nil {
 		return nil, err
 	}
@@ -758,6 +742,39 @@ type callParams struct {
 	Meta      map[string]any `json:"_meta,omitempty"`
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments"`
+}
+
+// newCallParams are a tools/call's parameters: args ({} when nil), the
+// progress token in _meta when not "", and ctx's trace context.
+func newCallParams(ctx context.Context, name string, args map[string]any, progressToken string) *callParams {
+	if args == nil {
+		args = map[string]any{}
+	}
+	p := &callParams{Name: name, Arguments: args}
+	if progressToken != "" {
+		p.Meta = map[string]any{"progressToken": progressToken}
+	}
+	p.Meta = tracing.InjectMap(ctx, p.Meta)
+	return p
+}
+
+// initialized is what caphub reads of an initialize result.
+type initialized struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	ServerInfo      mcp.Implementation `json:"serverInfo"`
+}
+
+// readInitialized decodes an initialize result and checks that caphub
+// speaks the protocol version the server chose.
+func readInitialized(raw json.RawMessage) (initialized, error) {
+	var res initialized
+	if err := decode(raw, &res); err != nil {
+		return res, fmt.Errorf("unreadable initialize result: %w", err)
+	}
+	if !slices.Contains(httpProtocolVersions, res.ProtocolVersion) {
+		return res, fmt.Errorf("unsupported protocol version %q (caphub speaks %s)", res.ProtocolVersion, strings.Join(httpProtocolVersions, ", "))
+	}
+	return res, nil
 }
 
 // ProgressParams are a notifications/progress's parameters.

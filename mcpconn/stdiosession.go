@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/caphub/caphub/internal/tracing"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/segmentio/encoding/json"
@@ -129,19 +128,9 @@ func (ss *StdioSession) initialize(ctx context.Context, version string) error {
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
-	var res struct {
-		ProtocolVersion string             `json:"protocolVersion"`
-		ServerInfo      mcp.Implementation `json:"serverInfo"`
-	}
-	if err := decode(raw, &res); err != nil {
-		return fmt.Errorf("unreadable initialize result: %w", err)
-	}
-	supported := false
-	for _, v := range httpProtocolVersions {
-		supported = supported || v == res.ProtocolVersion
-	}
-	if !supported {
-		return fmt.Errorf("unsupported protocol version %q (caphub speaks %s)", res.ProtocolVersion, strings.Join(httpProtocolVersions, ", "))
+	res, err := readInitialized(raw)
+	if err != nil {
+		return err
 	}
 	ss.mu.Lock()
 	ss.server, ss.proto = res.ServerInfo, res.ProtocolVersion
@@ -231,15 +220,8 @@ func (ss *StdioSession) ended(err error) error {
 // server's progress then reaches StdioOptions.Notify) and the trace
 // context of ctx, and decodes its result as the Go SDK's client does.
 func (ss *StdioSession) CallTool(ctx context.Context, name string, args map[string]any, progressToken string) (*mcp.CallToolResult, error) {
-	if args == nil {
-		args = map[string]any{}
-	}
-	p := callParams{Name: name, Arguments: args}
-	if progressToken != "" {
-		p.Meta = map[string]any{"progressToken": progressToken}
-	}
-	p.Meta = tracing.InjectMap(ctx, p.Meta)
-	raw, err := ss.Request(ctx, "tools/call", &p)
+	p := newCallParams(ctx, name, args, progressToken)
+	raw, err := ss.Request(ctx, "tools/call", p)
 	if err != nil {
 		return nil, err
 	}
