@@ -228,6 +228,40 @@ func postgresSchema(t *testing.T) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("application_name", schema) // names its sessions (see postgresSessionsGone)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// postgresSessionsGone waits until PostgreSQL has no session left of the
+// database URL postgresSchema gave (by its application_name): after a
+// kill -9 of caphub, a COMMIT the server sent before it died still
+// completes, and its rows appear a moment later, once the session ends.
+func postgresSessionsGone(t *testing.T, dbURL string) {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := u.Query().Get("application_name")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("CAPHUB_TEST_POSTGRES"))
+	if err != nil {
+		t.Fatalf("connect to CAPHUB_TEST_POSTGRES: %v", err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name).Scan(&n); err != nil {
+			t.Fatalf("read pg_stat_activity: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d PostgreSQL sessions of the killed server still open after 2 minutes", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
