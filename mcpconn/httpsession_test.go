@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -52,10 +53,32 @@ func sameResult(t *testing.T, hs *HTTPSession, cs *mcp.ClientSession, tool strin
 	if err != nil {
 		t.Fatalf("%s through the SDK: %v", tool, err)
 	}
-	if !reflect.DeepEqual(got.Content, want.Content) || !reflect.DeepEqual(got.StructuredContent, want.StructuredContent) || got.IsError != want.IsError {
+	if !reflect.DeepEqual(untimed(got.Content), untimed(want.Content)) || !reflect.DeepEqual(got.StructuredContent, want.StructuredContent) || got.IsError != want.IsError {
 		t.Errorf("%s: the HTTPSession read\n%s\nthe SDK\n%s", tool, dump(got), dump(want))
 	}
 	return got
+}
+
+// createdAt is the clock time npm server-everything writes into a dynamic
+// resource ("… created at 12:00:01 AM"): two calls a second apart differ
+// there and nowhere else.
+var createdAt = regexp.MustCompile(`created at [^\n]*`)
+
+// untimed is content with the creation times of embedded text resources
+// masked (copies; content itself is left as it is).
+func untimed(content []mcp.Content) []mcp.Content {
+	out := make([]mcp.Content, len(content))
+	for i, c := range content {
+		out[i] = c
+		if e, ok := c.(*mcp.EmbeddedResource); ok && e.Resource != nil && e.Resource.Text != "" {
+			r := *e.Resource
+			r.Text = createdAt.ReplaceAllString(r.Text, "created at (time)")
+			e2 := *e
+			e2.Resource = &r
+			out[i] = &e2
+		}
+	}
+	return out
 }
 
 func dump(r *mcp.CallToolResult) string {
