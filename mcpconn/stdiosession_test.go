@@ -81,7 +81,7 @@ func sameStdioResult(t *testing.T, ss *StdioSession, cs *mcp.ClientSession, tool
 	if err != nil {
 		t.Fatalf("%s through the SDK: %v", tool, err)
 	}
-	if !reflect.DeepEqual(got.Content, want.Content) || !reflect.DeepEqual(got.StructuredContent, want.StructuredContent) || got.IsError != want.IsError {
+	if !reflect.DeepEqual(untimed(got.Content), untimed(want.Content)) || !reflect.DeepEqual(got.StructuredContent, want.StructuredContent) || got.IsError != want.IsError {
 		t.Errorf("%s: the StdioSession read\n%s\nthe SDK\n%s", tool, dump(got), dump(want))
 	}
 	return got
