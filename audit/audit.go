@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit/chain"
+	"github.com/caphub/caphub/invoke"
 )
 
 // Event kinds caphub appends. Kind is an open set: other components may
@@ -248,8 +249,16 @@ func eventData(kind string, data []byte) ([]byte, error) {
 	return data, nil
 }
 
-// encode sets an enqueued event's Data from the value it was given.
+// encode sets an enqueued event's Data from the value it was given: an
+// invocation's invoke.Record written in canonical form directly
+// (recordJSON), anything else encoded and then canonicalized.
 func (r *pending) encode() error {
+	if rec, ok := r.data.(invoke.Record); ok && r.e.Kind == KindInvocation {
+		if b, ok := recordJSON(rec); ok {
+			r.e.Data = b
+			return nil
+		}
+	}
 	b, err := marshalData(r.e.Kind, r.data)
 	if err == nil {
 		r.e.Data, err = eventData(r.e.Kind, b)
