@@ -139,14 +139,14 @@ func BenchmarkEnqueue(b *testing.B) {
 // BenchmarkRecordPaced is one client calling in a loop: each op enqueues
 // one invoke.Record and then sleeps 200µs (a call's round trip), so the
 // writer sees one event at a time, with the default group commit delay
-// (delay=default) and without (delay=0). Its cpu-µs/event (writer and
-// client, the sleep costing next to nothing) is what recording a call
-// costs caphub.
+// (delay=default), the former default (delay=2ms) and none (delay=0).
+// Its cpu-µs/event (writer and client, the sleep costing next to nothing)
+// is what recording a call costs caphub.
 func BenchmarkRecordPaced(b *testing.B) {
 	for _, d := range []struct {
 		name  string
 		delay time.Duration
-	}{{"delay=0", 0}, {"delay=default", audit.DefaultGroupCommitDelay}} {
+	}{{"delay=0", 0}, {"delay=2ms", 2 * time.Millisecond}, {"delay=default", audit.DefaultGroupCommitDelay}} {
 		b.Run(d.name, func(b *testing.B) {
 			benchStores(b, func(b *testing.B, s chain.Store) {
 				st := &countCommits{Store: s}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
+	"strings"
 
 	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/store/internal/read"
@@ -37,21 +39,31 @@ func (s *Store) AppendAuditBatch(ctx context.Context, n int, next func(last *cha
 }
 
 // appendAudit is AppendAudit and AppendAuditBatch: one transaction that
-// reads the last event and inserts n events with the writer's prepared
-// statements (no SQL is parsed on this path). what is "event" or "events",
-// for messages.
+// reads the last event, chains the n events onto it and inserts them with
+// the writer's prepared multi-row inserts (no SQL is parsed on this path,
+// and a batch is a few statements, not one per event). what is "event" or
+// "events", for messages.
 func (s *Store) appendAudit(ctx context.Context, what string, n int, next func(last *chain.Event, i int) (chain.Event, error)) ([]chain.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("append audit %s to sqlite database %s: %w: nothing was written", what, s.path, err)
+	}
+	// The statements run on a context without ctx's cancellation: for a
+	// cancellable one, modernc.org/sqlite starts a goroutine per statement
+	// to interrupt it, which cost the audit writer more than some of the
+	// statements themselves. A wait for another process's lock is bounded
+	// by busy_timeout instead, and ctx is checked before the inserts.
+	run := context.WithoutCancel(ctx)
+	tx, err := s.writer.BeginTx(run, nil)
 	if err != nil {
 		return nil, fmt.Errorf("append audit %s to sqlite database %s: begin: %w: check that no other program holds a lock on it", what, s.path, err)
 	}
 	defer tx.Rollback()
-	st := s.auditStmts(ctx, tx)
+	st := s.auditStmts(run, tx)
 	defer st.close()
-	last, err := lastAudit(st.last.QueryRowContext(ctx))
+	last, err := lastAudit(st.last.QueryRowContext(run))
 	if err != nil {
 		return nil, fmt.Errorf("append audit %s to sqlite database %s: %w", what, s.path, err)
 	}
@@ -64,12 +76,15 @@ func (s *Store) appendAudit(ctx context.Context, what string, n int, next func(l
 		if err := write.CheckAuditEvent(ev, last); err != nil {
 			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
 		}
-		if err := st.insertEvent(ctx, ev); err != nil {
-			return nil, fmt.Errorf("append audit event %d to sqlite database %s: %w: nothing was written", ev.Seq, s.path, err)
-		}
 		ev.Time = ev.Time.UTC()
 		out = append(out, ev)
 		last = &out[len(out)-1]
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("append audit %s to sqlite database %s: %w: nothing was written", what, s.path, err)
+	}
+	if err := st.insertEvents(run, out); err != nil {
+		return nil, fmt.Errorf("append audit %s %d to %d to sqlite database %s: %w: nothing was written", what, out[0].Seq, last.Seq, s.path, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("append audit %s to sqlite database %s: commit: %w: nothing was written", what, s.path, err)
@@ -85,51 +100,85 @@ const (
 	// lastAuditSQL reads the chain's last event: seq is the rowid, so it
 	// is one descent to the end of the table's b-tree.
 	lastAuditSQL = `SELECT ` + auditColumns + ` FROM audit_events ORDER BY seq DESC LIMIT 1`
-	// insertAuditSQL inserts one event.
-	insertAuditSQL = `INSERT INTO audit_events (` + auditColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// insertAuditSQL is the start of the insert of events: a row of
+	// auditRow for each.
+	insertAuditSQL = `INSERT INTO audit_events (` + auditColumns + `) VALUES `
+	auditRow       = `(?, ?, ?, ?, ?, ?, ?, ?)`
+	auditWidth     = 8 // values in auditRow
 )
 
 // preparedAudit holds the writer's prepared statements of the append
-// path.
+// path, or those of one transaction (auditStmts).
 type preparedAudit struct {
-	last, insert *sql.Stmt
+	last *sql.Stmt
+	// rows[b] inserts 1<<b events: a batch is inserted a power of two
+	// events a statement (as Put's rows are), so every statement is
+	// prepared once.
+	rows [maxRowsBits + 1]*sql.Stmt
+	tx   *sql.Tx // in a transaction: what insertEvents binds rows to
 }
 
 // prepareAudit prepares the append path's statements on the writer.
 func (s *Store) prepareAudit(ctx context.Context) error {
 	s.audit.close() // from an attempt of Open that failed after it
 	var err error
-	if s.audit.last, err = s.writer.PrepareContext(ctx, lastAuditSQL); err == nil {
-		s.audit.insert, err = s.writer.PrepareContext(ctx, insertAuditSQL)
+	s.audit.last, err = s.writer.PrepareContext(ctx, lastAuditSQL)
+	for b := 0; err == nil && b < len(s.audit.rows); b++ {
+		s.audit.rows[b], err = s.writer.PrepareContext(ctx, insertAuditSQL+auditRow+strings.Repeat(", "+auditRow, 1<<b-1))
 	}
 	if err != nil {
+		s.audit.close()
 		return fmt.Errorf("open sqlite database %s: prepare the audit chain's statements: %w", s.path, err)
 	}
 	return nil
 }
 
-// close closes the statements (those of a transaction, or the writer's
-// when the store closes).
+// close closes the writer's statements when the store closes, or a
+// transaction's statement before it ends.
 func (p *preparedAudit) close() {
-	for _, st := range []*sql.Stmt{p.last, p.insert} {
-		if st != nil {
-			st.Close()
+	if p.last != nil {
+		p.last.Close()
+	}
+	if p.tx == nil {
+		for _, st := range p.rows {
+			if st != nil {
+				st.Close()
+			}
 		}
 	}
 	*p = preparedAudit{}
 }
 
-// auditStmts returns the writer's prepared statements bound to tx, a
-// transaction of the writer: database/sql hands tx the statement already
+// auditStmts returns the writer's prepared statements for tx, a
+// transaction of the writer: database/sql hands tx the statements already
 // prepared on the writer's one connection. Close them before tx ends.
-func (s *Store) auditStmts(ctx context.Context, tx *sql.Tx) preparedAudit {
-	return preparedAudit{last: tx.StmtContext(ctx, s.audit.last), insert: tx.StmtContext(ctx, s.audit.insert)}
+func (s *Store) auditStmts(ctx context.Context, tx *sql.Tx) *preparedAudit {
+	return &preparedAudit{last: tx.StmtContext(ctx, s.audit.last), rows: s.audit.rows, tx: tx}
 }
 
-// insertEvent inserts ev.
-func (p preparedAudit) insertEvent(ctx context.Context, ev chain.Event) error {
-	_, err := p.insert.ExecContext(ctx, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
-	return err
+// insertEvents inserts events, in order, the largest power of two of them
+// (up to 1<<maxRowsBits) a statement.
+func (p *preparedAudit) insertEvents(ctx context.Context, events []chain.Event) error {
+	values := make([]any, 0, auditWidth*min(len(events), 1<<maxRowsBits))
+	for len(events) > 0 {
+		b := min(bits.Len(uint(len(events)))-1, maxRowsBits)
+		k := 1 << b
+		values = values[:0]
+		for _, ev := range events[:k] {
+			values = append(values, ev.Seq, formatTime(ev.Time), ev.Kind, ev.Actor, ev.Capability, string(ev.Data), ev.PrevHash, ev.Hash)
+		}
+		st := p.tx.StmtContext(ctx, p.rows[b])
+		_, err := st.ExecContext(ctx, values...)
+		st.Close()
+		if err != nil {
+			if k == 1 {
+				return fmt.Errorf("insert audit event %d: %w", events[0].Seq, err)
+			}
+			return fmt.Errorf("insert audit events %d to %d: %w", events[0].Seq, events[k-1].Seq, err)
+		}
+		events = events[k:]
+	}
+	return nil
 }
 
 // lastAudit reads the chain's last event from row, the result of
@@ -164,12 +213,7 @@ func (s *Store) appendHook(ctx context.Context, tx *sql.Tx, hook *chain.Hook, ke
 	if err != nil {
 		return err
 	}
-	for _, ev := range events {
-		if err := st.insertEvent(ctx, ev); err != nil {
-			return fmt.Errorf("insert audit event %d: %w", ev.Seq, err)
-		}
-	}
-	return nil
+	return st.insertEvents(ctx, events)
 }
 
 // ListAudit returns the events the filter selects, in ascending seq; see
@@ -322,8 +366,8 @@ func (s *Store) pruneInTx(ctx context.Context, tx *sql.Tx, upTo int64, record fu
 	if err := write.CheckAuditEvent(ev, last); err != nil {
 		return fail(fmt.Errorf("the record of the prune, event %d: %w", ev.Seq, err))
 	}
-	if err := st.insertEvent(ctx, ev); err != nil {
-		return fail(fmt.Errorf("append the record of the prune, event %d: %w", ev.Seq, err))
+	if err := st.insertEvents(ctx, []chain.Event{ev}); err != nil {
+		return fail(fmt.Errorf("append the record of the prune: %w", err))
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE seq <= ?`, to)
 	if err != nil {

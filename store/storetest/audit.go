@@ -46,6 +46,7 @@ func RunAudit(t *testing.T, open func(t *testing.T) AuditTarget) {
 	}{
 		{"AuditEmpty", testAuditEmpty},
 		{"AuditAppend", testAuditAppend},
+		{"AuditAppendBatch", testAuditAppendBatch},
 		{"AuditDataExact", testAuditDataExact},
 		{"AuditAppendContract", testAuditAppendContract},
 		{"AuditAppendAfterOthers", testAuditAppendAfterOthers},
@@ -203,6 +204,56 @@ func testAuditAppend(t *testing.T, tg AuditTarget) {
 		checkAppended(t, i, e, appended[i], prev)
 		prev = e.Hash
 	}
+}
+
+// testAuditAppendBatch appends batches of 1, 3 and 300 events (a store may
+// split a batch into statements of several events: 300 is 256+32+8+4) and
+// checks that every event is stored as AppendAuditBatch returned it, in
+// order and chained, and that a batch whose next fails part-way writes
+// nothing.
+func testAuditAppendBatch(t *testing.T, tg AuditTarget) {
+	ctx := t.Context()
+	var want []chain.Event
+	link := func(last *chain.Event, i int) (chain.Event, error) {
+		e := chain.Event{Seq: 1, Time: auditEpoch.Add(time.Duration(len(want)+i) * time.Second), Kind: audit.KindInvocation,
+			Actor: fmt.Sprintf("agent-%d", i), Capability: "ossa:test/batch@1.0", Data: []byte(fmt.Sprintf(`{"i":%d,"s":"\u00e9 é"}`, i)),
+			PrevHash: audit.GenesisHash}
+		if last != nil {
+			e.Seq, e.PrevHash = last.Seq+1, last.Hash
+		}
+		e.Hash = audit.Hash(e)
+		return e, nil
+	}
+	for _, n := range []int{1, 3, 300} {
+		evs, err := tg.Store.AppendAuditBatch(ctx, n, link)
+		if err != nil || len(evs) != n {
+			t.Fatalf("AppendAuditBatch(%d) = %d events, %v", n, len(evs), err)
+		}
+		want = append(want, evs...)
+	}
+	_, err := tg.Store.AppendAuditBatch(ctx, 200, func(last *chain.Event, i int) (chain.Event, error) {
+		if i == 150 {
+			return chain.Event{}, errors.New("no event 150")
+		}
+		return link(last, i)
+	})
+	if err == nil || !strings.Contains(err.Error(), "no event 150") {
+		t.Fatalf("AppendAuditBatch whose next fails at event 150: %v, want its error", err)
+	}
+	got := listAudit(t, tg.Store, chain.Filter{})
+	if len(got) != len(want) {
+		t.Fatalf("ListAudit returned %d events, want %d (a failed batch wrote some?)", len(got), len(want))
+	}
+	prev := audit.GenesisHash
+	for i, e := range got {
+		w := want[i]
+		if e.Seq != int64(i+1) || !e.Time.Equal(w.Time) || e.Kind != w.Kind || e.Actor != w.Actor || e.Capability != w.Capability ||
+			!bytes.Equal(e.Data, w.Data) || e.PrevHash != prev || e.Hash != w.Hash || e.Hash != audit.Hash(e) {
+			t.Fatalf("event %d is stored as %+v, want %+v chained onto %s", i+1, e, w, prev)
+		}
+		prev = e.Hash
+	}
+	checkIntact(t, "batches", audit.New(tg.Store), int64(len(want)))
 }
 
 // checkAppended checks e, the i-th event (from 0) ListAudit gave after
