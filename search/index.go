@@ -2,7 +2,8 @@
 // agents write them: any of its words may match, each word weighed by how
 // rare it is (BM25F over weighted fields, each with its own length
 // normalisation), identifiers split into words, English stems, the verb's
-// kind of operation understood, general synonyms, for a word no capability
+// kind of operation understood (a phrasal verb as the verb it means: kick
+// off, get rid of), general synonyms, for a word no capability
 // has (and, at less weight, for a rare one) the words nearest to it in
 // meaning (English word vectors from GloVe,
 // package search/internal/wordvec), and a "did you mean" for words with

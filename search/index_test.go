@@ -686,3 +686,78 @@ func TestARareWordAlsoLooksForRelatedWords(t *testing.T) {
 		}
 	}
 }
+
+// A phrasal verb is read as the verb it means, its own verb kept as a word
+// of the query: "kick off" starts, "get rid of" deletes, and its particle
+// may follow a short object ("take a song off").
+func TestPhrasalVerbs(t *testing.T) {
+	for _, c := range []struct {
+		q       string
+		words   []string
+		literal map[int]string
+	}{
+		{"kick off a workflow manually", []string{"start", "kick", "a", "workflow", "manually"}, map[int]string{1: "kick off"}},
+		{"get rid of a project", []string{"delete", "get", "a", "project"}, map[int]string{1: "get rid of"}},
+		{"take a song off my playlist", []string{"remove", "take", "a", "song", "my", "playlist"}, map[int]string{1: "take off"}},
+		{"please kick someone out of the org", []string{"please", "remove", "kick", "someone", "of", "the", "org"}, map[int]string{2: "kick out"}},
+		// A particle that does not follow the verb's short object is not
+		// its particle: here "in" starts a place.
+		{"log messages in a channel", []string{"log", "messages", "in", "a", "channel"}, nil},
+		{"take the long road off", []string{"take", "the", "long", "road", "off"}, nil},
+	} {
+		words, literal := phrasal(Words(c.q))
+		if !slices.Equal(words, c.words) || fmt.Sprint(literal) != fmt.Sprint(c.literal) {
+			t.Errorf("%q: read as %q %v, want %q %v", c.q, words, literal, c.words, c.literal)
+		}
+	}
+}
+
+// Phrasal verbs rank the operation that does what they mean first, over
+// real APIs' operations (the first two were not in the top 10 before).
+func TestPhrasalVerbsRank(t *testing.T) {
+	ix := NewIndex()
+	for _, d := range []capability.Definition{
+		{Name: "create_project", Domain: "asana", Title: "Create a project", Description: "Create a new project in a workspace or team.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/projects"}}},
+		{Name: "delete_project", Domain: "asana", Title: "Delete a project", Description: "A specific, existing project can be deleted by making a DELETE request on the URL for that project. Returns an empty data record.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://app.asana.com/api/1.0/projects/{project_gid}"}}},
+		{Name: "get_project", Domain: "asana", Title: "Get a project", Description: "Returns the complete project record for a single project.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://app.asana.com/api/1.0/projects/{project_gid}"}}},
+		{Name: "get_projects", Domain: "asana", Title: "Get multiple projects", Description: "Returns the compact project records for some filtered set of projects.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://app.asana.com/api/1.0/projects"}}},
+		{Name: "add_tracks_to_playlist", Domain: "spotify", Title: "Add Items to Playlist", Description: "Add one or more items to a user's playlist.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"}}},
+		{Name: "get_playlists_tracks", Domain: "spotify", Title: "Get Playlist Items", Description: "Get full details of the items of a playlist owned by a Spotify user.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"}}},
+		{Name: "remove_tracks_playlist", Domain: "spotify", Title: "Remove Playlist Items", Description: "Remove one or more items from a user's playlist.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"}}},
+		{Name: "conversations_kick", Domain: "slack", Title: "Removes a user from a conversation.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://slack.com/api/conversations.kick"}}},
+		{Name: "save_tracks_user", Domain: "spotify", Title: "Save Tracks for Current User", Description: "Save one or more tracks to the current user's 'Your Music' library.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://api.spotify.com/v1/me/tracks"}}},
+	} {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	for q, want := range map[string]string{
+		"get rid of a project":        "asana/delete_project",
+		"take a song off my playlist": "spotify/remove_tracks_playlist",
+	} {
+		res := ix.Search(Query{Text: q, Limit: 3, Explain: true})
+		if res.Action != ActionDelete || len(res.Hits) == 0 || res.Hits[0].ID != want {
+			for _, h := range res.Hits {
+				t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
+			}
+			t.Errorf("%q: action %q, top 3 %q; want %q and %s first", q, res.Action, ids(res), ActionDelete, want)
+		}
+	}
+	// Explain says where the words came from; an API that uses the
+	// phrasal verb's own verb ranks first.
+	res := ix.Search(Query{Text: "kick someone out of a conversation", Limit: 1, Explain: true})
+	why := ""
+	if len(res.Hits) > 0 {
+		why = strings.Join(res.Hits[0].Why, "\n")
+	}
+	if len(res.Hits) == 0 || res.Hits[0].ID != "slack/conversations_kick" || !strings.Contains(why, `"kick" in name, path (the verb of "kick out")`) || res.Action != ActionDelete {
+		t.Errorf("kick someone out of a conversation: top %q, explained:\n%s\naction %q; want slack/conversations_kick, its kick the verb of \"kick out\", which asks to delete", ids(res), why, res.Action)
+	}
+}

@@ -54,6 +54,34 @@ var actionVerbs = func() map[string]string {
 	return m
 }()
 
+// phrasalVerbs are verbs of two or three words (a verb and its particles)
+// that mean another verb, which a query is read with instead: "kick off a
+// workflow" starts it, "get rid of a project" deletes it. Their words on
+// their own say something else (kick, rid) or nothing (off, up: stop
+// words). The particles may follow the verb's object when it is short
+// ("kick someone out", "take a song off the playlist").
+var phrasalVerbs = map[string]string{
+	"kick off": "start", "start up": "start", "spin up": "create", "set up": "create", "sign up": "register",
+	"kick out": "remove", "take off": "remove", "take away": "remove", "take out": "remove", "cross off": "remove",
+	"get rid of": "delete", "tear down": "delete", "take down": "delete", "throw away": "delete", "throw out": "delete",
+	"wipe out": "delete", "clean up": "delete", "shut down": "stop", "shut off": "stop", "turn off": "disable",
+	"switch off": "disable", "turn on": "enable", "switch on": "enable", "call off": "cancel", "give up": "cancel",
+	"bring back": "restore", "roll back": "revert", "roll out": "deploy", "look up": "search", "find out": "get",
+	"pull up": "show", "bring up": "show", "fill in": "update", "fill out": "update", "tick off": "complete",
+	"check off": "complete", "hand over": "transfer", "write down": "note", "jot down": "note", "note down": "note",
+	"log in": "login", "sign in": "login", "log out": "logout", "sign out": "logout", "carry out": "run",
+	"hold off": "pause", "let in": "invite", "send out": "send", "print out": "print", "back up": "backup",
+}
+
+// phrasalStarts are the first words of phrasalVerbs.
+var phrasalStarts = func() map[string]bool {
+	m := map[string]bool{}
+	for p := range phrasalVerbs {
+		m[p[:strings.IndexByte(p, ' ')]] = true
+	}
+	return m
+}()
+
 // thingsToo are verbs of an action that name a thing as often.
 var thingsToo = wordSet("message email alert")
 

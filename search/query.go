@@ -118,7 +118,8 @@ type plan struct {
 // analyse turns text into the terms to look for; the caller holds the read
 // lock.
 func (ix *Index) analyse(text string) plan {
-	a := analyser{ix: ix, words: Words(ix.joinHyphenated(text)), many: ManyUnknown}
+	a := analyser{ix: ix, many: ManyUnknown}
+	a.words, a.phrasal = phrasal(Words(ix.joinHyphenated(text)))
 	if len(a.words) > maxQueryWords {
 		a.words = a.words[:maxQueryWords]
 	}
@@ -126,6 +127,64 @@ func (ix *Index) analyse(text string) plan {
 		a.word(i, w)
 	}
 	return a.finish()
+}
+
+// maxPhrasalGap is how many words of a verb's object may stand between it
+// and its particle ("kick someone out", "take a song off").
+const maxPhrasalGap = 2
+
+// phrasal writes each phrasal verb of words (phrasalVerbs) as the verb it
+// means followed by its own verb: "kick off a workflow" is read as "start
+// kick a workflow", "kick someone out of the org" as "remove kick someone
+// of the org". literal maps the place of each own verb kept to its phrase:
+// it is looked for too, as an API may use it ("kick" a user from a
+// channel), but not as one of the query's own words.
+func phrasal(words []string) (out []string, literal map[int]string) {
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if !phrasalStarts[w] {
+			out = append(out, w)
+			continue
+		}
+		n := 0 // the particles
+		var verb string
+		if i+2 < len(words) {
+			if v, ok := phrasalVerbs[w+" "+words[i+1]+" "+words[i+2]]; ok {
+				verb, n = v, 2
+			}
+		}
+		j := i + n
+		if verb == "" {
+			if j = particle(words, i); j < 0 {
+				out = append(out, w)
+				continue
+			}
+			verb, n = phrasalVerbs[w+" "+words[j]], 1
+		}
+		if literal == nil {
+			literal = map[int]string{}
+		}
+		literal[len(out)+1] = strings.Join(append([]string{w}, words[j-n+1:j+1]...), " ")
+		out = append(out, verb, w)
+		out = append(out, words[i+1:j-n+1]...)
+		i = j
+	}
+	return out, literal
+}
+
+// particle is the place of the particle of a phrasal verb that starts at
+// words[i], -1 when there is none: right after it, or after a short object
+// that starts as one does (a determiner, a pronoun).
+func particle(words []string, i int) int {
+	for j := i + 1; j < len(words) && j <= i+1+maxPhrasalGap; j++ {
+		if _, ok := phrasalVerbs[words[i]+" "+words[j]]; ok {
+			return j
+		}
+		if !objectStarts[words[i+1]] {
+			break
+		}
+	}
+	return -1
 }
 
 // hyphenated is a word of prose written with hyphens (to-do, e-mail).
@@ -153,6 +212,9 @@ type analyser struct {
 	ix    *Index
 	p     plan
 	words []string
+	// phrasal maps the place of a phrasal verb's own verb (kick of
+	// kick off) to the phrase.
+	phrasal map[int]string
 	// qualifying is set past the first preposition after a word of the
 	// query: "the columns of a board" asks for columns, of a board.
 	qualifying, seen bool
@@ -211,8 +273,18 @@ func (a *analyser) word(i int, w string) {
 	if stopWords[w] {
 		return
 	}
+	if phrase, ok := a.phrasal[i]; ok {
+		for _, t := range appendTerms(nil, w) {
+			a.add(qterm{term: t, weight: 1, why: fmt.Sprintf("the verb of %q", phrase), action: true})
+		}
+		return
+	}
 	if act, ok := actionVerbs[w]; ok {
-		a.verb(w, act)
+		said := w
+		if phrase, ok := a.phrasal[i+1]; ok {
+			said = phrase // the verb a phrasal verb means
+		}
+		a.verb(w, said, act)
 		return
 	}
 	for _, t := range appendTerms(nil, w) {
@@ -220,8 +292,9 @@ func (a *analyser) word(i int, w string) {
 	}
 }
 
-// verb reads w, a verb of the lexicon asking for act.
-func (a *analyser) verb(w, act string) {
+// verb reads w, a verb of the lexicon asking for act, as said in the query
+// (w, or the phrasal verb that means it).
+func (a *analyser) verb(w, said, act string) {
 	// The verb that starts a request says its action; one that comes
 	// after a thing was named ("files I opened") does not, nor one in a
 	// question ("which files did it change"). (An action learned from the
@@ -230,7 +303,7 @@ func (a *analyser) verb(w, act string) {
 		a.p.action, a.p.lead, a.p.origin = act, "", ""
 		a.p.also = alsoActions[w]
 		for _, t := range actionTerms[act] {
-			a.add(qterm{term: t, weight: actionTermWeight, action: true, why: fmt.Sprintf("%q asks to %s", w, strings.TrimPrefix(act, "crud."))})
+			a.add(qterm{term: t, weight: actionTermWeight, action: true, why: fmt.Sprintf("%q asks to %s", said, strings.TrimPrefix(act, "crud."))})
 		}
 	}
 	// A verb that is itself a usual name of its action (create, list,
@@ -238,7 +311,11 @@ func (a *analyser) verb(w, act string) {
 	if t := Stem(w); slices.Contains(actionTerms[act], t) {
 		a.add(qterm{term: t, weight: 1, action: true})
 	} else {
-		a.add(qterm{term: t, weight: verbWeight, why: "the verb " + w, action: true})
+		why := "the verb " + w
+		if said != w {
+			why = fmt.Sprintf("%q means %s", said, w)
+		}
+		a.add(qterm{term: t, weight: verbWeight, why: why, action: true})
 	}
 }
 

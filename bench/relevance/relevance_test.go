@@ -49,16 +49,20 @@ import (
 //	holdout.yaml  0.450          0.633          0.518          updates first, irregular plurals, a query's to-do is
 //	holdout2.yaml 0.337          0.609          0.451          one word, a rare word's related words at half weight
 //	holdout3.yaml 0.440          0.780          0.581
+//	queries.yaml  0.507          0.757          0.607          phrasal verbs read as the verb they mean (kick off:
+//	holdout.yaml  0.450          0.667          0.523          start, get rid of: delete), their own verb kept;
+//	holdout2.yaml 0.370          0.663          0.491          (a dense SIF-GloVe similarity, tried first, moved
+//	holdout3.yaml 0.440          0.780          0.581          no set by more than noise: not kept)
 const (
-	floorTuningRecall1   = 0.49
+	floorTuningRecall1   = 0.50
 	floorTuningRecall5   = 0.75
 	floorTuningMRR       = 0.60
 	floorHoldoutRecall1  = 0.44
-	floorHoldoutRecall5  = 0.62
-	floorHoldoutMRR      = 0.50
-	floorHoldout2Recall1 = 0.33
-	floorHoldout2Recall5 = 0.60
-	floorHoldout2MRR     = 0.45
+	floorHoldoutRecall5  = 0.66
+	floorHoldoutMRR      = 0.52
+	floorHoldout2Recall1 = 0.36
+	floorHoldout2Recall5 = 0.65
+	floorHoldout2MRR     = 0.49
 	floorHoldout3Recall1 = 0.43
 	floorHoldout3Recall5 = 0.77
 	floorHoldout3MRR     = 0.58
