@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/search"
@@ -86,35 +87,69 @@ type indexBuild struct {
 
 // indexed is what the index keeps of a version to filter it (ListFilter);
 // whether it is its capability's latest is the document's Current mark.
+// The index holds one for every version (164k at 100,000 capabilities),
+// so it keeps little of its own: the key's strings that many versions
+// share (scheme, domain, version) and the attributes are interned, held
+// once however many versions have them.
 type indexed struct {
-	key                                    Key
-	stability, source, trust               string
-	domains, categories, intents, bindings []string
+	key   Key
+	attrs unique.Handle[filterAttrs]
 }
+
+// filterAttrs are the attributes of a version that ListFilter reads
+// beyond its key; each list's values are joined by listSep, so that the
+// whole is comparable and can be interned.
+type filterAttrs struct {
+	stability, source, trust               string
+	domains, categories, intents, bindings string
+}
+
+// listSep joins a list's values in filterAttrs: a byte no domain,
+// category, intent or binding type holds.
+const listSep = "\x00"
 
 func indexedOf(r *Record) *indexed {
 	d := &r.Definition
-	return &indexed{
-		key: r.Key, stability: d.Stability, source: SourceOf(d), trust: r.TrustTier,
-		domains: DomainsOf(r.Key, d), categories: d.Categories,
-		intents: d.Intents, bindings: d.Bindings.Types(),
-	}
+	k := r.Key
+	k.Scheme, k.Domain, k.Version = intern(k.Scheme), intern(k.Domain), intern(k.Version)
+	return &indexed{key: k, attrs: unique.Make(filterAttrs{
+		stability: d.Stability, source: SourceOf(d), trust: r.TrustTier,
+		domains: strings.Join(DomainsOf(r.Key, d), listSep), categories: strings.Join(d.Categories, listSep),
+		intents: strings.Join(d.Intents, listSep), bindings: strings.Join(d.Bindings.Types(), listSep),
+	})}
 }
+
+// intern returns s's canonical copy, shared by every caller.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // matches applies f as the stores do (see ListFilter), but for
 // AllVersions: search.Query.CurrentOnly applies that.
 func (m *indexed) matches(f *ListFilter) bool {
+	a := m.attrs.Value()
 	switch {
 	case f.Scheme != "" && m.key.Scheme != f.Scheme,
 		f.Name != "" && m.key.Name != f.Name,
-		f.Stability != "" && m.stability != f.Stability,
-		f.Source != "" && m.source != f.Source,
-		f.TrustTier != "" && m.trust != f.TrustTier,
-		f.Intent != "" && !slices.Contains(m.intents, f.Intent),
-		f.BindingType != "" && !slices.Contains(m.bindings, f.BindingType):
+		f.Stability != "" && a.stability != f.Stability,
+		f.Source != "" && a.source != f.Source,
+		f.TrustTier != "" && a.trust != f.TrustTier,
+		f.Intent != "" && !hasValue(a.intents, func(v string) bool { return v == f.Intent }),
+		f.BindingType != "" && !hasValue(a.bindings, func(v string) bool { return v == f.BindingType }):
 		return false
 	}
-	return hierarchical(f.Domain, m.domains) && hierarchical(f.Category, m.categories)
+	return hierarchical(f.Domain, a.domains) && hierarchical(f.Category, a.categories)
+}
+
+// hasValue reports whether one of the values joined in list satisfies ok.
+func hasValue(list string, ok func(string) bool) bool {
+	if list == "" {
+		return false
+	}
+	for v := range strings.SplitSeq(list, listSep) {
+		if ok(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // filters reports whether f filters on more than the latest versions.
@@ -124,12 +159,12 @@ func filters(f ListFilter) bool {
 }
 
 // hierarchical reports whether filter ("" matches all) matches one of the
-// dotted values.
-func hierarchical(filter string, values []string) bool {
+// dotted values joined in list.
+func hierarchical(filter string, list string) bool {
 	if filter == "" {
 		return true
 	}
-	return slices.ContainsFunc(values, func(v string) bool { return v != "" && capability.DomainMatches(filter, v) })
+	return hasValue(list, func(v string) bool { return v != "" && capability.DomainMatches(filter, v) })
 }
 
 // startIndex follows the store to build the index and keep it current.

@@ -15,7 +15,7 @@ func (s *Store) KeysWithPrefix(ctx context.Context, p registry.KeyPrefix) ([]reg
 		return nil, err
 	}
 	query, args := read.KeyPrefixQuery(dialect, p)
-	rows, err := s.reader.QueryContext(ctx, query, args...)
+	rows, err := s.reads.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list capabilities by key prefix in sqlite database %s: %w", s.path, err)
 	}

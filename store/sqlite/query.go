@@ -96,12 +96,10 @@ func (s *Store) ListRaw(ctx context.Context, f registry.ListFilter) (registry.Ra
 	}
 	where, args := filterSQL(f)
 	page := registry.RawPage{Total: registry.NotCounted}
-	var q interface {
-		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-	} = s.reader
+	var tx *sql.Tx
 	if f.CountTotal {
 		// The count and the page from one snapshot.
-		tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		tx, err = s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 		}
@@ -109,7 +107,6 @@ func (s *Store) ListRaw(ctx context.Context, f registry.ListFilter) (registry.Ra
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM capabilities c WHERE `+where, args...).Scan(&page.Total); err != nil {
 			return registry.RawPage{}, fmt.Errorf("count capabilities in sqlite database %s: %w", s.path, err)
 		}
-		q = tx
 	}
 	if cur.After != nil {
 		where += ` AND (c.scheme, c.domain, c.name, c.version_key, c.version) > (?, ?, ?, ?, ?)`
@@ -117,8 +114,14 @@ func (s *Store) ListRaw(ctx context.Context, f registry.ListFilter) (registry.Ra
 			args = append(args, a)
 		}
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+recordColumns+`, c.version_key FROM capabilities c WHERE `+where+
-		` ORDER BY `+orderBy+` LIMIT ?`, append(args, f.Limit+1)...)
+	pageSQL := `SELECT ` + recordColumns + `, c.version_key FROM capabilities c WHERE ` + where + ` ORDER BY ` + orderBy + ` LIMIT ?`
+	args = append(args, f.Limit+1)
+	var rows *sql.Rows
+	if tx != nil {
+		rows, err = s.reads.inTx(ctx, tx, pageSQL, args...)
+	} else {
+		rows, err = s.reads.query(ctx, pageSQL, args...)
+	}
 	if err != nil {
 		return registry.RawPage{}, fmt.Errorf("list capabilities in sqlite database %s: %w", s.path, err)
 	}

@@ -46,6 +46,7 @@ type Store struct {
 	hub    *hub
 	audit  preparedAudit // the append path's statements, on writer
 	put    statements    // Put's statements, on writer
+	reads  readStmts     // the reader's frequent queries, prepared
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -110,6 +111,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.writer, s.reader = writer, reader
 		s.hub = acquireHub(canonicalPath(abs))
 	}
+	s.reads.db = s.reader
 	// Opening a new file turns it to WAL mode, which needs a lock that
 	// SQLite does not wait for: when other connections open it at the same
 	// moment, try again until the busy timeout.
@@ -168,6 +170,7 @@ func (s *Store) Close() error {
 		}
 		s.audit.close()
 		s.put.close()
+		s.reads.close()
 		var errs []error
 		if s.reader != nil && s.reader != s.writer {
 			errs = append(errs, s.reader.Close())

@@ -223,7 +223,7 @@ func (st *statements) close() {
 
 // Get returns one version; see registry.Store.
 func (s *Store) Get(ctx context.Context, k registry.Key) (registry.Record, error) {
-	row := s.reader.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM capabilities c
+	row := s.reads.queryRow(ctx, `SELECT `+recordColumns+` FROM capabilities c
 		WHERE c.scheme = ? AND c.domain = ? AND c.name = ? AND c.version = ?`, k.Scheme, k.Domain, k.Name, k.Version)
 	r, err := scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -238,7 +238,7 @@ func (s *Store) Get(ctx context.Context, k registry.Key) (registry.Record, error
 // Versions returns every version of a capability in ascending precedence;
 // see registry.Store.
 func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]registry.Record, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+recordColumns+` FROM capabilities c
+	rows, err := s.reads.query(ctx, `SELECT `+recordColumns+` FROM capabilities c
 		WHERE c.scheme = ? AND c.domain = ? AND c.name = ?
 		ORDER BY c.version_key, c.version`, scheme, domain, name)
 	if err != nil {
@@ -265,7 +265,7 @@ func (s *Store) VersionsOf(ctx context.Context, caps []registry.Key) ([][]regist
 	if err != nil {
 		return nil, fmt.Errorf("list versions of %d capabilities: %w", len(caps), err)
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+recordColumns+` FROM json_each(?) j
+	rows, err := s.reads.query(ctx, `SELECT `+recordColumns+` FROM json_each(?) j
 		JOIN capabilities c ON c.scheme = j.value ->> 0 AND c.domain = j.value ->> 1 AND c.name = j.value ->> 2
 		ORDER BY c.scheme, c.domain, c.name, c.version_key, c.version`, string(list))
 	if err != nil {
@@ -353,7 +353,7 @@ func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord,
 	}
 	var def string
 	var r registry.RawRecord
-	err := s.reader.QueryRowContext(ctx, `SELECT definition, digest, trust_tier FROM capabilities
+	err := s.reads.queryRow(ctx, `SELECT definition, digest, trust_tier FROM capabilities
 		WHERE scheme = ? AND domain = ? AND name = ? AND version = ?`, k.Scheme, k.Domain, k.Name, k.Version).Scan(&def, &r.Digest, &r.TrustTier)
 	if errors.Is(err, sql.ErrNoRows) {
 		return registry.RawRecord{}, fmt.Errorf("capability %s: %w", k, registry.ErrNotFound)
