@@ -25,16 +25,25 @@ type readStmts struct {
 
 // stmt returns query prepared on the reader, or nil when the bound is
 // reached or preparing fails (then the caller runs query as it is, and
-// meets any error there).
+// meets any error there). It prepares without holding the lock, so that a
+// statement waiting for a connection holds up no other read.
 func (r *readStmts) stmt(ctx context.Context, query string) *sql.Stmt {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if st, ok := r.stmts[query]; ok || r.closed || len(r.stmts) >= maxReadStmts {
+	st, ok := r.stmts[query]
+	full := r.closed || len(r.stmts) >= maxReadStmts
+	r.mu.Unlock()
+	if ok || full {
 		return st
 	}
 	st, err := r.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if had, ok := r.stmts[query]; ok || r.closed || len(r.stmts) >= maxReadStmts {
+		st.Close() // another read prepared it first, or the store closed
+		return had
 	}
 	if r.stmts == nil {
 		r.stmts = map[string]*sql.Stmt{}
