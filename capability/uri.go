@@ -272,17 +272,22 @@ func parseMajorMinorVersion(s, prefix string) (Version, string) {
 		}
 		return Version{}, err.Error()
 	}
-	short := v.Short()
-	if v.Parts == 1 {
-		short = strconv.FormatUint(v.Major, 10)
-	}
 	switch {
 	case v.IsPrerelease() || len(v.Build) > 0:
-		return Version{}, fmt.Sprintf("capability versions carry no pre-release or build metadata; write %s%s", prefix, short)
+		return Version{}, fmt.Sprintf("capability versions carry no pre-release or build metadata; write %s%s", prefix, shortVersion(v))
 	case v.Parts == 3:
-		return Version{}, fmt.Sprintf("capability URIs carry MAJOR.MINOR only (the patch is not part of the contract, OSSA §6.1); drop the patch: write %s%s", prefix, short)
+		return Version{}, fmt.Sprintf("capability URIs carry MAJOR.MINOR only (the patch is not part of the contract, OSSA §6.1); drop the patch: write %s%s", prefix, shortVersion(v))
 	}
 	return v, ""
+}
+
+// shortVersion is v as a URI writes it, for an error's suggestion (made
+// only then: a valid version is parsed on every resolve).
+func shortVersion(v Version) string {
+	if v.Parts == 1 {
+		return strconv.FormatUint(v.Major, 10)
+	}
+	return v.Short()
 }
 
 func uriHasSpace(s string) bool { return strings.IndexFunc(s, unicode.IsSpace) >= 0 }

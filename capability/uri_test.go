@@ -215,3 +215,19 @@ func TestSameCapability(t *testing.T) {
 		})
 	}
 }
+
+// TestParseAllocs: a valid URI or version parses without allocating: the
+// registry parses the URI and every registered version of a capability on
+// each resolve (each tools/call on /mcp); only the errors build strings.
+func TestParseAllocs(t *testing.T) {
+	for _, s := range []string{"mcp:everything/test_simple_text@1.0", "ossa:security/scan@2", "ossa:code/lint"} {
+		if n := testing.AllocsPerRun(100, func() { _, _ = ParseURI(s) }); n > 0 {
+			t.Errorf("ParseURI(%q): %.0f allocations, want none", s, n)
+		}
+	}
+	for _, s := range []string{"1.2.3", "10.0", "7"} {
+		if n := testing.AllocsPerRun(100, func() { _, _ = ParseVersion(s) }); n > 0 {
+			t.Errorf("ParseVersion(%q): %.0f allocations, want none", s, n)
+		}
+	}
+}

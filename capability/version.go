@@ -120,9 +120,19 @@ func versionShapeProblem(s string) string {
 // any pre-release pre); on failure it returns the component at fault and
 // why.
 func parseVersionCore(s, core, pre string, hasPre bool) (v Version, component, reason string) {
-	fields := strings.Split(core, ".")
-	if len(fields) > 3 {
-		return Version{}, versionComponentVersion, fmt.Sprintf("has %d numeric components; at most three are allowed (MAJOR.MINOR.PATCH)", len(fields))
+	n := strings.Count(core, ".") + 1
+	if n > 3 {
+		return Version{}, versionComponentVersion, fmt.Sprintf("has %d numeric components; at most three are allowed (MAJOR.MINOR.PATCH)", n)
+	}
+	var fb [3]string // the components, without strings.Split's allocation: a version is parsed on every resolve
+	fields := fb[:0]
+	for rest := core; ; {
+		f, after, more := strings.Cut(rest, ".")
+		fields = append(fields, f)
+		if !more {
+			break
+		}
+		rest = after
 	}
 	if hasPre && (core == "" || strings.HasSuffix(core, ".")) {
 		// "-1" or "1.-2": a minus sign where a number belongs.
@@ -132,7 +142,7 @@ func parseVersionCore(s, core, pre string, hasPre bool) (v Version, component, r
 	nums := [3]*uint64{&v.Major, &v.Minor, &v.Patch}
 	for i, f := range fields {
 		name := versionNumericNames[i]
-		n, reason := parseVersionNumber(f, name+" component")
+		n, reason := parseVersionNumber(f, name)
 		if reason != "" {
 			return Version{}, name, reason + versionFixHint(s)
 		}
@@ -154,21 +164,21 @@ func MustParseVersion(s string) Version {
 
 // parseVersionNumber parses a numeric version component. It returns a non-empty
 // reason (naming the component as what) when f is not a valid one.
-func parseVersionNumber(f, what string) (uint64, string) {
+func parseVersionNumber(f, name string) (uint64, string) {
 	if f == "" {
-		return 0, what + " is empty; components are separated by single dots, e.g. 1.0.3"
+		return 0, name + " component is empty; components are separated by single dots, e.g. 1.0.3"
 	}
 	for i := 0; i < len(f); i++ {
 		if f[i] < '0' || f[i] > '9' {
-			return 0, fmt.Sprintf("%s %q must be a non-negative integer (digits 0-9 only)", what, f)
+			return 0, fmt.Sprintf("%s component %q must be a non-negative integer (digits 0-9 only)", name, f)
 		}
 	}
 	if len(f) > 1 && f[0] == '0' {
-		return 0, fmt.Sprintf("%s %q has a leading zero", what, f)
+		return 0, fmt.Sprintf("%s component %q has a leading zero", name, f)
 	}
 	n, err := strconv.ParseUint(f, 10, 64)
 	if err != nil {
-		return 0, fmt.Sprintf("%s %q is larger than the maximum %d", what, f, uint64(1<<64-1))
+		return 0, fmt.Sprintf("%s component %q is larger than the maximum %d", name, f, uint64(1<<64-1))
 	}
 	return n, ""
 }

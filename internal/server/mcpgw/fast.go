@@ -644,20 +644,23 @@ func (a *fastAnswer) event(msg []byte) {
 // encode, as the SDK answers).
 func (a *fastAnswer) finish(id json.RawMessage, res *mcp.CallToolResult) {
 	// The SDK encodes the result with its MarshalJSON, whose output (compact
-	// JSON) its encoder then writes as it is: the same bytes, encoded once.
-	data, err := res.MarshalJSON()
-	var msg []byte
-	if err != nil {
-		e, _ := json.Marshal(fmt.Sprintf("marshaling the result: %v", err))
-		msg = []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32603,"message":` + string(e) + `}}`)
-	} else {
-		msg = make([]byte, 0, len(data)+len(id)+40)
-		msg = append(msg, `{"jsonrpc":"2.0","id":`...)
-		msg = append(msg, id...)
-		msg = append(msg, `,"result":`...)
-		msg = append(msg, data...)
-		msg = append(msg, '}')
+	// JSON) its encoder then writes as it is: the same bytes, encoded once
+	// (by appendCallResult when it can).
+	msg := make([]byte, 0, 256+len(id))
+	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
+	msg = append(msg, id...)
+	msg = append(msg, `,"result":`...)
+	msg, ok := appendCallResult(msg, res)
+	if !ok {
+		data, err := res.MarshalJSON()
+		if err != nil {
+			e, _ := json.Marshal(fmt.Sprintf("marshaling the result: %v", err))
+			msg = []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32603,"message":` + string(e) + `}`)
+		} else {
+			msg = append(msg, data...)
+		}
 	}
+	msg = append(msg, '}')
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.done = true
