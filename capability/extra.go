@@ -206,11 +206,18 @@ func skipValue(data []byte, i int) (int, bool) {
 // Normalize converts a decoded JSON or YAML value to the canonical form the
 // model holds: maps with string keys, []any, and whole numbers as int64 (so a
 // value read from YAML equals the same value read from JSON).
+//
+// Maps and slices are changed in place, and only where an element changes:
+// a value already in canonical form is only read, so goroutines may
+// normalise definitions that share parts of their schemas (an OpenAPI
+// import's components) at the same time.
 func Normalize(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = Normalize(e)
+			if n, changed := normalizeElem(e); changed {
+				x[k] = n
+			}
 		}
 		return x
 	case map[any]any:
@@ -221,7 +228,9 @@ func Normalize(v any) any {
 		return m
 	case []any:
 		for i, e := range x {
-			x[i] = Normalize(e)
+			if n, changed := normalizeElem(e); changed {
+				x[i] = n
+			}
 		}
 		return x
 	case time.Time:
@@ -265,6 +274,22 @@ func normalizeNumber(v any) any {
 		return normalizeNumber(f)
 	}
 	return v
+}
+
+// normalizeElem normalises an element of a map or slice and says whether
+// it must be written back: maps with string keys and slices are normalised
+// in place, and a scalar only changes when its type does (float64 2 →
+// int64 2, a date → its text).
+func normalizeElem(e any) (any, bool) {
+	switch e.(type) {
+	case map[string]any, []any:
+		Normalize(e)
+		return e, false
+	case string, bool, int64, nil:
+		return e, false
+	}
+	n := Normalize(e)
+	return n, reflect.TypeOf(n) != reflect.TypeOf(e)
 }
 
 // CloneValue deep-copies the maps and slices of a decoded JSON or YAML

@@ -3,7 +3,9 @@ package capability
 import (
 	"encoding/json"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
 )
 
 // JSON round trips keep unknown fields at every level and exact numbers.
@@ -35,4 +37,33 @@ func TestJSONRoundTripKeepsExtraAndNumbers(t *testing.T) {
 	if !reflect.DeepEqual(d, again) {
 		t.Errorf("round trip differs:\n%#v\n%#v", d, again)
 	}
+}
+
+// TestNormalizeOnlyWritesChanges: Normalize changes what is not canonical
+// (whole float64s, maps with other keys, dates), and only reads a value
+// that is canonical already, so that definitions sharing parts of their
+// schemas (an OpenAPI import's components) can be normalised at once by
+// the registry's workers. Under -race, Normalize writing every element
+// back (as it did) is reported here.
+func TestNormalizeOnlyWritesChanges(t *testing.T) {
+	v := Normalize(map[string]any{
+		"n": 2.0, "f": 0.5, "s": "x", "list": []any{1.0, map[any]any{"k": 3.0}},
+		"date": time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC),
+	})
+	want := map[string]any{"n": int64(2), "f": 0.5, "s": "x", "list": []any{int64(1), map[string]any{"k": int64(3)}}, "date": "2024-05-01"}
+	if !reflect.DeepEqual(v, want) {
+		t.Fatalf("Normalize = %#v, want %#v", v, want)
+	}
+	shared := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "integer", "maximum": int64(10), "enum": []any{int64(1), 0.5, "x", true, nil}}}}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				Normalize(shared)
+			}
+		}()
+	}
+	wg.Wait()
 }

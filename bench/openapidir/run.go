@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -320,13 +321,48 @@ func domainOf(s spec) string {
 	return d
 }
 
-// jsonToYAML re-serialises a JSON document as YAML.
+// jsonToYAML re-serialises a JSON document as YAML: block mappings and
+// sequences, object keys in their order of the JSON (sorted), multi-line
+// text as literal blocks where yaml.v3 writes them correctly.
 func jsonToYAML(data []byte) ([]byte, error) {
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, err
 	}
-	return yaml.Marshal(v)
+	return yaml.Marshal(yamlNode(v))
+}
+
+// yamlNode is v as a YAML node. Text yaml.v3 would write as a literal
+// block it cannot read back is double-quoted instead: a first line that
+// starts with a space or is empty (written "|4" or "|4-", which its parser
+// misreads inside a sequence: bitbucket.org, zoom.us, fec.gov), and a tab
+// (written as the indentation of a line: amadeus.com, adyen.com, codat.io).
+func yamlNode(v any) *yaml.Node {
+	switch x := v.(type) {
+	case map[string]any:
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			n.Content = append(n.Content, yamlNode(k), yamlNode(x[k]))
+		}
+		return n
+	case []any:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		for _, e := range x {
+			n.Content = append(n.Content, yamlNode(e))
+		}
+		return n
+	case string:
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}
+		if strings.ContainsAny(x, "\t\r") || strings.HasPrefix(x, " ") || strings.HasPrefix(x, "\n") {
+			n.Style = yaml.DoubleQuotedStyle
+		}
+		return n
+	}
+	var n yaml.Node
+	if err := n.Encode(v); err != nil { // numbers, booleans, null
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+	}
+	return &n
 }
 
 func logf(c *config, format string, args ...any) {

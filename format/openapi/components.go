@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/caphub/caphub/capability"
 )
 
 // defsPrefix starts every $ref a converted schema holds: the shared schemas
@@ -161,7 +163,9 @@ func (c *converter) convertComponent(comp *component) {
 		comp.err = inRef(err, comp.ref)
 		return
 	}
-	comp.schema, comp.size = s, size
+	// In canonical form once, so that registering the definitions that
+	// share it only reads it (see Result.Definitions).
+	comp.schema, comp.size = capability.Normalize(s), size
 	if b, err := json.Marshal(s); err == nil {
 		comp.bytes = len(b)
 	}

@@ -138,7 +138,9 @@
 // "#/$defs/<name>"}, and the schema it names a component: converted once
 // per document, and put under $defs in each input and output schema that
 // references it, directly or through other components, and in no other
-// (so each stands alone and carries only what it uses). The name is the
+// (so each stands alone and carries only what it uses); the definitions of
+// one import share that one converted schema rather than a copy each
+// (read-only, see Result.Definitions). The name is the
 // component's (components.schemas.Pet → Pet, definitions.Pet → Pet), else
 // the pointer's segments joined with "."
 // (components.schemas.T.properties.a → T.properties.a), characters other
