@@ -252,6 +252,12 @@ func (t *Tracker) refresh(ctx context.Context, head, from int64) error {
 			return fmt.Errorf("stats: list invocation events after %d: %w", f.AfterSeq, err)
 		}
 		for _, e := range events {
+			if e.Seq > head {
+				// Appended after head was read: the next refresh reads it
+				// (t.last = head), so it is not counted now as well.
+				t.last = head
+				return nil
+			}
 			var c call
 			if err := json.Unmarshal(e.Data, &c); err != nil {
 				return fmt.Errorf("stats: audit event %d is not an invocation record: %w (run caphub audit verify)", e.Seq, err)

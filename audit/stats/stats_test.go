@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caphub/caphub/audit"
+	"github.com/caphub/caphub/audit/chain"
 	"github.com/caphub/caphub/audit/stats"
 	"github.com/caphub/caphub/invoke"
 	"github.com/caphub/caphub/store/sqlite"
@@ -195,6 +196,43 @@ func TestTracker(t *testing.T) {
 	}
 	// Kept: events 4 and 5 (the two newest calls), and the prune's record.
 	check("after a prune", 2)
+}
+
+// appendsWhileListing is a real chain whose first listing comes after
+// another call was appended: as when a call is recorded between the
+// Tracker's read of the chain's head and its read of the events.
+type appendsWhileListing struct {
+	*sqlite.Store
+	c    *chainAt
+	once bool
+}
+
+func (a *appendsWhileListing) ListAudit(ctx context.Context, f chain.Filter) ([]chain.Event, error) {
+	if !a.once {
+		a.once = true
+		a.c.call("ossa:late/call@1", 1, "")
+	}
+	return a.Store.ListAudit(ctx, f)
+}
+
+// TestTrackerCountsALateEventOnce: an event appended after the Tracker read
+// the chain's head is counted by the next Compute, once (a loaded CI run
+// of the web UI's e2e test saw 10 calls counted for 6 in the chain).
+func TestTrackerCountsALateEventOnce(t *testing.T) {
+	base := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+	c := newChain(t, base)
+	c.call("ossa:a/x@1", 1, "")
+	tr := stats.NewTracker(&appendsWhileListing{Store: c.store, c: c}, 0)
+	o := stats.Options{Window: time.Hour, Bucket: 10 * time.Minute, Now: base.Add(30 * time.Minute)}
+	for i, want := range []int{1, 2, 2} {
+		got, err := tr.Compute(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Calls != want {
+			t.Errorf("Compute %d: %d calls, want %d (the chain holds %d events)", i+1, got.Calls, want, got.HeadSeq)
+		}
+	}
 }
 
 // benchChain is a SQLite chain of 100 000 invocation events (the default
