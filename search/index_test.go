@@ -46,6 +46,32 @@ func fixtureDocs() []Doc {
 	return docs
 }
 
+// indexOf is an index of defs, each under domain/name with its domain as
+// its API.
+func indexOf(defs []capability.Definition) *Index {
+	ix := NewIndex()
+	for _, d := range defs {
+		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
+	}
+	return ix
+}
+
+// wantFirst searches ix for q (the top 3, explained) and fails unless want
+// ranks first, with each hit's score and its parts; it returns the result
+// for further checks.
+func wantFirst(t *testing.T, ix *Index, q, want string) Result {
+	t.Helper()
+	res := ix.Search(Query{Text: q, Limit: 3, Explain: true})
+	if len(res.Hits) == 0 || res.Hits[0].ID != want {
+		var why []string
+		for _, h := range res.Hits {
+			why = append(why, fmt.Sprintf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; ")))
+		}
+		t.Errorf("%q: top 3 %q, want %s first:\n%s", q, ids(res), want, strings.Join(why, "\n"))
+	}
+	return res
+}
+
 func ids(res Result) []string {
 	var out []string
 	for _, h := range res.Hits {
@@ -66,14 +92,7 @@ func TestRankingOfPhrasesAgentsUse(t *testing.T) {
 		"show the open issues of a repo":        "github/issues_list_for_repo",
 	} {
 		t.Run(q, func(t *testing.T) {
-			res := ix.Search(Query{Text: q, Limit: 3, Explain: true})
-			if len(res.Hits) == 0 || res.Hits[0].ID != want {
-				var why []string
-				for _, h := range res.Hits {
-					why = append(why, fmt.Sprintf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; ")))
-				}
-				t.Errorf("top 3 %q, want %s first:\n%s", ids(res), want, strings.Join(why, "\n"))
-			}
+			wantFirst(t, ix, q, want)
 		})
 	}
 }
@@ -215,14 +234,11 @@ func TestPutAgainRanksAsPutOnce(t *testing.T) {
 // meaning (by their word vectors), and says it is unknown only when nothing
 // is near.
 func TestRelatedWordsOfUnknownWords(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
+	ix := indexOf([]capability.Definition{
 		{Name: "list_cars", Domain: "fleet", Title: "List cars", Description: "Returns the cars of a fleet."},
 		{Name: "get_doctor", Domain: "clinic", Title: "Get a doctor", Description: "Returns a doctor's details."},
 		{Name: "list_workers", Domain: "staff", Title: "List workers", Description: "Returns every worker on the payroll."},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
+	})
 	for q, want := range map[string]string{
 		"show the automobiles":    "fleet/list_cars",
 		"find a physician":        "clinic/get_doctor",
@@ -323,17 +339,14 @@ func TestTheRequestsVerbSaysItsAction(t *testing.T) {
 // resource), not the thing that holds it: "comments of an issue" asks for
 // comments.
 func TestTheThingNamedIsWhatTheOperationActsOn(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
+	ix := indexOf([]capability.Definition{
 		{Name: "issues_list_comments", Domain: "github", Title: "List issue comments", Description: "You can use the REST API to list comments on issues and pull requests.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/comments"}}},
 		{Name: "issues_get", Domain: "github", Title: "Get an issue and its comments", Description: "Returns an issue with its comments (comments of pull requests too).",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}"}}},
 		{Name: "issues_update", Domain: "github", Title: "Update an issue", Description: "Issue owners and users with push access can edit an issue.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PATCH", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}"}}},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
+	})
 	ix.mu.RLock()
 	p := ix.analyse("the comments of an issue")
 	ix.mu.RUnlock()
@@ -341,13 +354,7 @@ func TestTheThingNamedIsWhatTheOperationActsOn(t *testing.T) {
 	if p.objectMatch(comments) != 1 || p.objectMatch(issue) != 0 {
 		t.Errorf("object match: comments %.2f, issue %.2f; want 1 and 0 (an issue qualifies what is asked for)", p.objectMatch(comments), p.objectMatch(issue))
 	}
-	res := ix.Search(Query{Text: "the comments of an issue", Limit: 3, Explain: true})
-	if len(res.Hits) == 0 || res.Hits[0].ID != "github/issues_list_comments" {
-		for _, h := range res.Hits {
-			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
-		}
-		t.Errorf("top 3 %q, want github/issues_list_comments first", ids(res))
-	}
+	wantFirst(t, ix, "the comments of an issue", "github/issues_list_comments")
 }
 
 // A word found only among an operation's parameters counts for half of one
@@ -435,15 +442,12 @@ func TestExplainSaysWhereTheActionWasLearned(t *testing.T) {
 }
 
 func TestAReadOfAsManyThingsAsAskedForRanksFirst(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
+	ix := indexOf([]capability.Definition{
 		{Name: "repos_get_commit", Domain: "github", Title: "Get a commit", Description: "Returns the contents of a single commit reference.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{ref}"}}},
 		{Name: "repos_list_commits", Domain: "github", Title: "List commits", Description: "The response will include a verification object that describes the result of verifying the commit's signature.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits"}}},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
+	})
 	for q, want := range map[string]string{
 		"the commits of a repository": "github/repos_list_commits", // a plural asks for a list
 		"all the commit":              "github/repos_list_commits",
@@ -553,43 +557,25 @@ func TestExplainSaysAPluralWithoutAVerbAsksToRead(t *testing.T) {
 // "assign" finds the operation that adds assignees (Snowball stems
 // assignees to "assigne", apart from "assign").
 func TestAssignFindsAssignees(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
+	ix := indexOf([]capability.Definition{
 		{Name: "issues_add_assignees", Domain: "github", Title: "Add assignees to an issue", Description: "Adds up to 10 assignees to an issue.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/assignees"}}},
 		{Name: "issues_add_labels", Domain: "github", Title: "Add labels to an issue", Description: "Adds labels to an issue. An empty array of labels leaves the issue as it was.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/labels"}}},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
-	res := ix.Search(Query{Text: "assign an issue to a developer", Limit: 3, Explain: true})
-	if len(res.Hits) == 0 || res.Hits[0].ID != "github/issues_add_assignees" {
-		for _, h := range res.Hits {
-			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
-		}
-		t.Errorf("top 3 %q, want github/issues_add_assignees first", ids(res))
-	}
+	})
+	wantFirst(t, ix, "assign an issue to a developer", "github/issues_add_assignees")
 }
 
 // "set a goal" creates one as often as it changes one: an operation that
 // creates it does what was asked, as one that updates it does.
 func TestSettingAThingMayCreateIt(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
+	ix := indexOf([]capability.Definition{
 		{Name: "create_goal", Domain: "asana", Title: "Create a goal", Description: "Creates a goal.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/goals"}}},
 		{Name: "replace_goal", Domain: "asana", Title: "Replace a goal", Description: "Replaces a goal in a workspace.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://app.asana.com/api/1.0/goals/{gid}"}}},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
-	res := ix.Search(Query{Text: "set a goal", Limit: 3, Explain: true})
-	if len(res.Hits) == 0 || res.Hits[0].ID != "asana/create_goal" {
-		for _, h := range res.Hits {
-			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
-		}
-		t.Errorf("top 3 %q, want asana/create_goal first", ids(res))
-	}
+	})
+	wantFirst(t, ix, "set a goal", "asana/create_goal")
 }
 
 // A request that starts with a plural without an s ("people who …") names
@@ -606,24 +592,15 @@ func TestAnIrregularPluralAsksToRead(t *testing.T) {
 // A hyphenated word of a query that the index or the synonyms know as one
 // word is read as one: "to-do" is a todo (a task), not two stop words.
 func TestAHyphenatedWordOfAQueryIsOneWord(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
+	ix := indexOf([]capability.Definition{
 		{Name: "create_task", Domain: "asana", Title: "Create a task", Description: "Creating a new task is as easy as POSTing to the /tasks endpoint.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/tasks"}}},
 		{Name: "create_project", Domain: "asana", Title: "Create a project", Description: "Create a new project in a workspace or team.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/projects"}}},
 		{Name: "get-current-user", Domain: "asana", Title: "Get the current user",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://app.asana.com/api/1.0/users/me"}}},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
-	res := ix.Search(Query{Text: "add a to-do", Limit: 3, Explain: true})
-	if len(res.Hits) == 0 || res.Hits[0].ID != "asana/create_task" {
-		for _, h := range res.Hits {
-			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
-		}
-		t.Errorf("add a to-do: top 3 %q, want asana/create_task first", ids(res))
-	}
+	})
+	wantFirst(t, ix, "add a to-do", "asana/create_task")
 	// A hyphenated identifier the index does not know whole is its words.
 	if res := ix.Search(Query{Text: "get-current-user", Limit: 1}); len(res.Hits) == 0 || res.Hits[0].ID != "asana/get-current-user" {
 		t.Errorf("get-current-user: top %q, want asana/get-current-user", ids(res))
@@ -633,21 +610,14 @@ func TestAHyphenatedWordOfAQueryIsOneWord(t *testing.T) {
 // Archiving a thing is an update of its state in most APIs (Trello's
 // closed cards, GitHub's archived repositories), before a deletion.
 func TestArchivingIsAnUpdateFirst(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
+	ix := indexOf([]capability.Definition{
 		{Name: "update_cards_closed_by_id_card", Domain: "trello", Title: "updateCardsClosedByIdCard()",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://api.trello.com/1/cards/{idCard}/closed"}}},
 		{Name: "delete_cards_by_id_card", Domain: "trello", Title: "deleteCardsByIdCard()",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.trello.com/1/cards/{idCard}"}}},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
-	res := ix.Search(Query{Text: "archive a trello card", Limit: 3, Explain: true})
-	if res.Action != ActionUpdate || len(res.Hits) == 0 || res.Hits[0].ID != "trello/update_cards_closed_by_id_card" {
-		for _, h := range res.Hits {
-			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
-		}
-		t.Errorf("action %q, top 3 %q; want %q and trello/update_cards_closed_by_id_card first", res.Action, ids(res), ActionUpdate)
+	})
+	if res := wantFirst(t, ix, "archive a trello card", "trello/update_cards_closed_by_id_card"); res.Action != ActionUpdate {
+		t.Errorf("archive a trello card: action %q, want %q", res.Action, ActionUpdate)
 	}
 }
 
@@ -669,13 +639,7 @@ func TestARareWordAlsoLooksForRelatedWords(t *testing.T) {
 	} {
 		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
 	}
-	res := ix.Search(Query{Text: "a small image of a file", Limit: 3, Explain: true})
-	if len(res.Hits) == 0 || res.Hits[0].ID != "box/get_files_id_thumbnail" {
-		for _, h := range res.Hits {
-			t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
-		}
-		t.Errorf("top 3 %q, want box/get_files_id_thumbnail first", ids(res))
-	}
+	wantFirst(t, ix, "a small image of a file", "box/get_files_id_thumbnail")
 	// A word many documents have does not.
 	ix.mu.RLock()
 	p := ix.analyse("a folder")
@@ -715,8 +679,7 @@ func TestPhrasalVerbs(t *testing.T) {
 // Phrasal verbs rank the operation that does what they mean first, over
 // real APIs' operations (the first two were not in the top 10 before).
 func TestPhrasalVerbsRank(t *testing.T) {
-	ix := NewIndex()
-	for _, d := range []capability.Definition{
+	ix := indexOf([]capability.Definition{
 		{Name: "create_project", Domain: "asana", Title: "Create a project", Description: "Create a new project in a workspace or team.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/projects"}}},
 		{Name: "delete_project", Domain: "asana", Title: "Delete a project", Description: "A specific, existing project can be deleted by making a DELETE request on the URL for that project. Returns an empty data record.",
@@ -735,19 +698,13 @@ func TestPhrasalVerbsRank(t *testing.T) {
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://slack.com/api/conversations.kick"}}},
 		{Name: "save_tracks_user", Domain: "spotify", Title: "Save Tracks for Current User", Description: "Save one or more tracks to the current user's 'Your Music' library.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://api.spotify.com/v1/me/tracks"}}},
-	} {
-		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
-	}
+	})
 	for q, want := range map[string]string{
 		"get rid of a project":        "asana/delete_project",
 		"take a song off my playlist": "spotify/remove_tracks_playlist",
 	} {
-		res := ix.Search(Query{Text: q, Limit: 3, Explain: true})
-		if res.Action != ActionDelete || len(res.Hits) == 0 || res.Hits[0].ID != want {
-			for _, h := range res.Hits {
-				t.Logf("%s %.2f %s", h.ID, h.Score, strings.Join(h.Why, "; "))
-			}
-			t.Errorf("%q: action %q, top 3 %q; want %q and %s first", q, res.Action, ids(res), ActionDelete, want)
+		if res := wantFirst(t, ix, q, want); res.Action != ActionDelete {
+			t.Errorf("%q: action %q, want %q", q, res.Action, ActionDelete)
 		}
 	}
 	// Explain says where the words came from; an API that uses the
