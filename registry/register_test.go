@@ -7,13 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
-	"github.com/caphub/caphub/store/sqlite"
 	"github.com/caphub/caphub/store/storetest"
 )
 
@@ -22,18 +20,13 @@ import (
 // order, and nothing is stored.
 func TestRegisterBatchLargeRefusals(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := registry.NewService(st)
-	defer svc.Close()
+	svc, _ := newSQLiteService(t)
 	defs := storetest.Synthetic(200, 7)
 	bad := []int{3, 77, 78, 150, 199}
 	for _, i := range bad {
 		defs[i].Input = nil // refused: the input schema is missing
 	}
-	_, err = svc.RegisterBatch(ctx, defs)
+	_, err := svc.RegisterBatch(ctx, defs)
 	var be *registry.BatchError
 	if !errors.As(err, &be) {
 		t.Fatalf("RegisterBatch: %v, want a *BatchError", err)
@@ -56,12 +49,7 @@ func TestRegisterBatchLargeRefusals(t *testing.T) {
 // but the versions registered with other content, and names each of those.
 func TestRegisterEachConflicts(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := registry.NewService(st)
-	defer svc.Close()
+	svc, _ := newSQLiteService(t)
 	defs := storetest.Synthetic(120, 3)
 	taken := map[int]bool{5: true, 6: true, 40: true, 77: true, 119: true}
 	var first []capability.Definition
@@ -102,12 +90,7 @@ func TestRegisterEachConflicts(t *testing.T) {
 // both: digests already stored stay comparable.
 func TestRegisterEncodesOnce(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := registry.NewService(st)
-	defer svc.Close()
+	svc, st := newSQLiteService(t)
 	defs := storetest.Synthetic(40, 3)
 	for i := range defs {
 		defs[i].Provenance = &capability.Provenance{Method: "openapi", CreatedAt: "2026-01-01T00:00:00Z"}

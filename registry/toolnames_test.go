@@ -26,7 +26,9 @@ func toolDef(uri string) capability.Definition {
 	return d
 }
 
-func newToolNameService(t *testing.T) (*registry.Service, registry.Store) {
+// newSQLiteService is a Service over a new SQLite file, closed with the
+// test.
+func newSQLiteService(t *testing.T) (*registry.Service, registry.Store) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
@@ -67,7 +69,7 @@ func register(t *testing.T, svc *registry.Service, uris ...string) {
 }
 
 func TestToolNamesCannotBeTaken(t *testing.T) {
-	svc, st := newToolNameService(t)
+	svc, st := newSQLiteService(t)
 	register(t, svc, "mcp:srv/tool_a@1.0")
 	// Across schemes, and within mcp: by "." for "_".
 	wantTaken(t, svc, "mcp_srv_tool_a", "mcp:srv/tool_a", "ossa:mcp/srv_tool_a@1.0")
@@ -99,14 +101,14 @@ func TestToolNamesCannotBeTaken(t *testing.T) {
 	plain := "ossa:longnames/" + strings.TrimPrefix(hashed, "longnames_") + "@1.0"
 	register(t, svc, long)
 	wantTaken(t, svc, hashed, strings.TrimSuffix(long, "@1.0"), plain)
-	svc2, _ := newToolNameService(t)
+	svc2, _ := newSQLiteService(t)
 	register(t, svc2, plain)
 	wantTaken(t, svc2, hashed, strings.TrimSuffix(plain, "@1.0"), long)
 }
 
 // A domain longer than what a hashed name keeps is found by its start.
 func TestToolNameLongDomain(t *testing.T) {
-	svc, _ := newToolNameService(t)
+	svc, _ := newSQLiteService(t)
 	domain := strings.Repeat("d", 60)
 	register(t, svc, "ossa:"+domain+"/x@1.0", "ossa:"+domain+"a/x@1.0", "mcp:"+domain+"/x@1.0")
 	// Every registered name is distinct, and a second registration of the
