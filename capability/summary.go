@@ -498,25 +498,51 @@ func (w *schemaWalker) typeOf(s map[string]any, depth int) string {
 	}
 	var alts []string
 	if len(types) == 0 || len(types) == 1 && types[0] == "object" && s["properties"] == nil {
-		for _, key := range []string{"oneOf", "anyOf"} {
-			list, _ := s[key].([]any)
-			for i, a := range list {
-				if i == summaryUnionMax*2 {
-					break
-				}
-				if m, ok := a.(map[string]any); ok {
-					alts = append(alts, w.typeOf(m, depth+1))
-				}
+		alts = w.alternativesOf(s, depth)
+	}
+	parts := w.typesOf(s, types, len(alts) > 0, depth)
+	parts = append(parts, alts...)
+	if len(parts) == 0 {
+		switch {
+		case s["properties"] != nil:
+			return w.objectOf(s, depth)
+		case s["items"] != nil:
+			return w.arrayOf(s, depth)
+		}
+		return "any"
+	}
+	return union(parts)
+}
+
+// alternativesOf writes the types of a schema's oneOf and anyOf
+// alternatives, at most summaryUnionMax*2 of each.
+func (w *schemaWalker) alternativesOf(s map[string]any, depth int) []string {
+	var alts []string
+	for _, key := range []string{"oneOf", "anyOf"} {
+		list, _ := s[key].([]any)
+		for i, a := range list {
+			if i == summaryUnionMax*2 {
+				break
+			}
+			if m, ok := a.(map[string]any); ok {
+				alts = append(alts, w.typeOf(m, depth+1))
 			}
 		}
 	}
+	return alts
+}
+
+// typesOf writes each of a schema's types: T[] for an array, an object's
+// properties (none when it has alternatives: they say more), a string
+// with its format.
+func (w *schemaWalker) typesOf(s map[string]any, types []string, hasAlts bool, depth int) []string {
 	var parts []string
 	for _, t := range types {
 		switch t {
 		case "array":
 			parts = append(parts, w.arrayOf(s, depth))
 		case "object":
-			if len(alts) > 0 {
+			if hasAlts {
 				continue
 			}
 			parts = append(parts, w.objectOf(s, depth))
@@ -529,17 +555,7 @@ func (w *schemaWalker) typeOf(s map[string]any, depth int) string {
 			parts = append(parts, t)
 		}
 	}
-	parts = append(parts, alts...)
-	if len(parts) == 0 {
-		switch {
-		case s["properties"] != nil:
-			return w.objectOf(s, depth)
-		case s["items"] != nil:
-			return w.arrayOf(s, depth)
-		}
-		return "any"
-	}
-	return union(parts)
+	return parts
 }
 
 // union joins alternatives with |, each once, null last, at most

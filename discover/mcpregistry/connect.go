@@ -139,6 +139,16 @@ func (b *builder) pkg(p *Package) error {
 	if err != nil {
 		return err
 	}
+	argv := runtimeArgv(p, env, rtArgs, pkgArgs)
+	b.srv.Transport, b.srv.Command, b.srv.Args, b.srv.Env = mcpconn.TransportStdio, runtime, argv, env
+	return nil
+}
+
+// runtimeArgv is the arguments of the runtime that runs package p: its
+// runtime arguments, the package (from a registry other than the default
+// when p names one) and the package's arguments; for oci, each variable of
+// env passed into the container.
+func runtimeArgv(p *Package, env map[string]string, rtArgs, pkgArgs []string) []string {
 	var argv []string
 	switch p.RegistryType {
 	case TypeNPM:
@@ -174,8 +184,7 @@ func (b *builder) pkg(p *Package) error {
 		argv = append(argv, ociImage(p))
 		argv = append(argv, pkgArgs...)
 	}
-	b.srv.Transport, b.srv.Command, b.srv.Args, b.srv.Env = mcpconn.TransportStdio, runtime, argv, env
-	return nil
+	return argv
 }
 
 // ociImage is the image reference of an oci package: its identifier,

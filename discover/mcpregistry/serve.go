@@ -175,49 +175,13 @@ func packageOf(srv *mcpconn.Server) *Package {
 		return nil
 	}
 	argv = append(argv, srv.Args...)
-	runtime, rest := argv[0], argv[1:]
-	var pkg *Package
-	switch runtime {
-	case "npx":
-		for len(rest) > 0 && (rest[0] == "-y" || rest[0] == "--yes") {
-			rest = rest[1:]
-		}
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return nil
-		}
-		at := strings.LastIndexByte(rest[0], '@')
-		if at <= 0 {
-			return nil
-		}
-		pkg = &Package{RegistryType: TypeNPM, Identifier: rest[0][:at], Version: rest[0][at+1:]}
-		rest = rest[1:]
-	case "uvx":
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return nil
-		}
-		id, ver, ok := strings.Cut(rest[0], "==")
-		if !ok || id == "" {
-			return nil
-		}
-		pkg = &Package{RegistryType: TypePyPI, Identifier: id, Version: ver}
-		rest = rest[1:]
-	case "dnx":
-		if len(rest) < 2 || rest[1] != "--yes" {
-			return nil
-		}
-		at := strings.LastIndexByte(rest[0], '@')
-		if at <= 0 {
-			return nil
-		}
-		pkg = &Package{RegistryType: TypeNuGet, Identifier: rest[0][:at], Version: rest[0][at+1:]}
-		rest = rest[2:]
-		if len(rest) > 0 && rest[0] == "--" {
-			rest = rest[1:]
-		}
-	default:
+	runtime := argv[0]
+	parse, ok := runtimeParsers[runtime]
+	if !ok {
 		return nil
 	}
-	if pkg.Version == "" || isRange(pkg.Version) || pkg.Version == "latest" {
+	pkg, rest := parse(argv[1:])
+	if pkg == nil || pkg.Version == "" || isRange(pkg.Version) || pkg.Version == "latest" {
 		return nil
 	}
 	pkg.RuntimeHint = runtime
@@ -229,6 +193,67 @@ func packageOf(srv *mcpconn.Server) *Package {
 		pkg.EnvironmentVariables = append(pkg.EnvironmentVariables, keyValueOf(k, srv.Env[k]))
 	}
 	return pkg
+}
+
+// runtimeParsers read, per package runner, the package a command's
+// arguments name (nil when they name none) and the arguments after it.
+var runtimeParsers = map[string]func(args []string) (*Package, []string){
+	"npx": npxPackage,
+	"uvx": uvxPackage,
+	"dnx": dnxPackage,
+}
+
+// npxPackage reads npx [-y|--yes]… ID@VERSION.
+func npxPackage(rest []string) (*Package, []string) {
+	for len(rest) > 0 && (rest[0] == "-y" || rest[0] == "--yes") {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		return nil, nil
+	}
+	id, ver, ok := cutVersionAt(rest[0])
+	if !ok {
+		return nil, nil
+	}
+	return &Package{RegistryType: TypeNPM, Identifier: id, Version: ver}, rest[1:]
+}
+
+// uvxPackage reads uvx ID==VERSION.
+func uvxPackage(rest []string) (*Package, []string) {
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		return nil, nil
+	}
+	id, ver, ok := strings.Cut(rest[0], "==")
+	if !ok || id == "" {
+		return nil, nil
+	}
+	return &Package{RegistryType: TypePyPI, Identifier: id, Version: ver}, rest[1:]
+}
+
+// dnxPackage reads dnx ID@VERSION --yes [--].
+func dnxPackage(rest []string) (*Package, []string) {
+	if len(rest) < 2 || rest[1] != "--yes" {
+		return nil, nil
+	}
+	id, ver, ok := cutVersionAt(rest[0])
+	if !ok {
+		return nil, nil
+	}
+	rest = rest[2:]
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	return &Package{RegistryType: TypeNuGet, Identifier: id, Version: ver}, rest
+}
+
+// cutVersionAt splits ID@VERSION at its last @ (a scoped npm name starts
+// with one).
+func cutVersionAt(s string) (id, version string, ok bool) {
+	at := strings.LastIndexByte(s, '@')
+	if at <= 0 {
+		return "", "", false
+	}
+	return s[:at], s[at+1:], true
 }
 
 func cutRunes(s string, n int) string {

@@ -32,14 +32,7 @@ func (p *problems) add(path, format string, args ...any) {
 // do (nil when there is none).
 func Validate(s *Server) []*Error {
 	var p problems
-	switch n := s.Name; {
-	case n == "":
-		p.add("name", "is missing: give the server's name in reverse-DNS form, e.g. io.github.owner/server")
-	case len(n) < 3 || len(n) > 200:
-		p.add("name", "%q must be 3 to 200 characters long", n)
-	case !serverNameRE.MatchString(n):
-		p.add("name", "%q must be NAMESPACE/NAME in reverse-DNS form, e.g. io.github.owner/server: letters, digits, '.' and '-' before the one '/', and also '_' after it", n)
-	}
+	checkName(&p, s.Name)
 	checkLength(&p, "description", s.Description, true)
 	if s.Title != "" {
 		checkLength(&p, "title", s.Title, false)
@@ -51,31 +44,11 @@ func Validate(s *Server) []*Error {
 	if s.WebsiteURL != "" {
 		checkURL(&p, "websiteUrl", s.WebsiteURL)
 	}
-	if r := s.Repository; r != nil {
-		if r.URL == "" {
-			p.add("repository.url", "is missing: give the URL of the source code (or leave repository out)")
-		} else {
-			checkURL(&p, "repository.url", r.URL)
-		}
-		if r.Source == "" {
-			p.add("repository.source", "is missing: name the hosting service, e.g. github")
-		}
+	if s.Repository != nil {
+		checkRepository(&p, s.Repository)
 	}
-	for i, ic := range s.Icons {
-		path := fmt.Sprintf("icons[%d]", i)
-		if ic.Src == "" {
-			p.add(path+".src", "is missing: give the icon's https URL")
-		} else if len(ic.Src) > 255 || !strings.HasPrefix(ic.Src, "https://") {
-			p.add(path+".src", "%q must be an https URL of at most 255 characters", truncate(ic.Src, 80))
-		}
-		for j, size := range ic.Sizes {
-			if !iconSizeRE.MatchString(size) {
-				p.add(fmt.Sprintf("%s.sizes[%d]", path, j), "%q must be WIDTHxHEIGHT (48x48) or any", size)
-			}
-		}
-		if ic.Theme != "" && ic.Theme != "light" && ic.Theme != "dark" {
-			p.add(path+".theme", "%q must be light or dark", ic.Theme)
-		}
+	for i := range s.Icons {
+		checkIcon(&p, fmt.Sprintf("icons[%d]", i), &s.Icons[i])
 	}
 	if len(s.Packages) > MaxPackages {
 		p.add("packages", "%d packages, more than the %d caphub reads", len(s.Packages), MaxPackages)
@@ -92,6 +65,47 @@ func Validate(s *Server) []*Error {
 		}
 	}
 	return p
+}
+
+// checkName checks a server's name: NAMESPACE/NAME in reverse-DNS form.
+func checkName(p *problems, n string) {
+	switch {
+	case n == "":
+		p.add("name", "is missing: give the server's name in reverse-DNS form, e.g. io.github.owner/server")
+	case len(n) < 3 || len(n) > 200:
+		p.add("name", "%q must be 3 to 200 characters long", n)
+	case !serverNameRE.MatchString(n):
+		p.add("name", "%q must be NAMESPACE/NAME in reverse-DNS form, e.g. io.github.owner/server: letters, digits, '.' and '-' before the one '/', and also '_' after it", n)
+	}
+}
+
+// checkRepository checks a server's repository: a URL and its host's name.
+func checkRepository(p *problems, r *Repository) {
+	if r.URL == "" {
+		p.add("repository.url", "is missing: give the URL of the source code (or leave repository out)")
+	} else {
+		checkURL(p, "repository.url", r.URL)
+	}
+	if r.Source == "" {
+		p.add("repository.source", "is missing: name the hosting service, e.g. github")
+	}
+}
+
+// checkIcon checks one icon: an https URL, its sizes and its theme.
+func checkIcon(p *problems, path string, ic *Icon) {
+	if ic.Src == "" {
+		p.add(path+".src", "is missing: give the icon's https URL")
+	} else if len(ic.Src) > 255 || !strings.HasPrefix(ic.Src, "https://") {
+		p.add(path+".src", "%q must be an https URL of at most 255 characters", truncate(ic.Src, 80))
+	}
+	for j, size := range ic.Sizes {
+		if !iconSizeRE.MatchString(size) {
+			p.add(fmt.Sprintf("%s.sizes[%d]", path, j), "%q must be WIDTHxHEIGHT (48x48) or any", size)
+		}
+	}
+	if ic.Theme != "" && ic.Theme != "light" && ic.Theme != "dark" {
+		p.add(path+".theme", "%q must be light or dark", ic.Theme)
+	}
 }
 
 // checkLength checks a description or title: 1 to 100 characters.
