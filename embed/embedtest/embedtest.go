@@ -202,42 +202,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided")
 		return
 	}
-	var req struct {
-		Model      string          `json:"model"`
-		Input      json.RawMessage `json:"input"`
-		Dimensions int             `json:"dimensions"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "the body is not a JSON request: "+err.Error())
+	inputs, dims, status, bad := s.readRequest(w, r)
+	if bad != "" {
+		apiError(w, status, "invalid_request_error", bad)
 		return
-	}
-	if req.Model != s.opts.Model {
-		apiError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("The model `%s` does not exist", req.Model))
-		return
-	}
-	var inputs []string
-	if err := json.Unmarshal(req.Input, &inputs); err != nil {
-		var one string
-		if json.Unmarshal(req.Input, &one) != nil {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", "input must be a string or an array of strings")
-			return
-		}
-		inputs = []string{one}
-	}
-	switch {
-	case len(inputs) == 0:
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "input is empty")
-		return
-	case s.opts.MaxBatch > 0 && len(inputs) > s.opts.MaxBatch:
-		apiError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("too many inputs: %d, at most %d", len(inputs), s.opts.MaxBatch))
-		return
-	case req.Dimensions < 0 || req.Dimensions > 8192:
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "dimensions must be between 1 and 8192")
-		return
-	}
-	dims := s.opts.Dimensions
-	if req.Dimensions > 0 {
-		dims = req.Dimensions
 	}
 	type item struct {
 		Object    string    `json:"object"`
@@ -246,10 +214,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	data := make([]item, len(inputs))
 	for i, in := range inputs {
-		if in == "" {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("input[%d] is empty", i))
-			return
-		}
 		at := i
 		if s.opts.Reverse {
 			at = len(inputs) - 1 - i
@@ -265,6 +229,47 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"object": "list", "data": data, "model": s.opts.Model,
 		"usage": map[string]int{"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
 	})
+}
+
+// readRequest reads an embeddings request: its inputs and the dimensions
+// asked for, or why it is refused (bad) and with which status.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) (inputs []string, dims, status int, bad string) {
+	var req struct {
+		Model      string          `json:"model"`
+		Input      json.RawMessage `json:"input"`
+		Dimensions int             `json:"dimensions"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
+		return nil, 0, http.StatusBadRequest, "the body is not a JSON request: " + err.Error()
+	}
+	if req.Model != s.opts.Model {
+		return nil, 0, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist", req.Model)
+	}
+	if err := json.Unmarshal(req.Input, &inputs); err != nil {
+		var one string
+		if json.Unmarshal(req.Input, &one) != nil {
+			return nil, 0, http.StatusBadRequest, "input must be a string or an array of strings"
+		}
+		inputs = []string{one}
+	}
+	switch {
+	case len(inputs) == 0:
+		return nil, 0, http.StatusBadRequest, "input is empty"
+	case s.opts.MaxBatch > 0 && len(inputs) > s.opts.MaxBatch:
+		return nil, 0, http.StatusBadRequest, fmt.Sprintf("too many inputs: %d, at most %d", len(inputs), s.opts.MaxBatch)
+	case req.Dimensions < 0 || req.Dimensions > 8192:
+		return nil, 0, http.StatusBadRequest, "dimensions must be between 1 and 8192"
+	}
+	for i, in := range inputs {
+		if in == "" {
+			return nil, 0, http.StatusBadRequest, fmt.Sprintf("input[%d] is empty", i)
+		}
+	}
+	dims = s.opts.Dimensions
+	if req.Dimensions > 0 {
+		dims = req.Dimensions
+	}
+	return inputs, dims, 0, ""
 }
 
 // apiError answers an error in the OpenAI shape.
