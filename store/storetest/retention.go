@@ -65,6 +65,21 @@ func testAuditPrune(t *testing.T, tg AuditTarget) {
 		t.Fatalf("AuditState before a prune = %+v, want no checkpoint and event 30 last", st)
 	}
 
+	checkPruneTo10(t, tg, l, events)
+	checkFrom(t, "pruned to 10 events", l, 20, events[19].Hash, 31)
+
+	// The chain goes on from there; a second prune removes the first
+	// one's record and leaves a checkpoint of its own.
+	more := appendEvents(t, l, 10)
+	checkFrom(t, "10 more events", l, 20, events[19].Hash, 41)
+	checkPruneTo5(t, l, more)
+	checkPruneRefusals(t, l)
+}
+
+// checkPruneTo10 prunes a chain of 30 events to 10: 20 pruned, the
+// checkpoint at event 20, recorded by event 31, which holds it.
+func checkPruneTo10(t *testing.T, tg AuditTarget, l *audit.Log, events []chain.Event) {
+	t.Helper()
 	res := prune(t, l, audit.Retention{MaxEvents: 10})
 	cp := res.Checkpoint
 	if res.Pruned != 20 || res.Batches != 1 || res.Kept != 11 || cp == nil {
@@ -89,13 +104,13 @@ func testAuditPrune(t *testing.T, tg AuditTarget) {
 	if got := seqs(listAudit(t, tg.Store, chain.Filter{})); len(got) != 11 || got[0] != 21 || got[10] != 31 {
 		t.Errorf("after the prune the chain holds events %v, want 21..31", got)
 	}
-	checkFrom(t, "pruned to 10 events", l, 20, events[19].Hash, 31)
+}
 
-	// The chain goes on from there; a second prune removes the first
-	// one's record and leaves a checkpoint of its own.
-	more := appendEvents(t, l, 10)
-	checkFrom(t, "10 more events", l, 20, events[19].Hash, 41)
-	res = prune(t, l, audit.Retention{MaxEvents: 5})
+// checkPruneTo5 prunes the chain of checkPruneTo10 and 10 more events
+// (more) to 5, then finds nothing to prune.
+func checkPruneTo5(t *testing.T, l *audit.Log, more []chain.Event) {
+	t.Helper()
+	res := prune(t, l, audit.Retention{MaxEvents: 5})
 	if res.Pruned != 16 || res.Checkpoint.Seq != 36 || res.Checkpoint.Hash != more[4].Hash || res.Checkpoint.Record != 42 || res.Kept != 6 {
 		t.Fatalf("second Prune to 5 events = %+v (checkpoint %+v), want events 21 to 36 pruned, recorded by event 42", res, res.Checkpoint)
 	}
@@ -106,7 +121,12 @@ func testAuditPrune(t *testing.T, tg AuditTarget) {
 		t.Errorf("Prune with nothing to prune = %+v, want nothing pruned, the checkpoint at 36 and 6 events kept", res)
 	}
 	checkFrom(t, "nothing pruned", l, 36, more[4].Hash, 42)
+}
 
+// checkPruneRefusals checks that Prune refuses retentions that keep
+// everything or nothing sensible, and Append refuses prune records.
+func checkPruneRefusals(t *testing.T, l *audit.Log) {
+	t.Helper()
 	for _, r := range []audit.Retention{{}, {MaxEvents: -1}, {MaxAge: -time.Second}} {
 		if _, err := l.Prune(t.Context(), r); err == nil {
 			t.Errorf("Prune(%+v) succeeded, want it refused", r)
