@@ -65,6 +65,20 @@ func TestCacheBoundsAndRecency(t *testing.T) {
 	}
 }
 
+// The default limits hold a registry of 100,000 versions of about 850
+// bytes of JSON each (storetest.Synthetic's), keys as long as
+// "ossa:analytics/list_event_0", so that none of them is read from the
+// store twice.
+func TestDefaultCacheHolds100kVersions(t *testing.T) {
+	const n, json, key, version = 100_000, 850, len("ossa:analytics/list_event_0"), len("2.1.0")
+	if need := int64(n * (json + key + version + rawOverhead)); need > DefaultCacheLimits.Bytes {
+		t.Errorf("%d versions count %d bytes; the default bound is %d", n, need, DefaultCacheLimits.Bytes)
+	}
+	if DefaultCacheLimits.Versions < n {
+		t.Errorf("the default bound is %d versions; want at least %d", DefaultCacheLimits.Versions, n)
+	}
+}
+
 // Content read before an invalidation is not cached after it, and an
 // invalidation drops a capability's list and raw versions alike.
 func TestCacheInvalidation(t *testing.T) {
