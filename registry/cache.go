@@ -122,7 +122,25 @@ func WithCacheLimits(l CacheLimits) Option {
 	}
 }
 
-func cacheKey(scheme, domain, name string) string { return scheme + ":" + domain + "/" + name }
+func cacheKey(scheme, domain, name string) string {
+	var buf [cacheKeyBuf]byte
+	return string(appendCacheKey(buf[:0], scheme, domain, name))
+}
+
+// cacheKeyBuf is the size of the stack buffers keys are built in (a
+// longer key is built on the heap).
+const cacheKeyBuf = 128
+
+// appendCacheKey appends the cache key of a capability to b: built in a
+// buffer on the stack, a key looked up (c.entries[string(b)]) is not
+// allocated.
+func appendCacheKey(b []byte, scheme, domain, name string) []byte {
+	b = append(b, scheme...)
+	b = append(b, ':')
+	b = append(b, domain...)
+	b = append(b, '/')
+	return append(b, name...)
+}
 
 // touch moves e to the front of the recency ring; c.mu is held.
 func (c *versionCache) touch(e *cacheEntry) {
@@ -214,17 +232,36 @@ func (c *versionCache) getRaw(key, version string) (*CachedVersion, uint64, bool
 	if !c.watching {
 		return nil, c.gen, false
 	}
-	e, ok := c.entries[key]
-	if !ok {
+	v, ok := c.rawOf(c.entries[key], version)
+	return v, c.gen, ok
+}
+
+// getRawOf is getRaw of a capability named by its parts, its key built
+// without allocating (the GET fast path).
+func (c *versionCache) getRawOf(scheme, domain, name, version string) (*CachedVersion, bool) {
+	var buf [cacheKeyBuf]byte
+	key := appendCacheKey(buf[:0], scheme, domain, name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching {
+		return nil, false
+	}
+	return c.rawOf(c.entries[string(key)], version)
+}
+
+// rawOf returns e's cached JSON of version, counting the hit or miss and
+// making e the most recent on a hit; e may be nil; c.mu is held.
+func (c *versionCache) rawOf(e *cacheEntry, version string) (*CachedVersion, bool) {
+	if e == nil {
 		c.stats.count(false)
-		return nil, c.gen, false
+		return nil, false
 	}
 	v, ok := e.raw[version]
 	if ok {
 		c.touch(e)
 	}
 	c.stats.count(ok)
-	return v, c.gen, ok
+	return v, ok
 }
 
 // putRaw caches one version's JSON read from the store at gen; nil
@@ -377,7 +414,7 @@ func (s *Service) CachedRaw(scheme, domain, name, version string) (*CachedVersio
 	if !s.cacheActive {
 		return nil, false
 	}
-	v, _, ok := s.cache.getRaw(cacheKey(scheme, domain, name), version)
+	v, ok := s.cache.getRawOf(scheme, domain, name, version)
 	return v, ok && v != nil
 }
 
@@ -389,7 +426,7 @@ func (s *Service) CachedAbsent(scheme, domain, name, version string) bool {
 	if !s.cacheActive {
 		return false
 	}
-	v, _, ok := s.cache.getRaw(cacheKey(scheme, domain, name), version)
+	v, ok := s.cache.getRawOf(scheme, domain, name, version)
 	return ok && v == nil
 }
 

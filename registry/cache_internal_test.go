@@ -107,3 +107,17 @@ func TestCacheInvalidation(t *testing.T) {
 		t.Error("cached while not watching")
 	}
 }
+
+// A cached version is looked up by its parts without allocating: the
+// GET fast path builds the key on the stack.
+func TestCachedRawLookupAllocatesNothing(t *testing.T) {
+	c := newTestCache(DefaultCacheLimits)
+	_, gen, _ := c.getRaw(cacheKey("ossa", "fast", "thing"), "1.0.0")
+	c.putRaw(cacheKey("ossa", "fast", "thing"), "1.0.0", rawOf(10), gen)
+	if _, ok := c.getRawOf("ossa", "fast", "thing", "1.0.0"); !ok {
+		t.Fatal("ossa:fast/thing@1.0.0 not found by its parts")
+	}
+	if n := testing.AllocsPerRun(100, func() { c.getRawOf("ossa", "fast", "thing", "1.0.0") }); n != 0 {
+		t.Errorf("a lookup allocates %v times; want 0", n)
+	}
+}
