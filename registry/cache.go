@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,12 +65,28 @@ type CachedVersion struct {
 	// carries it. It is not the Digest: the digest is that of the
 	// registered content, while a deprecation changes the stored JSON.
 	ETag string
+	// headers holds the values of the headers an answer with the JSON
+	// carries (see Headers), made once.
+	headers [4]string
 }
 
 // NewCachedVersion returns raw with its ETag.
 func NewCachedVersion(raw RawRecord) *CachedVersion {
 	sum := sha256.Sum256(raw.Definition)
-	return &CachedVersion{RawRecord: raw, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	v := &CachedVersion{RawRecord: raw, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	v.headers = [4]string{v.ETag, v.Digest, v.TrustTier, strconv.Itoa(len(v.Definition))}
+	return v
+}
+
+// Headers returns the values of the headers an answer with v's JSON
+// carries, each a slice of one string, made when v was: its ETag, Digest
+// (DigestHeader), TrustTier (TrustTierHeader) and Content-Length. A
+// server sets them in its answer's header map without allocating; they
+// are shared, and must not be modified (appending is safe: their capacity
+// is their length).
+func (v *CachedVersion) Headers() (etag, digest, tier, length []string) {
+	h := &v.headers
+	return h[0:1:1], h[1:2:2], h[2:3:3], h[3:4:4]
 }
 
 // decodedVersion is one version's definition decoded from the JSON it

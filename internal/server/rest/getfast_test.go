@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -395,10 +396,100 @@ func TestCachedGetOfMCPCapability(t *testing.T) {
 		// same answer as with the scheme.
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		rec := httptest.NewRecorder()
-		if !srv.serveCached(rec, req) || !bytes.Equal(rec.Body.Bytes(), want.Body.Bytes()) || rec.Header().Get("ETag") != want.Header().Get("ETag") {
+		if !srv.serveVersion(rec, req) || !bytes.Equal(rec.Body.Bytes(), want.Body.Bytes()) || rec.Header().Get("ETag") != want.Header().Get("ETag") {
 			problem = fmt.Sprintf("%d %s; want %s", rec.Code, rec.Body, want.Body)
 			return false
 		}
 		return true
 	}, &problem)
+}
+
+// A GET of one version answers with its length, not chunked, whether the
+// version is read from the store or from the cache, however large it is
+// (net/http chunks an answer of more than 2 KB whose length it is not
+// told).
+func TestGetVersionHasContentLength(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "caphub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(st, registry.WithCache())
+	defer svc.Close()
+	def := fastDef("1.0.0")
+	def.Description = strings.Repeat("a thing served from memory; ", 200)
+	if _, err := svc.Register(t.Context(), def); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(svc, nil))
+	defer srv.Close()
+	url := srv.URL + "/registry/capabilities/fast/thing@1.0.0"
+	var first []byte
+	waitFor(t, "the version cached", func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET = %d %s, %v", resp.StatusCode, body, err)
+		}
+		if len(body) < 4096 || resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+			t.Fatalf("%d bytes answered with Content-Length %d, Transfer-Encoding %v; want the length, not chunked", len(body), resp.ContentLength, resp.TransferEncoding)
+		}
+		if first == nil {
+			first = body
+		} else if !bytes.Equal(body, first) {
+			t.Fatalf("the cached answer differs from the first:\n%s\n%s", body, first)
+		}
+		_, ok := svc.CachedRaw("ossa", "fast", "thing", "1.0.0")
+		return ok
+	})
+}
+
+// slowStore is a store whose GetRaw waits until its context ends.
+type slowStore struct{ registry.Store }
+
+func (slowStore) GetRaw(ctx context.Context, _ registry.Key) (registry.RawRecord, error) {
+	<-ctx.Done()
+	return registry.RawRecord{}, ctx.Err()
+}
+
+// A GET of one version read from the store (not served by the route
+// mux's budget) stays within the time budget: past it, the store's read
+// is cancelled and the client gets the budget problem.
+func TestGetVersionWithinBudget(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "caphub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(slowStore{st}, registry.WithCache())
+	defer svc.Close()
+	srv := New(svc, slog.New(slog.DiscardHandler), WithRequestTimeout(100*time.Millisecond))
+	a := get(srv, "/registry/capabilities/fast/thing@1.0.0")
+	if a.Code != http.StatusServiceUnavailable || !strings.Contains(a.Body.String(), "--request-timeout") {
+		t.Errorf("GET = %d %s; want 503 naming the budget", a.Code, a.Body)
+	}
+}
+
+// A GET of a cached version allocates nothing in the handler: the key is
+// built on the stack and the header values are the version's own.
+func TestCachedGetAllocatesNothing(t *testing.T) {
+	srv, svc, _ := cachedServer(t)
+	const path = "/registry/capabilities/fast/thing@1.0.0"
+	waitFor(t, "the cache's watch", func() bool {
+		get(srv, path)
+		_, ok := svc.CachedRaw("ossa", "fast", "thing", "1.0.0")
+		return ok
+	})
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	w := &discardWriter{h: http.Header{}}
+	if n := testing.AllocsPerRun(100, func() {
+		clear(w.h)
+		if !srv.serveVersion(w, req) {
+			t.Fatal("the cached version was not served by the fast path")
+		}
+	}); n != 0 {
+		t.Errorf("a cached GET allocates %v times; want 0", n)
+	}
 }
