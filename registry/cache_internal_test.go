@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"fmt"
+	"math/rand"
 	"testing"
 )
 
@@ -120,4 +121,31 @@ func TestCachedRawLookupAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { c.getRawOf("ossa", "fast", "thing", "1.0.0") }); n != 0 {
 		t.Errorf("a lookup allocates %v times; want 0", n)
 	}
+}
+
+// BenchmarkCachedRawLookup looks up random versions of a cache holding
+// 100,000 (33,000 capabilities of three versions), from parallel
+// goroutines, as the GET fast path does under load.
+func BenchmarkCachedRawLookup(b *testing.B) {
+	const caps, versions = 33_000, 3
+	c := newTestCache(DefaultCacheLimits)
+	_, gen, _ := c.getRaw("", "")
+	names := make([]string, caps)
+	for i := range names {
+		names[i] = fmt.Sprintf("name_%d", i)
+		for v := range versions {
+			c.putRaw(cacheKey("ossa", "domain", names[i]), fmt.Sprintf("1.%d.0", v), rawOf(840), gen)
+		}
+	}
+	vers := []string{"1.0.0", "1.1.0", "1.2.0"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewSource(1))
+		for pb.Next() {
+			if _, ok := c.getRawOf("ossa", "domain", names[r.Intn(caps)], vers[r.Intn(versions)]); !ok {
+				b.Fatal("not cached")
+			}
+		}
+	})
 }
