@@ -36,7 +36,12 @@ func (b *bench) measureGet(round int) error {
 		label := fmt.Sprintf("GET every version once, first reads (cache cold), %d clients", b.cfg.clients)
 		for _, t := range b.targets {
 			b.cfg.progress.Printf("%s: GET each of the %d versions once", t.name, len(b.defs))
-			b.tab.add(label, kLatency, t.col, round, latencyStat(b.firstReads(t.srv.Base, b.cfg.clients)))
+			cpu0, cpuErr := load.CPUTime(t.srv.PID())
+			res := b.firstReads(t.srv.Base, b.cfg.clients)
+			b.tab.add(label, kLatency, t.col, round, latencyStat(res))
+			if cpu1, err := load.CPUTime(t.srv.PID()); cpuErr == nil && err == nil {
+				b.tab.add("server CPU time per first read", kDuration, t.col, round, stat{value: float64(cpu1-cpu0) / float64(res.Total)})
+			}
 		}
 	}
 	for _, n := range clientCounts(b.cfg.clients) {
