@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,8 @@ func (b *bench) measureGet(round int) error {
 // getRow measures the GETs of path(r) on the server at base (process pid;
 // 0: unknown) from n clients into column c: latency, the answer's size,
 // and at -clients the server's CPU time per GET (what it spends on one,
-// whatever else runs on the machine) and its RSS.
+// whatever else runs on the machine), the harness's own (the clients'),
+// and the server's RSS.
 func (b *bench) getRow(n int, c col, round int, base string, pid int, path func(r *rand.Rand) string) {
 	var stop func() int64
 	var cpu0 time.Duration
@@ -68,7 +70,9 @@ func (b *bench) getRow(n int, c col, round int, base string, pid int, path func(
 		stop = load.SampleRSS(pid, rssInterval)
 		cpu0, cpuErr = load.CPUTime(pid)
 	}
+	self0, selfErr := load.CPUTime(os.Getpid())
 	res := b.getLoad(base, n, path)
+	self1, selfErr1 := load.CPUTime(os.Getpid())
 	b.tab.add(fmt.Sprintf("GET one version over HTTP, %d client%s", n, plural(n)), kLatency, c, round, latencyStat(res))
 	if res.Total == 0 {
 		return
@@ -77,6 +81,11 @@ func (b *bench) getRow(n int, c col, round int, base string, pid int, path func(
 	if cpuErr == nil {
 		if cpu1, err := load.CPUTime(pid); err == nil {
 			b.tab.add(fmt.Sprintf("server CPU time per GET (%d clients)", n), kDuration, c, round, stat{value: float64(cpu1-cpu0) / float64(res.Total)})
+		}
+		if selfErr == nil && selfErr1 == nil {
+			// The clients share the machine's cores with the server: what
+			// they spend is not the server's to spend.
+			b.tab.add(fmt.Sprintf("client (this harness) CPU time per GET (%d clients)", n), kDuration, c, round, stat{value: float64(self1-self0) / float64(res.Total)})
 		}
 	}
 	if stop != nil {
