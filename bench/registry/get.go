@@ -20,6 +20,13 @@ import (
 // rssInterval is how often the server's VmRSS is read under load.
 const rssInterval = 50 * time.Millisecond
 
+// idleQuiet and idleWait: before the first reads, the server must have
+// used no CPU for idleQuiet, waited for at most idleWait.
+const (
+	idleQuiet = time.Second
+	idleWait  = 3 * time.Minute
+)
+
 // getPath is the REST path of one loaded version.
 func (b *bench) getPath(i int) string {
 	d := &b.defs[i]
@@ -31,11 +38,17 @@ func (b *bench) getPath(i int) string {
 // the server's RSS during the load and after it. In the first round it
 // first GETs every loaded version once (measured on its own row), so
 // that the rows after it measure a registry that has read what it
-// serves, as the peer holds its entries in memory from its start.
+// serves, as the peer holds its entries in memory from its start; it
+// first waits until the server has gone idle after its start.
 func (b *bench) measureGet(round int) error {
 	if round == 0 {
 		label := fmt.Sprintf("GET every version once, first reads (cache cold), %d clients", b.cfg.clients)
 		for _, t := range b.targets {
+			// What the server does after its start (its search index's
+			// build) is not what a GET costs.
+			if !load.WaitIdle(t.srv.PID(), idleQuiet, time.Now().Add(idleWait)) {
+				b.cfg.progress.Printf("%s: the server did not go idle within %s after its start; measuring anyway", t.name, idleWait)
+			}
 			b.cfg.progress.Printf("%s: GET each of the %d versions once", t.name, len(b.defs))
 			cpu0, cpuErr := load.CPUTime(t.srv.PID())
 			res := b.firstReads(t.srv.Base, b.cfg.clients)
