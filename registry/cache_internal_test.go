@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"fmt"
+	"math/rand"
 	"testing"
 )
 
@@ -65,6 +66,20 @@ func TestCacheBoundsAndRecency(t *testing.T) {
 	}
 }
 
+// The default limits hold a registry of 100,000 versions of about 850
+// bytes of JSON each (storetest.Synthetic's), keys as long as
+// "ossa:analytics/list_event_0", so that none of them is read from the
+// store twice.
+func TestDefaultCacheHolds100kVersions(t *testing.T) {
+	const n, json, key, version = 100_000, 850, len("ossa:analytics/list_event_0"), len("2.1.0")
+	if need := int64(n * (json + key + version + rawOverhead)); need > DefaultCacheLimits.Bytes {
+		t.Errorf("%d versions count %d bytes; the default bound is %d", n, need, DefaultCacheLimits.Bytes)
+	}
+	if DefaultCacheLimits.Versions < n {
+		t.Errorf("the default bound is %d versions; want at least %d", DefaultCacheLimits.Versions, n)
+	}
+}
+
 // Content read before an invalidation is not cached after it, and an
 // invalidation drops a capability's list and raw versions alike.
 func TestCacheInvalidation(t *testing.T) {
@@ -92,4 +107,45 @@ func TestCacheInvalidation(t *testing.T) {
 	if _, _, ok := c.getRaw("a", "1.0.0"); ok {
 		t.Error("cached while not watching")
 	}
+}
+
+// A cached version is looked up by its parts without allocating: the
+// GET fast path builds the key on the stack.
+func TestCachedRawLookupAllocatesNothing(t *testing.T) {
+	c := newTestCache(DefaultCacheLimits)
+	_, gen, _ := c.getRaw(cacheKey("ossa", "fast", "thing"), "1.0.0")
+	c.putRaw(cacheKey("ossa", "fast", "thing"), "1.0.0", rawOf(10), gen)
+	if _, ok := c.getRawOf("ossa", "fast", "thing", "1.0.0"); !ok {
+		t.Fatal("ossa:fast/thing@1.0.0 not found by its parts")
+	}
+	if n := testing.AllocsPerRun(100, func() { c.getRawOf("ossa", "fast", "thing", "1.0.0") }); n != 0 {
+		t.Errorf("a lookup allocates %v times; want 0", n)
+	}
+}
+
+// BenchmarkCachedRawLookup looks up random versions of a cache holding
+// 100,000 (33,000 capabilities of three versions), from parallel
+// goroutines, as the GET fast path does under load.
+func BenchmarkCachedRawLookup(b *testing.B) {
+	const caps, versions = 33_000, 3
+	c := newTestCache(DefaultCacheLimits)
+	_, gen, _ := c.getRaw("", "")
+	names := make([]string, caps)
+	for i := range names {
+		names[i] = fmt.Sprintf("name_%d", i)
+		for v := range versions {
+			c.putRaw(cacheKey("ossa", "domain", names[i]), fmt.Sprintf("1.%d.0", v), rawOf(840), gen)
+		}
+	}
+	vers := []string{"1.0.0", "1.1.0", "1.2.0"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewSource(1))
+		for pb.Next() {
+			if _, ok := c.getRawOf("ossa", "domain", names[r.Intn(caps)], vers[r.Intn(versions)]); !ok {
+				b.Fatal("not cached")
+			}
+		}
+	})
 }

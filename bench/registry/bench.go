@@ -90,7 +90,9 @@ func (b *bench) setup() error {
 	b.defs = storetest.Synthetic(cfg.n, 1)
 	b.latest = highestVersions(b.defs)
 	b.writes = newWriter(b.latest)
-	if b.needsServer() {
+	if b.needsServer() && cfg.bin != "" {
+		b.bin = cfg.bin
+	} else if b.needsServer() {
 		cfg.progress.Printf("building caphub")
 		bin, err := load.Build(b.dir)
 		if err != nil {

@@ -53,7 +53,7 @@ type config struct {
 	batchDefs, invokeClients, peerIDs        int
 	peerPID                                  int
 	duration, batchTimeout                   time.Duration
-	pgURL, sqlitePath, pgSchema              string
+	pgURL, sqlitePath, pgSchema, bin         string
 	peerURL, peerList, peerGet, peerListPage string
 	only                                     map[string]bool
 	keep                                     bool
@@ -86,6 +86,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	fs.StringVar(&c.peerListPage, "peer-list-page", "/v0/servers?limit={limit}", "the peer's first-page list path for the list measurement ({limit}: -page)")
 	fs.IntVar(&c.peerIDs, "peer-ids", 1000, "at most this many listed peer entries to GET")
 	fs.IntVar(&c.peerPID, "peer-pid", 0, "the peer's process id, to read its RSS (optional)")
+	fs.StringVar(&c.bin, "bin", "", "the caphub binary to serve with (default: built from this module), e.g. one built from another commit, to compare builds in alternated runs")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory and PostgreSQL schemas")
 	only := fs.String("only", strings.Join(measurements, ","), "measurements to run, comma-separated: "+strings.Join(measurements, ", "))
 	if err := fs.Parse(args); err != nil {

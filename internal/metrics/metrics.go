@@ -31,7 +31,21 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	custom map[string]customMetric // agent-recorded metrics by name
+
+	// httpSeries are the series of http used so far (see httpObserver).
+	httpMu     sync.RWMutex
+	httpSeries map[httpSeries]prometheus.Observer
 }
+
+// httpSeries names one series of caphub_http_request_duration_seconds.
+type httpSeries struct {
+	route, method string
+	code          int
+}
+
+// maxHTTPSeries bounds the series httpObserver keeps (route groups and
+// methods are fixed sets, codes three digits: far fewer are used).
+const maxHTTPSeries = 1024
 
 type customMetric struct {
 	kind   string
@@ -41,7 +55,7 @@ type customMetric struct {
 
 // New returns a fresh set of metrics with Go and process collectors.
 func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), custom: map[string]customMetric{}}
+	m := &Metrics{reg: prometheus.NewRegistry(), custom: map[string]customMetric{}, httpSeries: map[httpSeries]prometheus.Observer{}}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "caphub_invocations_total", Help: "Capability invocations by binding used and outcome (ok or error).",
 	}, []string{"binding", "outcome"})
@@ -104,7 +118,27 @@ func (m *Metrics) ObserveAuditCommit(_ int, d time.Duration, err error) {
 // ObserveHTTP records one HTTP request; route is a fixed group (see
 // Instrument), never the raw path.
 func (m *Metrics) ObserveHTTP(route, method string, code int, d time.Duration) {
-	m.http.WithLabelValues(route, method, strconv.Itoa(code)).Observe(d.Seconds())
+	m.httpObserver(route, method, code).Observe(d.Seconds())
+}
+
+// httpObserver returns a request's series, looked up in the vector once:
+// WithLabelValues hashes the labels, and the code must be formatted, on
+// every call (two allocations a request).
+func (m *Metrics) httpObserver(route, method string, code int) prometheus.Observer {
+	k := httpSeries{route: route, method: method, code: code}
+	m.httpMu.RLock()
+	o, ok := m.httpSeries[k]
+	m.httpMu.RUnlock()
+	if ok {
+		return o
+	}
+	o = m.http.WithLabelValues(route, method, strconv.Itoa(code))
+	m.httpMu.Lock()
+	if len(m.httpSeries) < maxHTTPSeries {
+		m.httpSeries[k] = o
+	}
+	m.httpMu.Unlock()
+	return o
 }
 
 func outcome(err error) string {

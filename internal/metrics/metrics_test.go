@@ -96,3 +96,27 @@ func TestWatchAndRouteGroups(t *testing.T) {
 		}
 	}
 }
+
+// Each request is counted in its route group, method and code's series;
+// once a series was used, recording in it allocates nothing.
+func TestObserveHTTP(t *testing.T) {
+	m := New()
+	for range 3 {
+		m.ObserveHTTP("/registry/capabilities", "GET", 200, time.Millisecond)
+	}
+	m.ObserveHTTP("/registry/capabilities", "GET", 304, time.Millisecond)
+	m.ObserveHTTP("/mcp", "POST", 200, time.Millisecond)
+	out := scrape(t, m)
+	for _, want := range []string{
+		`caphub_http_request_duration_seconds_count{code="200",method="GET",route="/registry/capabilities"} 3`,
+		`caphub_http_request_duration_seconds_count{code="304",method="GET",route="/registry/capabilities"} 1`,
+		`caphub_http_request_duration_seconds_count{code="200",method="POST",route="/mcp"} 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %s", want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { m.ObserveHTTP("/registry/capabilities", "GET", 200, time.Millisecond) }); n != 0 {
+		t.Errorf("recording a request allocates %v times; want 0", n)
+	}
+}

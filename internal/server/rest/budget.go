@@ -39,10 +39,7 @@ func (s *Server) withinBudget(w http.ResponseWriter, r *http.Request, h http.Han
 		h.ServeHTTP(w, r)
 		return
 	}
-	// The server's own WriteTimeout must not cut the answer short of the
-	// budget (or the budget problem).
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.budget + budgetWriteGrace))
-	ctx, cancel := context.WithTimeout(r.Context(), s.budget)
+	ctx, cancel := s.budgetContext(w, r)
 	defer cancel()
 	bw := &budgetWriter{header: http.Header{}}
 	done := make(chan struct{})
@@ -82,14 +79,32 @@ func (s *Server) withinBudget(w http.ResponseWriter, r *http.Request, h http.Han
 	}
 }
 
+// budgetContext is r's context cancelled when the time budget is spent
+// (r's own when there is no budget). The server's own WriteTimeout is
+// moved past the budget, so that it cannot cut the answer short of it (or
+// the budget problem).
+func (s *Server) budgetContext(w http.ResponseWriter, r *http.Request) (context.Context, context.CancelFunc) {
+	if s.budget <= 0 {
+		return r.Context(), func() {}
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.budget + budgetWriteGrace))
+	return context.WithTimeout(r.Context(), s.budget)
+}
+
 // writeBudgetProblem stops h's writes and answers 503 with the budget.
 func (s *Server) writeBudgetProblem(w http.ResponseWriter, r *http.Request, bw *budgetWriter) {
 	bw.stop()
+	s.writeProblem(w, s.budgetProblem(r))
+}
+
+// budgetProblem is the 503 of a request that spent its time budget,
+// logged.
+func (s *Server) budgetProblem(r *http.Request) *Problem {
 	p := &Problem{Type: problem.Base + "request-timeout", Title: "The request exceeded its time budget", Status: http.StatusServiceUnavailable, Instance: r.URL.Path,
 		Detail: fmt.Sprintf("%s %s did not finish within the request time budget of %s and was cancelled: ask for less (a smaller limit, a narrower filter), retry later, or have the operator raise the budget (caphub serve --request-timeout)",
 			r.Method, r.URL.Path, s.budget)}
 	s.log.Warn("request exceeded its time budget", "method", r.Method, "path", r.URL.Path, "budget", s.budget)
-	s.writeProblem(w, p)
+	return p
 }
 
 // budgetWriter buffers a handler's answer until it is done; once stopped

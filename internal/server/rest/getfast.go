@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,14 +11,17 @@ import (
 	"github.com/caphub/caphub/registry"
 )
 
-// The fast path of a GET of one version (GET
-// /registry/capabilities/{domain}/{name}@{version}): when the registry's
-// cache holds the version's stored JSON, it is written as it is, before
-// the time budget, the caller's identity and the route mux are set up,
-// none of which a read from memory needs. Authentication and the scope
+// The fast path of a GET of one full version (GET
+// /registry/capabilities/{domain}/{name}@MAJOR.MINOR.PATCH): when the
+// registry's cache holds the version's stored JSON, it is written as it
+// is, before the time budget, the caller's identity and the route mux are
+// set up, none of which a read from memory needs. When the cache does not
+// hold it, the version is read from the store (which caches it) here too,
+// within the time budget but without the budget's goroutine and buffer,
+// which a read of one row does not need. Authentication and the scope
 // check have already run: the auth middleware wraps this handler. Every
-// other request, and a version the cache does not hold, takes the usual
-// path (getCapability), which fills the cache.
+// other request, and a version the store does not hold, takes the usual
+// path (getCapability).
 
 // digestHeader is registry.DigestHeader in its canonical form.
 var digestHeader = http.CanonicalHeaderKey(registry.DigestHeader)
@@ -24,9 +29,9 @@ var digestHeader = http.CanonicalHeaderKey(registry.DigestHeader)
 // capabilitiesPrefix is the path of the capability routes.
 const capabilitiesPrefix = "/registry/capabilities/"
 
-// serveCached answers a GET of one version from the cache and reports
-// whether it did.
-func (s *Server) serveCached(w http.ResponseWriter, r *http.Request) bool {
+// serveVersion answers a GET of one full version from the cache or the
+// store and reports whether it answered.
+func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet || r.URL.RawPath != "" {
 		return false // an escaped path: the mux unescapes it segment by segment
 	}
@@ -56,28 +61,70 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request) bool {
 			v, ok = s.svc.CachedRaw(capability.SchemeMCP, domain, name, version)
 		}
 	}
-	if !ok {
-		return false
+	if ok {
+		writeVersion(w, r, v)
+		return true
 	}
-	writeVersion(w, r, v)
-	return true
+	return s.readVersion(w, r, scheme, domain, name, version)
 }
 
-// writeVersion answers with one version's stored JSON, its ETag and trust
-// tier, or 304 Not Modified when the request's If-None-Match names the
-// ETag.
+// readVersion answers a GET of one full version from the store (through
+// the cache) within the time budget, as getCapability would, and reports
+// whether it answered: not for a version that is not a full one or that
+// no scheme holds, which getCapability answers.
+func (s *Server) readVersion(w http.ResponseWriter, r *http.Request, scheme, domain, name, version string) bool {
+	ctx, cancel := s.budgetContext(w, r)
+	defer cancel()
+	try := []string{capability.SchemeOSSA, capability.SchemeMCP}
+	if scheme != "" {
+		try = []string{scheme}
+	}
+	for _, sc := range try {
+		v, full, err := s.svc.GetRaw(ctx, sc, domain, name, version)
+		switch {
+		case !full:
+			return false
+		case errors.Is(err, registry.ErrNotFound):
+			continue
+		case err == nil:
+			writeVersion(w, r, v)
+		case ctx.Err() == context.DeadlineExceeded:
+			s.writeProblem(w, s.budgetProblem(r))
+		case r.Context().Err() == nil: // else the client went away: nobody to answer
+			s.writeError(w, r, err)
+		}
+		return true
+	}
+	return false
+}
+
+// writeVersion answers with one version's stored JSON, its length, ETag,
+// digest and trust tier, or 304 Not Modified when the request's
+// If-None-Match names the ETag. It allocates nothing: the header values
+// are the version's own (CachedVersion.Headers).
 func writeVersion(w http.ResponseWriter, r *http.Request, v *registry.CachedVersion) {
+	etag, digest, tier, length := v.Headers()
 	h := w.Header()
-	h["Etag"] = []string{v.ETag}
-	h[digestHeader] = []string{v.Digest}
-	setTier(w, v.TrustTier)
+	h["Etag"] = etag
+	h[digestHeader] = digest
+	if v.TrustTier != "" {
+		h[trustTierHeader] = tier
+	}
 	if noneMatch(r.Header.Get("If-None-Match"), v.ETag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h["Content-Type"] = []string{"application/json"}
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = length
 	_, _ = w.Write(v.Definition)
 }
+
+// trustTierHeader is TrustTierHeader in its canonical form.
+var trustTierHeader = http.CanonicalHeaderKey(TrustTierHeader)
+
+// jsonContentType is the Content-Type value of a version's JSON, shared
+// by every answer (its capacity is its length: appending copies it).
+var jsonContentType = []string{"application/json"}
 
 // noneMatch reports whether an If-None-Match header value (RFC 9110
 // §13.1.2) matches etag (a quoted strong ETag): it is "*", or a list of

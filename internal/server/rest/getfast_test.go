@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,7 +17,9 @@ import (
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/internal/auth"
+	"github.com/caphub/caphub/internal/metrics"
 	"github.com/caphub/caphub/internal/server/guard"
+	"github.com/caphub/caphub/internal/tracing"
 	"github.com/caphub/caphub/registry"
 	"github.com/caphub/caphub/store/sqlite"
 )
@@ -34,7 +37,7 @@ func fastDef(version string) capability.Definition {
 // cachedServer is a REST server over a cached registry, and a second,
 // uncached registry on the same SQLite database, whose writes reach the
 // first one's cache only through the store's change notifications.
-func cachedServer(t *testing.T) (srv *Server, svc, other *registry.Service) {
+func cachedServer(t testing.TB) (srv *Server, svc, other *registry.Service) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "caphub.db")
 	open := func(opts ...registry.Option) *registry.Service {
@@ -350,6 +353,7 @@ func BenchmarkGetVersionHTTP(b *testing.B) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	hc := &http.Client{Transport: tr}
 	b.SetParallelism(16)
+	b.ReportAllocs() // the client's and the server's
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -395,10 +399,134 @@ func TestCachedGetOfMCPCapability(t *testing.T) {
 		// same answer as with the scheme.
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		rec := httptest.NewRecorder()
-		if !srv.serveCached(rec, req) || !bytes.Equal(rec.Body.Bytes(), want.Body.Bytes()) || rec.Header().Get("ETag") != want.Header().Get("ETag") {
+		if !srv.serveVersion(rec, req) || !bytes.Equal(rec.Body.Bytes(), want.Body.Bytes()) || rec.Header().Get("ETag") != want.Header().Get("ETag") {
 			problem = fmt.Sprintf("%d %s; want %s", rec.Code, rec.Body, want.Body)
 			return false
 		}
 		return true
 	}, &problem)
+}
+
+// A GET of one version answers with its length, not chunked, whether the
+// version is read from the store or from the cache, however large it is
+// (net/http chunks an answer of more than 2 KB whose length it is not
+// told).
+func TestGetVersionHasContentLength(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "caphub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(st, registry.WithCache())
+	defer svc.Close()
+	def := fastDef("1.0.0")
+	def.Description = strings.Repeat("a thing served from memory; ", 200)
+	if _, err := svc.Register(t.Context(), def); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(svc, nil))
+	defer srv.Close()
+	url := srv.URL + "/registry/capabilities/fast/thing@1.0.0"
+	var first []byte
+	waitFor(t, "the version cached", func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET = %d %s, %v", resp.StatusCode, body, err)
+		}
+		if len(body) < 4096 || resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+			t.Fatalf("%d bytes answered with Content-Length %d, Transfer-Encoding %v; want the length, not chunked", len(body), resp.ContentLength, resp.TransferEncoding)
+		}
+		if first == nil {
+			first = body
+		} else if !bytes.Equal(body, first) {
+			t.Fatalf("the cached answer differs from the first:\n%s\n%s", body, first)
+		}
+		_, ok := svc.CachedRaw("ossa", "fast", "thing", "1.0.0")
+		return ok
+	})
+}
+
+// slowStore is a store whose GetRaw waits until its context ends.
+type slowStore struct{ registry.Store }
+
+func (slowStore) GetRaw(ctx context.Context, _ registry.Key) (registry.RawRecord, error) {
+	<-ctx.Done()
+	return registry.RawRecord{}, ctx.Err()
+}
+
+// A GET of one version read from the store (not served by the route
+// mux's budget) stays within the time budget: past it, the store's read
+// is cancelled and the client gets the budget problem.
+func TestGetVersionWithinBudget(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "caphub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := registry.NewService(slowStore{st}, registry.WithCache())
+	defer svc.Close()
+	srv := New(svc, slog.New(slog.DiscardHandler), WithRequestTimeout(100*time.Millisecond))
+	a := get(srv, "/registry/capabilities/fast/thing@1.0.0")
+	if a.Code != http.StatusServiceUnavailable || !strings.Contains(a.Body.String(), "--request-timeout") {
+		t.Errorf("GET = %d %s; want 503 naming the budget", a.Code, a.Body)
+	}
+}
+
+// A GET of a cached version allocates nothing in the handler: the key is
+// built on the stack and the header values are the version's own.
+func TestCachedGetAllocatesNothing(t *testing.T) {
+	srv, svc, _ := cachedServer(t)
+	const path = "/registry/capabilities/fast/thing@1.0.0"
+	waitFor(t, "the cache's watch", func() bool {
+		get(srv, path)
+		_, ok := svc.CachedRaw("ossa", "fast", "thing", "1.0.0")
+		return ok
+	})
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	w := &discardWriter{h: http.Header{}}
+	if n := testing.AllocsPerRun(100, func() {
+		clear(w.h)
+		if !srv.serveVersion(w, req) {
+			t.Fatal("the cached version was not served by the fast path")
+		}
+	}); n != 0 {
+		t.Errorf("a cached GET allocates %v times; want 0", n)
+	}
+}
+
+// BenchmarkGetVersionChain measures a cached GET of one version through
+// what caphub serve puts in front of the REST API (tracing, off; metrics;
+// the request guard; the route table the API is mounted in), in process:
+// caphub's own share of a GET, without net/http's.
+func BenchmarkGetVersionChain(b *testing.B) {
+	srv, svc, _ := cachedServer(b)
+	const path = "/registry/capabilities/fast/thing@1.0.0"
+	for range 1000 {
+		if _, ok := svc.CachedRaw("ossa", "fast", "thing", "1.0.0"); ok {
+			break
+		}
+		get(srv, path)
+		time.Sleep(time.Millisecond)
+	}
+	routes := auth.NewRoutes()
+	routes.Mount("/", srv)
+	chain := tracing.Middleware(routes.Route, metrics.New().Instrument(guard.New(guard.Options{AcceptsYAML: srv.AcceptsYAML}).Handler(routes)))
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = "127.0.0.1:8080" // a Host the guard serves
+	w := &discardWriter{h: http.Header{}}
+	if chain.ServeHTTP(w, req); w.h.Get("ETag") == "" {
+		b.Fatalf("the chain did not answer with the version: %v", w.h)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &discardWriter{h: http.Header{}}
+		for pb.Next() {
+			clear(w.h)
+			chain.ServeHTTP(w, req)
+		}
+	})
 }

@@ -99,7 +99,7 @@ func New(svc *registry.Service, log *slog.Logger, opts ...Option) *Server {
 // middleware), else by the agent the request names (X-Caphub-Agent), else
 // by the remote address.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.serveCached(w, r) {
+	if s.serveVersion(w, r) {
 		return
 	}
 	s.withinBudget(w, withCaller(r), s.mux)
@@ -316,12 +316,6 @@ func (s *Server) listDomain(w http.ResponseWriter, r *http.Request) error {
 // TrustTierHeader carries the trust tier of the version a GET of one
 // version answers with (registry.TrustTierHeader).
 const TrustTierHeader = registry.TrustTierHeader
-
-func setTier(w http.ResponseWriter, tier string) {
-	if tier != "" {
-		w.Header().Set(TrustTierHeader, tier)
-	}
-}
 
 // schemes lists the schemes to look a domain/name up in: the one asked for,
 // or ossa then mcp.
