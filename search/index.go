@@ -100,7 +100,7 @@ type Index struct {
 	// the same number as docs: scoring a long posting list then reads 40
 	// bytes a document, not the whole doc.
 	hot      []hotDoc
-	postings map[string][]posting
+	postings map[string]postingList
 	scopes   map[string]int // the documents of each scope stem
 	// apis numbers each Doc.Scope, apiDocs counts its live documents: a
 	// query's words tell which API it is about.
@@ -147,15 +147,9 @@ type hotDoc struct {
 	current bool
 }
 
-// posting is one document's term frequencies per field (saturated at 255).
-type posting struct {
-	doc int32
-	tf  [numFields]uint8
-}
-
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}, scopes: map[string]int{}, apis: map[string]int32{}, leads: map[string]*[numActions]int32{}}
+	return &Index{byID: map[string]int32{}, postings: map[string]postingList{}, scopes: map[string]int{}, apis: map[string]int32{}, leads: map[string]*[numActions]int32{}}
 }
 
 // Len is the number of documents.
@@ -228,13 +222,14 @@ func (ix *Index) Put(d Doc) {
 	}
 	for t, p := range tfs {
 		p.doc = n
-		ps, known := ix.postings[t]
+		pl, known := ix.postings[t]
 		if !known {
 			ix.vocab.Store(nil)
 			ix.vecs.Store(nil)
 			t = strings.Clone(t) // a new key: not a slice of d's text
 		}
-		ix.postings[t] = append(ps, *p)
+		pl.add(p)
+		ix.postings[t] = pl
 	}
 }
 
@@ -440,23 +435,32 @@ func (ix *Index) compactLocked() {
 			hot = append(hot, ix.hot[i])
 		}
 	}
-	for t, ps := range ix.postings {
-		out := ps[:0]
-		for _, p := range ps {
+	for t, pl := range ix.postings {
+		var out postingList
+		var p posting
+		for it := pl.iter(); it.next(&p); {
 			if r := renum[p.doc]; r >= 0 {
 				p.doc = r
-				out = append(out, p)
+				out.add(&p)
 			}
 		}
-		if len(out) == 0 {
+		if out.n == 0 {
 			delete(ix.postings, t)
 			ix.vocab.Store(nil)
 			ix.vecs.Store(nil)
 		} else {
-			ix.postings[t] = slices.Clip(out)
+			out.data = slices.Clip(out.data)
+			ix.postings[t] = out
 		}
 	}
 	ix.docs, ix.hot, ix.dead = docs, hot, 0
+}
+
+// df is the number of documents with term t (dead ones too, until
+// compaction).
+func (ix *Index) df(t string) int {
+	pl := ix.postings[t]
+	return int(pl.n)
 }
 
 // vocabulary returns the sorted terms; the caller holds at least the read

@@ -200,7 +200,7 @@ func (ix *Index) joinHyphenated(text string) string {
 	}
 	return hyphenated.ReplaceAllStringFunc(text, func(w string) string {
 		joined := strings.ToLower(strings.ReplaceAll(w, "-", ""))
-		if t := Stem(joined); len(ix.postings[t]) > 0 || len(synonyms[t]) > 0 {
+		if t := Stem(joined); ix.df(t) > 0 || len(synonyms[t]) > 0 {
 			return joined
 		}
 		return w
@@ -325,7 +325,7 @@ func (a *analyser) term(i int, w, t string) {
 	ix, p := a.ix, &a.p
 	// A word is taken as naming an API when it is mostly found as one
 	// ("slack"), not when it is common ("memory", "everything").
-	if n := ix.scopes[t]; p.scope == "" && n > 0 && len(ix.postings[t]) <= 2*n {
+	if n := ix.scopes[t]; p.scope == "" && n > 0 && ix.df(t) <= 2*n {
 		p.scope = t
 		a.add(qterm{term: t, weight: 1, why: "names the API", action: true})
 		return
@@ -374,7 +374,7 @@ func (a *analyser) finish() plan {
 	// of it changes scores by little and costs the most: it is left out.
 	if a.ix.live > pruneAbove {
 		p.terms = slices.DeleteFunc(p.terms, func(qt qterm) bool {
-			return qt.weight < 1 && len(a.ix.postings[qt.term]) > a.ix.live/4
+			return qt.weight < 1 && a.ix.df(qt.term) > a.ix.live/4
 		})
 	}
 	p.objects = objectTerms(p.terms)
@@ -384,13 +384,13 @@ func (a *analyser) finish() plan {
 // addWord adds the term t of the query word w, its synonyms, and for a word
 // no document has, the known words it begins (when last) or is nearest.
 func (ix *Index) addWord(p *plan, add func(qterm), w, t string, last bool) {
-	known := len(ix.postings[t]) > 0
+	known := ix.df(t) > 0
 	if known {
 		add(qterm{term: t, weight: 1})
 	}
 	syn := false
 	for _, s := range synonyms[t] {
-		if len(ix.postings[s]) > 0 {
+		if ix.df(s) > 0 {
 			add(qterm{term: s, weight: synonymWeight, why: "a synonym of " + w})
 			syn = true
 		}
@@ -398,7 +398,7 @@ func (ix *Index) addWord(p *plan, add func(qterm), w, t string, last bool) {
 	// A word few documents have, and no synonym, also looks for the
 	// words nearest in meaning, at part of their weight: the catalog may
 	// say "smaller" where the query says "small".
-	if known && !syn && len(ix.postings[t])*rareShare <= ix.live {
+	if known && !syn && ix.df(t)*rareShare <= ix.live {
 		ix.addRelated(add, w, t, rareRelatedWeight)
 	}
 	// A word no document has looks for them at their full weight.
@@ -561,21 +561,22 @@ func (ix *Index) accumulate(p plan) *accumulator {
 	}
 	hits := acc.apiHits[:len(ix.apiDocs)]
 	for _, qt := range p.terms {
-		ps := ix.postings[qt.term]
-		idf := ix.idf(len(ps)) * qt.weight
+		pl := ix.postings[qt.term]
+		idf := ix.idf(int(pl.n)) * qt.weight
 		// A word of the thing asked for tells the API: its documents of
 		// each are counted in the same pass as they are scored.
 		apis := !qt.action && len(ix.apiDocs) > 1
 		if apis {
 			clear(hits)
 		}
-		for i := range ps {
-			d := ps[i].doc
+		var p posting
+		for it := pl.iter(); it.next(&p); {
+			d := p.doc
 			h := &ix.hot[d]
 			if apis && h.live {
 				hits[h.api]++
 			}
-			s := idf * saturated(&ps[i], &h.lens, &norm)
+			s := idf * saturated(&p, &h.lens, &norm)
 			if s == 0 {
 				continue
 			}
@@ -584,11 +585,11 @@ func (ix *Index) accumulate(p plan) *accumulator {
 			}
 			acc.score[d] += s
 			if !qt.related {
-				acc.named[d][0] += uint16(ps[i].tf[FieldName])
-				acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
+				acc.named[d][0] += uint16(p.tf[FieldName])
+				acc.named[d][1] += uint16(p.tf[FieldTitle])
 			}
 			if qt.why == "" {
-				acc.own[d] += ownCredit(&ps[i])
+				acc.own[d] += ownCredit(&p)
 			}
 		}
 		if apis {
@@ -881,12 +882,12 @@ func named(lens *[numFields]uint16, matched [2]uint16) float64 {
 
 // posting returns document d's posting of term t, nil when it has none.
 func (ix *Index) posting(t string, d int32) *posting {
-	ps := ix.postings[t]
-	i, ok := slices.BinarySearchFunc(ps, d, func(p posting, d int32) int { return int(p.doc - d) })
+	pl := ix.postings[t]
+	p, ok := pl.find(d)
 	if !ok {
 		return nil
 	}
-	return &ps[i]
+	return &p
 }
 
 // namedOf counts the words of document d's name and title the query has.
@@ -914,7 +915,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		if ps == nil {
 			continue
 		}
-		s := ix.idf(len(ix.postings[qt.term])) * qt.weight * saturated(ps, &ix.hot[d].lens, &norm)
+		s := ix.idf(ix.df(qt.term)) * qt.weight * saturated(ps, &ix.hot[d].lens, &norm)
 		var fields []string
 		for f := range numFields {
 			if ps.tf[f] > 0 {
