@@ -80,28 +80,47 @@ func (pl *postingList) iter() postingIter { return postingIter{data: pl.data, do
 
 // next decodes the next posting into p, and reports whether there was one.
 func (it *postingIter) next(p *posting) bool {
-	data, i := it.data, it.i
-	if i >= len(data) {
+	var one [1]posting
+	if it.decode(one[:]) == 0 {
 		return false
 	}
-	var d uint32
-	for shift := 0; ; shift += 7 {
-		b := data[i]
-		i++
-		d |= uint32(b&0x7f) << shift
-		if b < 0x80 {
-			break
-		}
-	}
-	it.doc += int32(d)
-	p.doc = it.doc
-	p.tf = [numFields]uint8{}
-	for m := uint(data[i]); m != 0; m &= m - 1 {
-		i++
-		p.tf[bits.TrailingZeros(m)] = data[i]
-	}
-	it.i = i + 1
+	*p = one[0]
 	return true
+}
+
+// decode decodes the next postings into buf, as many as it holds, and
+// returns how many it decoded: 0 at the end of the list. Scoring decodes a
+// block at a time and then reads the block as it read the old postings'
+// slice, which costs less than a call a posting.
+func (it *postingIter) decode(buf []posting) int {
+	data, i, doc := it.data, it.i, it.doc
+	n := 0
+	for ; n < len(buf) && i < len(data); n++ {
+		d := uint32(data[i])
+		i++
+		if d >= 0x80 {
+			d &= 0x7f
+			for shift := 7; ; shift += 7 {
+				b := data[i]
+				i++
+				d |= uint32(b&0x7f) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		}
+		doc += int32(d)
+		p := &buf[n]
+		p.doc = doc
+		p.tf = [numFields]uint8{}
+		for m := uint(data[i]); m != 0; m &= m - 1 {
+			i++
+			p.tf[bits.TrailingZeros(m)] = data[i]
+		}
+		i++
+	}
+	it.i, it.doc = i, doc
+	return n
 }
 
 // find returns document d's posting, and whether the list has one.

@@ -2,6 +2,7 @@ package search
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -58,5 +59,19 @@ func TestPostingListRoundTrips(t *testing.T) {
 	}
 	if len(pl.skips) != (len(want)-1)/skipEvery {
 		t.Errorf("%d skips for %d postings, want one every %d", len(pl.skips), len(want), skipEvery)
+	}
+}
+
+// TestObjectWords checks the reading of a document's object terms, kept
+// as one string: none for an empty object, each term once otherwise.
+func TestObjectWords(t *testing.T) {
+	for object, want := range map[string][]string{"": nil, "comment": {"comment"}, "pull request review": {"pull", "request", "review"}} {
+		var got []string
+		for w := range objectWords(object) {
+			got = append(got, w)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("objectWords(%q) = %q, want %q", object, got, want)
+		}
 	}
 }

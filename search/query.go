@@ -2,13 +2,13 @@ package search
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"unique"
 )
 
 // Query is one search.
@@ -530,6 +530,8 @@ type accumulator struct {
 	apiHits  []int32
 	apis     []apiRank
 	kept     []scored // the buffer of a page's hits
+	// block is the postings of a list decoded at a time.
+	block [skipEvery]posting
 }
 
 var accPool = sync.Pool{New: func() any { return &accumulator{} }}
@@ -569,27 +571,32 @@ func (ix *Index) accumulate(p plan) *accumulator {
 		if apis {
 			clear(hits)
 		}
-		var p posting
-		for it := pl.iter(); it.next(&p); {
-			d := p.doc
-			h := &ix.hot[d]
-			if apis && h.live {
-				hits[h.api]++
+		for it := pl.iter(); ; {
+			ps := acc.block[:it.decode(acc.block[:])]
+			if len(ps) == 0 {
+				break
 			}
-			s := idf * saturated(&p, &h.lens, &norm)
-			if s == 0 {
-				continue
-			}
-			if acc.score[d] == 0 {
-				acc.touched = append(acc.touched, d)
-			}
-			acc.score[d] += s
-			if !qt.related {
-				acc.named[d][0] += uint16(p.tf[FieldName])
-				acc.named[d][1] += uint16(p.tf[FieldTitle])
-			}
-			if qt.why == "" {
-				acc.own[d] += ownCredit(&p)
+			for i := range ps {
+				d := ps[i].doc
+				h := &ix.hot[d]
+				if apis && h.live {
+					hits[h.api]++
+				}
+				s := idf * saturated(&ps[i], &h.lens, &norm)
+				if s == 0 {
+					continue
+				}
+				if acc.score[d] == 0 {
+					acc.touched = append(acc.touched, d)
+				}
+				acc.score[d] += s
+				if !qt.related {
+					acc.named[d][0] += uint16(ps[i].tf[FieldName])
+					acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
+				}
+				if qt.why == "" {
+					acc.own[d] += ownCredit(&ps[i])
+				}
 			}
 		}
 		if apis {
@@ -744,7 +751,7 @@ func coverageOf(want, found int) float64 {
 // words, not the verb's action) that is one of d's object terms, 0 for none.
 func (p plan) objectMatch(d *doc) float64 {
 	best := 0.0
-	for _, o := range d.object {
+	for o := range objectWords(d.object) {
 		if ot, ok := p.object(o); ok {
 			w := ot.weight
 			if ot.qualifier {
@@ -772,7 +779,7 @@ func (p plan) maxObjectMatch() float64 {
 // objectTerm is what a query term may say of a document's object: its
 // weight, place among the terms, and how many things it asks for.
 type objectTerm struct {
-	term      unique.Handle[string]
+	term      string
 	weight    float64
 	order     int
 	many      Many
@@ -780,20 +787,19 @@ type objectTerm struct {
 }
 
 // objectTerms are the query's terms that may name a thing (not its
-// action's), interned, so that each document's few object terms are
-// looked up among them by handle.
+// action's), among which each document's few object terms are looked up.
 func objectTerms(terms []qterm) []objectTerm {
 	var out []objectTerm
 	for i, qt := range terms {
 		if !qt.action {
-			out = append(out, objectTerm{term: unique.Make(qt.term), weight: qt.weight, order: i, many: qt.many, qualifier: qt.qualifier})
+			out = append(out, objectTerm{term: qt.term, weight: qt.weight, order: i, many: qt.many, qualifier: qt.qualifier})
 		}
 	}
 	return out
 }
 
 // object returns the query's object term t (a plan's terms are distinct).
-func (p plan) object(t unique.Handle[string]) (objectTerm, bool) {
+func (p plan) object(t string) (objectTerm, bool) {
 	for i := range p.objects {
 		if p.objects[i].term == t {
 			return p.objects[i], true
@@ -802,13 +808,17 @@ func (p plan) object(t unique.Handle[string]) (objectTerm, bool) {
 	return objectTerm{}, false
 }
 
-// objectText is the text of a document's object terms.
-func objectText(object []unique.Handle[string]) string {
-	words := make([]string, len(object))
-	for i, o := range object {
-		words[i] = o.Value()
+// objectWords are the terms of a document's object (doc.object).
+func objectWords(object string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for object != "" {
+			w, rest, _ := strings.Cut(object, " ")
+			if !yield(w) {
+				return
+			}
+			object = rest
+		}
 	}
-	return strings.Join(words, " ")
 }
 
 // number reports whether document d, a read, returns as many things as
@@ -819,7 +829,7 @@ func (p plan) number(d *doc) bool {
 	}
 	// The first of the query's words that names its object says.
 	first, many := len(p.terms), ManyUnknown
-	for _, o := range d.object {
+	for o := range objectWords(d.object) {
 		if ot, ok := p.object(o); ok && ot.many != ManyUnknown && !ot.qualifier && ot.order < first {
 			first, many = ot.order, ot.many
 		}
@@ -940,7 +950,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		out = append(out, fmt.Sprintf("×%.2f: has only some of the words asked for", c))
 	}
 	if m := p.objectMatch(&ix.docs[d]); m > 0 {
-		out = append(out, fmt.Sprintf("×%.2f: acts on what was asked for (%s)", 1+objectBoost*m, objectText(ix.docs[d].object)))
+		out = append(out, fmt.Sprintf("×%.2f: acts on what was asked for (%s)", 1+objectBoost*m, ix.docs[d].object))
 	}
 	if p.number(&ix.docs[d]) {
 		what := "one"
