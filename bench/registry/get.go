@@ -74,11 +74,12 @@ func (b *bench) getLoad(base string, n int, path func(r *rand.Rand) string) load
 }
 
 // addMemory records a server's peak VmRSS under a load, then its VmRSS
-// and VmHWM right after it.
+// (and of it, the pages of mapped files) and VmHWM right after it.
 func (b *bench) addMemory(under string, c col, round, pid int, peak int64) {
 	b.tab.add("server VmRSS, peak "+under, kBytes, c, round, stat{value: float64(peak)})
 	if m, err := load.ReadMemory(pid); err == nil {
 		b.tab.add("server VmRSS right after that load", kBytes, c, round, stat{value: float64(m.RSS)})
+		b.tab.add("of which mapped files (RssFile: the binary, SQLite's mmap)", kBytes, c, round, stat{value: float64(m.File)})
 		b.tab.add("server VmHWM (peak since start) after that load", kBytes, c, round, stat{value: float64(m.HWM)})
 	}
 }
