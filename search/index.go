@@ -172,24 +172,15 @@ func (ix *Index) Put(d Doc) {
 	if ix.refresh(&d, sum) {
 		return
 	}
-	var tfs map[string]*posting
+	tfs := tfsPool.Get().(*termFreqs)
+	defer tfs.release()
 	var lens [numFields]uint16
 	lead := leadOf(d.Text[FieldTitle])
 	for f := range numFields {
 		terms := Terms(d.Text[f])
 		lens[f] = uint16(min(len(terms), math.MaxUint16))
 		for _, t := range terms {
-			if tfs == nil {
-				tfs = map[string]*posting{}
-			}
-			p := tfs[t]
-			if p == nil {
-				p = &posting{}
-				tfs[t] = p
-			}
-			if p.tf[f] < math.MaxUint8 {
-				p.tf[f]++
-			}
+			tfs.count(t, Field(f))
 		}
 	}
 	ix.mu.Lock()
@@ -222,7 +213,8 @@ func (ix *Index) Put(d Doc) {
 	for f := range numFields {
 		ix.lenSum[f] += float64(lens[f])
 	}
-	for t, p := range tfs {
+	for i, t := range tfs.terms {
+		p := &tfs.tfs[i]
 		p.doc = n
 		pl, known := ix.postings[t]
 		if !known {
@@ -233,6 +225,40 @@ func (ix *Index) Put(d Doc) {
 		pl.add(p)
 		ix.postings[t] = pl
 	}
+}
+
+// termFreqs counts a document's terms in each field, in the order first
+// seen. Put takes one from tfsPool: a map and a posting for each term of
+// every document were most of what building an index allocated.
+type termFreqs struct {
+	at    map[string]int // a term's place in terms and tfs
+	terms []string
+	tfs   []posting
+}
+
+var tfsPool = sync.Pool{New: func() any { return &termFreqs{at: map[string]int{}} }}
+
+// count counts one more t in field f (saturated at 255).
+func (c *termFreqs) count(t string, f Field) {
+	i, ok := c.at[t]
+	if !ok {
+		i = len(c.terms)
+		c.at[t] = i
+		c.terms = append(c.terms, t)
+		c.tfs = append(c.tfs, posting{})
+	}
+	if c.tfs[i].tf[f] < math.MaxUint8 {
+		c.tfs[i].tf[f]++
+	}
+}
+
+// release empties c (it holds slices of a document's text) and returns it
+// to tfsPool.
+func (c *termFreqs) release() {
+	clear(c.at)
+	clear(c.terms)
+	c.terms, c.tfs = c.terms[:0], c.tfs[:0]
+	tfsPool.Put(c)
 }
 
 // sum hashes what a document's postings and ranking come from: all of it
