@@ -88,55 +88,62 @@ type indexBuild struct {
 // indexed is what the index keeps of a version to filter it (ListFilter);
 // whether it is its capability's latest is the document's Current mark.
 // The index holds one for every version (164k at 100,000 capabilities),
-// so it keeps little of its own: the key's strings that many versions
-// share (scheme, domain, version) and the attributes are interned, held
-// once however many versions have them.
+// so it keeps little of its own: its key is the document's ID (Key.String,
+// one string the index holds anyway) read in place, and its attributes are
+// interned, each list held once however many versions have it. Interning
+// each attribute, not the whole of them, bounds what a version costs
+// where few versions have the same combination (80 bytes, where a
+// combination of its own cost about 250 more).
 type indexed struct {
-	key   Key
-	attrs unique.Handle[filterAttrs]
+	id   string    // Key.String(); the search document's ID
+	ends [3]uint32 // where in id the scheme, the domain and the name end
+	// status interns the stability, source and trust tier, which take few
+	// values and fewer combinations.
+	status unique.Handle[[3]string]
+	// Each list's values joined by listSep.
+	domains, categories, intents, bindings unique.Handle[string]
 }
 
-// filterAttrs are the attributes of a version that ListFilter reads
-// beyond its key; each list's values are joined by listSep, so that the
-// whole is comparable and can be interned.
-type filterAttrs struct {
-	stability, source, trust               string
-	domains, categories, intents, bindings string
-}
-
-// listSep joins a list's values in filterAttrs: a byte no domain,
-// category, intent or binding type holds.
+// listSep joins a list's values in indexed: a byte no domain, category,
+// intent or binding type holds.
 const listSep = "\x00"
 
 func indexedOf(r *Record) *indexed {
 	d := &r.Definition
 	k := r.Key
-	k.Scheme, k.Domain, k.Version = intern(k.Scheme), intern(k.Domain), intern(k.Version)
-	return &indexed{key: k, attrs: unique.Make(filterAttrs{
-		stability: d.Stability, source: SourceOf(d), trust: r.TrustTier,
-		domains: strings.Join(DomainsOf(r.Key, d), listSep), categories: strings.Join(d.Categories, listSep),
-		intents: strings.Join(d.Intents, listSep), bindings: strings.Join(d.Bindings.Types(), listSep),
-	})}
+	m := &indexed{id: k.String(),
+		status:     unique.Make([3]string{d.Stability, SourceOf(d), r.TrustTier}),
+		domains:    unique.Make(strings.Join(DomainsOf(k, d), listSep)),
+		categories: unique.Make(strings.Join(d.Categories, listSep)),
+		intents:    unique.Make(strings.Join(d.Intents, listSep)),
+		bindings:   unique.Make(strings.Join(d.Bindings.Types(), listSep)),
+	}
+	m.ends[0] = uint32(len(k.Scheme))
+	m.ends[1] = m.ends[0] + 1 + uint32(len(k.Domain))
+	m.ends[2] = m.ends[1] + 1 + uint32(len(k.Name))
+	return m
 }
 
-// intern returns s's canonical copy, shared by every caller.
-func intern(s string) string { return unique.Make(s).Value() }
+// key is the version's key, its strings read from m.id.
+func (m *indexed) key() Key {
+	return Key{Scheme: m.id[:m.ends[0]], Domain: m.id[m.ends[0]+1 : m.ends[1]], Name: m.id[m.ends[1]+1 : m.ends[2]], Version: m.id[m.ends[2]+1:]}
+}
 
 // matches applies f as the stores do (see ListFilter), but for
 // AllVersions: search.Query.CurrentOnly applies that.
 func (m *indexed) matches(f *ListFilter) bool {
-	a := m.attrs.Value()
+	k, status := m.key(), m.status.Value()
 	switch {
-	case f.Scheme != "" && m.key.Scheme != f.Scheme,
-		f.Name != "" && m.key.Name != f.Name,
-		f.Stability != "" && a.stability != f.Stability,
-		f.Source != "" && a.source != f.Source,
-		f.TrustTier != "" && a.trust != f.TrustTier,
-		f.Intent != "" && !hasValue(a.intents, func(v string) bool { return v == f.Intent }),
-		f.BindingType != "" && !hasValue(a.bindings, func(v string) bool { return v == f.BindingType }):
+	case f.Scheme != "" && k.Scheme != f.Scheme,
+		f.Name != "" && k.Name != f.Name,
+		f.Stability != "" && status[0] != f.Stability,
+		f.Source != "" && status[1] != f.Source,
+		f.TrustTier != "" && status[2] != f.TrustTier,
+		f.Intent != "" && !hasValue(m.intents.Value(), func(v string) bool { return v == f.Intent }),
+		f.BindingType != "" && !hasValue(m.bindings.Value(), func(v string) bool { return v == f.BindingType }):
 		return false
 	}
-	return hierarchical(f.Domain, a.domains) && hierarchical(f.Category, a.categories)
+	return hierarchical(f.Domain, m.domains.Value()) && hierarchical(f.Category, m.categories.Value())
 }
 
 // hasValue reports whether one of the values joined in list satisfies ok.
@@ -374,7 +381,7 @@ func (s *Service) buildIndex(ctx context.Context) (*search.Index, error) {
 			if prev != nil && !sameCapability(*prev, r.Key) {
 				ix.SetCurrent(prev.String(), true)
 			}
-			ix.Put(search.DocOf(r.Key.String(), &r.Definition, indexedOf(r)))
+			ix.Put(docOf(r))
 			prev = &r.Key
 		}
 		if page.NextCursor == "" {
@@ -387,6 +394,12 @@ func (s *Service) buildIndex(ctx context.Context) (*search.Index, error) {
 	}
 	s.log.Info("search index built", "versions", ix.Len(), "took", time.Since(start).Round(time.Millisecond))
 	return ix, nil
+}
+
+// docOf is the search document of r, its ID the string its indexed holds.
+func docOf(r *Record) search.Doc {
+	m := indexedOf(r)
+	return search.DocOf(m.id, &r.Definition, m)
 }
 
 func sameCapability(a, b Key) bool {
@@ -404,7 +417,7 @@ func (s *Service) indexCapability(ctx context.Context, k Key) {
 	}
 	for i := range versions {
 		r := &versions[i]
-		d := search.DocOf(r.Key.String(), &r.Definition, indexedOf(r))
+		d := docOf(r)
 		d.Current = i == len(versions)-1
 		s.index.ix.Load().Put(d)
 	}
@@ -509,7 +522,7 @@ func (s *Service) getAll(ctx context.Context, hits []search.Hit) ([]*Record, err
 	g.SetLimit(maxParallelGets)
 	for i, h := range hits {
 		g.Go(func() error {
-			r, err := s.getRecord(ctx, h.Meta.(*indexed).key)
+			r, err := s.getRecord(ctx, h.Meta.(*indexed).key())
 			if errors.Is(err, ErrNotFound) {
 				return nil
 			}
@@ -548,7 +561,7 @@ func (s *Service) hybrid(ctx context.Context, idx *search.Index, q SearchQuery, 
 	lex := idx.Search(search.Query{Text: q.Text, Limit: hybridDepth, Explain: q.Explain, Keep: keep, CurrentOnly: !q.Filter.AllVersions})
 	keys := make([]Key, len(lex.Hits))
 	for i, h := range lex.Hits {
-		keys[i] = h.Meta.(*indexed).key
+		keys[i] = h.Meta.(*indexed).key()
 	}
 	sims, err := s.semantic.Scores(ctx, q.Text, keys)
 	if err != nil {

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"math/rand"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -82,4 +83,49 @@ func BenchmarkSearch100kQueries(b *testing.B) {
 			}
 		})
 	}
+}
+
+// syntheticDocs returns the documents of storetest.Synthetic(n), each
+// capability's last version marked current, as the registry builds them.
+func syntheticDocs(n int) []search.Doc {
+	defs := storetest.Synthetic(n, 1)
+	docs := make([]search.Doc, len(defs))
+	for i := range defs {
+		d := &defs[i]
+		docs[i] = search.DocOf(d.URI, d, nil)
+		docs[i].Current = i == len(defs)-1 || defs[i+1].Name != d.Name || defs[i+1].Domain != d.Domain
+	}
+	return docs
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// BenchmarkIndexBuild100k puts a 100k catalog's documents (analysed
+// beforehand) into a new index: its allocations a build, and the live heap
+// the built index holds a document (live-B/doc), which is what the
+// registry's index costs at 100k capabilities.
+func BenchmarkIndexBuild100k(b *testing.B) {
+	docs := syntheticDocs(benchDocs)
+	var held int64
+	for b.Loop() {
+		b.StopTimer()
+		before := liveHeap()
+		b.StartTimer()
+		ix := search.NewIndex()
+		for _, d := range docs {
+			ix.Put(d)
+		}
+		b.StopTimer()
+		held = liveHeap() - before
+		runtime.KeepAlive(ix)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(held)/float64(len(docs)), "live-B/doc")
+	runtime.KeepAlive(docs)
 }

@@ -100,7 +100,7 @@ type Index struct {
 	// the same number as docs: scoring a long posting list then reads 40
 	// bytes a document, not the whole doc.
 	hot      []hotDoc
-	postings map[string][]posting
+	postings map[string]postingList
 	scopes   map[string]int // the documents of each scope stem
 	// apis numbers each Doc.Scope, apiDocs counts its live documents: a
 	// query's words tell which API it is about.
@@ -127,9 +127,11 @@ type Index struct {
 
 type doc struct {
 	id string
-	// object is the terms of Doc.Object, interned: a query's are compared
-	// with them by handle, not hashed once a document.
-	object []unique.Handle[string]
+	// object is the terms of Doc.Object joined by spaces, in a string of
+	// its own: 16 bytes and the text, where a slice of interned handles
+	// cost a slice, its array and, for a term few documents have (an id
+	// in a tool's name), the interning map's entry, 100 bytes a document.
+	object string
 	lead   string // the first word of the title
 	many   Many
 	meta   any
@@ -147,15 +149,9 @@ type hotDoc struct {
 	current bool
 }
 
-// posting is one document's term frequencies per field (saturated at 255).
-type posting struct {
-	doc int32
-	tf  [numFields]uint8
-}
-
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{byID: map[string]int32{}, postings: map[string][]posting{}, scopes: map[string]int{}, apis: map[string]int32{}, leads: map[string]*[numActions]int32{}}
+	return &Index{byID: map[string]int32{}, postings: map[string]postingList{}, scopes: map[string]int{}, apis: map[string]int32{}, leads: map[string]*[numActions]int32{}}
 }
 
 // Len is the number of documents.
@@ -176,24 +172,15 @@ func (ix *Index) Put(d Doc) {
 	if ix.refresh(&d, sum) {
 		return
 	}
-	var tfs map[string]*posting
+	tfs := tfsPool.Get().(*termFreqs)
+	defer tfs.release()
 	var lens [numFields]uint16
 	lead := leadOf(d.Text[FieldTitle])
 	for f := range numFields {
 		terms := Terms(d.Text[f])
 		lens[f] = uint16(min(len(terms), math.MaxUint16))
 		for _, t := range terms {
-			if tfs == nil {
-				tfs = map[string]*posting{}
-			}
-			p := tfs[t]
-			if p == nil {
-				p = &posting{}
-				tfs[t] = p
-			}
-			if p.tf[f] < math.MaxUint8 {
-				p.tf[f]++
-			}
+			tfs.count(t, Field(f))
 		}
 	}
 	ix.mu.Lock()
@@ -218,7 +205,7 @@ func (ix *Index) Put(d Doc) {
 		lead = unique.Make(lead).Value() // not a slice of the title
 	}
 	action := actionCode(d.Action)
-	ix.docs = append(ix.docs, doc{id: d.ID, object: interned(Terms(d.Object)), lead: lead, many: d.Many, meta: d.Meta, sum: sum})
+	ix.docs = append(ix.docs, doc{id: d.ID, object: strings.Clone(strings.Join(Terms(d.Object), " ")), lead: lead, many: d.Many, meta: d.Meta, sum: sum})
 	ix.hot = append(ix.hot, hotDoc{lens: lens, action: action, api: api, live: true, current: d.Current})
 	ix.countLead(lead, action, 1)
 	ix.byID[d.ID] = n
@@ -226,16 +213,52 @@ func (ix *Index) Put(d Doc) {
 	for f := range numFields {
 		ix.lenSum[f] += float64(lens[f])
 	}
-	for t, p := range tfs {
+	for i, t := range tfs.terms {
+		p := &tfs.tfs[i]
 		p.doc = n
-		ps, known := ix.postings[t]
+		pl, known := ix.postings[t]
 		if !known {
 			ix.vocab.Store(nil)
 			ix.vecs.Store(nil)
 			t = strings.Clone(t) // a new key: not a slice of d's text
 		}
-		ix.postings[t] = append(ps, *p)
+		pl.add(p)
+		ix.postings[t] = pl
 	}
+}
+
+// termFreqs counts a document's terms in each field, in the order first
+// seen. Put takes one from tfsPool: a map and a posting for each term of
+// every document were most of what building an index allocated.
+type termFreqs struct {
+	at    map[string]int // a term's place in terms and tfs
+	terms []string
+	tfs   []posting
+}
+
+var tfsPool = sync.Pool{New: func() any { return &termFreqs{at: map[string]int{}} }}
+
+// count counts one more t in field f (saturated at 255).
+func (c *termFreqs) count(t string, f Field) {
+	i, ok := c.at[t]
+	if !ok {
+		i = len(c.terms)
+		c.at[t] = i
+		c.terms = append(c.terms, t)
+		c.tfs = append(c.tfs, posting{})
+	}
+	if c.tfs[i].tf[f] < math.MaxUint8 {
+		c.tfs[i].tf[f]++
+	}
+}
+
+// release empties c (it holds slices of a document's text) and returns it
+// to tfsPool.
+func (c *termFreqs) release() {
+	clear(c.at)
+	clear(c.terms)
+	c.terms, c.tfs = c.terms[:0], c.tfs[:0]
+	tfsPool.Put(c)
 }
 
 // sum hashes what a document's postings and ranking come from: all of it
@@ -285,18 +308,6 @@ func detach(terms []string) []string {
 	out := make([]string, len(terms))
 	for i, t := range terms {
 		out[i] = unique.Make(t).Value()
-	}
-	return out
-}
-
-// interned returns terms as handles of their own (see detach).
-func interned(terms []string) []unique.Handle[string] {
-	if len(terms) == 0 {
-		return nil
-	}
-	out := make([]unique.Handle[string], len(terms))
-	for i, t := range terms {
-		out[i] = unique.Make(t)
 	}
 	return out
 }
@@ -440,23 +451,32 @@ func (ix *Index) compactLocked() {
 			hot = append(hot, ix.hot[i])
 		}
 	}
-	for t, ps := range ix.postings {
-		out := ps[:0]
-		for _, p := range ps {
+	for t, pl := range ix.postings {
+		var out postingList
+		var p posting
+		for it := pl.iter(); it.next(&p); {
 			if r := renum[p.doc]; r >= 0 {
 				p.doc = r
-				out = append(out, p)
+				out.add(&p)
 			}
 		}
-		if len(out) == 0 {
+		if out.n == 0 {
 			delete(ix.postings, t)
 			ix.vocab.Store(nil)
 			ix.vecs.Store(nil)
 		} else {
-			ix.postings[t] = slices.Clip(out)
+			out.data = slices.Clip(out.data)
+			ix.postings[t] = out
 		}
 	}
 	ix.docs, ix.hot, ix.dead = docs, hot, 0
+}
+
+// df is the number of documents with term t (dead ones too, until
+// compaction).
+func (ix *Index) df(t string) int {
+	pl := ix.postings[t]
+	return int(pl.n)
 }
 
 // vocabulary returns the sorted terms; the caller holds at least the read

@@ -350,7 +350,7 @@ func TestTheThingNamedIsWhatTheOperationActsOn(t *testing.T) {
 	ix.mu.RLock()
 	p := ix.analyse("the comments of an issue")
 	ix.mu.RUnlock()
-	comments, issue := &doc{object: interned([]string{"comment"})}, &doc{object: interned([]string{"issu"})}
+	comments, issue := &doc{object: "comment"}, &doc{object: "issu"}
 	if p.objectMatch(comments) != 1 || p.objectMatch(issue) != 0 {
 		t.Errorf("object match: comments %.2f, issue %.2f; want 1 and 0 (an issue qualifies what is asked for)", p.objectMatch(comments), p.objectMatch(issue))
 	}

@@ -2,13 +2,13 @@ package search
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"unique"
 )
 
 // Query is one search.
@@ -200,7 +200,7 @@ func (ix *Index) joinHyphenated(text string) string {
 	}
 	return hyphenated.ReplaceAllStringFunc(text, func(w string) string {
 		joined := strings.ToLower(strings.ReplaceAll(w, "-", ""))
-		if t := Stem(joined); len(ix.postings[t]) > 0 || len(synonyms[t]) > 0 {
+		if t := Stem(joined); ix.df(t) > 0 || len(synonyms[t]) > 0 {
 			return joined
 		}
 		return w
@@ -325,7 +325,7 @@ func (a *analyser) term(i int, w, t string) {
 	ix, p := a.ix, &a.p
 	// A word is taken as naming an API when it is mostly found as one
 	// ("slack"), not when it is common ("memory", "everything").
-	if n := ix.scopes[t]; p.scope == "" && n > 0 && len(ix.postings[t]) <= 2*n {
+	if n := ix.scopes[t]; p.scope == "" && n > 0 && ix.df(t) <= 2*n {
 		p.scope = t
 		a.add(qterm{term: t, weight: 1, why: "names the API", action: true})
 		return
@@ -374,7 +374,7 @@ func (a *analyser) finish() plan {
 	// of it changes scores by little and costs the most: it is left out.
 	if a.ix.live > pruneAbove {
 		p.terms = slices.DeleteFunc(p.terms, func(qt qterm) bool {
-			return qt.weight < 1 && len(a.ix.postings[qt.term]) > a.ix.live/4
+			return qt.weight < 1 && a.ix.df(qt.term) > a.ix.live/4
 		})
 	}
 	p.objects = objectTerms(p.terms)
@@ -384,13 +384,13 @@ func (a *analyser) finish() plan {
 // addWord adds the term t of the query word w, its synonyms, and for a word
 // no document has, the known words it begins (when last) or is nearest.
 func (ix *Index) addWord(p *plan, add func(qterm), w, t string, last bool) {
-	known := len(ix.postings[t]) > 0
+	known := ix.df(t) > 0
 	if known {
 		add(qterm{term: t, weight: 1})
 	}
 	syn := false
 	for _, s := range synonyms[t] {
-		if len(ix.postings[s]) > 0 {
+		if ix.df(s) > 0 {
 			add(qterm{term: s, weight: synonymWeight, why: "a synonym of " + w})
 			syn = true
 		}
@@ -398,7 +398,7 @@ func (ix *Index) addWord(p *plan, add func(qterm), w, t string, last bool) {
 	// A word few documents have, and no synonym, also looks for the
 	// words nearest in meaning, at part of their weight: the catalog may
 	// say "smaller" where the query says "small".
-	if known && !syn && len(ix.postings[t])*rareShare <= ix.live {
+	if known && !syn && ix.df(t)*rareShare <= ix.live {
 		ix.addRelated(add, w, t, rareRelatedWeight)
 	}
 	// A word no document has looks for them at their full weight.
@@ -530,6 +530,8 @@ type accumulator struct {
 	apiHits  []int32
 	apis     []apiRank
 	kept     []scored // the buffer of a page's hits
+	// block is the postings of a list decoded at a time.
+	block [skipEvery]posting
 }
 
 var accPool = sync.Pool{New: func() any { return &accumulator{} }}
@@ -561,34 +563,40 @@ func (ix *Index) accumulate(p plan) *accumulator {
 	}
 	hits := acc.apiHits[:len(ix.apiDocs)]
 	for _, qt := range p.terms {
-		ps := ix.postings[qt.term]
-		idf := ix.idf(len(ps)) * qt.weight
+		pl := ix.postings[qt.term]
+		idf := ix.idf(int(pl.n)) * qt.weight
 		// A word of the thing asked for tells the API: its documents of
 		// each are counted in the same pass as they are scored.
 		apis := !qt.action && len(ix.apiDocs) > 1
 		if apis {
 			clear(hits)
 		}
-		for i := range ps {
-			d := ps[i].doc
-			h := &ix.hot[d]
-			if apis && h.live {
-				hits[h.api]++
+		for it := pl.iter(); ; {
+			ps := acc.block[:it.decode(acc.block[:])]
+			if len(ps) == 0 {
+				break
 			}
-			s := idf * saturated(&ps[i], &h.lens, &norm)
-			if s == 0 {
-				continue
-			}
-			if acc.score[d] == 0 {
-				acc.touched = append(acc.touched, d)
-			}
-			acc.score[d] += s
-			if !qt.related {
-				acc.named[d][0] += uint16(ps[i].tf[FieldName])
-				acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
-			}
-			if qt.why == "" {
-				acc.own[d] += ownCredit(&ps[i])
+			for i := range ps {
+				d := ps[i].doc
+				h := &ix.hot[d]
+				if apis && h.live {
+					hits[h.api]++
+				}
+				s := idf * saturated(&ps[i], &h.lens, &norm)
+				if s == 0 {
+					continue
+				}
+				if acc.score[d] == 0 {
+					acc.touched = append(acc.touched, d)
+				}
+				acc.score[d] += s
+				if !qt.related {
+					acc.named[d][0] += uint16(ps[i].tf[FieldName])
+					acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
+				}
+				if qt.why == "" {
+					acc.own[d] += ownCredit(&ps[i])
+				}
 			}
 		}
 		if apis {
@@ -743,7 +751,7 @@ func coverageOf(want, found int) float64 {
 // words, not the verb's action) that is one of d's object terms, 0 for none.
 func (p plan) objectMatch(d *doc) float64 {
 	best := 0.0
-	for _, o := range d.object {
+	for o := range objectWords(d.object) {
 		if ot, ok := p.object(o); ok {
 			w := ot.weight
 			if ot.qualifier {
@@ -771,7 +779,7 @@ func (p plan) maxObjectMatch() float64 {
 // objectTerm is what a query term may say of a document's object: its
 // weight, place among the terms, and how many things it asks for.
 type objectTerm struct {
-	term      unique.Handle[string]
+	term      string
 	weight    float64
 	order     int
 	many      Many
@@ -779,20 +787,19 @@ type objectTerm struct {
 }
 
 // objectTerms are the query's terms that may name a thing (not its
-// action's), interned, so that each document's few object terms are
-// looked up among them by handle.
+// action's), among which each document's few object terms are looked up.
 func objectTerms(terms []qterm) []objectTerm {
 	var out []objectTerm
 	for i, qt := range terms {
 		if !qt.action {
-			out = append(out, objectTerm{term: unique.Make(qt.term), weight: qt.weight, order: i, many: qt.many, qualifier: qt.qualifier})
+			out = append(out, objectTerm{term: qt.term, weight: qt.weight, order: i, many: qt.many, qualifier: qt.qualifier})
 		}
 	}
 	return out
 }
 
 // object returns the query's object term t (a plan's terms are distinct).
-func (p plan) object(t unique.Handle[string]) (objectTerm, bool) {
+func (p plan) object(t string) (objectTerm, bool) {
 	for i := range p.objects {
 		if p.objects[i].term == t {
 			return p.objects[i], true
@@ -801,13 +808,17 @@ func (p plan) object(t unique.Handle[string]) (objectTerm, bool) {
 	return objectTerm{}, false
 }
 
-// objectText is the text of a document's object terms.
-func objectText(object []unique.Handle[string]) string {
-	words := make([]string, len(object))
-	for i, o := range object {
-		words[i] = o.Value()
+// objectWords are the terms of a document's object (doc.object).
+func objectWords(object string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for object != "" {
+			w, rest, _ := strings.Cut(object, " ")
+			if !yield(w) {
+				return
+			}
+			object = rest
+		}
 	}
-	return strings.Join(words, " ")
 }
 
 // number reports whether document d, a read, returns as many things as
@@ -818,7 +829,7 @@ func (p plan) number(d *doc) bool {
 	}
 	// The first of the query's words that names its object says.
 	first, many := len(p.terms), ManyUnknown
-	for _, o := range d.object {
+	for o := range objectWords(d.object) {
 		if ot, ok := p.object(o); ok && ot.many != ManyUnknown && !ot.qualifier && ot.order < first {
 			first, many = ot.order, ot.many
 		}
@@ -881,12 +892,12 @@ func named(lens *[numFields]uint16, matched [2]uint16) float64 {
 
 // posting returns document d's posting of term t, nil when it has none.
 func (ix *Index) posting(t string, d int32) *posting {
-	ps := ix.postings[t]
-	i, ok := slices.BinarySearchFunc(ps, d, func(p posting, d int32) int { return int(p.doc - d) })
+	pl := ix.postings[t]
+	p, ok := pl.find(d)
 	if !ok {
 		return nil
 	}
-	return &ps[i]
+	return &p
 }
 
 // namedOf counts the words of document d's name and title the query has.
@@ -914,7 +925,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		if ps == nil {
 			continue
 		}
-		s := ix.idf(len(ix.postings[qt.term])) * qt.weight * saturated(ps, &ix.hot[d].lens, &norm)
+		s := ix.idf(ix.df(qt.term)) * qt.weight * saturated(ps, &ix.hot[d].lens, &norm)
 		var fields []string
 		for f := range numFields {
 			if ps.tf[f] > 0 {
@@ -939,7 +950,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		out = append(out, fmt.Sprintf("×%.2f: has only some of the words asked for", c))
 	}
 	if m := p.objectMatch(&ix.docs[d]); m > 0 {
-		out = append(out, fmt.Sprintf("×%.2f: acts on what was asked for (%s)", 1+objectBoost*m, objectText(ix.docs[d].object)))
+		out = append(out, fmt.Sprintf("×%.2f: acts on what was asked for (%s)", 1+objectBoost*m, ix.docs[d].object))
 	}
 	if p.number(&ix.docs[d]) {
 		what := "one"

@@ -29,7 +29,7 @@ func (ix *Index) nearest(vocab []string, t string, n int) []string {
 			continue
 		}
 		if d := distance(t, v, limit); d <= limit {
-			cands = append(cands, cand{v, d, len(ix.postings[v])})
+			cands = append(cands, cand{v, d, ix.df(v)})
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -90,15 +92,16 @@ func (b *bench) setup() error {
 	b.defs = storetest.Synthetic(cfg.n, 1)
 	b.latest = highestVersions(b.defs)
 	b.writes = newWriter(b.latest)
-	if b.needsServer() && cfg.bin != "" {
-		b.bin = cfg.bin
-	} else if b.needsServer() {
-		cfg.progress.Printf("building caphub")
-		bin, err := load.Build(b.dir)
-		if err != nil {
-			return err
+	if b.needsServer() {
+		b.bin = cfg.caphub
+		if b.bin == "" {
+			cfg.progress.Printf("building caphub")
+			bin, err := load.Build(b.dir)
+			if err != nil {
+				return err
+			}
+			b.bin = bin
 		}
-		b.bin = bin
 	}
 	dbPath := cfg.sqlitePath
 	if dbPath == "" {
@@ -164,7 +167,10 @@ func (b *bench) addTarget(name string, c col, db string) error {
 	return nil
 }
 
-// serve starts `caphub serve` on t's database, stopped at the end.
+// serve starts `caphub serve` on t's database, stopped at the end, and
+// waits until its search index is built: a server measured before that
+// holds neither the index nor the garbage of its build, and is not the
+// server at N capabilities.
 func (b *bench) serve(t *target, name string) (*load.Server, error) {
 	b.cfg.progress.Printf("starting caphub serve on %s (%s)", t.name, name)
 	s, err := load.Start(b.bin, t.db, filepath.Join(b.dir, name+".log"))
@@ -172,7 +178,47 @@ func (b *bench) serve(t *target, name string) (*load.Server, error) {
 		return nil, err
 	}
 	b.closers = append(b.closers, s.Stop)
+	if err := waitIndexed(b.ctx, s.Base, indexTimeout); err != nil {
+		return nil, fmt.Errorf("caphub serve on %s: %w", t.name, err)
+	}
 	return s, nil
+}
+
+// indexTimeout bounds how long serve waits for a server's search index.
+const indexTimeout = 5 * time.Minute
+
+// waitIndexed waits until the server at base answers a search from its
+// search index: the hits of an explained search say why they rank (the
+// store's own search, which answers until the index is built, does not).
+func waitIndexed(ctx context.Context, base string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		var page struct {
+			Hits []registry.Hit `json:"hits"`
+		}
+		resp, err := http.Get(base + "/registry/search?q=create&limit=1&explain=true")
+		if err == nil {
+			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&page)
+			resp.Body.Close()
+		}
+		switch {
+		case err == nil && len(page.Hits) > 0 && len(page.Hits[0].Why) > 0:
+			return nil
+		case err != nil:
+			last = err.Error()
+		default:
+			last = "the search is answered by the store"
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("its search index was not built within %s (-n too large for this machine?); last: %s", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // openStore opens the store db names, as `caphub serve --db` does.

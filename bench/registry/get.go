@@ -171,11 +171,12 @@ func getOK(hc *http.Client, url string) error {
 }
 
 // addMemory records a server's peak VmRSS under a load, then its VmRSS
-// and VmHWM right after it.
+// (and of it, the pages of mapped files) and VmHWM right after it.
 func (b *bench) addMemory(under string, c col, round, pid int, peak int64) {
 	b.tab.add("server VmRSS, peak "+under, kBytes, c, round, stat{value: float64(peak)})
 	if m, err := load.ReadMemory(pid); err == nil {
 		b.tab.add("server VmRSS right after that load", kBytes, c, round, stat{value: float64(m.RSS)})
+		b.tab.add("of which mapped files (RssFile: the binary, a mapped database)", kBytes, c, round, stat{value: float64(m.File)})
 		b.tab.add("server VmHWM (peak since start) after that load", kBytes, c, round, stat{value: float64(m.HWM)})
 	}
 }

@@ -53,7 +53,7 @@ type config struct {
 	batchDefs, invokeClients, peerIDs        int
 	peerPID                                  int
 	duration, batchTimeout                   time.Duration
-	pgURL, sqlitePath, pgSchema, bin         string
+	pgURL, sqlitePath, pgSchema, caphub      string
 	peerURL, peerList, peerGet, peerListPage string
 	only                                     map[string]bool
 	keep                                     bool
@@ -78,6 +78,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	fs.DurationVar(&c.batchTimeout, "batch-timeout", 10*time.Minute, "how long the batch's client waits for the reply (and a job's end)")
 	fs.IntVar(&c.invokeClients, "invoke-clients", 8, "clients invoking on the second replica (replicas)")
 	fs.StringVar(&c.pgURL, "postgres", os.Getenv("CAPHUB_TEST_POSTGRES"), "PostgreSQL URL (default $CAPHUB_TEST_POSTGRES; empty: SQLite only, and no reference)")
+	fs.StringVar(&c.caphub, "caphub", "", "caphub binary to serve with (built from this repository when empty): two builds measured in turn compare them")
 	fs.StringVar(&c.sqlitePath, "sqlite", "", "SQLite file to use and keep; loading is skipped when it already holds N capabilities (repeated runs)")
 	fs.StringVar(&c.pgSchema, "pg-schema", "", "PostgreSQL schema to use and keep (loading skipped when it holds N capabilities); default a fresh one, dropped at the end")
 	fs.StringVar(&c.peerURL, "peer-url", "", "base URL of a running HTTP registry to GET beside caphub, e.g. the official MCP Registry's in-memory build at http://127.0.0.1:8080")
@@ -86,7 +87,6 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	fs.StringVar(&c.peerListPage, "peer-list-page", "/v0/servers?limit={limit}", "the peer's first-page list path for the list measurement ({limit}: -page)")
 	fs.IntVar(&c.peerIDs, "peer-ids", 1000, "at most this many listed peer entries to GET")
 	fs.IntVar(&c.peerPID, "peer-pid", 0, "the peer's process id, to read its RSS (optional)")
-	fs.StringVar(&c.bin, "bin", "", "the caphub binary to serve with (default: built from this module), e.g. one built from another commit, to compare builds in alternated runs")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory and PostgreSQL schemas")
 	only := fs.String("only", strings.Join(measurements, ","), "measurements to run, comma-separated: "+strings.Join(measurements, ", "))
 	if err := fs.Parse(args); err != nil {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -106,6 +107,22 @@ func TestReopen(t *testing.T) {
 	}
 	if err := s.reader.QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q (%v), want wal", mode, err)
+	}
+	// No connection maps the file (each mapping counts in the RSS), and a
+	// reader's page cache is small.
+	for _, c := range []struct {
+		db    *sql.DB
+		name  string
+		cache string
+	}{{s.reader, "reader", readerCache}, {s.writer, "writer", writerCache}} {
+		var mmap int64
+		var cache string
+		if err := c.db.QueryRowContext(t.Context(), `PRAGMA mmap_size`).Scan(&mmap); err != nil || mmap != 0 {
+			t.Errorf("the %s's mmap_size = %d (%v), want 0", c.name, mmap, err)
+		}
+		if err := c.db.QueryRowContext(t.Context(), `PRAGMA cache_size`).Scan(&cache); err != nil || cache != c.cache {
+			t.Errorf("the %s's cache_size = %s (%v), want %s", c.name, cache, err, c.cache)
+		}
 	}
 }
 

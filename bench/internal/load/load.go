@@ -143,8 +143,11 @@ func Serve(dir, db string) (base string, srv *exec.Cmd, stop func()) {
 }
 
 // Memory is a process's resident memory from /proc/PID/status, in bytes:
-// RSS now (VmRSS) and its peak so far (VmHWM).
-type Memory struct{ RSS, HWM int64 }
+// RSS now (VmRSS) and its peak so far (VmHWM), and of RSS the anonymous
+// memory (RssAnon: the heap, stacks, C allocations) and the pages of
+// mapped files (RssFile: the binary, a database's mmap), which the kernel
+// can drop and read again.
+type Memory struct{ RSS, HWM, Anon, File int64 }
 
 // ReadMemory reads pid's Memory.
 func ReadMemory(pid int) (Memory, error) {
@@ -167,6 +170,10 @@ func ReadMemory(pid int) (Memory, error) {
 			m.RSS = kb << 10
 		case "VmHWM:":
 			m.HWM = kb << 10
+		case "RssAnon:":
+			m.Anon = kb << 10
+		case "RssFile:":
+			m.File = kb << 10
 		}
 	}
 	if m.RSS == 0 && m.HWM == 0 {
