@@ -718,3 +718,41 @@ func TestPhrasalVerbsRank(t *testing.T) {
 		t.Errorf("kick someone out of a conversation: top %q, explained:\n%s\naction %q; want slack/conversations_kick, its kick the verb of \"kick out\", which asks to delete", ids(res), why, res.Action)
 	}
 }
+
+// TestVerbFoundInTheAction checks that an operation doing what the query's
+// verb asks counts the verb as half found though it names the action
+// otherwise ("Delete a repository" for "remove a repository"): half, as
+// "remove" may also ask to take a thing out of another ("Remove a
+// repository from a team"), which says it.
+func TestVerbFoundInTheAction(t *testing.T) {
+	ix := indexOf([]capability.Definition{
+		{Name: "repos_delete", Domain: "github", Title: "Delete a repository", Description: "Deleting a repository requires admin access.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.github.com/repos/{owner}/{repo}"}}},
+		{Name: "teams_remove_repo_in_org", Domain: "github", Title: "Remove a repository from a team", Description: "Team maintainers can remove any repositories from the team.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.github.com/orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}"}}},
+		{Name: "repos_get", Domain: "github", Title: "Get a repository", Description: "The parent and source objects are present when the repository is a fork.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}"}}},
+	})
+	coverage := func(id string) string {
+		for _, h := range ix.Search(Query{Text: "remove a repository", Explain: true}).Hits {
+			if h.ID == id {
+				for _, w := range h.Why {
+					if strings.HasSuffix(w, "has only some of the words asked for") {
+						return w
+					}
+				}
+				return "all found"
+			}
+		}
+		return "not found"
+	}
+	for id, want := range map[string]string{
+		"github/repos_delete":             "×0.85: has only some of the words asked for",
+		"github/teams_remove_repo_in_org": "all found",
+		"github/repos_get":                "×0.70: has only some of the words asked for",
+	} {
+		if got := coverage(id); got != want {
+			t.Errorf("%q for %s: %q, want %q", "remove a repository", id, got, want)
+		}
+	}
+}

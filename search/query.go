@@ -86,6 +86,11 @@ type qterm struct {
 	// action marks a term that stands for the verb's action (or a
 	// question's, or the caller's), not for a thing.
 	action bool
+	// verb marks the query's first verb when it is a usual name of its
+	// action (remove, create, list): a document that does the action
+	// half has it, whichever of the action's names it uses (see
+	// verbCredit).
+	verb bool
 	// qualifier marks a term of a phrase that qualifies the thing asked
 	// for (after "of", "on", "in", …), not the thing itself.
 	qualifier bool
@@ -309,7 +314,7 @@ func (a *analyser) verb(w, said, act string) {
 	// A verb that is itself a usual name of its action (create, list,
 	// delete) is looked for as any word is.
 	if t := Stem(w); slices.Contains(actionTerms[act], t) {
-		a.add(qterm{term: t, weight: 1, action: true})
+		a.add(qterm{term: t, weight: 1, action: true, verb: a.p.verbTerm() == ""})
 	} else {
 		why := "the verb " + w
 		if said != w {
@@ -452,7 +457,7 @@ func (ix *Index) Search(q Query) Result {
 	}
 	acc := ix.accumulate(p)
 	defer acc.release()
-	want := p.own()
+	want, verb := p.own(), p.verb()
 	apis := ix.apiRanks(p, acc)
 	kept := topK{n: -1}
 	if q.Limit > 0 {
@@ -474,7 +479,11 @@ func (ix *Index) Search(q Query) Result {
 			continue
 		}
 		res.Total++
-		s := acc.score[d] * coverageOf(want, int(acc.own[d])) * (1 + nameBoost*named(&h.lens, acc.named[d]))
+		own := int(acc.own[d])
+		if verb {
+			own += verbCredit(acc.verbed[d], does[h.action])
+		}
+		s := acc.score[d] * coverageOf(want, own) * (1 + nameBoost*named(&h.lens, acc.named[d]))
 		if does[h.action] {
 			s *= 1 + actionBoost
 		}
@@ -522,6 +531,7 @@ type accumulator struct {
 	score   []float64
 	named   [][2]uint16
 	own     []uint8 // the query's own words the document has
+	verbed  []bool  // the document has the query's verb (qterm.verb)
 	touched []int32
 	// affinity is how much more the query's words are found in each API
 	// than in the whole index (see addAffinity); apiHits counts a term's
@@ -539,6 +549,7 @@ func (a *accumulator) release() {
 		a.score[d] = 0
 		a.named[d] = [2]uint16{}
 		a.own[d] = 0
+		a.verbed[d] = false
 	}
 	a.touched = a.touched[:0]
 	accPool.Put(a)
@@ -552,6 +563,7 @@ func (ix *Index) accumulate(p plan) *accumulator {
 		acc.score = make([]float64, len(ix.docs)+len(ix.docs)/4)
 		acc.named = make([][2]uint16, len(acc.score))
 		acc.own = make([]uint8, len(acc.score))
+		acc.verbed = make([]bool, len(acc.score))
 	}
 	norm := ix.norms()
 	acc.affinity = acc.affinity[:0]
@@ -587,7 +599,10 @@ func (ix *Index) accumulate(p plan) *accumulator {
 				acc.named[d][0] += uint16(ps[i].tf[FieldName])
 				acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
 			}
-			if qt.why == "" {
+			switch {
+			case qt.verb:
+				acc.verbed[d] = true
+			case qt.why == "":
 				acc.own[d] += ownCredit(&ps[i])
 			}
 		}
@@ -710,9 +725,12 @@ func saturated(p *posting, lens *[numFields]uint16, avg *[numFields]float64) flo
 func (ix *Index) coverage(p plan, d int32) float64 {
 	found := 0
 	for _, qt := range p.terms {
-		if ps := ix.posting(qt.term, d); qt.why == "" && ps != nil {
+		if ps := ix.posting(qt.term, d); qt.why == "" && !qt.verb && ps != nil {
 			found += int(ownCredit(ps))
 		}
+	}
+	if v := p.verbTerm(); v != "" {
+		found += verbCredit(ix.posting(v, d) != nil, ix.hot[d].action < noAction && p.does(actions[ix.hot[d].action]))
 	}
 	return coverageOf(p.own(), found)
 }
@@ -864,6 +882,35 @@ func (p plan) own() int {
 		}
 	}
 	return n
+}
+
+// verbCredit is what the query's verb (qterm.verb) counts for a
+// document's coverage, in halves: found when the document has it, half
+// found when it does the action the verb asks under another of its names
+// ("Delete a repository" for "remove a repository"; half, as "remove" may
+// also ask to take a thing out of another, "Remove a repository from a
+// team", which says it).
+func verbCredit(has, does bool) int {
+	switch {
+	case has:
+		return 2
+	case does:
+		return 1
+	}
+	return 0
+}
+
+// verb reports whether the query's own words include its verb (qterm.verb).
+func (p plan) verb() bool { return p.verbTerm() != "" }
+
+// verbTerm is the term of the query's verb (qterm.verb), "" when none.
+func (p plan) verbTerm() string {
+	for _, qt := range p.terms {
+		if qt.verb {
+			return qt.term
+		}
+	}
+	return ""
 }
 
 // named is the largest share of a document's name or title (their lengths

@@ -25,6 +25,7 @@ var (
 	dumpFile    = flag.String("relevance.dump", "", "write the SQLite catalog's versions to this file (JSON lines) for -relevance.quick")
 	quickFile   = flag.String("relevance.quick", "", "score every query set on a searchpkg.Index built from this file of -relevance.dump, without importing the catalog")
 	quickMisses = flag.String("relevance.quickmisses", "", "with -relevance.quick, print the misses of the named sets (comma-separated file names)")
+	quickWhy    = flag.String("relevance.why", "", "with -relevance.quick, print why each of this query's top 10 ranked where it did")
 )
 
 // maxDumpLine bounds one line of a dump: one definition.
@@ -80,6 +81,12 @@ func TestQuick(t *testing.T) {
 		t.Skip("set -relevance.quick=FILE (written by -relevance.dump) to score the sets without importing the catalog")
 	}
 	ix := quickIndex(t, *quickFile)
+	if *quickWhy != "" {
+		for i, h := range ix.Search(searchpkg.Query{Text: *quickWhy, Limit: topK, CurrentOnly: true, Explain: true}).Hits {
+			t.Logf("%d. %s %.3f\n\t%s", i+1, h.ID, h.Score, strings.Join(h.Why, "\n\t"))
+		}
+		return
+	}
 	show := map[string]bool{}
 	for _, s := range strings.Split(*quickMisses, ",") {
 		show[s] = true
