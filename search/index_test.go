@@ -733,26 +733,52 @@ func TestVerbFoundInTheAction(t *testing.T) {
 		{Name: "repos_get", Domain: "github", Title: "Get a repository", Description: "The parent and source objects are present when the repository is a fork.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}"}}},
 	})
-	coverage := func(id string) string {
-		for _, h := range ix.Search(Query{Text: "remove a repository", Explain: true}).Hits {
-			if h.ID == id {
-				for _, w := range h.Why {
-					if strings.HasSuffix(w, "has only some of the words asked for") {
-						return w
-					}
-				}
-				return "all found"
-			}
-		}
-		return "not found"
-	}
-	for id, want := range map[string]string{
+	wantCoverage(t, ix, "remove a repository", map[string]string{
 		"github/repos_delete":             "×0.85: has only some of the words asked for",
 		"github/teams_remove_repo_in_org": "all found",
 		"github/repos_get":                "×0.70: has only some of the words asked for",
-	} {
-		if got := coverage(id); got != want {
-			t.Errorf("%q for %s: %q, want %q", "remove a repository", id, got, want)
+	})
+}
+
+// wantCoverage fails unless the query q explains the coverage of each
+// document of want as its value says ("all found" when it has every word).
+func wantCoverage(t *testing.T, ix *Index, q string, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for _, h := range ix.Search(Query{Text: q, Explain: true}).Hits {
+		got[h.ID] = "all found"
+		for _, w := range h.Why {
+			if strings.HasSuffix(w, "has only some of the words asked for") {
+				got[h.ID] = w
+			}
 		}
 	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%q for %s: %q, want %q", q, id, got[id], w)
+		}
+	}
+}
+
+// TestListWordFoundInAList checks that a word of the query that asks for a
+// list ("the commit history", "recent messages") is found in an operation
+// that reads a list, though its text does not say it: "show the commit
+// history" lists the commits (in the whole catalog, it ranked second, under
+// a repository's activity, whose description says "history").
+func TestListWordFoundInAList(t *testing.T) {
+	ix := indexOf([]capability.Definition{
+		{Name: "repos_list_commits", Domain: "github", Title: "List commits", Description: "Signature verification object: the response includes a verification object that describes the result of verifying the commit's signature.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits"}}},
+		{Name: "repos_get_commit", Domain: "github", Title: "Get a commit", Description: "Returns the contents of a single commit reference.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{ref}"}}},
+		{Name: "repos_list_activities", Domain: "github", Title: "List repository activities", Description: "Lists a detailed history of changes to a repository, such as pushes, merges, force pushes, and branch changes, and associates these changes with commits and users.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/activity"}}},
+		{Name: "issues_list_for_repo", Domain: "github", Title: "List repository issues", Description: "List issues in a repository.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}},
+	})
+	wantCoverage(t, ix, "show the commit history", map[string]string{
+		"github/repos_list_commits":    "all found",
+		"github/repos_list_activities": "all found",
+		"github/repos_get_commit":      "×0.70: has only some of the words asked for",
+	})
 }

@@ -91,6 +91,10 @@ type qterm struct {
 	// half has it, whichever of the action's names it uses (see
 	// verbCredit).
 	verb bool
+	// list marks one of the query's own words that asks for a list
+	// (manyWords: "the commit history", "recent messages"): a document
+	// that reads a list has it, whether its text says it or not.
+	list bool
 	// qualifier marks a term of a phrase that qualifies the thing asked
 	// for (after "of", "on", "in", …), not the thing itself.
 	qualifier bool
@@ -227,13 +231,15 @@ type analyser struct {
 	// as a question.
 	named, asking   bool
 	firstPersonDone bool
-	many            Many // how many things the current word asks for
+	many            Many   // how many things the current word asks for
+	cur             string // the word being read
 }
 
 // add adds term qt, or raises its weight.
 func (a *analyser) add(qt qterm) {
 	qt.qualifier = a.qualifying
 	qt.many = a.many
+	qt.list = qt.why == "" && !qt.action && manyWords[a.cur]
 	for i := range a.p.terms {
 		if a.p.terms[i].term == qt.term {
 			q := a.p.terms[i].qualifier && a.qualifying
@@ -249,7 +255,7 @@ func (a *analyser) add(qt qterm) {
 
 // word reads the query's word w, the i-th.
 func (a *analyser) word(i int, w string) {
-	a.many = numberOf(a.words, i)
+	a.many, a.cur = numberOf(a.words, i), w
 	if prepositions[w] && a.seen {
 		a.qualifying = true
 	}
@@ -457,7 +463,7 @@ func (ix *Index) Search(q Query) Result {
 	}
 	acc := ix.accumulate(p)
 	defer acc.release()
-	want, verb := p.own(), p.verb()
+	want, verb, lists := p.own(), p.verb(), p.lists()
 	apis := ix.apiRanks(p, acc)
 	kept := topK{n: -1}
 	if q.Limit > 0 {
@@ -482,6 +488,9 @@ func (ix *Index) Search(q Query) Result {
 		own := int(acc.own[d])
 		if verb {
 			own += verbCredit(acc.verbed[d], does[h.action])
+		}
+		if lists > 0 {
+			own += listCredit(lists, int(acc.listed[d]), ix.docs[d].many)
 		}
 		s := acc.score[d] * coverageOf(want, own) * (1 + nameBoost*named(&h.lens, acc.named[d]))
 		if does[h.action] {
@@ -532,6 +541,7 @@ type accumulator struct {
 	named   [][2]uint16
 	own     []uint8 // the query's own words the document has
 	verbed  []bool  // the document has the query's verb (qterm.verb)
+	listed  []uint8 // like own, of the query's list words (qterm.list)
 	touched []int32
 	// affinity is how much more the query's words are found in each API
 	// than in the whole index (see addAffinity); apiHits counts a term's
@@ -550,6 +560,7 @@ func (a *accumulator) release() {
 		a.named[d] = [2]uint16{}
 		a.own[d] = 0
 		a.verbed[d] = false
+		a.listed[d] = 0
 	}
 	a.touched = a.touched[:0]
 	accPool.Put(a)
@@ -564,6 +575,7 @@ func (ix *Index) accumulate(p plan) *accumulator {
 		acc.named = make([][2]uint16, len(acc.score))
 		acc.own = make([]uint8, len(acc.score))
 		acc.verbed = make([]bool, len(acc.score))
+		acc.listed = make([]uint8, len(acc.score))
 	}
 	norm := ix.norms()
 	acc.affinity = acc.affinity[:0]
@@ -602,6 +614,8 @@ func (ix *Index) accumulate(p plan) *accumulator {
 			switch {
 			case qt.verb:
 				acc.verbed[d] = true
+			case qt.list:
+				acc.listed[d] += ownCredit(&ps[i])
 			case qt.why == "":
 				acc.own[d] += ownCredit(&ps[i])
 			}
@@ -724,10 +738,18 @@ func saturated(p *posting, lens *[numFields]uint16, avg *[numFields]float64) flo
 // when all are found, down to 0.4 for few.
 func (ix *Index) coverage(p plan, d int32) float64 {
 	found := 0
+	listed := 0
 	for _, qt := range p.terms {
 		if ps := ix.posting(qt.term, d); qt.why == "" && !qt.verb && ps != nil {
-			found += int(ownCredit(ps))
+			if qt.list {
+				listed += int(ownCredit(ps))
+			} else {
+				found += int(ownCredit(ps))
+			}
 		}
+	}
+	if n := p.lists(); n > 0 {
+		found += listCredit(n, listed, ix.docs[d].many)
 	}
 	if v := p.verbTerm(); v != "" {
 		found += verbCredit(ix.posting(v, d) != nil, ix.hot[d].action < noAction && p.does(actions[ix.hot[d].action]))
@@ -898,6 +920,27 @@ func verbCredit(has, does bool) int {
 		return 1
 	}
 	return 0
+}
+
+// listCredit is what the query's n list words (qterm.list) count for a
+// document's coverage, in halves, when it has found halves of them: all of
+// them for a document that reads a list.
+func listCredit(n, found int, many Many) int {
+	if many == ManyMany {
+		return 2 * n
+	}
+	return found
+}
+
+// lists counts the query's list words (qterm.list).
+func (p plan) lists() int {
+	n := 0
+	for _, qt := range p.terms {
+		if qt.list {
+			n++
+		}
+	}
+	return n
 }
 
 // verb reports whether the query's own words include its verb (qterm.verb).
