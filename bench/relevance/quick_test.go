@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
@@ -117,7 +118,7 @@ func TestQuick(t *testing.T) {
 
 // quickIndex indexes the dump in path as the registry's buildIndex does:
 // in list order, the last version of each capability current.
-func quickIndex(t *testing.T, path string) *searchpkg.Index {
+func quickIndex(t testing.TB, path string) *searchpkg.Index {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -147,4 +148,30 @@ func quickIndex(t *testing.T, path string) *searchpkg.Index {
 		ix.SetCurrent(prev, true)
 	}
 	return ix
+}
+
+// BenchmarkQuick times one search (ten results) on the index of the dump
+// *quickFile, as BenchmarkSearch does through the registry: each op is one
+// query of the files, in turn. It compares rankings' costs without
+// importing the catalog.
+func BenchmarkQuick(b *testing.B) {
+	if *quickFile == "" {
+		b.Skip("set -relevance.quick=FILE (written by -relevance.dump)")
+	}
+	ix := quickIndex(b, *quickFile)
+	var qs []query
+	for _, set := range loadSets(b) {
+		qs = append(qs, set.queries...)
+	}
+	b.ReportAllocs()
+	i := 0
+	var took []time.Duration
+	for b.Loop() {
+		q := qs[i%len(qs)]
+		i++
+		start := time.Now()
+		ix.Search(searchpkg.Query{Text: q.Q, Limit: topK, CurrentOnly: true})
+		took = append(took, time.Since(start))
+	}
+	reportP95(b, took)
 }
