@@ -735,7 +735,10 @@ func saturated(p *posting, lens *[numFields]uint16, avg *[numFields]float64) flo
 }
 
 // coverage favours documents that have more of the query's own words: 1
-// when all are found, down to 0.4 for few.
+// when all are found, down to 0.4 for few. A document doing the action
+// the query's verb asks half has the verb (verbCredit), and one reading a
+// list has the words that ask for one (listCredit). Search computes the
+// same from its accumulator; this is for Explain.
 func (ix *Index) coverage(p plan, d int32) float64 {
 	found := 0
 	listed := 0
