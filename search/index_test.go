@@ -782,3 +782,28 @@ func TestListWordFoundInAList(t *testing.T) {
 		"github/repos_get_commit":      "×0.70: has only some of the words asked for",
 	})
 }
+
+// TestNamedAPINotRankedDown checks that a query naming an API does not rank
+// that API's operations down for its other words being likelier in another
+// API: "the columns of a trello board" asks for Trello, whose lists are its
+// columns, though Jira says "columns".
+func TestNamedAPINotRankedDown(t *testing.T) {
+	var defs []capability.Definition
+	for _, n := range []string{"get_columns", "get_board_columns", "update_column", "delete_column"} {
+		defs = append(defs, capability.Definition{Name: n, Domain: "jira", Title: strings.ReplaceAll(n, "_", " "), Description: "Columns of a board.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://jira.example/rest/agile/1.0/board/{id}/columns"}}})
+	}
+	defs = append(defs,
+		capability.Definition{Name: "get_boards_lists_by_id_board", Domain: "trello", Title: "getBoardsListsByIdBoard()",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.trello.com/1/boards/{idBoard}/lists"}}},
+		capability.Definition{Name: "get_cards_by_id_card", Domain: "trello", Title: "getCardsByIdCard()",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.trello.com/1/cards/{idCard}"}}},
+	)
+	ix := indexOf(defs)
+	res := wantFirst(t, ix, "get the columns of a trello board", "trello/get_boards_lists_by_id_board")
+	for _, h := range res.Hits {
+		if h.ID == "trello/get_boards_lists_by_id_board" && slices.ContainsFunc(h.Why, func(w string) bool { return strings.Contains(w, "likelier in another API") }) {
+			t.Errorf("%s is ranked down for its API, which the query names: %s", h.ID, strings.Join(h.Why, "; "))
+		}
+	}
+}

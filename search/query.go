@@ -667,7 +667,10 @@ func (ix *Index) apiFactor(aff []float64, best float64, d *hotDoc) float64 {
 
 // apiRank is what a document's score is multiplied by for its API:
 // factor for the API's affinity with the query (apiFactor), and
-// 1+scopeBoost more when named, when the query names the API.
+// 1+scopeBoost more when named, when the query names the API; a named
+// API's factor is 1: the query's other words may be likelier in another
+// API ("the columns of a trello board": Jira's), but it asked for this
+// one.
 type apiRank struct {
 	factor float64
 	named  bool
@@ -680,7 +683,7 @@ func (ix *Index) apiRanks(p plan, acc *accumulator) []apiRank {
 	ranks := slices.Grow(acc.apis[:0], len(ix.apiDocs))[:len(ix.apiDocs)]
 	for a := range ranks {
 		ranks[a] = apiRank{factor: 1, named: p.scope != "" && slices.Contains(ix.apiTerms[a], p.scope)}
-		if len(acc.affinity) >= 2 {
+		if len(acc.affinity) >= 2 && !ranks[a].named {
 			ranks[a].factor = 1 / (1 + affinityWeight*(best-acc.affinity[a]))
 		}
 	}
@@ -1041,7 +1044,8 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		}
 		out = append(out, fmt.Sprintf("×%.2f: reads as many as were asked for (%s)", 1+numberBoost, what))
 	}
-	if aff != nil {
+	named := p.scope != "" && slices.Contains(ix.apiTerms[ix.hot[d].api], p.scope)
+	if aff != nil && !named {
 		if f := ix.apiFactor(aff, ix.bestAffinity(aff), &ix.hot[d]); f < 1 {
 			out = append(out, fmt.Sprintf("×%.2f: the query's words are likelier in another API", f))
 		}
@@ -1053,7 +1057,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		}
 		out = append(out, txt)
 	}
-	if p.scope != "" && slices.Contains(ix.apiTerms[ix.hot[d].api], p.scope) {
+	if named {
 		out = append(out, fmt.Sprintf("×%.2f: of the API asked for (%s)", 1+scopeBoost, p.scope))
 	}
 	return out
