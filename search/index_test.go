@@ -807,3 +807,27 @@ func TestNamedAPINotRankedDown(t *testing.T) {
 		}
 	}
 }
+
+// TestOppositeActionRankedDown checks that an operation doing the opposite
+// of what the query asks (a read for a request to write, a write for a
+// request to read) ranks below one doing it: "start a new branch from a
+// commit sha" creates a reference, though listing the branches of a commit
+// has more of its words.
+func TestOppositeActionRankedDown(t *testing.T) {
+	ix := indexOf([]capability.Definition{
+		{Name: "repos_list_branches_for_head_commit", Domain: "github", Title: "List branches for HEAD commit", Description: "Returns all branches where the given commit SHA is the HEAD, or latest commit for the branch.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{commit_sha}/branches-where-head"}}},
+		{Name: "git_create_ref", Domain: "github", Title: "Create a reference", Description: "Creates a reference for your repository, such as a new branch pointing at a commit SHA.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/git/refs"}}},
+		{Name: "repos_get_branch", Domain: "github", Title: "Get a branch", Description: "Gets a branch of a repository.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/branches/{branch}"}}},
+	})
+	wantFirst(t, ix, "start a new branch from a commit sha", "github/git_create_ref")
+	res := ix.Search(Query{Text: "start a new branch from a commit sha", Explain: true})
+	for _, h := range res.Hits {
+		opposite := slices.ContainsFunc(h.Why, func(w string) bool { return strings.Contains(w, "does the opposite of what was asked") })
+		if want := h.ID != "github/git_create_ref"; opposite != want {
+			t.Errorf("%s: ranked down as doing the opposite: %v, want %v (%s)", h.ID, opposite, want, strings.Join(h.Why, "; "))
+		}
+	}
+}

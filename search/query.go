@@ -63,6 +63,7 @@ const (
 	suggestionWeight  = 0.5  // the nearest known word to an unknown one
 	prefixWeight      = 0.5  // known words the last, unfinished word begins
 	actionBoost       = 0.3  // a document doing the action asked for
+	conflictPenalty   = 0.25 // ÷(1+this) a document that reads when asked to write, or writes when asked to read
 	nameBoost         = 1.0  // a document whose whole name or title was asked for
 	scopeBoost        = 1.0  // a document of the API the query names ("in slack"): asked for by name
 	objectBoost       = 0.5  // a document acting on a thing the query names
@@ -475,9 +476,10 @@ func (ix *Index) Search(q Query) Result {
 	// bound multiplies in the same order as the score, so that rounding
 	// cannot make the score exceed it.
 	maxObject := 1 + objectBoost*p.maxObjectMatch()
-	var does [noAction + 1]bool // by action code
+	var does, conflicts [noAction + 1]bool // by action code
 	for a, action := range actions {
 		does[a] = p.does(action)
+		conflicts[a] = p.conflicts(action)
 	}
 	for _, d := range acc.touched {
 		h := &ix.hot[d]
@@ -495,6 +497,8 @@ func (ix *Index) Search(q Query) Result {
 		s := acc.score[d] * coverageOf(want, own) * (1 + nameBoost*named(&h.lens, acc.named[d]))
 		if does[h.action] {
 			s *= 1 + actionBoost
+		} else if conflicts[h.action] {
+			s /= 1 + conflictPenalty
 		}
 		api := &apis[h.api]
 		if kept.full() {
@@ -901,6 +905,20 @@ func (p plan) does(action string) bool {
 	return action != "" && (action == p.action || action == p.also)
 }
 
+// conflicts reports whether an operation doing action does the opposite
+// of what the query asks: it reads when the query asks to create, update
+// or delete, or writes when the query asks to read ("start a new branch
+// from a commit" is not "List branches for a head commit").
+func (p plan) conflicts(action string) bool {
+	return !p.does(action) && (p.action == ActionRead && writes(action) || writes(p.action) && action == ActionRead)
+}
+
+// writes reports whether action changes something: creates, updates or
+// deletes it.
+func writes(action string) bool {
+	return action == ActionCreate || action == ActionUpdate || action == ActionDelete
+}
+
 // own counts the query's own words (not verbs, synonyms or expansions).
 func (p plan) own() int {
 	n := 0
@@ -1049,6 +1067,9 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		if f := ix.apiFactor(aff, ix.bestAffinity(aff), &ix.hot[d]); f < 1 {
 			out = append(out, fmt.Sprintf("×%.2f: the query's words are likelier in another API", f))
 		}
+	}
+	if a := ix.hot[d].action; a < noAction && p.conflicts(actions[a]) {
+		out = append(out, fmt.Sprintf("×%.2f: does the opposite of what was asked (%s, asked %s)", 1/(1+conflictPenalty), actions[a], p.action))
 	}
 	if a := ix.hot[d].action; a < noAction && p.does(actions[a]) {
 		txt := fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, actions[a])
