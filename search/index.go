@@ -10,7 +10,8 @@
 // none. Past the words, a document ranks higher when it acts on the thing
 // the request names (its path's last resource), does what the request's
 // verb asks (a verb the lexicon lacks takes the action of the catalog's
-// titles that start with it, or, followed by its object, asks to write),
+// titles that start with it, or, followed by its object, asks to write)
+// and lower when it reads where the request asks to write or the reverse,
 // reads as many things as the request asks for (a list for a plural, one
 // after "a" or "this"; a list for "history"), has more of the request's
 // words (its verb half found in a document that does its action under
