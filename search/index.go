@@ -10,9 +10,12 @@
 // none. Past the words, a document ranks higher when it acts on the thing
 // the request names (its path's last resource), does what the request's
 // verb asks (a verb the lexicon lacks takes the action of the catalog's
-// titles that start with it, or, followed by its object, asks to write),
+// titles that start with it, or, followed by its object, asks to write)
+// and lower when it reads where the request asks to write or the reverse,
 // reads as many things as the request asks for (a list for a plural, one
-// after "a" or "this"), and belongs to the API the request's words are
+// after "a" or "this"; a list for "history"), has more of the request's
+// words (its verb half found in a document that does its action under
+// another name: delete for remove), and belongs to the API the request's words are
 // likeliest in.
 // The index is held in memory and is the one ranking of both stores;
 // package registry keeps it current.

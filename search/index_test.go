@@ -718,3 +718,116 @@ func TestPhrasalVerbsRank(t *testing.T) {
 		t.Errorf("kick someone out of a conversation: top %q, explained:\n%s\naction %q; want slack/conversations_kick, its kick the verb of \"kick out\", which asks to delete", ids(res), why, res.Action)
 	}
 }
+
+// TestVerbFoundInTheAction checks that an operation doing what the query's
+// verb asks counts the verb as half found though it names the action
+// otherwise ("Delete a repository" for "remove a repository"): half, as
+// "remove" may also ask to take a thing out of another ("Remove a
+// repository from a team"), which says it.
+func TestVerbFoundInTheAction(t *testing.T) {
+	ix := indexOf([]capability.Definition{
+		{Name: "repos_delete", Domain: "github", Title: "Delete a repository", Description: "Deleting a repository requires admin access.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.github.com/repos/{owner}/{repo}"}}},
+		{Name: "teams_remove_repo_in_org", Domain: "github", Title: "Remove a repository from a team", Description: "Team maintainers can remove any repositories from the team.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.github.com/orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}"}}},
+		{Name: "repos_get", Domain: "github", Title: "Get a repository", Description: "The parent and source objects are present when the repository is a fork.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}"}}},
+	})
+	wantCoverage(t, ix, "remove a repository", map[string]string{
+		"github/repos_delete":             "×0.85: has only some of the words asked for",
+		"github/teams_remove_repo_in_org": "all found",
+		"github/repos_get":                "×0.70: has only some of the words asked for",
+	})
+}
+
+// wantCoverage fails unless the query q explains the coverage of each
+// document of want as its value says ("all found" when it has every word).
+func wantCoverage(t *testing.T, ix *Index, q string, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for _, h := range ix.Search(Query{Text: q, Explain: true}).Hits {
+		got[h.ID] = "all found"
+		for _, w := range h.Why {
+			if strings.HasSuffix(w, "has only some of the words asked for") {
+				got[h.ID] = w
+			}
+		}
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%q for %s: %q, want %q", q, id, got[id], w)
+		}
+	}
+}
+
+// TestListWordFoundInAList checks that a word of the query that asks for a
+// list ("the commit history", "recent messages") is found in an operation
+// that reads a list, though its text does not say it: "show the commit
+// history" lists the commits (in the whole catalog, it ranked second, under
+// a repository's activity, whose description says "history").
+func TestListWordFoundInAList(t *testing.T) {
+	ix := indexOf([]capability.Definition{
+		{Name: "repos_list_commits", Domain: "github", Title: "List commits", Description: "Signature verification object: the response includes a verification object that describes the result of verifying the commit's signature.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits"}}},
+		{Name: "repos_get_commit", Domain: "github", Title: "Get a commit", Description: "Returns the contents of a single commit reference.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{ref}"}}},
+		{Name: "repos_list_activities", Domain: "github", Title: "List repository activities", Description: "Lists a detailed history of changes to a repository, such as pushes, merges, force pushes, and branch changes, and associates these changes with commits and users.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/activity"}}},
+		{Name: "issues_list_for_repo", Domain: "github", Title: "List repository issues", Description: "List issues in a repository.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}},
+	})
+	wantCoverage(t, ix, "show the commit history", map[string]string{
+		"github/repos_list_commits":    "all found",
+		"github/repos_list_activities": "all found",
+		"github/repos_get_commit":      "×0.70: has only some of the words asked for",
+	})
+}
+
+// TestNamedAPINotRankedDown checks that a query naming an API does not rank
+// that API's operations down for its other words being likelier in another
+// API: "the columns of a trello board" asks for Trello, whose lists are its
+// columns, though Jira says "columns".
+func TestNamedAPINotRankedDown(t *testing.T) {
+	var defs []capability.Definition
+	for _, n := range []string{"get_columns", "get_board_columns", "update_column", "delete_column"} {
+		defs = append(defs, capability.Definition{Name: n, Domain: "jira", Title: strings.ReplaceAll(n, "_", " "), Description: "Columns of a board.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://jira.example/rest/agile/1.0/board/{id}/columns"}}})
+	}
+	defs = append(defs,
+		capability.Definition{Name: "get_boards_lists_by_id_board", Domain: "trello", Title: "getBoardsListsByIdBoard()",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.trello.com/1/boards/{idBoard}/lists"}}},
+		capability.Definition{Name: "get_cards_by_id_card", Domain: "trello", Title: "getCardsByIdCard()",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.trello.com/1/cards/{idCard}"}}},
+	)
+	ix := indexOf(defs)
+	res := wantFirst(t, ix, "get the columns of a trello board", "trello/get_boards_lists_by_id_board")
+	for _, h := range res.Hits {
+		if h.ID == "trello/get_boards_lists_by_id_board" && slices.ContainsFunc(h.Why, func(w string) bool { return strings.Contains(w, "likelier in another API") }) {
+			t.Errorf("%s is ranked down for its API, which the query names: %s", h.ID, strings.Join(h.Why, "; "))
+		}
+	}
+}
+
+// TestOppositeActionRankedDown checks that an operation doing the opposite
+// of what the query asks (a read for a request to write, a write for a
+// request to read) ranks below one doing it: "start a new branch from a
+// commit sha" creates a reference, though listing the branches of a commit
+// has more of its words.
+func TestOppositeActionRankedDown(t *testing.T) {
+	ix := indexOf([]capability.Definition{
+		{Name: "repos_list_branches_for_head_commit", Domain: "github", Title: "List branches for HEAD commit", Description: "Returns all branches where the given commit SHA is the HEAD, or latest commit for the branch.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{commit_sha}/branches-where-head"}}},
+		{Name: "git_create_ref", Domain: "github", Title: "Create a reference", Description: "Creates a reference for your repository, such as a new branch pointing at a commit SHA.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/git/refs"}}},
+		{Name: "repos_get_branch", Domain: "github", Title: "Get a branch", Description: "Gets a branch of a repository.",
+			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/branches/{branch}"}}},
+	})
+	wantFirst(t, ix, "start a new branch from a commit sha", "github/git_create_ref")
+	res := ix.Search(Query{Text: "start a new branch from a commit sha", Explain: true})
+	for _, h := range res.Hits {
+		opposite := slices.ContainsFunc(h.Why, func(w string) bool { return strings.Contains(w, "does the opposite of what was asked") })
+		if want := h.ID != "github/git_create_ref"; opposite != want {
+			t.Errorf("%s: ranked down as doing the opposite: %v, want %v (%s)", h.ID, opposite, want, strings.Join(h.Why, "; "))
+		}
+	}
+}

@@ -63,6 +63,7 @@ const (
 	suggestionWeight  = 0.5  // the nearest known word to an unknown one
 	prefixWeight      = 0.5  // known words the last, unfinished word begins
 	actionBoost       = 0.3  // a document doing the action asked for
+	conflictPenalty   = 0.25 // ÷(1+this) a document that reads when asked to write, or writes when asked to read
 	nameBoost         = 1.0  // a document whose whole name or title was asked for
 	scopeBoost        = 1.0  // a document of the API the query names ("in slack"): asked for by name
 	objectBoost       = 0.5  // a document acting on a thing the query names
@@ -86,6 +87,15 @@ type qterm struct {
 	// action marks a term that stands for the verb's action (or a
 	// question's, or the caller's), not for a thing.
 	action bool
+	// verb marks the query's first verb when it is a usual name of its
+	// action (remove, create, list): a document that does the action
+	// half has it, whichever of the action's names it uses (see
+	// verbCredit).
+	verb bool
+	// list marks one of the query's own words that asks for a list
+	// (manyWords: "the commit history", "recent messages"): a document
+	// that reads a list has it, whether its text says it or not.
+	list bool
 	// qualifier marks a term of a phrase that qualifies the thing asked
 	// for (after "of", "on", "in", …), not the thing itself.
 	qualifier bool
@@ -222,13 +232,15 @@ type analyser struct {
 	// as a question.
 	named, asking   bool
 	firstPersonDone bool
-	many            Many // how many things the current word asks for
+	many            Many   // how many things the current word asks for
+	cur             string // the word being read
 }
 
 // add adds term qt, or raises its weight.
 func (a *analyser) add(qt qterm) {
 	qt.qualifier = a.qualifying
 	qt.many = a.many
+	qt.list = qt.why == "" && !qt.action && manyWords[a.cur]
 	for i := range a.p.terms {
 		if a.p.terms[i].term == qt.term {
 			q := a.p.terms[i].qualifier && a.qualifying
@@ -244,7 +256,7 @@ func (a *analyser) add(qt qterm) {
 
 // word reads the query's word w, the i-th.
 func (a *analyser) word(i int, w string) {
-	a.many = numberOf(a.words, i)
+	a.many, a.cur = numberOf(a.words, i), w
 	if prepositions[w] && a.seen {
 		a.qualifying = true
 	}
@@ -309,7 +321,7 @@ func (a *analyser) verb(w, said, act string) {
 	// A verb that is itself a usual name of its action (create, list,
 	// delete) is looked for as any word is.
 	if t := Stem(w); slices.Contains(actionTerms[act], t) {
-		a.add(qterm{term: t, weight: 1, action: true})
+		a.add(qterm{term: t, weight: 1, action: true, verb: a.p.verbTerm() == ""})
 	} else {
 		why := "the verb " + w
 		if said != w {
@@ -452,7 +464,7 @@ func (ix *Index) Search(q Query) Result {
 	}
 	acc := ix.accumulate(p)
 	defer acc.release()
-	want := p.own()
+	want, verb, lists := p.own(), p.verb(), p.lists()
 	apis := ix.apiRanks(p, acc)
 	kept := topK{n: -1}
 	if q.Limit > 0 {
@@ -464,9 +476,10 @@ func (ix *Index) Search(q Query) Result {
 	// bound multiplies in the same order as the score, so that rounding
 	// cannot make the score exceed it.
 	maxObject := 1 + objectBoost*p.maxObjectMatch()
-	var does [noAction + 1]bool // by action code
+	var does, conflicts [noAction + 1]bool // by action code
 	for a, action := range actions {
 		does[a] = p.does(action)
+		conflicts[a] = p.conflicts(action)
 	}
 	for _, d := range acc.touched {
 		h := &ix.hot[d]
@@ -474,9 +487,18 @@ func (ix *Index) Search(q Query) Result {
 			continue
 		}
 		res.Total++
-		s := acc.score[d] * coverageOf(want, int(acc.own[d])) * (1 + nameBoost*named(&h.lens, acc.named[d]))
+		own := int(acc.own[d])
+		if verb {
+			own += verbCredit(acc.verbed[d], does[h.action])
+		}
+		if lists > 0 {
+			own += listCredit(lists, int(acc.listed[d]), ix.docs[d].many)
+		}
+		s := acc.score[d] * coverageOf(want, own) * (1 + nameBoost*named(&h.lens, acc.named[d]))
 		if does[h.action] {
 			s *= 1 + actionBoost
+		} else if conflicts[h.action] {
+			s /= 1 + conflictPenalty
 		}
 		api := &apis[h.api]
 		if kept.full() {
@@ -522,6 +544,8 @@ type accumulator struct {
 	score   []float64
 	named   [][2]uint16
 	own     []uint8 // the query's own words the document has
+	verbed  []bool  // the document has the query's verb (qterm.verb)
+	listed  []uint8 // like own, of the query's list words (qterm.list)
 	touched []int32
 	// affinity is how much more the query's words are found in each API
 	// than in the whole index (see addAffinity); apiHits counts a term's
@@ -541,6 +565,8 @@ func (a *accumulator) release() {
 		a.score[d] = 0
 		a.named[d] = [2]uint16{}
 		a.own[d] = 0
+		a.verbed[d] = false
+		a.listed[d] = 0
 	}
 	a.touched = a.touched[:0]
 	accPool.Put(a)
@@ -554,6 +580,8 @@ func (ix *Index) accumulate(p plan) *accumulator {
 		acc.score = make([]float64, len(ix.docs)+len(ix.docs)/4)
 		acc.named = make([][2]uint16, len(acc.score))
 		acc.own = make([]uint8, len(acc.score))
+		acc.verbed = make([]bool, len(acc.score))
+		acc.listed = make([]uint8, len(acc.score))
 	}
 	norm := ix.norms()
 	acc.affinity = acc.affinity[:0]
@@ -594,7 +622,12 @@ func (ix *Index) accumulate(p plan) *accumulator {
 					acc.named[d][0] += uint16(ps[i].tf[FieldName])
 					acc.named[d][1] += uint16(ps[i].tf[FieldTitle])
 				}
-				if qt.why == "" {
+				switch {
+				case qt.verb:
+					acc.verbed[d] = true
+				case qt.list:
+					acc.listed[d] += ownCredit(&ps[i])
+				case qt.why == "":
 					acc.own[d] += ownCredit(&ps[i])
 				}
 			}
@@ -646,7 +679,10 @@ func (ix *Index) apiFactor(aff []float64, best float64, d *hotDoc) float64 {
 
 // apiRank is what a document's score is multiplied by for its API:
 // factor for the API's affinity with the query (apiFactor), and
-// 1+scopeBoost more when named, when the query names the API.
+// 1+scopeBoost more when named, when the query names the API; a named
+// API's factor is 1: the query's other words may be likelier in another
+// API ("the columns of a trello board": Jira's), but it asked for this
+// one.
 type apiRank struct {
 	factor float64
 	named  bool
@@ -659,7 +695,7 @@ func (ix *Index) apiRanks(p plan, acc *accumulator) []apiRank {
 	ranks := slices.Grow(acc.apis[:0], len(ix.apiDocs))[:len(ix.apiDocs)]
 	for a := range ranks {
 		ranks[a] = apiRank{factor: 1, named: p.scope != "" && slices.Contains(ix.apiTerms[a], p.scope)}
-		if len(acc.affinity) >= 2 {
+		if len(acc.affinity) >= 2 && !ranks[a].named {
 			ranks[a].factor = 1 / (1 + affinityWeight*(best-acc.affinity[a]))
 		}
 	}
@@ -714,13 +750,27 @@ func saturated(p *posting, lens *[numFields]uint16, avg *[numFields]float64) flo
 }
 
 // coverage favours documents that have more of the query's own words: 1
-// when all are found, down to 0.4 for few.
+// when all are found, down to 0.4 for few. A document doing the action
+// the query's verb asks half has the verb (verbCredit), and one reading a
+// list has the words that ask for one (listCredit). Search computes the
+// same from its accumulator; this is for Explain.
 func (ix *Index) coverage(p plan, d int32) float64 {
 	found := 0
+	listed := 0
 	for _, qt := range p.terms {
-		if ps := ix.posting(qt.term, d); qt.why == "" && ps != nil {
-			found += int(ownCredit(ps))
+		if ps := ix.posting(qt.term, d); qt.why == "" && !qt.verb && ps != nil {
+			if qt.list {
+				listed += int(ownCredit(ps))
+			} else {
+				found += int(ownCredit(ps))
+			}
 		}
+	}
+	if n := p.lists(); n > 0 {
+		found += listCredit(n, listed, ix.docs[d].many)
+	}
+	if v := p.verbTerm(); v != "" {
+		found += verbCredit(ix.posting(v, d) != nil, ix.hot[d].action < noAction && p.does(actions[ix.hot[d].action]))
 	}
 	return coverageOf(p.own(), found)
 }
@@ -866,6 +916,20 @@ func (p plan) does(action string) bool {
 	return action != "" && (action == p.action || action == p.also)
 }
 
+// conflicts reports whether an operation doing action does the opposite
+// of what the query asks: it reads when the query asks to create, update
+// or delete, or writes when the query asks to read ("start a new branch
+// from a commit" is not "List branches for a head commit").
+func (p plan) conflicts(action string) bool {
+	return !p.does(action) && (p.action == ActionRead && writes(action) || writes(p.action) && action == ActionRead)
+}
+
+// writes reports whether action changes something: creates, updates or
+// deletes it.
+func writes(action string) bool {
+	return action == ActionCreate || action == ActionUpdate || action == ActionDelete
+}
+
 // own counts the query's own words (not verbs, synonyms or expansions).
 func (p plan) own() int {
 	n := 0
@@ -875,6 +939,56 @@ func (p plan) own() int {
 		}
 	}
 	return n
+}
+
+// verbCredit is what the query's verb (qterm.verb) counts for a
+// document's coverage, in halves: found when the document has it, half
+// found when it does the action the verb asks under another of its names
+// ("Delete a repository" for "remove a repository"; half, as "remove" may
+// also ask to take a thing out of another, "Remove a repository from a
+// team", which says it).
+func verbCredit(has, does bool) int {
+	switch {
+	case has:
+		return 2
+	case does:
+		return 1
+	}
+	return 0
+}
+
+// listCredit is what the query's n list words (qterm.list) count for a
+// document's coverage, in halves, when it has found halves of them: all of
+// them for a document that reads a list.
+func listCredit(n, found int, many Many) int {
+	if many == ManyMany {
+		return 2 * n
+	}
+	return found
+}
+
+// lists counts the query's list words (qterm.list).
+func (p plan) lists() int {
+	n := 0
+	for _, qt := range p.terms {
+		if qt.list {
+			n++
+		}
+	}
+	return n
+}
+
+// verb reports whether the query's own words include its verb (qterm.verb).
+func (p plan) verb() bool { return p.verbTerm() != "" }
+
+// verbTerm is the term of the query's verb (qterm.verb), "" when none.
+func (p plan) verbTerm() string {
+	for _, qt := range p.terms {
+		if qt.verb {
+			return qt.term
+		}
+	}
+	return ""
 }
 
 // named is the largest share of a document's name or title (their lengths
@@ -959,10 +1073,14 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		}
 		out = append(out, fmt.Sprintf("×%.2f: reads as many as were asked for (%s)", 1+numberBoost, what))
 	}
-	if aff != nil {
+	named := p.scope != "" && slices.Contains(ix.apiTerms[ix.hot[d].api], p.scope)
+	if aff != nil && !named {
 		if f := ix.apiFactor(aff, ix.bestAffinity(aff), &ix.hot[d]); f < 1 {
 			out = append(out, fmt.Sprintf("×%.2f: the query's words are likelier in another API", f))
 		}
+	}
+	if a := ix.hot[d].action; a < noAction && p.conflicts(actions[a]) {
+		out = append(out, fmt.Sprintf("×%.2f: does the opposite of what was asked (%s, asked %s)", 1/(1+conflictPenalty), actions[a], p.action))
 	}
 	if a := ix.hot[d].action; a < noAction && p.does(actions[a]) {
 		txt := fmt.Sprintf("×%.2f: does what was asked (%s)", 1+actionBoost, actions[a])
@@ -971,7 +1089,7 @@ func (ix *Index) explain(p plan, d int32, aff []float64) []string {
 		}
 		out = append(out, txt)
 	}
-	if p.scope != "" && slices.Contains(ix.apiTerms[ix.hot[d].api], p.scope) {
+	if named {
 		out = append(out, fmt.Sprintf("×%.2f: of the API asked for (%s)", 1+scopeBoost, p.scope))
 	}
 	return out

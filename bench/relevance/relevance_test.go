@@ -53,19 +53,33 @@ import (
 //	holdout.yaml  0.450          0.667          0.523          start, get rid of: delete), their own verb kept;
 //	holdout2.yaml 0.370          0.663          0.491          (a dense SIF-GloVe similarity, tried first, moved
 //	holdout3.yaml 0.440          0.780          0.581          no set by more than noise: not kept)
+//	holdout4.yaml 0.549          0.761          0.637          (written over the other APIs before any search)
+//	queries.yaml  0.528          0.771          0.623          the query's verb half found in a document doing its
+//	holdout.yaml  0.450          0.667          0.525          action under another name (delete for remove), a
+//	holdout2.yaml 0.380          0.663          0.498          list word (history, recent) found in a list; (word
+//	holdout3.yaml 0.460          0.780          0.598          co-occurrence (NPMI) expansion, a plainness prior,
+//	holdout4.yaml 0.549          0.761          0.639          output field names: each lost a holdout, not kept)
+//	queries.yaml  0.549          0.771          0.639          a named API's documents not ranked down by the
+//	holdout.yaml  0.467          0.667          0.537          affinity of the query's other words with another;
+//	holdout2.yaml 0.391          0.674          0.507          a read asked to write, or a write asked to read,
+//	holdout3.yaml 0.460          0.780          0.598          ranked down ÷1.25
+//	holdout4.yaml 0.563          0.761          0.647
 const (
-	floorTuningRecall1   = 0.50
-	floorTuningRecall5   = 0.75
-	floorTuningMRR       = 0.60
-	floorHoldoutRecall1  = 0.44
+	floorTuningRecall1   = 0.54
+	floorTuningRecall5   = 0.77
+	floorTuningMRR       = 0.63
+	floorHoldoutRecall1  = 0.46
 	floorHoldoutRecall5  = 0.66
-	floorHoldoutMRR      = 0.52
-	floorHoldout2Recall1 = 0.36
-	floorHoldout2Recall5 = 0.65
-	floorHoldout2MRR     = 0.49
-	floorHoldout3Recall1 = 0.43
+	floorHoldoutMRR      = 0.53
+	floorHoldout2Recall1 = 0.38
+	floorHoldout2Recall5 = 0.67
+	floorHoldout2MRR     = 0.50
+	floorHoldout3Recall1 = 0.45
 	floorHoldout3Recall5 = 0.77
-	floorHoldout3MRR     = 0.58
+	floorHoldout3MRR     = 0.59
+	floorHoldout4Recall1 = 0.56
+	floorHoldout4Recall5 = 0.76
+	floorHoldout4MRR     = 0.64
 )
 
 // maxStoreDisagreements bounds the queries whose top 5 differs between
@@ -114,6 +128,7 @@ func loadSets(tb testing.TB) []querySet {
 		{name: "holdout.yaml", floorR1: floorHoldoutRecall1, floorR5: floorHoldoutRecall5, floorRR: floorHoldoutMRR},
 		{name: "holdout2.yaml", floorR1: floorHoldout2Recall1, floorR5: floorHoldout2Recall5, floorRR: floorHoldout2MRR},
 		{name: "holdout3.yaml", floorR1: floorHoldout3Recall1, floorR5: floorHoldout3Recall5, floorRR: floorHoldout3MRR},
+		{name: "holdout4.yaml", floorR1: floorHoldout4Recall1, floorR5: floorHoldout4Recall5, floorRR: floorHoldout4MRR},
 	}
 	seen := map[string]string{}
 	for i := range sets {
@@ -436,9 +451,14 @@ func BenchmarkSearch(b *testing.B) {
 				}
 				took = append(took, time.Since(start))
 			}
-			// The acceptance budget is on the 95th percentile, not the mean.
-			slices.Sort(took)
-			b.ReportMetric(float64(took[len(took)*95/100].Nanoseconds()), "p95-ns/op")
+			reportP95(b, took)
 		})
 	}
+}
+
+// reportP95 reports the 95th percentile of took: the acceptance budget is
+// on it, not on the mean.
+func reportP95(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)*95/100].Nanoseconds()), "p95-ns/op")
 }
