@@ -331,3 +331,42 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func TestCaphubBase(t *testing.T) {
+	o, err := parseFlags([]string{"-caphub-base", "/old/caphub", "-targets", "caphub-front,tbxark", "-peer", "tbxark=/x --config {config}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := o.allTargets()
+	if !slices.Contains(all, tCaphubFront+baseSuffix) || !slices.Contains(all, tCaphubMCP+baseSuffix) || slices.Contains(all, tDirect+baseSuffix) {
+		t.Errorf("allTargets %v: want NAME@base for each caphub target", all)
+	}
+	if !o.wants(tCaphubFront+baseSuffix) || o.wants(tCaphubMCP+baseSuffix) {
+		t.Errorf("-targets caphub-front: wants caphub-front@base %v, caphub-mcp@base %v", o.wants(tCaphubFront+baseSuffix), o.wants(tCaphubMCP+baseSuffix))
+	}
+	if o, _ := parseFlags(nil); slices.ContainsFunc(o.allTargets(), func(n string) bool { return strings.HasSuffix(n, baseSuffix) }) {
+		t.Errorf("no -caphub-base: allTargets %v", o.allTargets())
+	}
+
+	s := func(cps float64) *sample { return &sample{callsPerSec: cps, gwCPUPerCall: cps / 10, gwRSSMiB: math.NaN()} }
+	tb := &table{transport: overHTTP, sessions: 1,
+		targets: []string{tCaphubFront, tCaphubMCP, tCaphubFront + baseSuffix, "tbxark"},
+		results: map[string]rounds{
+			tCaphubFront:              {s(300)},
+			tCaphubMCP:                {s(100)},
+			tCaphubFront + baseSuffix: {s(200)},
+			"tbxark":                  {s(100)},
+		}}
+	var out strings.Builder
+	tb.print(&out, []string{"tbxark"})
+	for _, want := range []string{
+		"vs NAME@base (calls/s, p50, CPU/call, RSS) |",
+		"| caphub-front | 300 |",
+		" 3.00×, —, 3.00×, — | 1.50×, —, 1.50×, — |", // caphub-front: vs tbxark, vs its base
+		" 1.00×, —, 1.00×, — | — |",                   // caphub-mcp: no base measured
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
