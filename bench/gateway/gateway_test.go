@@ -348,7 +348,9 @@ func TestCaphubBase(t *testing.T) {
 		t.Errorf("no -caphub-base: allTargets %v", o.allTargets())
 	}
 
-	s := func(cps float64) *sample { return &sample{callsPerSec: cps, gwCPUPerCall: cps / 10, gwRSSMiB: math.NaN()} }
+	s := func(cps float64) *sample {
+		return &sample{callsPerSec: cps, gwCPUPerCall: cps / 10, gwRSSMiB: math.NaN()}
+	}
 	tb := &table{transport: overHTTP, sessions: 1,
 		targets: []string{tCaphubFront, tCaphubMCP, tCaphubFront + baseSuffix, "tbxark"},
 		results: map[string]rounds{
@@ -363,7 +365,7 @@ func TestCaphubBase(t *testing.T) {
 		"vs NAME@base (calls/s, p50, CPU/call, RSS) |",
 		"| caphub-front | 300 |",
 		" 3.00×, —, 3.00×, — | 1.50×, —, 1.50×, — |", // caphub-front: vs tbxark, vs its base
-		" 1.00×, —, 1.00×, — | — |",                   // caphub-mcp: no base measured
+		" 1.00×, —, 1.00×, — | — |",                  // caphub-mcp: no base measured
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
