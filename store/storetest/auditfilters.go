@@ -57,6 +57,8 @@ func AuditFilterCases(n int64) []AuditFilterCase {
 		{Name: "capability/kind=invocation", Filter: chain.Filter{Capability: "ossa:bench/c7@1.0", Kind: audit.KindInvocation, Limit: 50}},
 		{Name: "capabilities/kind=registered", Filter: chain.Filter{Capabilities: []string{"ossa:bench/c0@1.0", "ossa:bench/c1@1.0"}, Kind: audit.KindRegistered, Limit: 50}},
 		{Name: "since", Filter: chain.Filter{Since: SyntheticAuditStart.Add(time.Duration(n-500) * time.Millisecond), Limit: 50}, InSeqOrder: true},
+		{Name: "since/until", Filter: chain.Filter{Since: SyntheticAuditStart.Add(time.Duration(n/2) * time.Millisecond), Until: SyntheticAuditStart.Add(time.Duration(n/2+500) * time.Millisecond), Limit: 50}},
+		{Name: "until", Filter: chain.Filter{Until: SyntheticAuditStart.Add(time.Duration(500) * time.Millisecond), Limit: 50}, InSeqOrder: true},
 		{Name: "since/kind=registered", Filter: chain.Filter{Since: SyntheticAuditStart.Add(time.Duration(n/2) * time.Millisecond), Kind: audit.KindRegistered, Limit: 50}},
 		{Name: "after", Filter: chain.Filter{AfterSeq: n - 100, Limit: 50}},
 	}
