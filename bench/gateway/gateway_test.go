@@ -283,9 +283,13 @@ func TestMeasureTree(t *testing.T) {
 	}
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
 	before := measure(os.Getpid(), sleep, 0)
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); { // spend CPU time
-	}
+	// Spend CPU time until /proc counts some (its ticks are 10 ms): a
+	// fixed spin of wall time may get no tick on a loaded machine.
 	u := measure(os.Getpid(), sleep, 0).sub(before)
+	for end := time.Now().Add(10 * time.Second); u.gwCPU <= 0 && time.Now().Before(end); u = measure(os.Getpid(), sleep, 0).sub(before) {
+		for spin := time.Now().Add(20 * time.Millisecond); time.Now().Before(spin); {
+		}
+	}
 	if u.gwProcs < 1 || u.upProcs != 1 || u.gwRSS <= 0 || u.upRSS <= 0 {
 		t.Errorf("processes counted %d+%d, RSS %d+%d", u.gwProcs, u.upProcs, u.gwRSS, u.upRSS)
 	}
