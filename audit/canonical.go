@@ -397,45 +397,74 @@ func FormatNumber(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		panic("audit.FormatNumber: " + strconv.FormatFloat(f, 'g', -1, 64) + " is not a JSON number")
 	}
+	var buf [32]byte
+	return string(appendNumber(buf[:0], f))
+}
+
+// maxExactInt is 2^53: every integer of smaller magnitude is a float64
+// exactly, and ECMAScript writes it as its plain digits.
+const maxExactInt = 1 << 53
+
+// appendNumber appends f (finite) as FormatNumber writes it, with no
+// allocation of its own: the invocation records the audit writer encodes
+// hold three numbers each (recordJSON).
+func appendNumber(dst []byte, f float64) []byte {
 	if f == 0 {
-		return "0" // and -0
+		return append(dst, '0') // and -0
 	}
-	var b strings.Builder
+	if f == math.Trunc(f) && f > -maxExactInt && f < maxExactInt {
+		return strconv.AppendInt(dst, int64(f), 10)
+	}
 	if f < 0 {
-		b.WriteByte('-')
+		dst = append(dst, '-')
 		f = -f
 	}
 	// Go's shortest round-trip digits are ECMAScript's: d.ddde±XX.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	x, _ := strconv.Atoi(exp)
+	var eb [32]byte
+	e := strconv.AppendFloat(eb[:0], f, 'e', -1, 64)
+	at := bytes.IndexByte(e, 'e')
+	x := 0 // the exponent: e±XX
+	for _, c := range e[at+2:] {
+		x = 10*x + int(c-'0')
+	}
+	if e[at+1] == '-' {
+		x = -x
+	}
+	var db [24]byte
+	digits := append(db[:0], e[0])
+	if at > 1 {
+		digits = append(digits, e[2:at]...) // after the point
+	}
 	k, n := len(digits), x+1 // f = 0.digits × 10^n
 	switch {
 	case k <= n && n <= 21:
-		b.WriteString(digits)
-		b.WriteString(strings.Repeat("0", n-k))
+		dst = append(dst, digits...)
+		for range n - k {
+			dst = append(dst, '0')
+		}
 	case 0 < n && n <= 21:
-		b.WriteString(digits[:n])
-		b.WriteByte('.')
-		b.WriteString(digits[n:])
+		dst = append(dst, digits[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, digits[n:]...)
 	case -6 < n && n <= 0:
-		b.WriteString("0.")
-		b.WriteString(strings.Repeat("0", -n))
-		b.WriteString(digits)
+		dst = append(dst, "0."...)
+		for range -n {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digits...)
 	default:
-		b.WriteByte(digits[0])
+		dst = append(dst, digits[0])
 		if k > 1 {
-			b.WriteByte('.')
-			b.WriteString(digits[1:])
+			dst = append(dst, '.')
+			dst = append(dst, digits[1:]...)
 		}
-		b.WriteByte('e')
+		dst = append(dst, 'e')
 		if n-1 >= 0 {
-			b.WriteByte('+')
+			dst = append(dst, '+')
 		}
-		b.WriteString(strconv.Itoa(n - 1))
+		dst = strconv.AppendInt(dst, int64(n-1), 10)
 	}
-	return b.String()
+	return dst
 }
 
 // writeString writes s as an RFC 8785 string.

@@ -51,7 +51,7 @@ func recordJSON(rec invoke.Record) (_ []byte, ok bool) {
 	optionalMember(&b, "code", rec.Code)
 	optionalMember(&b, "credential", rec.Credential)
 	b.WriteString(`,"duration_ms":`)
-	b.WriteString(FormatNumber(rec.DurationMS))
+	b.Write(appendNumber(b.AvailableBuffer(), rec.DurationMS))
 	optionalMember(&b, "message", rec.Message)
 	b.WriteString(`,"time":"`)
 	b.Write(rec.Time.AppendFormat(b.AvailableBuffer(), time.RFC3339Nano))
@@ -67,11 +67,11 @@ func recordJSON(rec invoke.Record) (_ []byte, ok bool) {
 // details, see recordJSON).
 func writeAttempt(b *bytes.Buffer, a invoke.Attempt) {
 	b.WriteString(`{"attempt":`)
-	b.WriteString(FormatNumber(float64(a.Attempt)))
+	b.Write(appendNumber(b.AvailableBuffer(), float64(a.Attempt)))
 	b.WriteString(`,"binding":`)
 	writeJSONString(b, a.Binding)
 	b.WriteString(`,"duration_ms":`)
-	b.WriteString(FormatNumber(a.DurationMS))
+	b.Write(appendNumber(b.AvailableBuffer(), a.DurationMS))
 	if e := a.Error; e != nil {
 		b.WriteString(`,"error":{`)
 		if e.Binding != "" {

@@ -283,9 +283,13 @@ func TestMeasureTree(t *testing.T) {
 	}
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
 	before := measure(os.Getpid(), sleep, 0)
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); { // spend CPU time
-	}
+	// Spend CPU time until /proc counts some (its ticks are 10 ms): a
+	// fixed spin of wall time may get no tick on a loaded machine.
 	u := measure(os.Getpid(), sleep, 0).sub(before)
+	for end := time.Now().Add(10 * time.Second); u.gwCPU <= 0 && time.Now().Before(end); u = measure(os.Getpid(), sleep, 0).sub(before) {
+		for spin := time.Now().Add(20 * time.Millisecond); time.Now().Before(spin); {
+		}
+	}
 	if u.gwProcs < 1 || u.upProcs != 1 || u.gwRSS <= 0 || u.upRSS <= 0 {
 		t.Errorf("processes counted %d+%d, RSS %d+%d", u.gwProcs, u.upProcs, u.gwRSS, u.upRSS)
 	}
@@ -330,4 +334,45 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+func TestCaphubBase(t *testing.T) {
+	o, err := parseFlags([]string{"-caphub-base", "/old/caphub", "-targets", "caphub-front,tbxark", "-peer", "tbxark=/x --config {config}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := o.allTargets()
+	if !slices.Contains(all, tCaphubFront+baseSuffix) || !slices.Contains(all, tCaphubMCP+baseSuffix) || slices.Contains(all, tDirect+baseSuffix) {
+		t.Errorf("allTargets %v: want NAME@base for each caphub target", all)
+	}
+	if !o.wants(tCaphubFront+baseSuffix) || o.wants(tCaphubMCP+baseSuffix) {
+		t.Errorf("-targets caphub-front: wants caphub-front@base %v, caphub-mcp@base %v", o.wants(tCaphubFront+baseSuffix), o.wants(tCaphubMCP+baseSuffix))
+	}
+	if o, _ := parseFlags(nil); slices.ContainsFunc(o.allTargets(), func(n string) bool { return strings.HasSuffix(n, baseSuffix) }) {
+		t.Errorf("no -caphub-base: allTargets %v", o.allTargets())
+	}
+
+	s := func(cps float64) *sample {
+		return &sample{callsPerSec: cps, gwCPUPerCall: cps / 10, gwRSSMiB: math.NaN()}
+	}
+	tb := &table{transport: overHTTP, sessions: 1,
+		targets: []string{tCaphubFront, tCaphubMCP, tCaphubFront + baseSuffix, "tbxark"},
+		results: map[string]rounds{
+			tCaphubFront:              {s(300)},
+			tCaphubMCP:                {s(100)},
+			tCaphubFront + baseSuffix: {s(200)},
+			"tbxark":                  {s(100)},
+		}}
+	var out strings.Builder
+	tb.print(&out, []string{"tbxark"})
+	for _, want := range []string{
+		"vs NAME@base (calls/s, p50, CPU/call, RSS) |",
+		"| caphub-front | 300 |",
+		" 3.00×, —, 3.00×, — | 1.50×, —, 1.50×, — |", // caphub-front: vs tbxark, vs its base
+		" 1.00×, —, 1.00×, — | — |",                  // caphub-mcp: no base measured
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
 }

@@ -57,6 +57,13 @@ const (
 
 var ownTargets = []string{tDirect, tCaphubFront, tCaphubFrontShared, tCaphubMCP}
 
+// caphubTargets are the targets run by a caphub binary: with -caphub-base
+// each is measured a second time, as NAME@base, run by the base binary.
+var caphubTargets = []string{tCaphubFront, tCaphubFrontShared, tCaphubMCP}
+
+// baseSuffix ends the name of a target run by -caphub-base's binary.
+const baseSuffix = "@base"
+
 // everythingServer is the Go SDK's conformance server, the default
 // upstream (see internal/server/mcpfront/conformance_test.go).
 const everythingServer = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
@@ -79,6 +86,7 @@ type options struct {
 	transports   []string
 	targets      []string // "" = all
 	caphub       string
+	caphubBase   string // -caphub-base: another caphub measured beside it ("" = none)
 	upstreamKind string
 	npm          string
 	tool         string
@@ -111,6 +119,7 @@ func parseFlags(args []string) (*options, error) {
 	transports := fs.String("transports", "stdio,http", "upstream transports: stdio, http or both")
 	targets := fs.String("targets", "", "targets to measure, comma-separated (default: all: "+strings.Join(ownTargets, ", ")+" and every -peer)")
 	fs.StringVar(&o.caphub, "caphub", "", "caphub binary (default: built from this module into a temporary directory)")
+	fs.StringVar(&o.caphubBase, "caphub-base", "", "a second caphub binary (say, main's) whose targets are measured in the same rounds as NAME"+baseSuffix+", with a vs-base ratio")
 	fs.StringVar(&o.upstreamKind, "upstream", "go", "upstream server: go (the Go SDK's conformance everything-server, built here) or npm (@modelcontextprotocol/server-everything from -npm)")
 	fs.StringVar(&o.npm, "npm", ".cache/npm/node_modules", "node_modules holding @modelcontextprotocol/server-everything (for -upstream npm)")
 	fs.StringVar(&o.tool, "tool", "", "the upstream's tool to call (default: test_simple_text for go, echo for npm)")
@@ -389,9 +398,16 @@ func run(o *options, out io.Writer) error {
 	return nil
 }
 
-// allTargets is every target's name, the harness's then the peers'.
+// allTargets is every target's name: the harness's, -caphub-base's, then
+// the peers'.
 func (o *options) allTargets() []string {
-	return append(slices.Clone(ownTargets), o.peerNames()...)
+	all := slices.Clone(ownTargets)
+	if o.caphubBase != "" {
+		for _, t := range caphubTargets {
+			all = append(all, t+baseSuffix)
+		}
+	}
+	return append(all, o.peerNames()...)
 }
 
 func (o *options) peerNames() []string {
@@ -402,13 +418,14 @@ func (o *options) peerNames() []string {
 	return names
 }
 
-// wants reports whether any of names is to be measured.
+// wants reports whether any of names is to be measured (NAME@base when
+// NAME is).
 func (o *options) wants(names ...string) bool {
 	if o.targets == nil {
 		return true
 	}
 	for _, n := range names {
-		if slices.Contains(o.targets, n) {
+		if slices.Contains(o.targets, strings.TrimSuffix(n, baseSuffix)) {
 			return true
 		}
 	}
@@ -492,9 +509,15 @@ func (e *env) start(name string, up *upstream) (*target, error) {
 		t.url = up.url
 	case tCaphubFront, tCaphubFrontShared, tCaphubMCP:
 		var err error
-		if cmd, logPath, t.url, err = e.startCaphub(name, up); err != nil {
+		if cmd, logPath, t.url, err = e.startCaphub(name, e.o.caphub, up); err != nil {
 			return nil, err
 		}
+	case tCaphubFront + baseSuffix, tCaphubFrontShared + baseSuffix, tCaphubMCP + baseSuffix:
+		var err error
+		if cmd, logPath, t.url, err = e.startCaphub(name, e.o.caphubBase, up); err != nil {
+			return nil, err
+		}
+		t.note = "caphub: " + e.o.caphubBase
 	default:
 		i := slices.IndexFunc(e.o.peers, func(p *peer) bool { return p.name == name })
 		p := e.o.peers[i]
@@ -530,9 +553,10 @@ func (e *env) start(name string, up *upstream) (*target, error) {
 
 // startCaphub saves the upstream in a database of its own with `caphub
 // discover mcp` (with --sessions shared for caphub-front-shared) and starts
-// `caphub serve` on it.
-func (e *env) startCaphub(name string, up *upstream) (*exec.Cmd, string, string, error) {
+// `caphub serve` on it, both with the binary bin.
+func (e *env) startCaphub(name, bin string, up *upstream) (*exec.Cmd, string, string, error) {
 	db := filepath.Join(e.dir, name+"-"+up.transport+".db")
+	kind := strings.TrimSuffix(name, baseSuffix)
 	args := []string{"discover", "mcp", serverName, "--db", db}
 	if up.transport == overStdio {
 		args = append(args, "--command", up.argv[0])
@@ -542,12 +566,12 @@ func (e *env) startCaphub(name string, up *upstream) (*exec.Cmd, string, string,
 	} else {
 		args = append(args, "--url", up.url)
 	}
-	if name == tCaphubFrontShared {
+	if kind == tCaphubFrontShared {
 		args = append(args, "--sessions", "shared")
 	}
-	if b, err := exec.Command(e.o.caphub, args...).CombinedOutput(); err != nil {
-		if name == tCaphubFrontShared && strings.Contains(string(b), "unknown flag: --sessions") {
-			return nil, "", "", errSkip{fmt.Sprintf("%s has no `discover mcp --sessions shared` (the shared-session mode is not in this build)", e.o.caphub)}
+	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		if kind == tCaphubFrontShared && strings.Contains(string(b), "unknown flag: --sessions") {
+			return nil, "", "", errSkip{fmt.Sprintf("%s has no `discover mcp --sessions shared` (the shared-session mode is not in this build)", bin)}
 		}
 		return nil, "", "", fmt.Errorf("caphub %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
@@ -555,12 +579,12 @@ func (e *env) startCaphub(name string, up *upstream) (*exec.Cmd, string, string,
 	if err != nil {
 		return nil, "", "", err
 	}
-	cmd, logPath, err := e.startProcess(name+"-"+up.transport, []string{e.o.caphub, "serve", "--addr", "127.0.0.1:" + port, "--db", db}, nil)
+	cmd, logPath, err := e.startProcess(name+"-"+up.transport, []string{bin, "serve", "--addr", "127.0.0.1:" + port, "--db", db}, nil)
 	if err != nil {
 		return nil, "", "", err
 	}
 	url := "http://127.0.0.1:" + port + "/mcp"
-	if name != tCaphubMCP {
+	if kind != tCaphubMCP {
 		url += "/servers/" + serverName
 	}
 	return cmd, logPath, url, nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -90,8 +91,9 @@ type table struct {
 	results   map[string]rounds // by target
 }
 
-// print writes the table as Markdown: each target's medians over rounds
-// and its ratios to each peer measured in this table.
+// print writes the table as Markdown: each target's medians over rounds,
+// its ratios to each peer measured in this table and, when a target NAME
+// has a NAME@base (-caphub-base), its ratios to that.
 func (t *table) print(w io.Writer, peers []string) {
 	var present []string
 	for _, p := range peers {
@@ -99,11 +101,16 @@ func (t *table) print(w io.Writer, peers []string) {
 			present = append(present, p)
 		}
 	}
+	withBase := slices.ContainsFunc(t.targets, func(n string) bool { return strings.HasSuffix(n, baseSuffix) })
 	fmt.Fprintf(w, "\n### %s upstream, %d session%s\n\n", t.transport, t.sessions, plural(t.sessions))
 	head := "| target | calls/s | p50 | p99 | gateway CPU µs/call | upstream CPU µs/call | gateway RSS MiB | open sessions | procs | failed |"
 	rule := "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for _, p := range present {
 		head += " vs " + p + " (calls/s, p50, CPU/call, RSS) |"
+		rule += "---|"
+	}
+	if withBase {
+		head += " vs NAME" + baseSuffix + " (calls/s, p50, CPU/call, RSS) |"
 		rule += "---|"
 	}
 	fmt.Fprintln(w, head)
@@ -129,11 +136,23 @@ func (t *table) print(w io.Writer, peers []string) {
 				continue
 			}
 			pr := t.results[p]
-			row += fmt.Sprintf(" %s, %s, %s, %s |", times(ratio(r, pr, mCallsPerSec)), times(ratio(r, pr, mP50)),
-				times(ratio(r, pr, mGwCPU)), times(ratio(r, pr, mRSS)))
+			row += " " + ratios(r, pr) + " |"
+		}
+		if withBase {
+			if base, ok := t.results[name+baseSuffix]; ok {
+				row += " " + ratios(r, base) + " |"
+			} else {
+				row += " — |"
+			}
 		}
 		fmt.Fprintln(w, row)
 	}
+}
+
+// ratios is a target's ratios to another's: calls/s, p50, CPU/call, RSS.
+func ratios(r, other rounds) string {
+	return fmt.Sprintf("%s, %s, %s, %s", times(ratio(r, other, mCallsPerSec)), times(ratio(r, other, mP50)),
+		times(ratio(r, other, mGwCPU)), times(ratio(r, other, mRSS)))
 }
 
 func plural(n int) string {
