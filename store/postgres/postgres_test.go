@@ -422,3 +422,10 @@ func TestService(t *testing.T) {
 	storetest.RunService(t, func(t *testing.T) string { return newSchema(t) },
 		func(ctx context.Context, url string) (registry.Store, error) { return Open(ctx, url) })
 }
+
+// BenchmarkRegister registers through a Service with the audit recorder
+// from 32 concurrent callers into the loaded schema.
+func BenchmarkRegister(b *testing.B) {
+	s, _ := loadedStore(b)
+	storetest.BenchRegister(b, s)
+}

@@ -372,3 +372,10 @@ func TestService(t *testing.T) {
 	storetest.RunService(t, func(t *testing.T) string { return filepath.Join(t.TempDir(), "caphub.db") },
 		func(ctx context.Context, path string) (registry.Store, error) { return Open(ctx, path) })
 }
+
+// BenchmarkRegister registers through a Service with the audit recorder
+// from 32 concurrent callers into the loaded store.
+func BenchmarkRegister(b *testing.B) {
+	s, _ := loadedStore(b)
+	storetest.BenchRegister(b, s)
+}

@@ -4,14 +4,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -251,4 +256,54 @@ func BenchAppendAudit(b *testing.B, s chain.Store, batch int) {
 	if cpu1, ok := cpuTime(); ok && cpuOK {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(n), "cpu-µs/event")
 	}
+}
+
+// benchRegisterClients is how many callers BenchRegister registers from at
+// once, as the acceptance's "32 concurrent registrations".
+const benchRegisterClients = 32
+
+// BenchRegister measures registrations through a registry.Service with
+// the audit recorder over s, as caphub serve runs it, from 32 concurrent
+// callers, one definition a call: every other one a new capability, the
+// others a new version of one (each capability written by one caller at
+// a time, as in bench/registry). It reports registrations/s; ns/op is
+// the wall time of one registration divided by the concurrency.
+func BenchRegister(b *testing.B, s registry.Store) {
+	l := audit.New(s)
+	defer l.Close()
+	svc := registry.NewService(s, registry.WithRecorder(l), registry.WithLogger(slog.New(slog.DiscardHandler)))
+	tmpl := Synthetic(200, 3)
+	prefix := make([]byte, 4)
+	rand.Read(prefix)
+	run := hex.EncodeToString(prefix)
+	var seq atomic.Int64
+	b.SetParallelism((benchRegisterClients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		// base is this caller's capability: its new versions are 9.0.N.
+		var base *capability.Definition
+		for pb.Next() {
+			n := seq.Add(1)
+			d := tmpl[int(n)%len(tmpl)]
+			d.Name = fmt.Sprintf("%s_r%s_%d", d.Name, run, n)
+			if n%2 == 1 && base != nil {
+				d = *base
+				d.Version = "9.0." + strconv.FormatInt(n, 10)
+				d.Description = fmt.Sprintf("%s Revision %d.", base.Description, n)
+			}
+			d.URI = capability.NewURI(capability.SchemeOSSA, d.Domain, d.Name, capability.MustParseVersion(d.Version)).String()
+			if d.Bindings.MCP != nil {
+				m := *d.Bindings.MCP
+				m.Tool = d.Name
+				d.Bindings.MCP = &m
+			}
+			if _, err := svc.Register(b.Context(), d); err != nil {
+				b.Error(err)
+				return
+			}
+			if base == nil {
+				base = &d
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registrations/s")
 }
