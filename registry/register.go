@@ -201,18 +201,21 @@ func (s *Service) prepareItem(ctx context.Context, i int, d capability.Definitio
 	return it, nil
 }
 
-// versionsPerQuery bounds the capabilities whose registered versions
-// checkVersionRules reads in one query (Store.VersionsOf), and so holds in
-// memory at once.
-const versionsPerQuery = 500
+// precedingPerQuery bounds the versions whose preceding registered
+// version checkVersionRules reads in one query
+// (Store.PrecedingVersions), and so holds in memory at once.
+const precedingPerQuery = 500
 
 // checkVersionRules applies the version rules per capability: every new
 // version against the one just below it among the registered and the
-// batched versions. items holds nil for refused definitions. The
-// registered versions are read for many capabilities a query.
+// batched versions. items holds nil for refused definitions. Of the
+// registered versions, only the one just below (or level with) each new
+// version is read, for many versions a query: the check costs the same
+// whatever the number of versions a capability has.
 func (s *Service) checkVersionRules(ctx context.Context, items []*batchItem) ([]BatchFailure, error) {
 	groups := map[Key][]int{}
 	var caps []Key
+	var keys []Key
 	for i, it := range items {
 		if it != nil {
 			c := Key{Scheme: it.key.Scheme, Domain: it.key.Domain, Name: it.key.Name}
@@ -220,19 +223,32 @@ func (s *Service) checkVersionRules(ctx context.Context, items []*batchItem) ([]
 				caps = append(caps, c)
 			}
 			groups[c] = append(groups[c], i)
+			keys = append(keys, it.key)
 		}
 	}
-	var failures []BatchFailure
-	for len(caps) > 0 {
-		chunk := caps[:min(len(caps), versionsPerQuery)]
-		caps = caps[len(chunk):]
-		existing, err := s.store.VersionsOf(ctx, chunk)
+	// existing holds, per capability, the registered versions that precede
+	// one of its batched versions, each once.
+	existing := map[Key][]Record{}
+	seen := map[Key]bool{}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), precedingPerQuery)]
+		keys = keys[len(chunk):]
+		prev, err := s.store.PrecedingVersions(ctx, chunk)
 		if err != nil {
 			return nil, err
 		}
-		for j, c := range chunk {
-			failures = append(failures, checkCapabilityVersions(items, groups[c], existing[j])...)
+		for _, r := range prev {
+			if r == nil || seen[r.Key] {
+				continue
+			}
+			seen[r.Key] = true
+			c := Key{Scheme: r.Key.Scheme, Domain: r.Key.Domain, Name: r.Key.Name}
+			existing[c] = append(existing[c], *r)
 		}
+	}
+	var failures []BatchFailure
+	for _, c := range caps {
+		failures = append(failures, checkCapabilityVersions(items, groups[c], existing[c])...)
 	}
 	return failures, nil
 }
@@ -245,8 +261,10 @@ type orderedVersion struct {
 }
 
 // checkCapabilityVersions checks the batched versions items[idxs] of one
-// capability against its registered ones (existing): a bump smaller than the
-// changes from the version just below needs is a *BreakingChangeError.
+// capability against its registered ones (existing: at least those just
+// below or level with each batched version, in any order): a bump smaller
+// than the changes from the version just below needs is a
+// *BreakingChangeError.
 func checkCapabilityVersions(items []*batchItem, idxs []int, existing []Record) []BatchFailure {
 	var all []orderedVersion
 	for j := range existing {

@@ -120,3 +120,60 @@ func TestRegisterEncodesOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisterVersionRules checks that each new version is compared with
+// the version just below it, registered or in the same batch, when
+// versions above and below it are registered too.
+func TestRegisterVersionRules(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newSQLiteService(t)
+	def := func(version, desc string, fields ...string) capability.Definition {
+		props := map[string]any{}
+		for _, f := range fields {
+			props[f] = map[string]any{"type": "string"}
+		}
+		v := capability.MustParseVersion(version)
+		return capability.Definition{
+			URI: capability.NewURI(capability.SchemeOSSA, "rules", "cap", v).String(), Name: "cap", Domain: "rules", Version: version,
+			Description: "A capability " + desc + ".", Input: capability.Schema{"type": "object", "properties": props},
+			Output: capability.Schema{"type": "object"}, Bindings: capability.Bindings{Native: &capability.NativeBinding{Handler: "noop"}},
+		}
+	}
+	// 1.1.0 adds b (minor), 2.0.0 removes a (major).
+	for _, d := range []capability.Definition{def("1.0.0", "first", "a"), def("1.1.0", "first", "a", "b"), def("2.0.0", "first", "b")} {
+		if _, err := svc.Register(ctx, d); err != nil {
+			t.Fatalf("register %s: %v", d.Version, err)
+		}
+	}
+	for _, c := range []struct {
+		defs     []capability.Definition
+		previous []string // per definition, the version it is refused against; "" accepted
+	}{
+		// Against 1.1.0: b removed. (Against 1.0.0 it would pass.)
+		{[]capability.Definition{def("1.2.0", "second", "a")}, []string{"1.1.0"}},
+		// Against 2.0.0: a patch. (Against 1.1.0 it would remove a.)
+		{[]capability.Definition{def("2.0.1", "second", "b")}, []string{""}},
+		// 1.1.2 against 1.1.1 of the same batch: b removed.
+		{[]capability.Definition{def("1.1.2", "third", "a"), def("1.1.1", "third", "a", "b")}, []string{"1.1.1", ""}},
+	} {
+		_, err := svc.RegisterBatch(ctx, c.defs)
+		refused := map[int]string{}
+		var be *registry.BatchError
+		if errors.As(err, &be) {
+			for _, f := range be.Failures {
+				var bce *registry.BreakingChangeError
+				if !errors.As(f.Err, &bce) {
+					t.Fatalf("register %s: %v, want a breaking change", f.URI, f.Err)
+				}
+				refused[f.Index] = bce.Previous
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range c.defs {
+			if refused[i] != c.previous[i] {
+				t.Errorf("register %s: refused against %q, want %q (%v)", d.Version, refused[i], c.previous[i], err)
+			}
+		}
+	}
+}

@@ -290,10 +290,14 @@ type Store interface {
 	// Versions returns every version of a capability in ascending semver
 	// precedence; an empty slice, not an error, when there is none.
 	Versions(ctx context.Context, scheme, domain, name string) ([]Record, error)
-	// VersionsOf is Versions of many capabilities (keys without Version)
-	// in one query, for the version check of a batch: out[i] holds the
-	// versions of caps[i], an empty slice when it has none.
-	VersionsOf(ctx context.Context, caps []Key) ([][]Record, error)
+	// PrecedingVersions returns, in one query, for each version of keys
+	// (full keys), the registered version of the same capability just
+	// below or level with it: out[i] is the highest version of keys[i]'s
+	// capability whose precedence is not above keys[i].Version's (among
+	// versions of equal precedence, the highest version text), nil when
+	// there is none. It is what the version check of a registration
+	// needs, whatever the number of versions a capability has.
+	PrecedingVersions(ctx context.Context, keys []Key) ([]*Record, error)
 	// List returns records in a stable order: scheme, domain, name, then
 	// version precedence.
 	List(ctx context.Context, f ListFilter) (Page, error)

@@ -509,30 +509,44 @@ func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]re
 	return out, nil
 }
 
-// VersionsOf returns the versions of many capabilities in one query; see
-// registry.Store.
-func (s *Store) VersionsOf(ctx context.Context, caps []registry.Key) ([][]registry.Record, error) {
+// PrecedingVersions returns the version just below or level with each
+// key in one query; see registry.Store.
+func (s *Store) PrecedingVersions(ctx context.Context, keys []registry.Key) ([]*registry.Record, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	if len(caps) == 0 {
-		return [][]registry.Record{}, nil
+	out := make([]*registry.Record, len(keys))
+	if len(keys) == 0 {
+		return out, nil
 	}
-	var schemes, domains, names []string
-	for _, c := range caps {
-		schemes, domains, names = append(schemes, c.Scheme), append(domains, c.Domain), append(names, c.Name)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM capabilities c
-		WHERE (c.scheme, c.domain, c.name) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
-		ORDER BY c.scheme, c.domain, c.name, c.version_key, c.version`, schemes, domains, names)
+	bounds, err := read.VersionBounds(keys)
 	if err != nil {
-		return nil, fmt.Errorf("list versions of %d capabilities in postgres %s: %w", len(caps), s.where, err)
+		return nil, fmt.Errorf("read the versions preceding %d versions: %w", len(keys), err)
 	}
-	recs, err := collect(rows)
+	var cols keyColumns
+	for _, k := range keys {
+		cols.add(k)
+	}
+	// Per key, one descent of capabilities_order to the highest version
+	// not above it.
+	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+`, u.i - 1 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+			WITH ORDINALITY AS u(scheme, domain, name, version_key, i)
+		CROSS JOIN LATERAL (SELECT * FROM capabilities p
+			WHERE p.scheme = u.scheme AND p.domain = u.domain AND p.name = u.name AND p.version_key <= u.version_key COLLATE "C"
+			ORDER BY p.version_key DESC, p.version DESC LIMIT 1) AS c`, cols.scheme, cols.domain, cols.name, bounds)
 	if err != nil {
-		return nil, fmt.Errorf("list versions of %d capabilities in postgres %s: %w", len(caps), s.where, err)
+		return nil, fmt.Errorf("read the versions preceding %d versions in postgres %s: %w", len(keys), s.where, err)
 	}
-	return read.GroupVersions(caps, recs), nil
+	defer rows.Close()
+	err = read.CollectPreceding(rows, out, func() (registry.Record, int, error) {
+		var i int
+		r, err := scanRecord(rows, &i)
+		return r, i, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the versions preceding %d versions in postgres %s: %w", len(keys), s.where, err)
+	}
+	return out, nil
 }
 
 // collect reads and closes rows of recordColumns. It returns an empty,

@@ -36,8 +36,8 @@ func TestReadStatementsPrepared(t *testing.T) {
 		if vs, err := s.Versions(ctx, k.Scheme, k.Domain, k.Name); err != nil || len(vs) == 0 {
 			t.Fatalf("call %d: Versions: %d, %v", i, len(vs), err)
 		}
-		if vs, err := s.VersionsOf(ctx, []registry.Key{k}); err != nil || len(vs) != 1 || len(vs[0]) == 0 {
-			t.Fatalf("call %d: VersionsOf: %v, %v", i, vs, err)
+		if vs, err := s.PrecedingVersions(ctx, []registry.Key{k}); err != nil || len(vs) != 1 || vs[0] == nil || vs[0].Key != k {
+			t.Fatalf("call %d: PrecedingVersions: %v, %v", i, vs, err)
 		}
 		if keys, err := s.KeysWithPrefix(ctx, registry.KeyPrefix{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name}); err != nil || len(keys) == 0 {
 			t.Fatalf("call %d: KeysWithPrefix: %v, %v", i, keys, err)
@@ -49,7 +49,7 @@ func TestReadStatementsPrepared(t *testing.T) {
 			}
 		}
 	}
-	// Get, GetRaw, Versions, VersionsOf, KeysWithPrefix and the page's
+	// Get, GetRaw, Versions, PrecedingVersions, KeysWithPrefix and the page's
 	// query (the same text with and without the count).
 	if n := s.reads.len(); n != 6 {
 		t.Errorf("%d read statements kept after 20 rounds of 6 distinct queries, want 6", n)

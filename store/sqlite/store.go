@@ -251,31 +251,44 @@ func (s *Store) Versions(ctx context.Context, scheme, domain, name string) ([]re
 	return out, nil
 }
 
-// VersionsOf returns the versions of many capabilities in one query; see
-// registry.Store.
-func (s *Store) VersionsOf(ctx context.Context, caps []registry.Key) ([][]registry.Record, error) {
-	if len(caps) == 0 {
-		return [][]registry.Record{}, nil
+// PrecedingVersions returns the version just below or level with each
+// key in one query; see registry.Store.
+func (s *Store) PrecedingVersions(ctx context.Context, keys []registry.Key) ([]*registry.Record, error) {
+	out := make([]*registry.Record, len(keys))
+	if len(keys) == 0 {
+		return out, nil
 	}
-	names := make([][3]string, len(caps))
-	for i, c := range caps {
-		names[i] = [3]string{c.Scheme, c.Domain, c.Name}
-	}
-	list, err := json.Marshal(names)
+	bounds, err := read.VersionBounds(keys)
 	if err != nil {
-		return nil, fmt.Errorf("list versions of %d capabilities: %w", len(caps), err)
+		return nil, fmt.Errorf("read the versions preceding %d versions: %w", len(keys), err)
 	}
-	rows, err := s.reads.query(ctx, `SELECT `+recordColumns+` FROM json_each(?) j
-		JOIN capabilities c ON c.scheme = j.value ->> 0 AND c.domain = j.value ->> 1 AND c.name = j.value ->> 2
-		ORDER BY c.scheme, c.domain, c.name, c.version_key, c.version`, string(list))
+	args := make([][4]string, len(keys))
+	for i, k := range keys {
+		args[i] = [4]string{k.Scheme, k.Domain, k.Name, bounds[i]}
+	}
+	list, err := json.Marshal(args)
 	if err != nil {
-		return nil, fmt.Errorf("list versions of %d capabilities in sqlite database %s: %w", len(caps), s.path, err)
+		return nil, fmt.Errorf("read the versions preceding %d versions: %w", len(keys), err)
 	}
-	recs, err := collect(rows)
+	// Per key, one descent of capabilities_order to the highest version
+	// not above it.
+	rows, err := s.reads.query(ctx, `SELECT `+recordColumns+`, j.key FROM json_each(?) j
+		JOIN capabilities c ON c.id = (SELECT p.id FROM capabilities p
+			WHERE p.scheme = j.value ->> 0 AND p.domain = j.value ->> 1 AND p.name = j.value ->> 2 AND p.version_key <= j.value ->> 3
+			ORDER BY p.version_key DESC, p.version DESC LIMIT 1)`, string(list))
 	if err != nil {
-		return nil, fmt.Errorf("list versions of %d capabilities in sqlite database %s: %w", len(caps), s.path, err)
+		return nil, fmt.Errorf("read the versions preceding %d versions in sqlite database %s: %w", len(keys), s.path, err)
 	}
-	return read.GroupVersions(caps, recs), nil
+	defer rows.Close()
+	err = read.CollectPreceding(rows, out, func() (registry.Record, int, error) {
+		var i int
+		r, err := scanRecord(rows, &i)
+		return r, i, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the versions preceding %d versions in sqlite database %s: %w", len(keys), s.path, err)
+	}
+	return out, nil
 }
 
 // collect reads and closes rows of recordColumns. It returns an empty,

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/caphub/caphub/capability"
@@ -60,43 +61,54 @@ func testBatchLatest(t *testing.T, s registry.Store) {
 	}
 }
 
-// testVersionsOf checks that VersionsOf answers each capability asked,
-// in the order asked, as Versions does: registered ones in precedence,
-// unknown ones empty.
-func testVersionsOf(t *testing.T, s registry.Store) {
+// testPrecedingVersions checks that PrecedingVersions answers each key
+// asked, in the order asked, with the highest registered version of its
+// capability not above it (level: the same precedence, whatever the build
+// metadata), nil when there is none.
+func testPrecedingVersions(t *testing.T, s registry.Store) {
 	latestFixture(t, s)
-	put(t, s, def("mcp", "zoo", "a", "9.0.0"))
+	put(t, s, def("mcp", "zoo", "a", "9.0.0"), def("ossa", "zoo", "b", "2.1.0-rc.1"))
 	ctx := t.Context()
-	caps := []registry.Key{
-		{Scheme: "ossa", Domain: "zoo", Name: "e"}, {Scheme: "ossa", Domain: "zoo", Name: "nothing"},
-		{Scheme: "mcp", Domain: "zoo", Name: "a"}, {Scheme: "ossa", Domain: "zoo", Name: "a", Version: "7.0.0"},
-		{Scheme: "ossa", Domain: "zoo", Name: "b"},
-	}
-	got, err := s.VersionsOf(ctx, caps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(caps) {
-		t.Fatalf("VersionsOf returned %d lists for %d capabilities", len(got), len(caps))
-	}
-	for i, c := range caps {
-		want, err := s.Versions(ctx, c.Scheme, c.Domain, c.Name)
+	for _, c := range []struct{ key, want string }{
+		{"ossa:zoo/a@1.0.5", "ossa:zoo/a@1.0.0"},
+		{"ossa:zoo/a@2.0.0", "ossa:zoo/a@1.1.0"},
+		{"ossa:zoo/a@0.9.0", ""},
+		{"ossa:zoo/a@1.1.0", "ossa:zoo/a@1.1.0"},
+		{"mcp:zoo/a@10.0.0", "mcp:zoo/a@9.0.0"},
+		{"mcp:zoo/a@8.0.0", ""},
+		{"ossa:zoo/nothing@1.0.0", ""},
+		{"ossa:zoo/b@1.9.0", "ossa:zoo/b@1.5.0"},
+		{"ossa:zoo/b@2.1.0-beta", "ossa:zoo/b@2.0.0"},
+		{"ossa:zoo/b@2.1.0", "ossa:zoo/b@2.1.0-rc.1"},
+		{"ossa:zoo/e@1.0.0+b3", "ossa:zoo/e@1.0.0+b2"},
+		{"ossa:zoo/e@1.0.0", "ossa:zoo/e@1.0.0+b2"},
+		{"ossa:zoo/e@1.0.1", "ossa:zoo/e@1.0.0+b2"},
+		{"ossa:zoo/a@1.0.5", "ossa:zoo/a@1.0.0"}, // asked twice: answered twice
+	} {
+		scheme, rest, _ := strings.Cut(c.key, ":")
+		dn, version, _ := strings.Cut(rest, "@")
+		domain, name, _ := strings.Cut(dn, "/")
+		k := registry.Key{Scheme: scheme, Domain: domain, Name: name, Version: version}
+		got, err := s.PrecedingVersions(ctx, []registry.Key{{Scheme: "ossa", Domain: "zoo", Name: "f", Version: "1.0.0"}, k})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("PrecedingVersions(%s): %v", c.key, err)
 		}
-		if got[i] == nil || !slices.Equal(keyStrings(got[i]), keyStrings(want)) {
-			t.Errorf("VersionsOf: %s:%s/%s has %v, Versions %v", c.Scheme, c.Domain, c.Name, keyStrings(got[i]), keyStrings(want))
+		if len(got) != 2 || got[0] != nil {
+			t.Fatalf("PrecedingVersions(zoo/f@1.0.0, %s) = %d records, the first %v; want 2, the first nil", c.key, len(got), got[0])
 		}
-		for _, r := range got[i] {
-			if r.Definition.Version != r.Key.Version || r.Digest == "" {
-				t.Errorf("VersionsOf returned a partial record: %+v", r)
-			}
+		switch r := got[1]; {
+		case r == nil && c.want != "":
+			t.Errorf("PrecedingVersions(%s) = none, want %s", c.key, c.want)
+		case r != nil && r.Key.String() != c.want:
+			t.Errorf("PrecedingVersions(%s) = %s, want %q", c.key, r.Key, c.want)
+		case r != nil && (r.Definition.Version != r.Key.Version || r.Digest == ""):
+			t.Errorf("PrecedingVersions(%s) returned a partial record: %+v", c.key, r)
 		}
 	}
-	if len(got[1]) != 0 || len(got[4]) != 2 {
-		t.Errorf("VersionsOf: %d versions of an unknown capability and %d of zoo/b, want 0 and 2", len(got[1]), len(got[4]))
+	if none, err := s.PrecedingVersions(ctx, nil); err != nil || len(none) != 0 {
+		t.Errorf("PrecedingVersions(nil) = %v, %v; want nothing", none, err)
 	}
-	if none, err := s.VersionsOf(ctx, nil); err != nil || len(none) != 0 {
-		t.Errorf("VersionsOf(nil) = %v, %v; want nothing", none, err)
+	if _, err := s.PrecedingVersions(ctx, []registry.Key{{Scheme: "ossa", Domain: "zoo", Name: "a", Version: "one"}}); err == nil {
+		t.Error("PrecedingVersions of the version \"one\" succeeded, want an error")
 	}
 }

@@ -39,7 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"InvalidKeys", testInvalidKeys},
 		{"NotFound", testNotFound},
 		{"Versions", testVersions},
-		{"VersionsOf", testVersionsOf},
+		{"PrecedingVersions", testPrecedingVersions},
 		{"BatchLatest", testBatchLatest},
 		{"ListFilters", testListFilters},
 		{"ListPagination", testListPagination},

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/caphub/caphub/audit/chain"
+	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -108,28 +109,32 @@ func ScanAudit(ctx context.Context, list func(context.Context, chain.Filter) ([]
 	}
 }
 
-// GroupVersions returns recs, every version of the capabilities caps
-// (keys without Version) ordered by capability and then precedence, as
-// VersionsOf answers: out[i] holds caps[i]'s versions, an empty slice when
-// it has none.
-func GroupVersions(caps []registry.Key, recs []registry.Record) [][]registry.Record {
-	byCap := make(map[registry.Key][]registry.Record, len(caps))
-	for start := 0; start < len(recs); {
-		k := recs[start].Key
-		k.Version = ""
-		end := start + 1
-		for end < len(recs) && recs[end].Key.Scheme == k.Scheme && recs[end].Key.Domain == k.Domain && recs[end].Key.Name == k.Name {
-			end++
+// VersionBounds returns the version key (registry.VersionKey) of each of
+// keys, full keys: the bound of each lookup of PrecedingVersions.
+func VersionBounds(keys []registry.Key) ([]string, error) {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		v, err := capability.ParseVersion(k.Version)
+		if err != nil {
+			return nil, fmt.Errorf("the version of %s: %w", k, err)
 		}
-		byCap[k] = recs[start:end:end]
-		start = end
+		out[i] = registry.VersionKey(v)
 	}
-	out := make([][]registry.Record, len(caps))
-	for i, c := range caps {
-		c.Version = ""
-		if out[i] = byCap[c]; out[i] == nil {
-			out[i] = []registry.Record{}
+	return out, nil
+}
+
+// CollectPreceding reads the rows of a PrecedingVersions query, each a
+// record and the index of the key it answers (scan), into out.
+func CollectPreceding(rows Rows, out []*registry.Record, scan func() (registry.Record, int, error)) error {
+	for rows.Next() {
+		r, i, err := scan()
+		if err != nil {
+			return err
 		}
+		if i < 0 || i >= len(out) {
+			return fmt.Errorf("a preceding version answers key %d of %d (a bug: report it)", i, len(out))
+		}
+		out[i] = &r
 	}
-	return out
+	return rows.Err()
 }
