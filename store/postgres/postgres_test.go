@@ -426,6 +426,6 @@ func TestService(t *testing.T) {
 // BenchmarkRegister registers through a Service with the audit recorder
 // from 32 concurrent callers into the loaded schema.
 func BenchmarkRegister(b *testing.B) {
-	s, _ := loadedStore(b)
-	storetest.BenchRegister(b, s)
+	s, loaded := loadedStore(b)
+	storetest.BenchRegister(b, s, loaded)
 }

@@ -376,6 +376,6 @@ func TestService(t *testing.T) {
 // BenchmarkRegister registers through a Service with the audit recorder
 // from 32 concurrent callers into the loaded store.
 func BenchmarkRegister(b *testing.B) {
-	s, _ := loadedStore(b)
-	storetest.BenchRegister(b, s)
+	s, loaded := loadedStore(b)
+	storetest.BenchRegister(b, s, loaded)
 }

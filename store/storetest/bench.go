@@ -264,31 +264,29 @@ const benchRegisterClients = 32
 
 // BenchRegister measures registrations through a registry.Service with
 // the audit recorder over s, as caphub serve runs it, from 32 concurrent
-// callers, one definition a call: every other one a new capability, the
-// others a new version of one (each capability written by one caller at
-// a time, as in bench/registry). It reports registrations/s; ns/op is
-// the wall time of one registration divided by the concurrency.
-func BenchRegister(b *testing.B, s registry.Store) {
+// callers, one definition a call, as bench/registry writes: every other
+// one a new capability (a copy of a loaded one under a new name), the
+// others a new version (9.0.N) of a loaded one. It reports
+// registrations/s; ns/op is the wall time of one registration divided by
+// the concurrency.
+func BenchRegister(b *testing.B, s registry.Store, loaded []registry.Record) {
 	l := audit.New(s)
 	defer l.Close()
 	svc := registry.NewService(s, registry.WithRecorder(l), registry.WithLogger(slog.New(slog.DiscardHandler)))
-	tmpl := Synthetic(200, 3)
 	prefix := make([]byte, 4)
 	rand.Read(prefix)
 	run := hex.EncodeToString(prefix)
 	var seq atomic.Int64
 	b.SetParallelism((benchRegisterClients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.RunParallel(func(pb *testing.PB) {
-		// base is this caller's capability: its new versions are 9.0.N.
-		var base *capability.Definition
 		for pb.Next() {
 			n := seq.Add(1)
-			d := tmpl[int(n)%len(tmpl)]
-			d.Name = fmt.Sprintf("%s_r%s_%d", d.Name, run, n)
-			if n%2 == 1 && base != nil {
-				d = *base
+			d := loaded[int(n*7919)%len(loaded)].Definition
+			if n%2 == 0 {
+				d.Name = fmt.Sprintf("%s_r%s_%d", d.Name, run, n)
+			} else {
 				d.Version = "9.0." + strconv.FormatInt(n, 10)
-				d.Description = fmt.Sprintf("%s Revision %d.", base.Description, n)
+				d.Description = fmt.Sprintf("%s Revision %d.", d.Description, n)
 			}
 			d.URI = capability.NewURI(capability.SchemeOSSA, d.Domain, d.Name, capability.MustParseVersion(d.Version)).String()
 			if d.Bindings.MCP != nil {
@@ -299,9 +297,6 @@ func BenchRegister(b *testing.B, s registry.Store) {
 			if _, err := svc.Register(b.Context(), d); err != nil {
 				b.Error(err)
 				return
-			}
-			if base == nil {
-				base = &d
 			}
 		}
 	})
