@@ -377,5 +377,5 @@ func TestService(t *testing.T) {
 // from 32 concurrent callers into the loaded store.
 func BenchmarkRegister(b *testing.B) {
 	s, loaded := loadedStore(b)
-	storetest.BenchRegister(b, s, loaded)
+	storetest.BenchRegister(b, s, loaded, nil)
 }
