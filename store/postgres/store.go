@@ -26,41 +26,43 @@ const maxAttempts = 5
 // insertSQL inserts a batch of versions from parallel arrays, skipping keys
 // that exist (another transaction's insert of the same key waits for that
 // transaction, so exactly one of concurrent inserts wins), and returns the
-// rows it created.
+// rows it created. A row is inserted as its capability's latest when it is
+// the highest of the batch's versions of its capability ($19, top) and
+// above the stored latest (read after the capability's lock, so no other
+// writer of the capability can commit meanwhile), so that it need not be
+// updated afterwards: an update of a capability row writes a whole new
+// row version, definition and search vector, into every index.
 const insertSQL = `INSERT INTO capabilities AS c
-	(scheme, domain, name, version, version_key, stability, source, definition, digest, trust_tier, registered_at, search)
+	(scheme, domain, name, version, version_key, stability, source, definition, digest, trust_tier, registered_at, is_latest, search)
 SELECT u.scheme, u.domain, u.name, u.version, u.version_key, u.stability, u.source, u.definition::json, u.digest, u.trust_tier, u.registered_at,
+	u.top AND NOT EXISTS (SELECT FROM capabilities l
+		WHERE l.is_latest AND l.scheme = u.scheme AND l.domain = u.domain AND l.name = u.name
+		AND (l.version_key, l.version) >= (u.version_key COLLATE "C", u.version COLLATE "C")),
 	setweight(to_tsvector('english', u.t_name || ' ' || u.t_title), 'A') ||
 	setweight(to_tsvector('english', u.t_keywords || ' ' || u.t_intents), 'B') ||
 	setweight(to_tsvector('english', u.t_domains || ' ' || u.t_categories), 'C') ||
 	setweight(to_tsvector('english', u.t_description), 'D')
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[],
-	$12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
+	$12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::bool[])
 	AS u(scheme, domain, name, version, version_key, stability, source, definition, digest, trust_tier, registered_at,
-	t_name, t_title, t_description, t_keywords, t_intents, t_domains, t_categories)
+	t_name, t_title, t_description, t_keywords, t_intents, t_domains, t_categories, top)
 ON CONFLICT (scheme, domain, name, version) DO NOTHING
-RETURNING c.id, c.scheme, c.domain, c.name, c.version`
+RETURNING c.id, c.scheme, c.domain, c.name, c.version, c.is_latest`
 
-// latestSQL recomputes is_latest for the capabilities named by three
-// parallel arrays: the highest version by precedence (then by version text,
-// for versions differing only in build metadata).
-const latestSQL = `UPDATE capabilities AS c SET is_latest = (c.id = l.id)
-FROM (
-	SELECT DISTINCT ON (scheme, domain, name) id, scheme, domain, name
-	FROM capabilities
-	WHERE (scheme, domain, name) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
-	ORDER BY scheme, domain, name, version_key DESC, version DESC
-) AS l
-WHERE c.scheme = l.scheme AND c.domain = l.domain AND c.name = l.name AND c.is_latest <> (c.id = l.id)`
+// demoteSQL clears the latest flag of the capabilities named by three
+// parallel arrays but on their new latest rows ($4): the rows that were
+// their latest before the batch inserted a higher version.
+const demoteSQL = `UPDATE capabilities SET is_latest = false
+WHERE is_latest AND (scheme, domain, name) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])) AND id <> ALL($4::bigint[])`
 
-// searchLatestDeleteSQL and searchLatestInsertSQL keep search_latest equal
-// to the latest rows of the capabilities named by three parallel arrays.
+// searchLatestDeleteSQL and searchLatestInsertSQL replace the rows of
+// search_latest of the capabilities named by three parallel arrays by
+// their new latest rows ($1 of searchLatestInsertSQL).
 const searchLatestDeleteSQL = `DELETE FROM search_latest
 WHERE (scheme, domain, name) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
 
 const searchLatestInsertSQL = `INSERT INTO search_latest (id, scheme, domain, name, version_key, version, search)
-SELECT id, scheme, domain, name, version_key, version, search FROM capabilities
-WHERE is_latest AND (scheme, domain, name) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
+SELECT id, scheme, domain, name, version_key, version, search FROM capabilities WHERE id = ANY($1::bigint[])`
 
 // notification is the payload of a NOTIFY.
 type notification struct {
@@ -277,10 +279,12 @@ type insertColumns struct {
 	scheme, domain, name, version, versionKey, stability, source, definition, digest, trustTier []string
 	registeredAt                                                                                []time.Time
 	tName, tTitle, tDescription, tKeywords, tIntents, tDomains, tCategories                     []string
+	top                                                                                         []bool
 }
 
-// add appends one prepared record.
-func (c *insertColumns) add(p write.Prepared) {
+// add appends one prepared record; top says whether it is the highest
+// version of its capability in the batch.
+func (c *insertColumns) add(p write.Prepared, top bool) {
 	k := p.Rec.Key
 	c.scheme = append(c.scheme, k.Scheme)
 	c.domain = append(c.domain, k.Domain)
@@ -300,39 +304,68 @@ func (c *insertColumns) add(p write.Prepared) {
 	c.tIntents = append(c.tIntents, p.FTS.Intents)
 	c.tDomains = append(c.tDomains, p.FTS.Domains)
 	c.tCategories = append(c.tCategories, p.FTS.Categories)
+	c.top = append(c.top, top)
 }
 
 // args returns the columns in the order of insertSQL's parameters.
 func (c *insertColumns) args() []any {
 	return []any{c.scheme, c.domain, c.name, c.version, c.versionKey, c.stability, c.source, c.definition, c.digest, c.trustTier,
-		c.registeredAt, c.tName, c.tTitle, c.tDescription, c.tKeywords, c.tIntents, c.tDomains, c.tCategories}
+		c.registeredAt, c.tName, c.tTitle, c.tDescription, c.tKeywords, c.tIntents, c.tDomains, c.tCategories, c.top}
+}
+
+// createdRow is a version a Put created: its id, and whether it was
+// inserted as its capability's latest.
+type createdRow struct {
+	id     int64
+	latest bool
 }
 
 // insertVersions inserts the batch's keys that do not exist yet and
-// returns the ids of those it created.
-func insertVersions(ctx context.Context, tx querier, b *putBatch) (map[registry.Key]int64, error) {
+// returns those it created.
+func insertVersions(ctx context.Context, tx querier, b *putBatch) (map[registry.Key]createdRow, error) {
+	// top: the index of each capability's highest version in the batch,
+	// as the stores order versions (version key, then version text).
+	top := map[registry.Key]int{}
+	for _, i := range b.unique {
+		k := b.recs[i].Key
+		c := registry.Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name}
+		if t, ok := top[c]; !ok || above(b.preps[i], b.preps[t]) {
+			top[c] = i
+		}
+	}
 	var cols insertColumns
 	for _, i := range b.unique {
-		cols.add(b.preps[i])
+		k := b.recs[i].Key
+		cols.add(b.preps[i], top[registry.Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name}] == i)
 	}
 	rows, err := tx.Query(ctx, insertSQL, cols.args()...)
 	if err != nil {
 		return nil, fmt.Errorf("insert: %w", err)
 	}
 	defer rows.Close()
-	created := map[registry.Key]int64{}
+	created := map[registry.Key]createdRow{}
 	for rows.Next() {
-		var id int64
+		var c createdRow
 		var k registry.Key
-		if err := rows.Scan(&id, &k.Scheme, &k.Domain, &k.Name, &k.Version); err != nil {
+		if err := rows.Scan(&c.id, &k.Scheme, &k.Domain, &k.Name, &k.Version, &c.latest); err != nil {
 			return nil, fmt.Errorf("insert: %w", err)
 		}
-		created[k] = id
+		created[k] = c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("insert: %w", err)
 	}
 	return created, nil
+}
+
+// above reports whether p is a higher version than q of the same
+// capability: by version key, then by version text (versions differing
+// only in build metadata), byte-wise as the COLLATE "C" columns compare.
+func above(p, q write.Prepared) bool {
+	if p.VersionKey != q.VersionKey {
+		return p.VersionKey > q.VersionKey
+	}
+	return p.Rec.Key.Version > q.Rec.Key.Version
 }
 
 // keyColumns are parallel arrays of keys, for unnest.
@@ -347,7 +380,7 @@ func (c *keyColumns) add(k registry.Key) {
 
 // storedDigests returns the digest of every key of the batch: the new
 // one of a created key, the stored one of a key that existed.
-func storedDigests(ctx context.Context, tx querier, b *putBatch, created map[registry.Key]int64) (map[registry.Key]string, error) {
+func storedDigests(ctx context.Context, tx querier, b *putBatch, created map[registry.Key]createdRow) (map[registry.Key]string, error) {
 	stored := map[registry.Key]string{}
 	var missing keyColumns
 	for _, i := range b.unique {
@@ -385,7 +418,7 @@ func storedDigests(ctx context.Context, tx querier, b *putBatch, created map[reg
 // settle sets results from what was created, or refuses the batch: a key
 // that existed with other content is a conflict that rolls back the whole
 // batch; with identical content it is a no-op.
-func (b *putBatch) settle(results []registry.PutResult, created map[registry.Key]int64, stored map[registry.Key]string) error {
+func (b *putBatch) settle(results []registry.PutResult, created map[registry.Key]createdRow, stored map[registry.Key]string) error {
 	for i, r := range b.recs {
 		existing, ok := stored[r.Key]
 		if !ok {
@@ -413,30 +446,40 @@ var sideTables = []struct {
 }
 
 // indexBatch queues what indexes the created versions: their side
-// tables, the latest versions of their capabilities and the notifications
-// to watchers.
-func (s *Store) indexBatch(b *putBatch, created map[registry.Key]int64, results []registry.PutResult) *pgx.Batch {
+// tables, the latest flag and search_latest of the capabilities whose
+// latest version they are, and the notifications to watchers.
+func (s *Store) indexBatch(b *putBatch, created map[registry.Key]createdRow, results []registry.PutResult) *pgx.Batch {
 	batch := &pgx.Batch{}
 	for _, side := range sideTables {
 		var ids []int64
 		var vals []string
 		for _, i := range b.unique {
-			id, ok := created[b.recs[i].Key]
+			c, ok := created[b.recs[i].Key]
 			if !ok {
 				continue
 			}
 			for _, v := range side.values(b.preps[i]) {
-				ids, vals = append(ids, id), append(vals, v)
+				ids, vals = append(ids, c.id), append(vals, v)
 			}
 		}
 		if len(ids) > 0 {
 			batch.Queue(`INSERT INTO `+side.table+` SELECT * FROM unnest($1::bigint[], $2::text[]) ON CONFLICT DO NOTHING`, ids, vals)
 		}
 	}
-	caps := b.createdCapabilities(created)
-	batch.Queue(latestSQL, caps.scheme, caps.domain, caps.name)
-	batch.Queue(searchLatestDeleteSQL, caps.scheme, caps.domain, caps.name)
-	batch.Queue(searchLatestInsertSQL, caps.scheme, caps.domain, caps.name)
+	var caps keyColumns
+	var latest []int64
+	for _, i := range b.unique {
+		k := b.recs[i].Key
+		if c := created[k]; c.latest {
+			caps.add(registry.Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name})
+			latest = append(latest, c.id)
+		}
+	}
+	if len(latest) > 0 {
+		batch.Queue(demoteSQL, caps.scheme, caps.domain, caps.name, latest)
+		batch.Queue(searchLatestDeleteSQL, caps.scheme, caps.domain, caps.name)
+		batch.Queue(searchLatestInsertSQL, latest)
+	}
 	var notes []string
 	for i, r := range b.recs {
 		if results[i].Created {
@@ -445,24 +488,6 @@ func (s *Store) indexBatch(b *putBatch, created map[registry.Key]int64, results 
 	}
 	batch.Queue(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.channel, notes)
 	return batch
-}
-
-// createdCapabilities returns each capability with a created version
-// once (Key without Version).
-func (b *putBatch) createdCapabilities(created map[registry.Key]int64) keyColumns {
-	var caps keyColumns
-	seen := map[registry.Key]bool{}
-	for _, i := range b.unique {
-		k := b.recs[i].Key
-		if _, ok := created[k]; !ok {
-			continue
-		}
-		if c := (registry.Key{Scheme: k.Scheme, Domain: k.Domain, Name: k.Name}); !seen[c] {
-			seen[c] = true
-			caps.add(c)
-		}
-	}
-	return caps
 }
 
 func compareKeys(a, b registry.Key) int {
@@ -631,3 +656,4 @@ func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord,
 	}
 	return r, nil
 }
+
