@@ -656,4 +656,3 @@ func (s *Store) GetRaw(ctx context.Context, k registry.Key) (registry.RawRecord,
 	}
 	return r, nil
 }
-
