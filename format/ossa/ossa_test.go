@@ -3,6 +3,7 @@ package ossa
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -445,5 +446,56 @@ func TestMissingRefIsAnError(t *testing.T) {
 	errs := errorsOf(f.Validate())
 	if len(errs) != 1 || errs[0].Path != "capability.output" || !strings.Contains(errs[0].Message, "#/definitions/Nope") {
 		t.Errorf("got %v", errs)
+	}
+}
+
+// A JSON definition is read as JSON: the escape \/ (which PHP's
+// json_encode and others write in every URL) is a slash, where the YAML
+// parser refused the whole file ("found unknown escape character"), and an
+// issue (a key given twice) has its line and column.
+func TestJSONEscapedSlash(t *testing.T) {
+	src := "{\"capability\": {\"uri\": \"ossa:a\\/b@1.0\", \"name\": \"b\", \"version\": \"1.0.0\",\n  \"description\": \"see https:\\/\\/example.com\\/docs\",\n  \"bindings\": {\"http\": {\"url\": \"https:\\/\\/api.example.com\\/b\"}}}}"
+	f, err := Read("x.json", []byte(src))
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	defs := f.Definitions()
+	if len(defs) != 1 || defs[0].URI != "ossa:a/b@1.0" || defs[0].Description != "see https://example.com/docs" || len(f.Issues) != 0 {
+		t.Fatalf("definitions %+v, issues %v; want ossa:a/b@1.0 with its slashes", defs, f.Issues)
+	}
+	twice := strings.Replace(src, "}}}}", "}},\n  \"name\": \"c\"}}", 1)
+	if f, err = Read("x.json", []byte(twice)); err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if len(f.Issues) != 1 || f.Issues[0].Line != 4 || f.Issues[0].Column != 3 {
+		t.Errorf("issues %v, want the second name at 4:3", f.Issues)
+	}
+}
+
+// BenchmarkReadJSON reads a JSON definition of a real API's size (an
+// input of 40 described properties, an output of 20; ~8 KB), as POST
+// /registry/capabilities does.
+func BenchmarkReadJSON(b *testing.B) {
+	props := func(n int, what string) string {
+		var p []string
+		for i := range n {
+			p = append(p, fmt.Sprintf(`"%s_%d": {"type": "string", "description": "The %s number %d, as the API's documentation describes it in a sentence or two.", "maxLength": 256}`, what, i, what, i))
+		}
+		return strings.Join(p, ",\n      ")
+	}
+	data := []byte(fmt.Sprintf(`{"capability": {
+  "uri": "ossa:bench/read@1.0", "name": "read", "domain": "bench", "version": "1.0.0",
+  "description": "Reads a thing, with every option the API has.",
+  "input": {"type": "object", "properties": {
+      %s}, "required": ["field_0"]},
+  "output": {"type": "object", "properties": {
+      %s}},
+  "bindings": {"http": {"method": "GET", "url": "https://api.example.com/things/{field_0}"}}}}`, props(40, "field"), props(20, "result")))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Read("body", data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

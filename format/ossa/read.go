@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/format/internal/jsonnode"
 	"github.com/caphub/caphub/format/internal/srcfile"
 	"github.com/caphub/caphub/internal/jsoncheck"
 	"gopkg.in/yaml.v3"
@@ -90,7 +91,13 @@ func decodeDocuments(name string, data []byte) ([]*yaml.Node, error) {
 		return nil, &Error{File: name, Line: 1, Column: 1, Message: "file is empty: expected a `capability:` document, a `capabilities:` list or a registry index"}
 	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {
-		// JSON: tabs are legal JSON whitespace but not YAML indentation. Inside
+		// JSON: read as the YAML parser would, ten times faster (and with
+		// the escape \/, which it refuses); what is not plain JSON is left
+		// to it.
+		if doc, ok := jsonnode.Parse(data); ok {
+			return []*yaml.Node{doc}, nil
+		}
+		// Tabs are legal JSON whitespace but not YAML indentation. Inside
 		// JSON strings a raw tab is invalid anyway, so replacing them keeps
 		// every line and column and changes no value.
 		data = bytes.ReplaceAll(data, []byte{'\t'}, []byte{' '})
