@@ -472,6 +472,24 @@ func TestJSONEscapedSlash(t *testing.T) {
 	}
 }
 
+// A character beyond the BMP escaped as a surrogate pair (Python's
+// json.dumps writes every emoji so) is that character, where the YAML
+// parser refused the whole file ("found invalid Unicode character escape
+// code"); a lone half of a pair is still refused.
+func TestJSONSurrogatePair(t *testing.T) {
+	src := `{"capability": {"uri": "ossa:a/b@1.0", "name": "b", "version": "1.0.0", "description": "launch \ud83d\ude80", "bindings": {"http": {"url": "https://api.example.com/b"}}}}`
+	f, err := Read("x.json", []byte(src))
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if defs := f.Definitions(); len(defs) != 1 || defs[0].Description != "launch \U0001F680" {
+		t.Fatalf("definitions %+v, want the description with its rocket", defs)
+	}
+	if _, err := Read("x.json", []byte(strings.Replace(src, `\ude80`, "", 1))); err == nil {
+		t.Error("a lone high surrogate escape was read, want it refused")
+	}
+}
+
 // BenchmarkReadJSON reads a JSON definition of a real API's size (an
 // input of 40 described properties, an output of 20; ~8 KB), as POST
 // /registry/capabilities does.

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -199,8 +200,7 @@ func (p *parser) str() (string, error) {
 	return "", errDecline
 }
 
-// unescape decodes the escapes of a string's raw text (readsAlike has
-// refused surrogate escapes).
+// unescape decodes the escapes of a string's raw text.
 func unescape(raw []byte) (string, error) {
 	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); i++ {
@@ -227,20 +227,39 @@ func unescape(raw []byte) (string, error) {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			if i+4 >= len(raw) {
+			r, ok := hex4(raw, i+1)
+			if !ok {
 				return "", errDecline
 			}
-			r, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 32)
-			if err != nil {
-				return "", errDecline
-			}
-			out = utf8.AppendRune(out, rune(r))
 			i += 4
+			if utf16.IsSurrogate(r) {
+				// A character beyond the BMP is escaped as a pair (as
+				// Python's json.dumps writes every one); a lone half is
+				// left to the YAML parser, which refuses it.
+				lo, ok := rune(0), i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u'
+				if ok {
+					lo, ok = hex4(raw, i+3)
+				}
+				if r = utf16.DecodeRune(r, lo); !ok || r == utf8.RuneError {
+					return "", errDecline
+				}
+				i += 6
+			}
+			out = utf8.AppendRune(out, r)
 		default:
 			return "", errDecline
 		}
 	}
 	return string(out), nil
+}
+
+// hex4 reads the four hex digits of a \u escape at raw[at:].
+func hex4(raw []byte, at int) (rune, bool) {
+	if at+4 > len(raw) {
+		return 0, false
+	}
+	r, err := strconv.ParseUint(string(raw[at:at+4]), 16, 32)
+	return rune(r), err == nil
 }
 
 // number reads a number as JSON writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
@@ -285,11 +304,11 @@ func (p *parser) number() (string, error) {
 
 // readsAlike reports whether data holds none of what the YAML parser reads
 // otherwise than JSON: invalid UTF-8 (YAML refuses it and caphub names its
-// position), a surrogate escape (YAML refuses even a pair), and line breaks
-// YAML counts that JSON does not (a CR alone, NEL, LS, PS), which would
-// move every later position.
+// position) and line breaks YAML counts that JSON does not (a CR alone,
+// NEL, LS, PS), which would move every later position. (YAML also refuses
+// every surrogate escape, even a pair; Parse reads a pair as JSON does.)
 func readsAlike(data []byte) bool {
-	if !utf8.Valid(data) || hasSurrogateEscape(data) {
+	if !utf8.Valid(data) {
 		return false
 	}
 	for i := bytes.IndexByte(data, '\r'); i >= 0; {
@@ -303,23 +322,4 @@ func readsAlike(data []byte) bool {
 		i += 1 + j
 	}
 	return !bytes.Contains(data, []byte("\u0085")) && !bytes.Contains(data, []byte("\u2028")) && !bytes.Contains(data, []byte("\u2029"))
-}
-
-// hasSurrogateEscape reports whether data holds a \uD800–\uDFFF escape
-// (of a pair or alone).
-func hasSurrogateEscape(data []byte) bool {
-	for i := bytes.Index(data, []byte(`\u`)); i >= 0; {
-		if i+3 < len(data) && (data[i+2] == 'd' || data[i+2] == 'D') {
-			switch data[i+3] {
-			case '8', '9', 'a', 'b', 'c', 'd', 'e', 'f', 'A', 'B', 'C', 'D', 'E', 'F':
-				return true
-			}
-		}
-		j := bytes.Index(data[i+2:], []byte(`\u`))
-		if j < 0 {
-			return false
-		}
-		i += 2 + j
-	}
-	return false
 }

@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -73,6 +76,16 @@ func yamlSpelling(data []byte) []byte {
 		case data[i] == '\\' && i+1 < len(data) && data[i+1] == '/':
 			out = append(out, '/')
 			i++
+		case data[i] == '\\' && i+12 <= len(data) && data[i+1] == 'u' && data[i+6] == '\\' && data[i+7] == 'u':
+			hi, err1 := strconv.ParseUint(string(data[i+2:i+6]), 16, 32)
+			lo, err2 := strconv.ParseUint(string(data[i+8:i+12]), 16, 32)
+			if r := utf16.DecodeRune(rune(hi), rune(lo)); err1 == nil && err2 == nil && r != utf8.RuneError {
+				out = utf8.AppendRune(out, r)
+				i += 11
+				continue
+			}
+			out = append(out, data[i], data[i+1])
+			i++
 		case data[i] == '\\' && i+1 < len(data):
 			out = append(out, data[i], data[i+1])
 			i++
@@ -94,6 +107,7 @@ func TestSameTreeAsYAML(t *testing.T) {
 		`{"long line": "` + strings.Repeat("é", 5000) + `", "after": 1}`,
 		`{"yes": "yes", "no": "no", "on": "off", "~": "~", "0x10": "0o7", "1_000": ".inf"}`,
 		"{\"url\": \"https:\\/\\/example.com\\/a\", \"del\": \"\x7f\"}", // YAML refuses both; JSON allows them
+		`{"emoji": "launch \ud83d\ude80 \uD83D\uDE00!"}`,                // a surrogate pair (YAML refuses it)
 	}
 	for _, c := range cases {
 		if _, ok := Parse([]byte(c)); !ok {
@@ -106,7 +120,7 @@ func TestSameTreeAsYAML(t *testing.T) {
 // Declined: what is not exactly one JSON value, and escapes the two
 // parsers read differently.
 func TestDeclines(t *testing.T) {
-	for _, c := range []string{``, `{`, `{"a":1} {"b":2}`, `{"a":1,}`, `{a: 1}`, "# comment\n{}", `{"s": "\ud83d\ude00"}`, `{"s": "\udc00"}`, `[1, 2] x`,
+	for _, c := range []string{``, `{`, `{"a":1} {"b":2}`, `{"a":1,}`, `{a: 1}`, "# comment\n{}", `{"s": "\udc00"}`, `{"s": "\ud83d"}`, `{"s": "\ud83dx"}`, `{"s": "\ud83d\u0041"}`, `{"s": "\ude00\ud83d"}`, `[1, 2] x`,
 		"\r0", "{\"a\":\r1}", "{\"s\": \"\u0085\"}", "[\"\u2028\", 1]", "{\"s\": \"b\xff\"}",
 		strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2)} {
 		if _, ok := Parse([]byte(c)); ok {
