@@ -42,21 +42,7 @@ func TestAuditListUsesIndex(t *testing.T) {
 	storetest.CheckSyntheticAudit(t, s, n)
 	for _, c := range storetest.AuditFilterCases(n) {
 		query, args := read.AuditListQuery(dialect, auditColumns, c.Filter)
-		rows, err := s.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		got := strings.Join(plan, "; ")
+		got := queryPlan(t, s, query, args)
 		t.Logf("%s: %s", c.Name, got)
 		if c.InSeqOrder {
 			if got != "SCAN audit_events" {

@@ -69,21 +69,7 @@ func TestDocsListUsesIndex(t *testing.T) {
 		{"", "(kind=?)"},
 	} {
 		query, args := read.DocListQuery(dialect, docColumns, "k", tt.prefix)
-		rows, err := s.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		got := strings.Join(plan, "; ")
+		got := queryPlan(t, s, query, args)
 		t.Logf("ListDocs(k, %+q): %s", tt.prefix, got)
 		if !strings.Contains(got, "SEARCH docs USING INDEX") || !strings.Contains(got, tt.want) ||
 			strings.Contains(got, "TEMP B-TREE") || strings.Contains(got, "SCAN") {
@@ -128,4 +114,28 @@ func TestDocsClosedMessage(t *testing.T) {
 	if err == nil || errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("GetDoc after Close: %v; want an error saying the store is closed", err)
 	}
+}
+
+// queryPlan is SQLite's plan of query with args on s's readers: the
+// details of EXPLAIN QUERY PLAN's steps, joined by "; ".
+func queryPlan(t *testing.T, s *Store, query string, args []any) string {
+	t.Helper()
+	rows, err := s.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "; ")
 }
