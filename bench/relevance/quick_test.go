@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
@@ -159,19 +158,8 @@ func BenchmarkQuick(b *testing.B) {
 		b.Skip("set -relevance.quick=FILE (written by -relevance.dump)")
 	}
 	ix := quickIndex(b, *quickFile)
-	var qs []query
-	for _, set := range loadSets(b) {
-		qs = append(qs, set.queries...)
-	}
-	b.ReportAllocs()
-	i := 0
-	var took []time.Duration
-	for b.Loop() {
-		q := qs[i%len(qs)]
-		i++
-		start := time.Now()
-		ix.Search(searchpkg.Query{Text: q.Q, Limit: topK, CurrentOnly: true})
-		took = append(took, time.Since(start))
-	}
-	reportP95(b, took)
+	timeSearches(b, allQueries(b), func(text string) error {
+		ix.Search(searchpkg.Query{Text: text, Limit: topK, CurrentOnly: true})
+		return nil
+	})
 }
