@@ -330,10 +330,7 @@ func TestListDecodesThroughCache(t *testing.T) {
 // loopback HTTP connection behind the request guard, as caphub serve
 // answers it (client and server in this process).
 func BenchmarkGetVersionHTTP(b *testing.B) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "caphub.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := tempStore(b)
 	svc := registry.NewService(st, registry.WithCache())
 	defer svc.Close()
 	if _, err := svc.Register(context.Background(), fastDef("1.0.0")); err != nil {
@@ -412,10 +409,7 @@ func TestCachedGetOfMCPCapability(t *testing.T) {
 // (net/http chunks an answer of more than 2 KB whose length it is not
 // told).
 func TestGetVersionHasContentLength(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "caphub.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	svc := registry.NewService(st, registry.WithCache())
 	defer svc.Close()
 	def := fastDef("1.0.0")
@@ -462,10 +456,7 @@ func (slowStore) GetRaw(ctx context.Context, _ registry.Key) (registry.RawRecord
 // mux's budget) stays within the time budget: past it, the store's read
 // is cancelled and the client gets the budget problem.
 func TestGetVersionWithinBudget(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "caphub.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	svc := registry.NewService(slowStore{st}, registry.WithCache())
 	defer svc.Close()
 	srv := New(svc, slog.New(slog.DiscardHandler), WithRequestTimeout(100*time.Millisecond))
@@ -529,4 +520,14 @@ func BenchmarkGetVersionChain(b *testing.B) {
 			chain.ServeHTTP(w, req)
 		}
 	})
+}
+
+// tempStore is a SQLite store in a temporary directory of tb's.
+func tempStore(tb testing.TB) *sqlite.Store {
+	tb.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "caphub.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }
