@@ -35,14 +35,7 @@ func benchService(b *testing.B) (*registry.Service, []capability.Definition) {
 // under a new name, so every call creates a version.
 func fresh(tmpl []capability.Definition, i int64) capability.Definition {
 	d := tmpl[int(i)%len(tmpl)]
-	d.Name = fmt.Sprintf("%s_b%d", d.Name, i)
-	d.URI = capability.NewURI(capability.SchemeOSSA, d.Domain, d.Name, capability.MustParseVersion(d.Version)).String()
-	if d.Bindings.MCP != nil {
-		m := *d.Bindings.MCP
-		m.Tool = d.Name
-		d.Bindings.MCP = &m
-	}
-	return d
+	return storetest.Renamed(d, fmt.Sprintf("%s_b%d", d.Name, i), d.Version)
 }
 
 // BenchmarkRegister registers one new capability a call, one caller.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caphub/caphub/bench/internal/load"
 	"github.com/caphub/caphub/capability"
+	"github.com/caphub/caphub/store/storetest"
 )
 
 // writer makes the definitions of the write measurements: every other one
@@ -41,19 +42,12 @@ type write struct {
 func (w *writer) next() write {
 	seq := w.seq.Add(1)
 	tmpl := w.latest[int(seq*7919)%len(w.latest)]
-	d := tmpl
+	var d capability.Definition
 	if seq%2 == 0 {
-		d.Name = fmt.Sprintf("%s_w%s_%d", tmpl.Name, w.run, seq)
-		d.Version = "1.0.0"
+		d = storetest.Renamed(tmpl, fmt.Sprintf("%s_w%s_%d", tmpl.Name, w.run, seq), "1.0.0")
 	} else {
-		d.Version = "9.0." + strconv.FormatInt(seq, 10)
+		d = storetest.Renamed(tmpl, tmpl.Name, "9.0."+strconv.FormatInt(seq, 10))
 		d.Description = fmt.Sprintf("%s Revision %d.", tmpl.Description, seq)
-	}
-	d.URI = capability.NewURI(capability.SchemeOSSA, d.Domain, d.Name, capability.MustParseVersion(d.Version)).String()
-	if d.Bindings.MCP != nil {
-		m := *d.Bindings.MCP
-		m.Tool = d.Name
-		d.Bindings.MCP = &m
 	}
 	return write{def: d, newName: seq%2 == 0}
 }

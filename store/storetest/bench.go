@@ -16,7 +16,6 @@ import (
 
 	"github.com/caphub/caphub/audit"
 	"github.com/caphub/caphub/audit/chain"
-	"github.com/caphub/caphub/capability"
 	"github.com/caphub/caphub/registry"
 )
 
@@ -291,16 +290,10 @@ func BenchRegister(b *testing.B, s registry.Store, loaded []registry.Record, ser
 			n := seq.Add(1)
 			d := loaded[int(n*7919)%len(loaded)].Definition
 			if n%2 == 0 {
-				d.Name = fmt.Sprintf("%s_r%s_%d", d.Name, run, n)
+				d = Renamed(d, fmt.Sprintf("%s_r%s_%d", d.Name, run, n), d.Version)
 			} else {
-				d.Version = "9.0." + strconv.FormatInt(n, 10)
+				d = Renamed(d, d.Name, "9.0."+strconv.FormatInt(n, 10))
 				d.Description = fmt.Sprintf("%s Revision %d.", d.Description, n)
-			}
-			d.URI = capability.NewURI(capability.SchemeOSSA, d.Domain, d.Name, capability.MustParseVersion(d.Version)).String()
-			if d.Bindings.MCP != nil {
-				m := *d.Bindings.MCP
-				m.Tool = d.Name
-				d.Bindings.MCP = &m
 			}
 			if _, err := svc.Register(b.Context(), d); err != nil {
 				b.Error(err)

@@ -166,3 +166,17 @@ var (
 	searchWords   = []string{"scan", "invoice", "message", "secure", "repository", "export", "ticket", "streaming", "quota", "webhook", "vulnerability", "calendar", "report", "tenant", "archive"}
 	searchPhrases = []string{"open a new ticket for a customer", "who am I", "send a message to the team", "list the invoices of last month", "scan my repository for vulnerabilities"}
 )
+
+// Renamed is d under another name and version: its URI, and the tool of its
+// mcp binding (which caphub requires to be the capability's name), follow
+// them. Benchmarks register new capabilities and versions of Synthetic's so.
+func Renamed(d capability.Definition, name, version string) capability.Definition {
+	d.Name, d.Version = name, version
+	d.URI = capability.NewURI(capability.SchemeOSSA, d.Domain, d.Name, capability.MustParseVersion(d.Version)).String()
+	if d.Bindings.MCP != nil {
+		m := *d.Bindings.MCP
+		m.Tool = d.Name
+		d.Bindings.MCP = &m
+	}
+	return d
+}
