@@ -24,22 +24,15 @@ func fixture() *Index {
 func fixtureDocs() []Doc {
 	var docs []Doc
 	for _, d := range []capability.Definition{
-		{Name: "issues_create", Domain: "github", Title: "Create an issue", Description: "Any user with pull access to a repository can create an issue.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}},
-		{Name: "issues_create_milestone", Domain: "github", Title: "Create a milestone", Description: "Creates a milestone in a repository.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/milestones"}}},
-		{Name: "issues_list_for_repo", Domain: "github", Title: "List repository issues", Description: "List issues in a repository. Only open issues will be listed.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}},
-		{Name: "users_get_authenticated", Domain: "github", Title: "Get the authenticated user", Description: "Gets information about the signed-in user.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/user"}}},
-		{Name: "pulls_list", Domain: "github", Title: "List pull requests", Description: "Lists pull requests in a specified repository.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/pulls"}}},
-		{Name: "pulls_list_requested_reviewers", Domain: "github", Title: "Get all requested reviewers for a pull request", Description: "Gets the users or teams whose review is requested for a pull request.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers"}}},
+		httpOp("github", "issues_create", "Create an issue", "Any user with pull access to a repository can create an issue.", "POST", "https://api.github.com/repos/{owner}/{repo}/issues"),
+		httpOp("github", "issues_create_milestone", "Create a milestone", "Creates a milestone in a repository.", "POST", "https://api.github.com/repos/{owner}/{repo}/milestones"),
+		httpOp("github", "issues_list_for_repo", "List repository issues", "List issues in a repository. Only open issues will be listed.", "GET", "https://api.github.com/repos/{owner}/{repo}/issues"),
+		httpOp("github", "users_get_authenticated", "Get the authenticated user", "Gets information about the signed-in user.", "GET", "https://api.github.com/user"),
+		httpOp("github", "pulls_list", "List pull requests", "Lists pull requests in a specified repository.", "GET", "https://api.github.com/repos/{owner}/{repo}/pulls"),
+		httpOp("github", "pulls_list_requested_reviewers", "Get all requested reviewers for a pull request", "Gets the users or teams whose review is requested for a pull request.", "GET", "https://api.github.com/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers"),
 		{Name: "chat_post_message", Domain: "slack", Title: "Sends a message to a channel.", Keywords: []string{"chat"},
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://slack.com/api/chat.postMessage"}}},
-		{Name: "skip_users_playback_to_next_track", Domain: "spotify", Title: "Skip To Next", Description: "Skips to next track in the user's queue.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.spotify.com/v1/me/player/next"}}},
+		httpOp("spotify", "skip_users_playback_to_next_track", "Skip To Next", "Skips to next track in the user's queue.", "POST", "https://api.spotify.com/v1/me/player/next"),
 	} {
 		docs = append(docs, DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
 	}
@@ -340,12 +333,9 @@ func TestTheRequestsVerbSaysItsAction(t *testing.T) {
 // comments.
 func TestTheThingNamedIsWhatTheOperationActsOn(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "issues_list_comments", Domain: "github", Title: "List issue comments", Description: "You can use the REST API to list comments on issues and pull requests.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/comments"}}},
-		{Name: "issues_get", Domain: "github", Title: "Get an issue and its comments", Description: "Returns an issue with its comments (comments of pull requests too).",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}"}}},
-		{Name: "issues_update", Domain: "github", Title: "Update an issue", Description: "Issue owners and users with push access can edit an issue.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PATCH", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}"}}},
+		httpOp("github", "issues_list_comments", "List issue comments", "You can use the REST API to list comments on issues and pull requests.", "GET", "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/comments"),
+		httpOp("github", "issues_get", "Get an issue and its comments", "Returns an issue with its comments (comments of pull requests too).", "GET", "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}"),
+		httpOp("github", "issues_update", "Update an issue", "Issue owners and users with push access can edit an issue.", "PATCH", "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}"),
 	})
 	ix.mu.RLock()
 	p := ix.analyse("the comments of an issue")
@@ -443,10 +433,8 @@ func TestExplainSaysWhereTheActionWasLearned(t *testing.T) {
 
 func TestAReadOfAsManyThingsAsAskedForRanksFirst(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "repos_get_commit", Domain: "github", Title: "Get a commit", Description: "Returns the contents of a single commit reference.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{ref}"}}},
-		{Name: "repos_list_commits", Domain: "github", Title: "List commits", Description: "The response will include a verification object that describes the result of verifying the commit's signature.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits"}}},
+		httpOp("github", "repos_get_commit", "Get a commit", "Returns the contents of a single commit reference.", "GET", "https://api.github.com/repos/{owner}/{repo}/commits/{ref}"),
+		httpOp("github", "repos_list_commits", "List commits", "The response will include a verification object that describes the result of verifying the commit's signature.", "GET", "https://api.github.com/repos/{owner}/{repo}/commits"),
 	})
 	for q, want := range map[string]string{
 		"the commits of a repository": "github/repos_list_commits", // a plural asks for a list
@@ -558,10 +546,8 @@ func TestExplainSaysAPluralWithoutAVerbAsksToRead(t *testing.T) {
 // assignees to "assigne", apart from "assign").
 func TestAssignFindsAssignees(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "issues_add_assignees", Domain: "github", Title: "Add assignees to an issue", Description: "Adds up to 10 assignees to an issue.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/assignees"}}},
-		{Name: "issues_add_labels", Domain: "github", Title: "Add labels to an issue", Description: "Adds labels to an issue. An empty array of labels leaves the issue as it was.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/labels"}}},
+		httpOp("github", "issues_add_assignees", "Add assignees to an issue", "Adds up to 10 assignees to an issue.", "POST", "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/assignees"),
+		httpOp("github", "issues_add_labels", "Add labels to an issue", "Adds labels to an issue. An empty array of labels leaves the issue as it was.", "POST", "https://api.github.com/repos/{owner}/{repo}/issues/{issue_number}/labels"),
 	})
 	wantFirst(t, ix, "assign an issue to a developer", "github/issues_add_assignees")
 }
@@ -570,10 +556,8 @@ func TestAssignFindsAssignees(t *testing.T) {
 // creates it does what was asked, as one that updates it does.
 func TestSettingAThingMayCreateIt(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "create_goal", Domain: "asana", Title: "Create a goal", Description: "Creates a goal.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/goals"}}},
-		{Name: "replace_goal", Domain: "asana", Title: "Replace a goal", Description: "Replaces a goal in a workspace.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://app.asana.com/api/1.0/goals/{gid}"}}},
+		httpOp("asana", "create_goal", "Create a goal", "Creates a goal.", "POST", "https://app.asana.com/api/1.0/goals"),
+		httpOp("asana", "replace_goal", "Replace a goal", "Replaces a goal in a workspace.", "PUT", "https://app.asana.com/api/1.0/goals/{gid}"),
 	})
 	wantFirst(t, ix, "set a goal", "asana/create_goal")
 }
@@ -593,10 +577,8 @@ func TestAnIrregularPluralAsksToRead(t *testing.T) {
 // word is read as one: "to-do" is a todo (a task), not two stop words.
 func TestAHyphenatedWordOfAQueryIsOneWord(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "create_task", Domain: "asana", Title: "Create a task", Description: "Creating a new task is as easy as POSTing to the /tasks endpoint.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/tasks"}}},
-		{Name: "create_project", Domain: "asana", Title: "Create a project", Description: "Create a new project in a workspace or team.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/projects"}}},
+		httpOp("asana", "create_task", "Create a task", "Creating a new task is as easy as POSTing to the /tasks endpoint.", "POST", "https://app.asana.com/api/1.0/tasks"),
+		httpOp("asana", "create_project", "Create a project", "Create a new project in a workspace or team.", "POST", "https://app.asana.com/api/1.0/projects"),
 		{Name: "get-current-user", Domain: "asana", Title: "Get the current user",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://app.asana.com/api/1.0/users/me"}}},
 	})
@@ -630,12 +612,9 @@ func TestARareWordAlsoLooksForRelatedWords(t *testing.T) {
 		ix.Put(Doc{ID: fmt.Sprintf("box/get_folder_%d", i), Text: [numFields]string{FieldName: fmt.Sprintf("get folder %d", i), FieldTitle: "Get a folder", FieldDescription: "Returns a folder and the files in it."}})
 	}
 	for _, d := range []capability.Definition{
-		{Name: "get_files_id_thumbnail", Domain: "box", Title: "Get a file thumbnail", Description: "Returns a smaller image of a file.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.box.com/2.0/files/{file_id}/thumbnail"}}},
-		{Name: "get_files_id_content", Domain: "box", Title: "Get a file content", Description: "Returns the full image of a file.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.box.com/2.0/files/{file_id}/content"}}},
-		{Name: "chat_unfurl", Domain: "slack", Title: "Unfurl links", Description: "Shows small previews of links.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://slack.com/api/chat.unfurl"}}},
+		httpOp("box", "get_files_id_thumbnail", "Get a file thumbnail", "Returns a smaller image of a file.", "GET", "https://api.box.com/2.0/files/{file_id}/thumbnail"),
+		httpOp("box", "get_files_id_content", "Get a file content", "Returns the full image of a file.", "GET", "https://api.box.com/2.0/files/{file_id}/content"),
+		httpOp("slack", "chat_unfurl", "Unfurl links", "Shows small previews of links.", "POST", "https://slack.com/api/chat.unfurl"),
 	} {
 		ix.Put(DocOf(d.Domain+"/"+d.Name, &d, d.Domain))
 	}
@@ -680,24 +659,16 @@ func TestPhrasalVerbs(t *testing.T) {
 // real APIs' operations (the first two were not in the top 10 before).
 func TestPhrasalVerbsRank(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "create_project", Domain: "asana", Title: "Create a project", Description: "Create a new project in a workspace or team.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://app.asana.com/api/1.0/projects"}}},
-		{Name: "delete_project", Domain: "asana", Title: "Delete a project", Description: "A specific, existing project can be deleted by making a DELETE request on the URL for that project. Returns an empty data record.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://app.asana.com/api/1.0/projects/{project_gid}"}}},
-		{Name: "get_project", Domain: "asana", Title: "Get a project", Description: "Returns the complete project record for a single project.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://app.asana.com/api/1.0/projects/{project_gid}"}}},
-		{Name: "get_projects", Domain: "asana", Title: "Get multiple projects", Description: "Returns the compact project records for some filtered set of projects.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://app.asana.com/api/1.0/projects"}}},
-		{Name: "add_tracks_to_playlist", Domain: "spotify", Title: "Add Items to Playlist", Description: "Add one or more items to a user's playlist.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"}}},
-		{Name: "get_playlists_tracks", Domain: "spotify", Title: "Get Playlist Items", Description: "Get full details of the items of a playlist owned by a Spotify user.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"}}},
-		{Name: "remove_tracks_playlist", Domain: "spotify", Title: "Remove Playlist Items", Description: "Remove one or more items from a user's playlist.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"}}},
+		httpOp("asana", "create_project", "Create a project", "Create a new project in a workspace or team.", "POST", "https://app.asana.com/api/1.0/projects"),
+		httpOp("asana", "delete_project", "Delete a project", "A specific, existing project can be deleted by making a DELETE request on the URL for that project. Returns an empty data record.", "DELETE", "https://app.asana.com/api/1.0/projects/{project_gid}"),
+		httpOp("asana", "get_project", "Get a project", "Returns the complete project record for a single project.", "GET", "https://app.asana.com/api/1.0/projects/{project_gid}"),
+		httpOp("asana", "get_projects", "Get multiple projects", "Returns the compact project records for some filtered set of projects.", "GET", "https://app.asana.com/api/1.0/projects"),
+		httpOp("spotify", "add_tracks_to_playlist", "Add Items to Playlist", "Add one or more items to a user's playlist.", "POST", "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"),
+		httpOp("spotify", "get_playlists_tracks", "Get Playlist Items", "Get full details of the items of a playlist owned by a Spotify user.", "GET", "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"),
+		httpOp("spotify", "remove_tracks_playlist", "Remove Playlist Items", "Remove one or more items from a user's playlist.", "DELETE", "https://api.spotify.com/v1/playlists/{playlist_id}/tracks"),
 		{Name: "conversations_kick", Domain: "slack", Title: "Removes a user from a conversation.",
 			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://slack.com/api/conversations.kick"}}},
-		{Name: "save_tracks_user", Domain: "spotify", Title: "Save Tracks for Current User", Description: "Save one or more tracks to the current user's 'Your Music' library.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "PUT", URL: "https://api.spotify.com/v1/me/tracks"}}},
+		httpOp("spotify", "save_tracks_user", "Save Tracks for Current User", "Save one or more tracks to the current user's 'Your Music' library.", "PUT", "https://api.spotify.com/v1/me/tracks"),
 	})
 	for q, want := range map[string]string{
 		"get rid of a project":        "asana/delete_project",
@@ -726,12 +697,9 @@ func TestPhrasalVerbsRank(t *testing.T) {
 // repository from a team"), which says it.
 func TestVerbFoundInTheAction(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "repos_delete", Domain: "github", Title: "Delete a repository", Description: "Deleting a repository requires admin access.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.github.com/repos/{owner}/{repo}"}}},
-		{Name: "teams_remove_repo_in_org", Domain: "github", Title: "Remove a repository from a team", Description: "Team maintainers can remove any repositories from the team.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "DELETE", URL: "https://api.github.com/orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}"}}},
-		{Name: "repos_get", Domain: "github", Title: "Get a repository", Description: "The parent and source objects are present when the repository is a fork.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}"}}},
+		httpOp("github", "repos_delete", "Delete a repository", "Deleting a repository requires admin access.", "DELETE", "https://api.github.com/repos/{owner}/{repo}"),
+		httpOp("github", "teams_remove_repo_in_org", "Remove a repository from a team", "Team maintainers can remove any repositories from the team.", "DELETE", "https://api.github.com/orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}"),
+		httpOp("github", "repos_get", "Get a repository", "The parent and source objects are present when the repository is a fork.", "GET", "https://api.github.com/repos/{owner}/{repo}"),
 	})
 	wantCoverage(t, ix, "remove a repository", map[string]string{
 		"github/repos_delete":             "×0.85: has only some of the words asked for",
@@ -767,14 +735,10 @@ func wantCoverage(t *testing.T, ix *Index, q string, want map[string]string) {
 // a repository's activity, whose description says "history").
 func TestListWordFoundInAList(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "repos_list_commits", Domain: "github", Title: "List commits", Description: "Signature verification object: the response includes a verification object that describes the result of verifying the commit's signature.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits"}}},
-		{Name: "repos_get_commit", Domain: "github", Title: "Get a commit", Description: "Returns the contents of a single commit reference.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{ref}"}}},
-		{Name: "repos_list_activities", Domain: "github", Title: "List repository activities", Description: "Lists a detailed history of changes to a repository, such as pushes, merges, force pushes, and branch changes, and associates these changes with commits and users.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/activity"}}},
-		{Name: "issues_list_for_repo", Domain: "github", Title: "List repository issues", Description: "List issues in a repository.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/issues"}}},
+		httpOp("github", "repos_list_commits", "List commits", "Signature verification object: the response includes a verification object that describes the result of verifying the commit's signature.", "GET", "https://api.github.com/repos/{owner}/{repo}/commits"),
+		httpOp("github", "repos_get_commit", "Get a commit", "Returns the contents of a single commit reference.", "GET", "https://api.github.com/repos/{owner}/{repo}/commits/{ref}"),
+		httpOp("github", "repos_list_activities", "List repository activities", "Lists a detailed history of changes to a repository, such as pushes, merges, force pushes, and branch changes, and associates these changes with commits and users.", "GET", "https://api.github.com/repos/{owner}/{repo}/activity"),
+		httpOp("github", "issues_list_for_repo", "List repository issues", "List issues in a repository.", "GET", "https://api.github.com/repos/{owner}/{repo}/issues"),
 	})
 	wantCoverage(t, ix, "show the commit history", map[string]string{
 		"github/repos_list_commits":    "all found",
@@ -815,12 +779,9 @@ func TestNamedAPINotRankedDown(t *testing.T) {
 // has more of its words.
 func TestOppositeActionRankedDown(t *testing.T) {
 	ix := indexOf([]capability.Definition{
-		{Name: "repos_list_branches_for_head_commit", Domain: "github", Title: "List branches for HEAD commit", Description: "Returns all branches where the given commit SHA is the HEAD, or latest commit for the branch.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/commits/{commit_sha}/branches-where-head"}}},
-		{Name: "git_create_ref", Domain: "github", Title: "Create a reference", Description: "Creates a reference for your repository, such as a new branch pointing at a commit SHA.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "POST", URL: "https://api.github.com/repos/{owner}/{repo}/git/refs"}}},
-		{Name: "repos_get_branch", Domain: "github", Title: "Get a branch", Description: "Gets a branch of a repository.",
-			Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: "GET", URL: "https://api.github.com/repos/{owner}/{repo}/branches/{branch}"}}},
+		httpOp("github", "repos_list_branches_for_head_commit", "List branches for HEAD commit", "Returns all branches where the given commit SHA is the HEAD, or latest commit for the branch.", "GET", "https://api.github.com/repos/{owner}/{repo}/commits/{commit_sha}/branches-where-head"),
+		httpOp("github", "git_create_ref", "Create a reference", "Creates a reference for your repository, such as a new branch pointing at a commit SHA.", "POST", "https://api.github.com/repos/{owner}/{repo}/git/refs"),
+		httpOp("github", "repos_get_branch", "Get a branch", "Gets a branch of a repository.", "GET", "https://api.github.com/repos/{owner}/{repo}/branches/{branch}"),
 	})
 	wantFirst(t, ix, "start a new branch from a commit sha", "github/git_create_ref")
 	res := ix.Search(Query{Text: "start a new branch from a commit sha", Explain: true})
@@ -830,4 +791,11 @@ func TestOppositeActionRankedDown(t *testing.T) {
 			t.Errorf("%s: ranked down as doing the opposite: %v, want %v (%s)", h.ID, opposite, want, strings.Join(h.Why, "; "))
 		}
 	}
+}
+
+// httpOp is an operation of an HTTP API as an import makes it: a name,
+// title and description, and its method and URL.
+func httpOp(domain, name, title, description, method, url string) capability.Definition {
+	return capability.Definition{Name: name, Domain: domain, Title: title, Description: description,
+		Bindings: capability.Bindings{HTTP: &capability.HTTPBinding{Method: method, URL: url}}}
 }
